@@ -1,0 +1,353 @@
+"""Dataset loaders behind one interface: ``load_examples(name, split)`` returns ``Example``s.
+
+Local files are read from the folder in ``ATTRIBUTION_DATA_DIR`` (formats in that folder's
+README): SST-2 TSV, e-SNLI line files with the human highlight files, ERASER movie reviews
+(``datasets.load_from_disk``), HateXplain CSV and MultiRC JSON. ``examples`` is the project's
+own hand-written set under ``assets/examples``. Hub versions for online users live in
+``core.hub_datasets`` behind the same ``Example`` type.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from core.types import Example
+
+DATA_DIR_ENV = "ATTRIBUTION_DATA_DIR"
+EXAMPLES_FILE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "examples.jsonl"
+
+SST2_LABELS = ("negative", "positive")
+ESNLI_LABELS = ("entailment", "neutral", "contradiction")
+MOVIES_LABELS = ("negative", "positive")
+HATEXPLAIN_LABELS = ("hatespeech", "normal", "offensive")
+MULTIRC_LABELS = ("false", "true")
+
+_WORD_RE = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+_HIGHLIGHT_RE = re.compile(r"\x1b\[0;30;43m(.*?)\x1b\[0m")
+
+
+def split_words(text: str) -> tuple[str, ...]:
+    """Split free text into words and punctuation marks (the app's tokenizer for typed text)."""
+    return tuple(_WORD_RE.findall(text))
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The data folder: the explicit argument, else ``$ATTRIBUTION_DATA_DIR``, else None."""
+    chosen = explicit if explicit is not None else os.environ.get(DATA_DIR_ENV)
+    if not chosen:
+        return None
+    path = Path(chosen).expanduser()
+    return path if path.is_dir() else None
+
+
+def majority_mask(masks: Iterable[Iterable[int]]) -> tuple[int, ...]:
+    """Words marked by at least half of the annotators who gave a mask."""
+    masks = [tuple(m) for m in masks]
+    if not masks:
+        return ()
+    return tuple(int(2 * sum(col) >= len(masks)) for col in zip(*masks))
+
+
+# --------------------------------------------------------------------------- SST-2
+
+
+def _load_sst2(root: Path, split: str) -> list[Example]:
+    path = root / "sst2" / f"{split}.tsv"
+    examples = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader)
+        labelled = header[-1] == "label"
+        for i, row in enumerate(reader):
+            sentence = row[0] if labelled else row[1]
+            label = int(row[1]) if labelled else None
+            examples.append(
+                Example(
+                    segments=(tuple(sentence.split()),),
+                    label=label,
+                    label_names=SST2_LABELS,
+                    dataset="sst2",
+                    split=split,
+                    id=f"sst2/{split}/{i}",
+                )
+            )
+    return examples
+
+
+# --------------------------------------------------------------------------- e-SNLI
+
+
+def parse_esnli_highlights(text: str) -> dict[int, tuple[tuple[str, ...], tuple[int, ...]]]:
+    """Parse a highlights file: ``{dev index: (words, 0/1 mask)}``.
+
+    Each block is ``----- Example N -----`` followed by premise and hypothesis words on one
+    line, a highlighted word wrapped in the escape codes ``ESC[0;30;43m`` ... ``ESC[0m``.
+    """
+    parsed: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+    parts = re.split(r"-{5} Example (\d+) -{5}", text)
+    for index_text, body in zip(parts[1::2], parts[2::2]):
+        words: list[str] = []
+        mask: list[int] = []
+        for raw in body.strip().split(" "):
+            if not raw:
+                continue
+            inner = _HIGHLIGHT_RE.fullmatch(raw)
+            words.append(inner.group(1) if inner else raw)
+            mask.append(int(inner is not None))
+        parsed[int(index_text)] = (tuple(words), tuple(mask))
+    return parsed
+
+
+def _read_lines(path: Path) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def _load_esnli(root: Path, split: str) -> list[Example]:
+    """e-SNLI premise/hypothesis pairs; ``dev_highlighted`` keeps the dev pairs with highlights."""
+    base_split = "dev" if split == "dev_highlighted" else split
+    folder = root / "esnli"
+    premises = _read_lines(folder / f"s1.{base_split}")
+    hypotheses = _read_lines(folder / f"s2.{base_split}")
+    labels = _read_lines(folder / f"labels.{base_split}")
+    highlights: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+    if base_split == "dev" and (folder / "highlights").is_dir():
+        for file in sorted((folder / "highlights").glob("*.txt")):
+            highlights.update(parse_esnli_highlights(file.read_text(encoding="utf-8")))
+    examples = []
+    for i, (premise, hypothesis, label) in enumerate(zip(premises, hypotheses, labels)):
+        if split == "dev_highlighted" and i not in highlights:
+            continue
+        if label.strip() not in ESNLI_LABELS:
+            continue
+        segments = (tuple(premise.split()), tuple(hypothesis.split()))
+        rationale = None
+        if i in highlights:
+            words, mask = highlights[i]
+            if words == segments[0] + segments[1]:
+                rationale = mask
+        examples.append(
+            Example(
+                segments=segments,
+                label=ESNLI_LABELS.index(label.strip()),
+                label_names=ESNLI_LABELS,
+                rationales=(rationale,) if rationale else (),
+                rationale=rationale,
+                dataset="esnli",
+                split=split,
+                id=f"esnli/{base_split}/{i}",
+            )
+        )
+    return examples
+
+
+# --------------------------------------------------------------------------- ERASER movies
+
+
+def span_mask(words: tuple[str, ...], span_words: tuple[str, ...]) -> tuple[int, ...] | None:
+    """0/1 mask of the first occurrence of ``span_words`` inside ``words`` (None if absent)."""
+    n = len(span_words)
+    if n == 0:
+        return None
+    for start in range(len(words) - n + 1):
+        if words[start : start + n] == span_words:
+            return tuple(int(start <= i < start + n) for i in range(len(words)))
+    return None
+
+
+def movie_example(row: dict, split: str, index: int, dataset: str = "movies") -> Example:
+    words = tuple(row["sentence"].split())
+    evidence = row.get("evidence") or {}
+    mask = span_mask(words, tuple((evidence.get("text") or "").split()))
+    return Example(
+        segments=(words,),
+        label=int(row["label"]),
+        label_names=MOVIES_LABELS,
+        rationales=(mask,) if mask else (),
+        rationale=mask,
+        dataset=dataset,
+        split=split,
+        id=f"{dataset}/{split}/{row.get('id', index)}",
+    )
+
+
+def _load_movies(root: Path, split: str) -> list[Example]:
+    from datasets import load_from_disk
+
+    table = load_from_disk(str(root / "movies" / split))
+    return [movie_example(row, split, i) for i, row in enumerate(table)]
+
+
+# --------------------------------------------------------------------------- HateXplain
+
+
+def hatexplain_example(
+    post_id: str, labels: list[int], masks: list[list[int]], words: list[str], split: str, dataset: str = "hatexplain"
+) -> Example:
+    """Majority label of the annotators (ties between three different labels go to the lowest
+    count-then-index, as ``Counter.most_common`` orders them); one mask per annotator who gave one."""
+    label = Counter(labels).most_common(1)[0][0]
+    masks = tuple(tuple(int(v) for v in m) for m in masks if len(m) == len(words))
+    return Example(
+        segments=(tuple(words),),
+        label=int(label),
+        label_names=HATEXPLAIN_LABELS,
+        rationales=masks,
+        rationale=majority_mask(masks) if masks else None,
+        dataset=dataset,
+        split=split,
+        id=f"{dataset}/{split}/{post_id}",
+    )
+
+
+def _load_hatexplain(root: Path, split: str) -> list[Example]:
+    examples = []
+    with open(root / "hatexplain" / f"{split}.csv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            annotators = ast.literal_eval(row["annotators"])
+            examples.append(
+                hatexplain_example(
+                    row["id"],
+                    list(annotators["label"]),
+                    ast.literal_eval(row["rationales"]),
+                    ast.literal_eval(row["post_tokens"]),
+                    split,
+                )
+            )
+    return examples
+
+
+# --------------------------------------------------------------------------- MultiRC
+
+_SENT_RE = re.compile(r"<b>Sent \d+: </b>")
+
+
+def _load_multirc(root: Path, split: str) -> list[Example]:
+    """One example per answer option: paragraph | question + answer; evidence sentences as mask."""
+    data = json.loads((root / "multirc" / f"{split}.json").read_text(encoding="utf-8"))
+    examples = []
+    for paragraph in data["data"]:
+        body = paragraph["paragraph"]
+        sentences = [re.sub(r"<[^>]+>", " ", s) for s in _SENT_RE.split(body["text"])[1:]]
+        sentence_words = [tuple(split_words(s)) for s in sentences]
+        paragraph_words = tuple(w for s in sentence_words for w in s)
+        sentence_of_word = [k for k, s in enumerate(sentence_words) for _ in s]
+        for q_index, question in enumerate(body["questions"]):
+            evidence = {int(k) - 1 for k in question.get("sentences_used", [])}
+            question_words = split_words(re.sub(r"<[^>]+>", " ", question["question"]))
+            for a_index, answer in enumerate(question["answers"]):
+                answer_words = split_words(re.sub(r"<[^>]+>", " ", answer["text"]))
+                second = tuple(question_words) + ("||",) + tuple(answer_words)
+                mask = tuple(int(k in evidence) for k in sentence_of_word) + (0,) * len(second)
+                examples.append(
+                    Example(
+                        segments=(paragraph_words, second),
+                        label=int(bool(answer.get("isAnswer"))),
+                        label_names=MULTIRC_LABELS,
+                        rationales=(mask,),
+                        rationale=mask,
+                        dataset="multirc",
+                        split=split,
+                        id=f"multirc/{split}/{paragraph['id']}/{q_index}/{a_index}",
+                    )
+                )
+    return examples
+
+
+# --------------------------------------------------------------------------- bundled examples
+
+
+def load_bundled_examples(path: Path = EXAMPLES_FILE, split: str = "all") -> list[Example]:
+    """The team's hand-written examples (JSON Lines: task, text, text_b, label, highlight)."""
+    examples = []
+    with open(path, encoding="utf-8") as handle:
+        for i, line in enumerate(handle):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if split != "all" and record["task"] != split:
+                continue
+            segments = [split_words(record["text"])]
+            if record.get("text_b"):
+                segments.append(split_words(record["text_b"]))
+            words = [w for s in segments for w in s]
+            highlighted = {w.lower() for w in record.get("highlight", [])}
+            mask = tuple(int(w.lower() in highlighted) for w in words) if highlighted else None
+            label_names = tuple(record["label_names"])
+            examples.append(
+                Example(
+                    segments=tuple(segments),
+                    label=label_names.index(record["label"]) if record.get("label") else None,
+                    label_names=label_names,
+                    rationales=(mask,) if mask else (),
+                    rationale=mask,
+                    dataset="examples",
+                    split=record["task"],
+                    id=f"examples/{record['task']}/{i}",
+                )
+            )
+    return examples
+
+
+# --------------------------------------------------------------------------- registry
+
+_LOCAL: dict[str, tuple[Callable[[Path, str], list[Example]], dict[str, str]]] = {
+    # name: (loader, {split: file or folder that must exist, relative to the data folder})
+    "sst2": (_load_sst2, {"train": "sst2/train.tsv", "dev": "sst2/dev.tsv", "test": "sst2/test.tsv"}),
+    "esnli": (
+        _load_esnli,
+        {"dev_highlighted": "esnli/highlights", "dev": "esnli/s1.dev", "test": "esnli/s1.test"},
+    ),
+    "movies": (_load_movies, {s: f"movies/{s}" for s in ("train", "validation", "test")}),
+    "hatexplain": (_load_hatexplain, {"val": "hatexplain/val.csv", "test": "hatexplain/test.csv"}),
+    "multirc": (_load_multirc, {"train": "multirc/train.json", "dev": "multirc/dev.json"}),
+}
+DATASET_NAMES = (*_LOCAL, "examples")
+
+
+def available_splits(name: str, root: str | os.PathLike | None = None) -> list[str]:
+    """Splits of ``name`` present in the data folder (bundled examples: one split per task)."""
+    if name == "examples":
+        return ["all", *sorted({e.split for e in load_bundled_examples()})]
+    folder = data_dir(root)
+    if name not in _LOCAL:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
+    if folder is None:
+        return []
+    return [split for split, rel in _LOCAL[name][1].items() if (folder / rel).exists()]
+
+
+def available_datasets(root: str | os.PathLike | None = None) -> dict[str, list[str]]:
+    """``{dataset: [splits]}`` for every dataset with at least one split present."""
+    found = {name: available_splits(name, root) for name in DATASET_NAMES}
+    return {name: splits for name, splits in found.items() if splits}
+
+
+def load_examples(
+    name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None
+) -> list[Example]:
+    """Load a split of a dataset as ``Example``s (first ``limit`` when given)."""
+    if name == "examples":
+        examples = load_bundled_examples(split=split)
+    else:
+        if name not in _LOCAL:
+            raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
+        folder = data_dir(root)
+        if folder is None:
+            raise FileNotFoundError(
+                f"no data folder: set {DATA_DIR_ENV} to the folder holding {name}/ (e.g. ../shared/data)"
+            )
+        loader, splits = _LOCAL[name]
+        if split not in splits:
+            raise ValueError(f"unknown split {split!r} of {name}; known: {', '.join(splits)}")
+        if not (folder / splits[split]).exists():
+            raise FileNotFoundError(f"{name}/{split} not found under {folder}")
+        examples = loader(folder, split)
+    return examples[:limit] if limit is not None else examples
