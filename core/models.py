@@ -63,7 +63,15 @@ def load_sequence_classifier(name_or_path: str):
 
     folder = delta_folder(name_or_path)
     if folder is None:
-        model = AutoModelForSequenceClassification.from_pretrained(name_or_path, **_offline_kwargs())
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+        architectures = getattr(config, "architectures", None) or []
+        if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
+            raise ValueError(f"{name_or_path} is a {architectures[0]}, not a sequence classifier")
+        model = AutoModelForSequenceClassification.from_pretrained(
+            name_or_path, attn_implementation="eager", **_offline_kwargs()
+        )
     else:
         config = read_config(folder)
         if config["architecture"] != "sequence-classification":
@@ -74,6 +82,7 @@ def load_sequence_classifier(name_or_path: str):
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={n: i for i, n in enumerate(labels)},
+            attn_implementation="eager",
             **_quiet_init(),
         )
         apply_delta(model, folder)

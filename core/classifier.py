@@ -1,0 +1,354 @@
+"""The classifier wrapper and the one batched scorer every perturbation goes through.
+
+``LoadedClassifier`` holds the shared model and tokenizer (one per model, cached by the app and
+never mutated). ``Classifier`` is a cheap per-request view on it with its own pass counters, so
+concurrent users never mix up each other's costs. Words are mapped to subwords with the fast
+tokenizer's ``word_ids()``; perturbations are built on token ids (``Variant``), never by
+decoding text and tokenizing it again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+from core.devices import best_device
+from core.types import Example
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One input to score: token ids, segment ids and positions whose input embedding is zeroed."""
+
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]
+    zero_positions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """An example encoded for one model: tokens, and for each token its word (None for specials)."""
+
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]
+    word_ids: tuple[int | None, ...]  # flat word index per token
+    n_words: int
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.input_ids, self.token_type_ids)
+
+    def word_positions(self, word: int) -> list[int]:
+        return [t for t, w in enumerate(self.word_ids) if w == word]
+
+    @property
+    def scored_positions(self) -> list[int]:
+        """Token positions that belong to a word (special tokens are never scored)."""
+        return [t for t, w in enumerate(self.word_ids) if w is not None]
+
+    def perturb(
+        self,
+        replace_words: dict[int, Sequence[int]] | None = None,
+        zero_words: Sequence[int] = (),
+    ) -> Variant:
+        """A variant with each word in ``replace_words`` replaced by the given token ids
+        (``()`` deletes it) and the embeddings of ``zero_words``' tokens zeroed."""
+        replace_words = replace_words or {}
+        zero_set = set(zero_words)
+        ids: list[int] = []
+        types: list[int] = []
+        zeroed: list[int] = []
+        previous: int | None = None
+        for token, segment, word in zip(self.input_ids, self.token_type_ids, self.word_ids):
+            if word is not None and word in replace_words:
+                if word != previous:
+                    for new_token in replace_words[word]:
+                        ids.append(int(new_token))
+                        types.append(segment)
+                previous = word
+                continue
+            previous = word
+            if word is not None and word in zero_set:
+                zeroed.append(len(ids))
+            ids.append(token)
+            types.append(segment)
+        return Variant(tuple(ids), tuple(types), tuple(zeroed))
+
+
+@dataclass
+class LoadedClassifier:
+    """A model and tokenizer loaded once and shared (read-only) by every request."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    device: torch.device
+    pair: bool | None = None  # None: unknown (hub models accept one or two segments)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        config = self.model.config
+        return tuple(config.id2label[i] for i in range(config.num_labels))
+
+    @property
+    def max_length(self) -> int:
+        limits = [getattr(self.model.config, "max_position_embeddings", 512), 512]
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tok_max, int) and tok_max < 100_000:
+            limits.append(tok_max)
+        # RoBERTa-style models offset positions by the padding index.
+        offset = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
+        return min(limits) - offset
+
+
+def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
+    """Load a sequence classifier (bundled name, hub id or local folder) for sharing.
+
+    Parameters stay frozen (``requires_grad=False``): gradient methods differentiate with respect
+    to input embeddings only, so no gradient ever lands on the shared weights.
+    """
+    from core.models import load_sequence_classifier, load_tokenizer, model_info
+
+    try:
+        model = load_sequence_classifier(name_or_path)
+        tokenizer = load_tokenizer(name_or_path)
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
+    if not hasattr(model, "config") or not getattr(model.config, "num_labels", 0):
+        raise ValueError(f"{name_or_path!r} is not a sequence classifier")
+    chosen = torch.device(device) if device is not None else best_device()
+    model.to(chosen).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    info = model_info(name_or_path)
+    return LoadedClassifier(name_or_path, model, tokenizer, chosen, pair=info.get("pair"))
+
+
+class Classifier:
+    """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
+
+    Every forward pass goes through ``predict_proba`` (perturbations) or ``forward_embeds``
+    (gradients), which count passes in ``forward_passes`` and ``backward_passes``.
+    """
+
+    def __init__(self, loaded: LoadedClassifier, batch_size: int = 64, autocast: bool = False) -> None:
+        self.loaded = loaded
+        self.batch_size = batch_size
+        self.autocast = autocast and loaded.device.type == "cuda"
+        self.forward_passes = 0
+        self.backward_passes = 0
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def name(self) -> str:
+        return self.loaded.name
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.loaded.model
+
+    @property
+    def tokenizer(self):
+        return self.loaded.tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return self.loaded.device
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        return self.loaded.label_names
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.label_names)
+
+    def token_id(self, token: str) -> int:
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        if token_id is None:
+            raise ValueError(f"{self.name} has no {token!r} token")
+        return int(token_id)
+
+    @property
+    def special_tokens(self) -> dict[str, int | None]:
+        tok = self.tokenizer
+        return {"mask": tok.mask_token_id, "unk": tok.unk_token_id, "pad": tok.pad_token_id}
+
+    def reset_counts(self) -> None:
+        self.forward_passes = 0
+        self.backward_passes = 0
+
+    # ------------------------------------------------------------------ encoding
+
+    def check_example(self, example: Example) -> None:
+        if not example.words:
+            raise ValueError("the text is empty: give at least one word")
+        if self.loaded.pair is True and not example.is_pair:
+            raise ValueError(f"{self.name} classifies sentence pairs: give a premise and a hypothesis")
+        if self.loaded.pair is False and example.is_pair:
+            raise ValueError(f"{self.name} classifies single texts, not sentence pairs")
+
+    def _word_lengths(self, example: Example) -> list[int]:
+        """Subword count of each word, in flat word order."""
+        enc = self._tokenize(example)
+        counts = [0] * len(example.words)
+        for word in self._flat_word_ids(enc, example):
+            if word is not None:
+                counts[word] += 1
+        return counts
+
+    def _tokenize(self, example: Example):
+        segments = [list(s) for s in example.segments]
+        return self.tokenizer(*segments, is_split_into_words=True, truncation=False, add_special_tokens=True)
+
+    @staticmethod
+    def _flat_word_ids(enc, example: Example) -> list[int | None]:
+        offset = len(example.segments[0])
+        flat: list[int | None] = []
+        for word, sequence in zip(enc.word_ids(), enc.sequence_ids()):
+            if word is None or sequence is None:
+                flat.append(None)
+            else:
+                flat.append(word + (offset if sequence == 1 else 0))
+        return flat
+
+    def fit_example(self, example: Example) -> tuple[Example, int]:
+        """The example cut to whole words that fit the model's maximum length, and the number of
+        words dropped (from the end of the longer segment, as ``longest_first`` truncation)."""
+        lengths = self._word_lengths(example)
+        n_special = len(self._tokenize(replace(example, segments=tuple(() for _ in example.segments)))["input_ids"])
+        budget = self.loaded.max_length - n_special
+        segment_lengths = [list(lengths[: len(example.segments[0])]), list(lengths[len(example.segments[0]) :])]
+        keep = [len(s) for s in example.segments]
+        total = sum(lengths)
+        while total > budget:
+            k = max(range(len(example.segments)), key=lambda s: sum(segment_lengths[s][: keep[s]]))
+            keep[k] -= 1
+            total -= segment_lengths[k][keep[k]]
+        dropped = sum(len(s) for s in example.segments) - sum(keep)
+        if dropped == 0:
+            return example, 0
+        segments = tuple(tuple(s[:n]) for s, n in zip(example.segments, keep))
+        kept_flat = [i for s, n, start in zip(example.segments, keep, (0, len(example.segments[0]))) for i in range(start, start + n)]
+        cut = lambda mask: tuple(mask[i] for i in kept_flat)  # noqa: E731
+        return (
+            replace(
+                example,
+                segments=segments,
+                rationales=tuple(cut(m) for m in example.rationales),
+                rationale=cut(example.rationale) if example.rationale is not None else None,
+            ),
+            dropped,
+        )
+
+    def encode(self, example: Example) -> Encoded:
+        """Encode an example that fits (see ``fit_example``)."""
+        self.check_example(example)
+        enc = self._tokenize(example)
+        if len(enc["input_ids"]) > self.loaded.max_length:
+            raise ValueError(f"{len(enc['input_ids'])} tokens exceed {self.loaded.max_length}: call fit_example first")
+        types = enc.get("token_type_ids") or [0] * len(enc["input_ids"])
+        return Encoded(tuple(enc["input_ids"]), tuple(types), tuple(self._flat_word_ids(enc, example)), len(example.words))
+
+    def word_tokens(self, word: str) -> tuple[int, ...]:
+        """Subword ids of one word as the tokenizer splits it inside a text."""
+        return tuple(self.tokenizer([word], is_split_into_words=True, add_special_tokens=False)["input_ids"])
+
+    # ------------------------------------------------------------------ the batched scorer
+
+    def _batch_tensors(self, chunk: Sequence[Variant]) -> dict[str, torch.Tensor]:
+        width = max(len(v.input_ids) for v in chunk)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        types = torch.zeros((len(chunk), width), dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for row, v in enumerate(chunk):
+            n = len(v.input_ids)
+            ids[row, :n] = torch.tensor(v.input_ids)
+            types[row, :n] = torch.tensor(v.token_type_ids)
+            mask[row, :n] = 1
+        batch = {"input_ids": ids, "attention_mask": mask}
+        if self._uses_token_types():
+            batch["token_type_ids"] = types
+        return {k: t.to(self.device) for k, t in batch.items()}
+
+    def _uses_token_types(self) -> bool:
+        return getattr(self.model.config, "type_vocab_size", 0) > 1
+
+    def predict_proba(self, variants: Sequence[Variant], progress: ProgressFn | None = None) -> np.ndarray:
+        """Class probabilities for each variant, shape (n, n_labels), float64.
+
+        Identical variants are scored once; variants are sorted by length so each chunk of
+        ``batch_size`` needs little padding; runs under ``torch.inference_mode()``.
+        """
+        unique: dict[Variant, int] = {}
+        for v in variants:
+            unique.setdefault(v, len(unique))
+        distinct = list(unique)
+        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i].input_ids))
+        out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
+        with torch.inference_mode(), self._autocast():
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                chunk = [distinct[i] for i in rows]
+                batch = self._batch_tensors(chunk)
+                if any(v.zero_positions for v in chunk):
+                    embeds = self.input_embeddings(batch.pop("input_ids"))
+                    for r, v in enumerate(chunk):
+                        if v.zero_positions:
+                            embeds[r, list(v.zero_positions)] = 0.0
+                    batch["inputs_embeds"] = embeds
+                logits = self.model(**batch).logits.float()
+                out[rows] = torch.softmax(logits, dim=-1).cpu().numpy()
+                self.forward_passes += len(chunk)
+                if progress is not None:
+                    progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
+        return out[[unique[v] for v in variants]]
+
+    def _autocast(self):
+        if self.autocast:
+            return torch.autocast(self.device.type, dtype=torch.float16)
+        return torch.autocast("cpu", enabled=False)
+
+    # ------------------------------------------------------------------ embeddings and gradients
+
+    def embedding_layer(self) -> torch.nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    def input_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Word embeddings (before position/segment embeddings), shape (batch, seq, dim)."""
+        return self.embedding_layer()(input_ids.to(self.device))
+
+    def forward_embeds(self, embeds: torch.Tensor, variant: Variant, **kwargs) -> torch.Tensor:
+        """Logits for a batch of input-embedding tensors sharing one variant's layout (counted;
+        a pass on embeddings that require a gradient counts as a backward pass too)."""
+        n = embeds.shape[0]
+        batch = {"attention_mask": torch.ones((n, len(variant.input_ids)), dtype=torch.long, device=self.device)}
+        if self._uses_token_types():
+            batch["token_type_ids"] = torch.tensor([variant.token_type_ids] * n, device=self.device)
+        self.forward_passes += n
+        if embeds.requires_grad:
+            self.backward_passes += n
+        return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
+
+    def attentions(self, variant: Variant) -> torch.Tensor:
+        """Attention weights of every layer, shape (layers, heads, seq, seq)."""
+        batch = self._batch_tensors([variant])
+        with torch.inference_mode():
+            out = self.model(**batch, output_attentions=True)
+        self.forward_passes += 1
+        return torch.stack([a[0] for a in out.attentions]).float().cpu()
+
+
+def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:
+    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (paper 000's log-odds space)."""
+    p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
+    return np.log2(p / (1 - p))

@@ -1,0 +1,44 @@
+"""Argument helpers shared by the commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="bundled model name, hub id or local folder")
+
+
+def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument("--dataset", required=required, help="dataset name (see `python -m core datasets`)")
+    parser.add_argument("--split", help="split of the dataset")
+    parser.add_argument("--limit", type=int, help="first N examples only")
+    parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+
+
+def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:
+    """``["im.k=5", "lime.n_samples=200"]`` -> ``{"im": {"k": "5"}, "lime": {"n_samples": "200"}}``."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        owner, dot, name = key.partition(".")
+        if not eq or not dot or not owner or not name:
+            raise ValueError(f"--param expects KEY.NAME=VALUE, got {item!r}")
+        out.setdefault(owner, {})[name] = value
+    return out
+
+
+def print_json(payload: Any) -> None:
+    json.dump(payload, sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def load_dataset_examples(args: argparse.Namespace):
+    from core.datasets import load_examples
+
+    if not args.split:
+        raise ValueError("--split is needed with --dataset")
+    return load_examples(args.dataset, args.split, args.data_dir, limit=args.limit)

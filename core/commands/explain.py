@@ -1,0 +1,63 @@
+"""``python -m core explain``: every requested method's word scores for one text, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.commands.common import add_model, parse_params, print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    import explainers
+    from core.classifier import Classifier, load_classifier
+    from core.datasets import split_words
+    from core.engine import explain_example
+    from core.types import Example
+
+    methods = explainers.resolve(args.methods)
+    params = parse_params(args.param)
+    unknown = set(params) - set(methods)
+    if unknown:
+        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
+    example = Example(segments=tuple(segments), id="cli")
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    mlm = None
+    if any(explainers.get(m).needs_mlm for m in methods):
+        from core.masked_lm import MaskedLM
+
+        mlm = MaskedLM.load(args.mlm)
+    result = explain_example(clf, example, methods, target=args.target, params=params, seed=args.seed, mlm=mlm)
+    payload = {
+        "model": args.model,
+        "words": list(result.example.words),
+        "segment_ids": list(result.example.segment_ids),
+        "label_names": list(clf.label_names),
+        "probabilities": list(result.prediction.probabilities),
+        "predicted": result.prediction.predicted,
+        "target": result.target,
+        "dropped_words": result.dropped_words,
+        "attributions": {key: a.to_json() for key, a in result.attributions.items()},
+    }
+    if args.json:
+        print_json(payload)
+    else:
+        for key, attribution in result.attributions.items():
+            pairs = " ".join(f"{w}:{s:+.3f}" for w, s in zip(attribution.words, attribution.scores))
+            print(f"{key}: {pairs}")
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("explain", help="attribute one text with one or more methods")
+    add_model(parser)
+    parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")
+    parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
+    parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")
+    parser.add_argument("--methods", default="all", help="'all' or comma-separated keys (see `methods`)")
+    parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
+    parser.add_argument("--seed", type=int, help="seed for every stochastic method")
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,25 @@
+"""``python -m core methods``: list the explainer keys with one-line descriptions."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.commands.common import print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    from explainers import REGISTRY
+
+    if args.json:
+        print_json({key: spec.description for key, spec in REGISTRY.items()})
+    else:
+        width = max(map(len, REGISTRY))
+        for key, spec in REGISTRY.items():
+            print(f"{key:<{width}}  {spec.description}")
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("methods", help="list the attribution methods")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(run=run)

@@ -1,0 +1,32 @@
+"""``python -m core train TASK``: fine-tune a bundled demo model from the packaged encoder."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from core.commands.common import print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.train import run_training
+
+    command = "python -m core " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    card = run_training(args.task, args.data_dir, Path(args.out) if args.out else None, args.steps, args.seed,
+                        train_limit=args.train_limit, eval_limit=args.eval_limit, command=command)
+    print_json(card)
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("train", help="fine-tune a bundled demo model from the packaged encoder")
+    parser.add_argument("task", choices=["sst2", "esnli", "movies", "hatexplain", "mlm"])
+    parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+    parser.add_argument("--out", help="output folder (default: assets/models/minilm-TASK)")
+    parser.add_argument("--steps", type=int, help="optimizer steps (default: per task)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train-limit", type=int, help="use only the first N training examples")
+    parser.add_argument("--eval-limit", type=int, help="report on the first N examples only")
+    parser.set_defaults(run=run)

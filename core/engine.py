@@ -1,0 +1,69 @@
+"""High-level engine calls shared by the command line and the app's service layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import explainers
+from core.classifier import Classifier, ProgressFn
+from core.masked_lm import MaskedLM
+from core.types import Attribution, Example
+
+
+@dataclass(frozen=True)
+class Prediction:
+    probabilities: tuple[float, ...]
+    predicted: int
+
+
+@dataclass
+class Explanation:
+    """Every requested method's attribution for one example, with the prediction."""
+
+    example: Example
+    prediction: Prediction
+    target: int
+    attributions: dict[str, Attribution]
+    dropped_words: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def predict(clf: Classifier, example: Example) -> Prediction:
+    probs = clf.predict_proba([clf.encode(example).variant])[0]
+    return Prediction(tuple(float(p) for p in probs), int(np.argmax(probs)))
+
+
+def explain_example(
+    clf: Classifier,
+    example: Example,
+    methods: list[str],
+    *,
+    target: int | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: MaskedLM | None = None,
+    progress: ProgressFn | None = None,
+) -> Explanation:
+    """Fit the example to the model, predict, and run each method on the target class
+    (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed."""
+    example, dropped = clf.fit_example(example)
+    prediction = predict(clf, example)
+    target = prediction.predicted if target is None else target
+    results: dict[str, Attribution] = {}
+    for index, key in enumerate(methods):
+        spec = explainers.get(key)
+        overrides = dict((params or {}).get(key, {}))
+        if seed is not None and spec.stochastic:
+            overrides.setdefault("seed", seed)
+
+        def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
+            if progress is not None:
+                progress((index + fraction) / len(methods), f"{key}: {message}")
+
+        results[key] = explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides), mlm=mlm, progress=step)
+        if progress is not None:
+            progress((index + 1) / len(methods), f"{key} done")
+    return Explanation(example, prediction, target, results, dropped)

@@ -1,0 +1,119 @@
+"""Masked language model wrapper: the top-k fill-ins, with probabilities, for a masked word.
+
+Used by Input Marginalization (Kim et al. 2020; paper 000), LIME with masked-LM fill-ins and
+masked-LM deletion curves. The vocabulary head runs only at the masked positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from core.devices import best_device
+
+
+@dataclass(frozen=True)
+class Fill:
+    token: str  # the masked LM's token (may be a ``##`` word piece)
+    token_id: int
+    probability: float
+
+
+class MaskedLM:
+    """A shared, read-only masked LM. ``fill_words`` masks one word at a time with one mask token."""
+
+    def __init__(self, name: str, model: torch.nn.Module, tokenizer, device: torch.device | None = None) -> None:
+        self.name = name
+        self.device = device or best_device()
+        self.model = model.to(self.device).eval()
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
+        self.tokenizer = tokenizer
+        self.forward_passes = 0
+
+    @classmethod
+    def load(cls, name_or_path: str, device: str | torch.device | None = None) -> MaskedLM:
+        from core.models import load_masked_lm, load_tokenizer
+
+        try:
+            model = load_masked_lm(name_or_path)
+            tokenizer = load_tokenizer(name_or_path)
+        except (OSError, ValueError, KeyError) as error:
+            raise ValueError(f"cannot load {name_or_path!r} as a masked language model: {error}") from error
+        if tokenizer.mask_token_id is None:
+            raise ValueError(f"{name_or_path!r} has no mask token")
+        return cls(name_or_path, model, tokenizer, torch.device(device) if device else None)
+
+    def _mask_logits(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Vocabulary logits at the mask positions only, shape (n_masks, vocab).
+
+        BERT (``cls``) and RoBERTa (``lm_head``) heads run on the masked rows alone; other
+        architectures fall back to the full model output."""
+        where = enc["input_ids"] == self.tokenizer.mask_token_id
+        head = getattr(self.model, "cls", None) or getattr(self.model, "lm_head", None)
+        self.forward_passes += int(enc["input_ids"].shape[0])
+        if head is None:
+            return self.model(**enc).logits[where]
+        hidden = getattr(self.model, self.model.base_model_prefix)(**enc).last_hidden_state
+        return head(hidden[where])
+
+    @torch.inference_mode()
+    def fill_words(
+        self,
+        segments: Sequence[Sequence[str]],
+        positions: Sequence[int],
+        k: int = 10,
+        batch_size: int = 64,
+    ) -> list[tuple[list[Fill], float | None]]:
+        """For each flat word position: its top-k fill-ins when that word alone is replaced by
+        one mask token, and the probability of the original word (None when the original word
+        is not a single token of this vocabulary)."""
+        words = [w for s in segments for w in s]
+        split = len(segments[0])
+        vocab = self.tokenizer.get_vocab()
+        lower = getattr(self.tokenizer, "do_lower_case", False) or self.tokenizer.init_kwargs.get("do_lower_case", False)
+        results: list[tuple[list[Fill], float | None]] = []
+        rows = []
+        for position in positions:
+            masked = list(words)
+            masked[position] = self.tokenizer.mask_token
+            rows.append(masked)
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            pieces = [(r[:split], r[split:]) if len(segments) == 2 else (r,) for r in chunk]
+            firsts = [p[0] for p in pieces]
+            seconds = [p[1] for p in pieces] if len(segments) == 2 else None
+            enc = self.tokenizer(firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt")
+            enc = {key: value.to(self.device) for key, value in enc.items()}
+            probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)  # (rows, vocab), one mask per row
+            top = probs.topk(k, dim=-1)
+            for row, position in enumerate(positions[start : start + batch_size]):
+                ids = top.indices[row].tolist()
+                tokens = self.tokenizer.convert_ids_to_tokens(ids)
+                fills = [Fill(t, i, float(p)) for t, i, p in zip(tokens, ids, top.values[row].tolist())]
+                original = words[position].lower() if lower else words[position]
+                original_id = vocab.get(original)
+                results.append((fills, float(probs[row, original_id]) if original_id is not None else None))
+        return results
+
+    @torch.inference_mode()
+    def fill_texts(self, texts: Sequence[str], k: int = 10) -> list[list[Fill]]:
+        """Top-k fill-ins for the single mask token in each raw text (the ``fill`` command)."""
+        out = []
+        for text in texts:
+            enc = self.tokenizer(text, return_tensors="pt", truncation=True)
+            where = enc["input_ids"][0] == self.tokenizer.mask_token_id
+            if int(where.sum()) != 1:
+                raise ValueError(f"the text must hold exactly one {self.tokenizer.mask_token}: {text!r}")
+            enc = {key: value.to(self.device) for key, value in enc.items()}
+            probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)[0]
+            top = probs.topk(k)
+            ids = top.indices.tolist()
+            out.append([Fill(t, i, float(p)) for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, top.values.tolist())])
+        return out
+
+    def token_text(self, token: str) -> str:
+        """A fill-in token as plain text (``##ing`` stays a piece; RoBERTa's ``Ġword`` -> ``word``)."""
+        return self.tokenizer.convert_tokens_to_string([token]).strip() or token

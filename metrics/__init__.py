@@ -1,0 +1,35 @@
+"""The metric registry: one key per metric, each a ``MetricSpec``, gathered from the family modules."""
+
+from __future__ import annotations
+
+import importlib
+
+from metrics.base import MetricResult, MetricSpec, mean_interval
+
+_FAMILIES = ("faithfulness", "plausibility")
+
+
+def _collect() -> dict[str, MetricSpec]:
+    registry: dict[str, MetricSpec] = {}
+    for family in _FAMILIES:
+        try:
+            module = importlib.import_module(f"metrics.{family}")
+        except ModuleNotFoundError as error:
+            if error.name != f"metrics.{family}":
+                raise
+            continue
+        for spec in module.METRICS:
+            registry[spec.key] = spec
+    return registry
+
+
+REGISTRY: dict[str, MetricSpec] = _collect()
+
+
+def get(key: str) -> MetricSpec:
+    if key not in REGISTRY:
+        raise ValueError(f"unknown metric {key!r}; known: {', '.join(REGISTRY)}")
+    return REGISTRY[key]
+
+
+__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "get", "mean_interval"]

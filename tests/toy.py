@@ -1,0 +1,105 @@
+"""A hand-built toy classifier and tokenizer with known answers (no download).
+
+``ToyLinearClassifier`` scores a text as the sum of its tokens' embeddings times a fixed weight
+matrix: ``logits = sum_t mask_t * E[x_t] @ W``. Every embedding is zero except the word
+``great`` (strongly positive) and ``awful`` (strongly negative), and small values for ``good``
+and ``bad``, so leave-one-out, gradients and the planted important word have hand-computable
+answers. ``ToyBert`` is a tiny random BERT on the same tokenizer, for attention methods.
+"""
+
+from __future__ import annotations
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from torch import nn
+from transformers import BertConfig, BertForSequenceClassification, PreTrainedModel, PretrainedConfig, PreTrainedTokenizerFast
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+from core.classifier import LoadedClassifier
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = [
+    "the", "a", "movie", "film", "was", "is", "great", "awful", "good", "bad", "and", "but", "plot",
+    "actors", "it", "very", "not", ".", ",", "fun", "boring", "un", "##believ", "##able", "man", "dog",
+    "sleeps", "runs", "outside", "inside", "cat",
+]
+VOCAB = {token: i for i, token in enumerate(SPECIALS + WORDS)}
+DIM = 4
+
+
+def toy_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.WordPiece(VOCAB, unk_token="[UNK]", max_input_chars_per_word=50))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", VOCAB["[CLS]"]), ("[SEP]", VOCAB["[SEP]"])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_max_length=64,
+    )
+
+
+class ToyConfig(PretrainedConfig):
+    model_type = "toy-linear"
+
+    def __init__(self, vocab_size: int = len(VOCAB), dim: int = DIM, **kwargs) -> None:
+        kwargs.setdefault("num_labels", 2)
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.dim = dim
+        self.max_position_embeddings = 64
+        self.type_vocab_size = 2
+
+
+# Embedding rows of the informative words (all other rows are zero).
+PLANTED = {"great": [3.0, 0.0, 0.0, 0.0], "awful": [0.0, 3.0, 0.0, 0.0], "good": [1.0, 0.0, 0.0, 0.0], "bad": [0.0, 1.0, 0.0, 0.0]}
+# Column 0 -> class 1 (positive), column 1 -> class 0 (negative).
+WEIGHT = [[-1.0, 1.0], [1.0, -1.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+class ToyLinearClassifier(PreTrainedModel):
+    config_class = ToyConfig
+
+    def __init__(self, config: ToyConfig) -> None:
+        super().__init__(config)
+        self.embeddings = nn.Embedding(config.vocab_size, config.dim)
+        self.weight = nn.Parameter(torch.tensor(WEIGHT))
+        with torch.no_grad():
+            self.embeddings.weight.zero_()
+            for word, row in PLANTED.items():
+                self.embeddings.weight[VOCAB[word]] = torch.tensor(row)
+            # A small bias-like signal from [CLS] so that the empty input is not exactly 50/50.
+            self.embeddings.weight[VOCAB["[CLS]"]] = torch.tensor([0.2, 0.0, 0.0, 0.0])
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, inputs_embeds=None, **kwargs):
+        if inputs_embeds is None:
+            inputs_embeds = self.embeddings(input_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones(inputs_embeds.shape[:2], dtype=torch.long, device=inputs_embeds.device)
+        pooled = (inputs_embeds * attention_mask.unsqueeze(-1).to(inputs_embeds.dtype)).sum(1)  # (batch, dim)
+        return SequenceClassifierOutput(logits=pooled @ self.weight)
+
+
+def toy_linear() -> LoadedClassifier:
+    model = ToyLinearClassifier(ToyConfig(id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return LoadedClassifier("toy-linear", model, toy_tokenizer(), torch.device("cpu"))
+
+
+def toy_bert(seed: int = 0) -> LoadedClassifier:
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=64, num_labels=2, id2label={0: "negative", 1: "positive"},
+        label2id={"negative": 0, "positive": 1}, attn_implementation="eager",
+    )
+    model = BertForSequenceClassification(config).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return LoadedClassifier("toy-bert", model, toy_tokenizer(), torch.device("cpu"))
