@@ -17,7 +17,7 @@ from core.datasets import ESNLI_LABELS, HATEXPLAIN_LABELS, MOVIES_LABELS, SST2_L
 class CatalogEntry:
     name: str
     source: str  # "bundled" (assets/models/<name>) or "hub"
-    task: str  # "sst2", "esnli", "movies", "hatexplain", "nli" or "mlm"
+    task: str  # what it does: "sst2", "esnli" (NLI pairs), "movies", "hatexplain" or "mlm"
     kind: str  # "classifier" or "masked-lm"
     label_names: tuple[str, ...] = ()
     pair: bool = False  # takes a (premise, hypothesis) pair
@@ -29,67 +29,68 @@ class CatalogEntry:
         return self.kind == "classifier"
 
 
+def _classifier(name, source, task, labels, description, pair=False, dataset=None) -> CatalogEntry:
+    return CatalogEntry(name, source, task, "classifier", tuple(labels), pair, dataset, description)
+
+
+def _masked_lm(name, source, description) -> CatalogEntry:
+    return CatalogEntry(name, source, "mlm", "masked-lm", (), False, None, description)
+
+
 CATALOG: tuple[CatalogEntry, ...] = (
-    # ------------------------------------------------------------ bundled (trained in this project)
-    CatalogEntry(
-        "minilm-sst2", "bundled", "sst2", "classifier", SST2_LABELS, False, "sst2",
-        "MiniLM fine-tuned on SST-2 (locally trained): movie-review sentence sentiment.",
+    # bundled: LoRA deltas trained in this project (assets/models/<name>)
+    _classifier(
+        "minilm-sst2", "bundled", "sst2", SST2_LABELS, dataset="sst2",
+        description="MiniLM fine-tuned on SST-2 (locally trained): movie-review sentence sentiment.",
     ),
-    CatalogEntry(
-        "minilm-esnli", "bundled", "esnli", "classifier", ESNLI_LABELS, True, "esnli",
-        "MiniLM fine-tuned on e-SNLI (locally trained): premise/hypothesis inference.",
+    _classifier(
+        "minilm-esnli", "bundled", "esnli", ESNLI_LABELS, pair=True, dataset="esnli",
+        description="MiniLM fine-tuned on e-SNLI (locally trained): premise/hypothesis inference.",
     ),
-    CatalogEntry(
-        "minilm-movies", "bundled", "movies", "classifier", MOVIES_LABELS, False, "movies",
-        "MiniLM fine-tuned on ERASER movie-review sentences (locally trained).",
+    _classifier(
+        "minilm-movies", "bundled", "movies", MOVIES_LABELS, dataset="movies",
+        description="MiniLM fine-tuned on ERASER movie-review sentences (locally trained).",
     ),
-    CatalogEntry(
-        "minilm-hatexplain", "bundled", "hatexplain", "classifier", HATEXPLAIN_LABELS, False, "hatexplain",
-        "MiniLM fine-tuned on HateXplain (locally trained): hate speech / normal / offensive.",
+    _classifier(
+        "minilm-hatexplain", "bundled", "hatexplain", HATEXPLAIN_LABELS, dataset="hatexplain",
+        description="MiniLM fine-tuned on HateXplain (locally trained): hate speech / normal / offensive.",
     ),
-    CatalogEntry(
-        "minilm-mlm", "bundled", "mlm", "masked-lm", (), False, None,
+    _masked_lm(
+        "minilm-mlm", "bundled",
         "MiniLM-MLM (locally trained): masked-word predictions for fill-in attribution methods.",
     ),
-    # ------------------------------------------------------------ hub classifiers
-    CatalogEntry(
-        "textattack/bert-base-uncased-SST-2", "hub", "sst2", "classifier", SST2_LABELS, False, "sst2",
-        "BERT-base (uncased) fine-tuned on SST-2 by TextAttack; config labels LABEL_0/LABEL_1 = negative/positive.",
+    # hub classifiers (label names in output order, as their configs and cards publish them)
+    _classifier(
+        "textattack/bert-base-uncased-SST-2", "hub", "sst2", SST2_LABELS, dataset="sst2",
+        description="BERT-base (uncased) fine-tuned on SST-2 by TextAttack; config labels "
+        "LABEL_0/LABEL_1 = negative/positive.",
     ),
-    CatalogEntry(
-        "distilbert-base-uncased-finetuned-sst-2-english", "hub", "sst2", "classifier", SST2_LABELS, False, "sst2",
-        "DistilBERT fine-tuned on SST-2; config labels NEGATIVE/POSITIVE.",
+    _classifier(
+        "distilbert-base-uncased-finetuned-sst-2-english", "hub", "sst2", SST2_LABELS, dataset="sst2",
+        description="DistilBERT (uncased) fine-tuned on SST-2; config labels NEGATIVE/POSITIVE.",
     ),
-    CatalogEntry(
-        "textattack/roberta-base-SST-2", "hub", "sst2", "classifier", SST2_LABELS, False, "sst2",
-        "RoBERTa-base fine-tuned on SST-2 by TextAttack; config labels LABEL_0/LABEL_1 = negative/positive.",
+    _classifier(
+        "textattack/roberta-base-SST-2", "hub", "sst2", SST2_LABELS, dataset="sst2",
+        description="RoBERTa-base fine-tuned on SST-2 by TextAttack; config labels "
+        "LABEL_0/LABEL_1 = negative/positive.",
     ),
-    CatalogEntry(
-        "cross-encoder/nli-distilroberta-base", "hub", "nli", "classifier",
-        ("contradiction", "entailment", "neutral"), True, None,
-        "DistilRoBERTa cross-encoder trained on SNLI and MultiNLI; outputs in the config's order "
-        "contradiction, entailment, neutral (not e-SNLI's order: map labels by name).",
+    _classifier(
+        "cross-encoder/nli-distilroberta-base", "hub", "esnli", ("contradiction", "entailment", "neutral"),
+        pair=True,
+        description="DistilRoBERTa cross-encoder trained on SNLI and MultiNLI; outputs in its config's "
+        "order contradiction, entailment, neutral (not e-SNLI's: map gold labels by name).",
     ),
-    CatalogEntry(
-        "Hate-speech-CNERG/bert-base-uncased-hatexplain", "hub", "hatexplain", "classifier",
-        HATEXPLAIN_LABELS, False, "hatexplain",
-        "BERT-base (uncased) trained on HateXplain by its authors; config labels "
-        "'hate speech', 'normal', 'offensive' in HateXplain's class order.",
+    _classifier(
+        "Hate-speech-CNERG/bert-base-uncased-hatexplain", "hub", "hatexplain", HATEXPLAIN_LABELS,
+        dataset="hatexplain",
+        description="BERT-base (uncased) trained on HateXplain by its authors; config labels "
+        "'hate speech', 'normal', 'offensive', in HateXplain's class order.",
     ),
-    # ------------------------------------------------------------ hub masked LMs
-    CatalogEntry(
-        "bert-base-uncased", "hub", "mlm", "masked-lm", (), False, None,
-        "BERT-base (uncased) masked language model.",
-    ),
-    CatalogEntry(
-        "roberta-base", "hub", "mlm", "masked-lm", (), False, None,
-        "RoBERTa-base masked language model.",
-    ),
-    CatalogEntry(
-        "distilbert-base-uncased", "hub", "mlm", "masked-lm", (), False, None,
-        "DistilBERT (uncased) masked language model.",
-    ),
-)
+    # hub masked language models
+    _masked_lm("bert-base-uncased", "hub", "BERT-base (uncased) masked language model."),
+    _masked_lm("roberta-base", "hub", "RoBERTa-base masked language model."),
+    _masked_lm("distilbert-base-uncased", "hub", "DistilBERT (uncased) masked language model."),
+)  # fmt: skip
 
 
 def classifiers(source: str | None = None) -> list[CatalogEntry]:

@@ -137,9 +137,7 @@ def _normalized_chars(words: Iterable[str]) -> tuple[str, list[int]]:
     return "".join(chars), owner
 
 
-def align_mask(
-    source_words: Iterable[str], source_mask: Iterable[int], target_words: Iterable[str]
-) -> tuple[int, ...]:
+def align_mask(source_words: Iterable[str], source_mask: Iterable[int], target_words: Iterable[str]) -> tuple[int, ...]:
     """Carry a word mask over to another tokenization of the same text.
 
     The two word lists are matched character by character, ignoring spaces, case and quote
@@ -160,9 +158,7 @@ def align_mask(
         import difflib
 
         matcher = difflib.SequenceMatcher(None, source_text, target_text, autojunk=False)
-        pairs = (
-            (a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)
-        )
+        pairs = ((a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size))
     for s, t in pairs:
         if source_mask[source_owner[s]]:
             marked[target_owner[t]] = 1
@@ -375,10 +371,7 @@ def load_bundled_examples(path: Path = EXAMPLES_FILE, split: str = "all") -> lis
 _LOCAL: dict[str, tuple[Callable[[Path, str], list[Example]], dict[str, str]]] = {
     # name: (loader, {split: file or folder that must exist, relative to the data folder})
     "sst2": (_load_sst2, {"train": "sst2/train.tsv", "dev": "sst2/dev.tsv", "test": "sst2/test.tsv"}),
-    "esnli": (
-        _load_esnli,
-        {"dev_highlighted": "esnli/highlights", "dev": "esnli/s1.dev", "test": "esnli/s1.test"},
-    ),
+    "esnli": (_load_esnli, {"dev_highlighted": "esnli/highlights", "dev": "esnli/s1.dev", "test": "esnli/s1.test"}),
     "movies": (_load_movies, {s: f"movies/{s}" for s in ("train", "validation", "test")}),
     "hatexplain": (_load_hatexplain, {"val": "hatexplain/val.csv", "test": "hatexplain/test.csv"}),
     "multirc": (_load_multirc, {"train": "multirc/train.json", "dev": "multirc/dev.json"}),

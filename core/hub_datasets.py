@@ -166,8 +166,12 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
 
 
 def parse_highlight_indices(text: str) -> set[int] | None:
-    """``"3,4"`` -> {3, 4}; ``"{}"`` or '' -> empty set; anything else (not indices) -> None."""
-    text = text.strip().strip("{}").strip()
+    """``"3,4"`` -> {3, 4}; ``"{}"`` -> empty set; an empty cell or anything that is not a list
+    of indices -> None (then the asterisks of the marked sentence decide)."""
+    text = text.strip()
+    if not text:
+        return None
+    text = text.strip("{}").strip()
     if not text:
         return set()
     try:
@@ -223,7 +227,11 @@ def esnli_csv_row_to_example(row: Mapping[str, Any], split: str, index: int = 0)
         if f"Sentence1_marked_{k}" not in row and f"Sentence2_marked_{k}" not in row:
             continue
         sides = [
-            esnli_side_mask(_cell(row, f"Sentence{s}"), _cell(row, f"Sentence{s}_marked_{k}"), _cell(row, f"Sentence{s}_Highlighted_{k}"))
+            esnli_side_mask(
+                _cell(row, f"Sentence{s}"),
+                _cell(row, f"Sentence{s}_marked_{k}"),
+                _cell(row, f"Sentence{s}_Highlighted_{k}"),
+            )
             for s in (1, 2)
         ]
         if all(side is None for side in sides):
@@ -277,9 +285,7 @@ _ESNLI_CSV_KWARGS: dict[str, Any] = {"converters": {c: str for c in _ESNLI_TEXT_
 # ``datasets`` no longer runs: their Parquet conversion is tried first.
 HUB_SOURCES: dict[str, HubSource] = {
     "sst2": HubSource(
-        sst2_row_to_example,
-        (("nyu-mll/glue", "sst2", {}), ("glue", "sst2", {})),
-        ("train", "validation", "test"),
+        sst2_row_to_example, (("nyu-mll/glue", "sst2", {}), ("glue", "sst2", {})), ("train", "validation", "test")
     ),
     "movies": HubSource(
         movie_rationales_row_to_example,
@@ -340,7 +346,11 @@ def load_hub_rows(
     chosen = hub_split(name, split)
     wanted = f"{chosen}[:{limit}]" if limit is not None else chosen
     if data_files is not None:
-        files = [str(data_files)] if isinstance(data_files, (str, bytes)) or not isinstance(data_files, Sequence) else [str(f) for f in data_files]
+        files = (
+            [str(data_files)]
+            if isinstance(data_files, (str, bytes)) or not isinstance(data_files, Sequence)
+            else [str(f) for f in data_files]
+        )
         builder = _builder_for(files)
         kwargs = source.csv_kwargs if builder == "csv" else {}
         if str(files[0]).endswith(".tsv"):

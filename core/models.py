@@ -43,6 +43,7 @@ def delta_folder(name_or_path: str) -> Path | None:
 
 
 def _offline_kwargs() -> dict:
+    _quiet_init()
     return {"local_files_only": True} if os.environ.get("HF_HUB_OFFLINE") == "1" else {}
 
 
@@ -109,6 +110,7 @@ def _quiet_init() -> dict:
     from transformers.utils import logging
 
     logging.set_verbosity_error()
+    logging.disable_progress_bar()
     return {}
 
 

@@ -1,0 +1,122 @@
+"""Benchmark: time each method per example and compare it with the forward-pass floor.
+
+The floor of a method on an example is the passes it needs divided by the model's best
+throughput measured here at that example's sequence length: forward-only passes at the best
+forward rate, forward+backward passes at the best forward+backward rate, masked-LM passes at
+the masked LM's best rate. The ratio measured / floor says how close the engine gets.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+import explainers
+from core.classifier import Classifier
+from core.masked_lm import MaskedLM
+from core.types import Example
+
+FORWARD_BATCHES = (1, 8, 32, 64, 128)
+BACKWARD_BATCHES = (1, 8, 32, 50)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    forward: float  # sequences per second
+    forward_backward: float
+    mlm_forward: float | None
+
+
+def _best_rate(run: Callable[[int], None], batches: tuple[int, ...], repeats: int = 2) -> float:
+    best = 0.0
+    for batch in batches:
+        run(batch)  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run(batch)
+            best = max(best, batch / (time.perf_counter() - start))
+    return best
+
+
+def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None = None) -> Throughput:
+    """Best sequences/s of the model on batches of copies of this example (no padding)."""
+    encoded = clf.encode(example)
+    ids = torch.tensor([encoded.input_ids], device=clf.device)
+    types = torch.tensor([encoded.token_type_ids], device=clf.device)
+
+    def forward(batch: int) -> None:
+        inputs = {"input_ids": ids.expand(batch, -1), "attention_mask": torch.ones_like(ids).expand(batch, -1)}
+        if clf._uses_token_types():
+            inputs["token_type_ids"] = types.expand(batch, -1)
+        with torch.inference_mode():
+            clf.model(**inputs)
+
+    def forward_backward(batch: int) -> None:
+        embeds = clf.input_embeddings(ids).detach().expand(batch, -1, -1).clone().requires_grad_(True)
+        with torch.enable_grad():
+            logits = clf.forward_embeds(embeds, encoded.variant)
+            torch.autograd.grad(logits[:, 0].sum(), embeds)
+
+    mlm_rate = None
+    if mlm is not None:
+        positions = list(range(len(example.words)))
+
+        def mlm_forward(batch: int) -> None:
+            mlm.fill_words(example.segments, (positions * batch)[:batch], k=10, batch_size=batch)
+
+        mlm_rate = _best_rate(mlm_forward, (8, 32, 64))
+    return Throughput(_best_rate(forward, FORWARD_BATCHES), _best_rate(forward_backward, BACKWARD_BATCHES), mlm_rate)
+
+
+def floor_seconds(forward: int, backward: int, mlm_passes: int, rate: Throughput) -> float:
+    seconds = (forward - backward) / rate.forward + backward / rate.forward_backward
+    if mlm_passes and rate.mlm_forward:
+        seconds += mlm_passes / rate.mlm_forward
+    return seconds
+
+
+def run_bench(
+    clf: Classifier,
+    examples: list[Example],
+    methods: list[str],
+    mlm: MaskedLM | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Per method: time per example (median, min, max), passes, floor and ratio to the floor."""
+    rows: dict[str, dict[str, list[float]]] = {m: {"time": [], "forward": [], "backward": [], "mlm": [], "floor": []} for m in methods}
+    tokens = []
+    for number, example in enumerate(examples, 1):
+        example = clf.fit_example(example)[0]
+        tokens.append(len(clf.encode(example).input_ids))
+        rate = measure_throughput(clf, example, mlm)
+        target = int(clf.predict_proba([clf.encode(example).variant])[0].argmax())
+        for key in methods:
+            spec = explainers.get(key)
+            attribution = explainers.run_explainer(spec, clf, example, target, mlm=mlm)
+            mlm_passes = int(attribution.extras.get("mlm_forward_passes", 0))
+            row = rows[key]
+            row["time"].append(attribution.runtime_s)
+            row["forward"].append(attribution.forward_passes)
+            row["backward"].append(attribution.backward_passes)
+            row["mlm"].append(mlm_passes)
+            row["floor"].append(floor_seconds(attribution.forward_passes, attribution.backward_passes, mlm_passes, rate))
+        if progress is not None:
+            progress(f"example {number}/{len(examples)}: {tokens[-1]} tokens, forward {rate.forward:.0f}/s, forward+backward {rate.forward_backward:.0f}/s")
+    summary = {}
+    for key, row in rows.items():
+        time_total, floor_total = sum(row["time"]), sum(row["floor"])
+        summary[key] = {
+            "median_s": statistics.median(row["time"]),
+            "min_s": min(row["time"]),
+            "max_s": max(row["time"]),
+            "forward_passes": statistics.mean(row["forward"]),
+            "backward_passes": statistics.mean(row["backward"]),
+            "mlm_forward_passes": statistics.mean(row["mlm"]),
+            "floor_s": floor_total / len(examples),
+            "ratio_to_floor": time_total / floor_total if floor_total > 0 else None,
+        }
+    return {"examples": len(examples), "mean_tokens": statistics.mean(tokens), "methods": summary}

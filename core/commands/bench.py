@@ -1,0 +1,56 @@
+"""``python -m core bench``: time each method against the forward-pass floor (see core.bench)."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+from core.commands.common import add_dataset, add_model, print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    import explainers
+    from core.bench import run_bench
+    from core.classifier import Classifier, load_classifier
+    from core.datasets import load_examples
+
+    methods = explainers.resolve(args.methods)
+    dataset, split = args.dataset or "sst2", args.split or ("dev" if not args.dataset else None)
+    if split is None:
+        raise ValueError("--split is needed with --dataset")
+    pool = load_examples(dataset, split, args.data_dir)
+    examples = [e for e in pool if args.min_words <= len(e.words) <= args.max_words][: args.limit or 20]
+    if not examples:
+        raise ValueError(f"no {dataset}/{split} example has {args.min_words}..{args.max_words} words")
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    mlm = None
+    if any(explainers.get(m).needs_mlm for m in methods):
+        from core.masked_lm import MaskedLM
+
+        mlm = MaskedLM.load(args.mlm)
+    result = run_bench(clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result.update({
+        "model": args.model,
+        "dataset": f"{dataset}/{split}",
+        "device": str(clf.device),
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}",
+        "batch_size": args.batch_size,
+    })
+    print_json(result)
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("bench", help="time methods per example against the forward-pass floor")
+    add_model(parser)
+    add_dataset(parser)
+    parser.add_argument("--methods", default="all")
+    parser.add_argument("--min-words", type=int, default=18, help="only examples with at least this many words")
+    parser.add_argument("--max-words", type=int, default=22, help="only examples with at most this many words")
+    parser.add_argument("--mlm", default="minilm-mlm")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    parser.set_defaults(run=run)

@@ -1,0 +1,28 @@
+"""``python -m core datasets``: the datasets and splits found, with their sizes."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.commands.common import print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.datasets import available_datasets, data_dir, load_examples
+
+    found = available_datasets(args.data_dir)
+    sizes = {name: {split: len(load_examples(name, split, args.data_dir)) for split in splits} for name, splits in found.items()}
+    if args.json:
+        folder = data_dir(args.data_dir)
+        print_json({"data_dir": str(folder) if folder else None, "datasets": sizes})
+    else:
+        for name, splits in sizes.items():
+            print(f"{name}: " + ", ".join(f"{split} ({n})" for split, n in splits.items()))
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("datasets", help="list the datasets and splits found, with sizes")
+    parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(run=run)

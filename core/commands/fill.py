@@ -1,0 +1,47 @@
+"""``python -m core fill``: a masked LM's top-k fill-ins for one [MASK] per text."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from core.commands.common import print_json
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.masked_lm import MaskedLM
+
+    if bool(args.text) == bool(args.texts):
+        raise ValueError("give either --text or --texts")
+    if args.text:
+        texts = [args.text]
+    else:
+        texts = []
+        for number, line in enumerate(Path(args.texts).read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                record = json.loads(line)
+                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                    raise ValueError(f"{args.texts}:{number}: each line needs a string field 'text'")
+                texts.append(record["text"])
+    mlm = MaskedLM.load(args.model)
+    # Accept the generic "[MASK]" in texts for any masked LM.
+    texts = [t.replace("[MASK]", mlm.tokenizer.mask_token) for t in texts]
+    fills = mlm.fill_texts(texts, k=args.k)
+    print_json({
+        "model": args.model,
+        "examples": [
+            {"text": t, "fills": [{"token": f.token, "probability": f.probability} for f in row]} for t, row in zip(texts, fills)
+        ],
+    })
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("fill", help="top-k fill-ins of a masked language model")
+    parser.add_argument("--model", default="minilm-mlm", help="masked LM: bundled name, hub id or folder")
+    parser.add_argument("--text", help='a text with one [MASK], e.g. "a [MASK] film"')
+    parser.add_argument("--texts", help="JSON Lines file with 'text' (one [MASK] each)")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    parser.set_defaults(run=run)

@@ -1,0 +1,67 @@
+"""``python -m core predict``: class probabilities for a dataset split or a JSON Lines file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from core.commands.common import add_dataset, add_model, load_dataset_examples, print_json
+
+
+def read_texts(path: str) -> list:
+    """JSON Lines with ``text`` and, for pairs, ``text_b``; parsed, never evaluated."""
+    from core.datasets import split_words
+    from core.types import Example
+
+    examples = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")
+        segments = [split_words(record["text"])]
+        if record.get("text_b"):
+            segments.append(split_words(str(record["text_b"])))
+        examples.append(Example(segments=tuple(segments), id=f"{path}:{number}"))
+    return examples
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from core.classifier import Classifier, load_classifier
+
+    if bool(args.dataset) == bool(args.texts):
+        raise ValueError("give either --dataset (with --split) or --texts")
+    examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    fitted = [clf.fit_example(e)[0] for e in examples]
+    probabilities = clf.predict_proba([clf.encode(e).variant for e in fitted])
+    rows = []
+    for example, probs in zip(examples, probabilities):
+        row = {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
+        if args.dataset:
+            row["gold"] = example.label
+        rows.append(row)
+    payload: dict = {"model": args.model, "label_names": list(clf.label_names)}
+    if args.dataset:
+        labelled = [r for r in rows if r["gold"] is not None]
+        payload["accuracy"] = sum(r["predicted"] == r["gold"] for r in labelled) / len(labelled) if labelled else None
+    payload["examples"] = rows
+    print_json(payload)
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("predict", help="class probabilities for a dataset split or a texts file")
+    add_model(parser)
+    add_dataset(parser)
+    parser.add_argument("--texts", help="JSON Lines file with 'text' (and 'text_b' for pairs)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
+    parser.set_defaults(run=run)
