@@ -196,15 +196,6 @@ class Classifier:
         if self.loaded.pair is False and example.is_pair:
             raise ValueError(f"{self.name} classifies single texts, not sentence pairs")
 
-    def _word_lengths(self, example: Example) -> list[int]:
-        """Subword count of each word, in flat word order."""
-        enc = self._tokenize(example)
-        counts = [0] * len(example.words)
-        for word in self._flat_word_ids(enc, example):
-            if word is not None:
-                counts[word] += 1
-        return counts
-
     def _tokenize(self, example: Example):
         segments = [list(s) for s in example.segments]
         return self.tokenizer(*segments, is_split_into_words=True, truncation=False, add_special_tokens=True)
@@ -223,8 +214,12 @@ class Classifier:
     def fit_example(self, example: Example) -> tuple[Example, int]:
         """The example cut to whole words that fit the model's maximum length, and the number of
         words dropped (from the end of the longer segment, as ``longest_first`` truncation)."""
-        lengths = self._word_lengths(example)
-        n_special = len(self._tokenize(replace(example, segments=tuple(() for _ in example.segments)))["input_ids"])
+        enc = self._tokenize(example)
+        lengths = [0] * len(example.words)
+        for word in self._flat_word_ids(enc, example):
+            if word is not None:
+                lengths[word] += 1
+        n_special = len(enc["input_ids"]) - sum(lengths)
         budget = self.loaded.max_length - n_special
         segment_lengths = [list(lengths[: len(example.segments[0])]), list(lengths[len(example.segments[0]) :])]
         keep = [len(s) for s in example.segments]

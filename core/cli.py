@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("methods", "explain", "predict", "fill", "datasets", "train", "bench", "evaluate")
+COMMANDS = ("methods", "explain", "predict", "fill", "datasets", "train", "bench", "evaluate", "randomize", "attack")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -99,6 +99,30 @@ class MaskedLM:
         return results
 
     @torch.inference_mode()
+    def fill_masks(self, rows: Sequence[Sequence[Sequence[str]]], batch_size: int = 64) -> list[list[Fill]]:
+        """The top-1 fill-in of every mask token in each row, left to right, all masks filled in
+        one pass per row (LIME with masked-LM fill-ins). A row is one or two segments of words in
+        which some words are this model's mask token."""
+        results: list[list[Fill]] = []
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            firsts = [list(row[0]) for row in chunk]
+            seconds = [list(row[1]) for row in chunk] if len(chunk[0]) == 2 else None
+            enc = self.tokenizer(firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt")
+            counts = (enc["input_ids"] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
+            expected = [sum(word == self.tokenizer.mask_token for segment in row for word in segment) for row in chunk]
+            if counts != expected:
+                raise ValueError(f"{self.name}: masks lost to truncation ({counts} of {expected} per row)")
+            enc = {key: value.to(self.device) for key, value in enc.items()}
+            best = torch.softmax(self._mask_logits(enc).float(), dim=-1).max(dim=-1)  # (masks in the chunk,)
+            ids = best.indices.tolist()
+            fills = [Fill(t, i, float(p)) for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, best.values.tolist())]
+            for count in counts:
+                results.append(fills[:count])
+                fills = fills[count:]
+        return results
+
+    @torch.inference_mode()
     def fill_texts(self, texts: Sequence[str], k: int = 10) -> list[list[Fill]]:
         """Top-k fill-ins for the single mask token in each raw text (the ``fill`` command)."""
         out = []

@@ -43,7 +43,7 @@ class TaskSpec:
 
 
 TASKS: dict[str, TaskSpec] = {
-    "sst2": TaskSpec("sst2", "train", "dev", 1300, 5e-4, 16, 64),
+    "sst2": TaskSpec("sst2", "train", "dev", 2200, 5e-4, 16, 64),
     "esnli": TaskSpec("esnli", "test", "dev", 900, 5e-4, 16, 128),
     "movies": TaskSpec("movies", "train", "test", 800, 5e-4, 16, 128),
     "hatexplain": TaskSpec("hatexplain", "val", "test", 300, 5e-4, 16, 128),

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example
-from metrics.base import MetricResult
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
     from core.masked_lm import MaskedLM
+    from metrics.base import MetricResult
 
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"

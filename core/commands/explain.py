@@ -21,6 +21,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
     example = Example(segments=tuple(segments), id="cli")
+    if not example.words:
+        raise ValueError("the text is empty: give at least one word")
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):

@@ -1,0 +1,39 @@
+# Two commands do all set-up on a fresh machine:
+#   make run    create .venv, install everything, start the app on the bundled offline model
+#   make test   the same set-up, then every test (unit, AppTest, browser)
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+# Datasets are read from $ATTRIBUTION_DATA_DIR; default to ../shared/data when it exists.
+ATTRIBUTION_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),)
+export ATTRIBUTION_DATA_DIR
+# The bundled models need no network; set HF_HUB_OFFLINE=0 to load hub models by id.
+HF_HUB_OFFLINE ?= 1
+export HF_HUB_OFFLINE
+PORT ?= 8501
+
+.PHONY: install browser run test bench lint
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+# Debian's chromium drives the browser test (Playwright does not download its own browser).
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+
+run: install
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+
+test: install browser
+	$(PYTHON) -m pytest -q
+
+bench: install
+	$(PYTHON) -m core bench --model minilm-sst2 --methods all --json
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

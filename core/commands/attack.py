@@ -1,0 +1,91 @@
+"""``python -m core attack``: adversarial attacks on explanations (thesis, seed 002, section 3.5).
+
+Per example and method: Rank Change, Top-k Sum Change, Probability Change, Spearman's rho between
+the two explanations, success, and the original and attacked words and scores; with several
+examples, the mean measures per method and a fragility ranking.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from core.commands.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+
+DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
+
+
+def run(args: argparse.Namespace) -> int:
+    import explainers
+    from core.classifier import Classifier, load_classifier
+    from core.datasets import split_words
+    from core.types import Example
+    from metrics.adversarial import attack_example, make_params, summarize
+
+    if (args.text is None) == (args.dataset is None):
+        raise ValueError("give either --text or --dataset")
+    methods = explainers.resolve(args.methods)
+    given = parse_params(args.param)
+    overrides = dict(given.pop("attack", {}))
+    unknown = set(given) - set(methods)
+    if unknown:
+        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    if args.attack == "embedding":
+        overrides.setdefault("objective", args.objective)
+    elif args.seed is not None:
+        overrides.setdefault("seed", args.seed)
+    params = make_params(args.attack, args.preset, overrides)
+    if args.text is not None:
+        segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
+        examples = [Example(segments=tuple(segments), id="cli")]
+    else:
+        examples = load_dataset_examples(args)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    mlm = None
+    if args.attack == "substitution" or any(explainers.get(m).needs_mlm for m in methods):
+        from core.masked_lm import MaskedLM
+
+        mlm = MaskedLM.load(args.mlm)
+    rows, results = [], []
+    for example in examples:
+        per_method = attack_example(clf, example, methods, args.attack, params, mlm=mlm, explainer_params=given)
+        results.append(per_method)
+        rows.append({"id": example.id, "results": {m: r.to_json() for m, r in per_method.items()}})
+        if not args.json:
+            for method, result in per_method.items():
+                measures = result.measures()
+                rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.3f}"
+                print(
+                    f"{example.id} {method}: rank_change {measures['rank_change']:.3f}, topk_sum_change "
+                    f"{measures['topk_sum_change']:+.4g}, probability_change {measures['probability_change']:+.4f}, "
+                    f"spearman {rho}, success {measures['success']}"
+                )
+                print(f"  original: {' '.join(result.original.words)}")
+                print(f"  attacked: {' '.join(result.attacked.words)}")
+    summary = summarize(results)
+    if args.json:
+        print_json({"model": args.model, "attack": args.attack, "label_names": list(clf.label_names), "examples": rows, "summary": summary})
+    else:
+        for method in sorted(summary, key=lambda m: summary[m]["fragility_rank"]):
+            row = summary[method]
+            print(f"#{row['fragility_rank']} {method}: mean rank_change {row['rank_change']['mean']:.3f}, success rate {row['success_rate']:.2f}")
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("attack", help="attack explanations: perturb the input, keep the prediction, change the ranking")
+    add_model(parser)
+    parser.add_argument("--text", help="the text (the premise for pair tasks)")
+    parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
+    add_dataset(parser)
+    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated keys (the embedding attack takes gradient methods)")
+    parser.add_argument("--attack", choices=["embedding", "substitution"], default="embedding")
+    parser.add_argument("--objective", choices=["unconstrained", "constrained"], default="unconstrained", help="embedding attack objective")
+    parser.add_argument("--preset", choices=["paper", "quick"], default="paper", help="embedding attack steps: the thesis's 500 or a quick 60")
+    parser.add_argument(
+        "--param", action="append", metavar="KEY.NAME=VALUE", help="attack.NAME=VALUE for the attack, METHOD.NAME=VALUE for an explainer; repeatable"
+    )
+    parser.add_argument("--seed", type=int, help="seed of stochastic explainers (substitution attack)")
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for the substitution attack")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

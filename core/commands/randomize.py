@@ -1,0 +1,112 @@
+"""``python -m core randomize``: cascading or independent layer randomisation (sanity checks).
+
+Prints ``steps``, one object per step in order (``original``, ``head``, ``block L`` ...
+``embeddings``), each with the step's ``name``, the components re-initialised in its model and,
+per method, the means over the examples of ``spearman``, ``spearman_abs``, ``topk_overlap``,
+``sign_change`` and ``mean_abs_change`` (with ``<measure>_ci`` 95% intervals for a dataset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from core.commands.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+
+THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
+
+
+def _examples(args: argparse.Namespace) -> list:
+    from core.datasets import split_words
+    from core.types import Example
+
+    if args.text and args.dataset:
+        raise ValueError("give --text or --dataset, not both")
+    if args.text:
+        segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
+        return [Example(segments=tuple(segments), id="cli")]
+    if args.dataset:
+        return load_dataset_examples(args)
+    raise ValueError("give --text or --dataset with --split")
+
+
+def _per_example(result) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": row.example.id,
+            "words": list(row.example.words),
+            "target": row.target,
+            "scores": {
+                step.name: {m: [float(s) for s in a.scores] for m, a in attributions.items()}
+                for step, attributions in zip(result.steps, row.attributions)
+            },
+        }
+        for row in result.examples
+    ]
+
+
+def _print_table(result) -> None:
+    width = max(len(step.name) for step in result.steps)
+    print(f"{result.mode} randomisation, seed {result.seed}, {len(result.examples)} example(s); Spearman of signed scores")
+    print(" " * width + "".join(f"  {m[:20]:>20}" for m in result.methods))
+    for step, per_method in zip(result.steps, result.summary()):
+        cells = []
+        for method in result.methods:
+            mean = per_method[method]["spearman"][0]
+            cells.append(f"  {'n/a' if math.isnan(mean) else f'{mean:+.3f}':>20}")
+        print(f"{step.name:<{width}}" + "".join(cells))
+    print(f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes")
+
+
+def run(args: argparse.Namespace) -> int:
+    import explainers
+    from core.classifier import Classifier, load_classifier
+    from metrics.randomization import run_randomization
+
+    methods = explainers.resolve(args.methods)
+    params = parse_params(args.param)
+    unknown = set(params) - set(methods)
+    if unknown:
+        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    examples = _examples(args)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    mlm = None
+    if any(explainers.get(m).needs_mlm for m in methods):
+        from core.masked_lm import MaskedLM
+
+        mlm = MaskedLM.load(args.mlm)
+    components = [c.strip() for c in args.components.split(",") if c.strip()] if args.components else None
+    targets = [args.target] * len(examples) if args.target is not None else None
+    result = run_randomization(
+        clf, examples, methods, mode=args.mode, seed=args.seed, components=components, targets=targets,
+        params=params, top_k_fraction=args.top_k, mlm=mlm,
+    )
+    if not args.json:
+        _print_table(result)
+        return 0
+    payload = {"model": args.model, **result.to_json()}
+    if args.text or args.per_example:
+        payload["examples"] = _per_example(result)
+    print_json(payload)
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("randomize", help="sanity check: re-initialise layers and compare the explanations")
+    add_model(parser)
+    parser.add_argument("--text", help="the text (the premise for pair tasks)")
+    parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
+    add_dataset(parser)
+    parser.add_argument("--methods", default=THESIS_METHODS, help="'all' or comma-separated keys (default: the thesis's five)")
+    parser.add_argument("--mode", choices=("cascading", "independent"), default="cascading")
+    parser.add_argument("--components", help="comma-separated subset, e.g. 'head' or 'head,block 6' (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and of stochastic methods")
+    parser.add_argument("--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)")
+    parser.add_argument("--target", type=int, help="class to explain (default: each example's predicted class)")
+    parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--per-example", action="store_true", help="with --json and --dataset: every example's scores")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,140 @@
+"""The bundled demo models on real data: offline loading, accuracy, size, and engine agreement
+with independent computations (Captum's layer IG, hand-made deletions)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier, load_classifier
+from core.datasets import load_examples, split_words
+from core.masked_lm import MaskedLM
+from core.models import BUNDLED_DIR, bundled_names
+from core.types import Example
+
+CLASSIFIERS = ["minilm-sst2", "minilm-esnli", "minilm-movies", "minilm-hatexplain"]
+# (dataset, split, first N, target accuracy): fixed slices of each model's report split.
+TARGETS = {
+    "minilm-sst2": ("sst2", "dev", 872, 0.87),
+    "minilm-esnli": ("esnli", "dev", 2000, 0.80),
+    "minilm-movies": ("movies", "test", 1000, 0.80),
+    "minilm-hatexplain": ("hatexplain", "test", 600, 0.55),
+}
+SENTENCE = "a gorgeous , witty and seductive film that never loses its charm , even when the ending drags a little ."
+
+
+def need_data() -> None:
+    if not os.environ.get("ATTRIBUTION_DATA_DIR"):
+        pytest.skip("ATTRIBUTION_DATA_DIR is not set: real-data checks need the data folder (make test sets it)")
+
+
+@pytest.fixture(scope="module")
+def sst2() -> Classifier:
+    return Classifier(load_classifier("minilm-sst2"))
+
+
+def test_every_bundled_model_is_present_and_small() -> None:
+    assert set(bundled_names()) == {*CLASSIFIERS, "minilm-mlm"}
+    for name in bundled_names():
+        folder = BUNDLED_DIR / name
+        size = sum(f.stat().st_size for f in folder.iterdir())
+        assert size <= 8 * 1024 * 1024, f"{name} is {size / 1e6:.1f} MB"
+        assert (folder / "README.md").read_text().count("## Measured") == 1
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_bundled_classifier_loads_offline_quickly_and_meets_its_target(name: str) -> None:
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    start = time.perf_counter()
+    loaded = load_classifier(name)
+    assert time.perf_counter() - start < 10
+    need_data()
+    dataset, split, limit, target = TARGETS[name]
+    examples = load_examples(dataset, split, limit=limit)
+    clf = Classifier(loaded)
+    fitted = [clf.fit_example(e)[0] for e in examples]
+    predicted = clf.predict_proba([clf.encode(e).variant for e in fitted]).argmax(1)
+    accuracy = float(np.mean(predicted == np.array([e.label for e in examples])))
+    assert accuracy >= target, f"{name}: {accuracy:.3f} on the first {limit} of {dataset}/{split}"
+
+
+def test_masked_lm_restores_a_predictable_word() -> None:
+    start = time.perf_counter()
+    mlm = MaskedLM.load("minilm-mlm")
+    assert time.perf_counter() - start < 10
+    words = ("the", "film", "is", "a", "waste", "of", "time", ".")
+    (fills, original), = mlm.fill_words((words,), [6], k=10)
+    assert fills[0].token == "time" and original > 0.5, fills[:3]
+
+
+def test_loo_empty_matches_hand_made_deletions(sst2: Classifier) -> None:
+    example = Example(segments=(tuple(SENTENCE.split()),))
+    result = explainers.run_explainer(explainers.get("loo_empty"), sst2, example, 1, explainers.get("loo_empty").make_params({"output": "probability"}))
+    tokenizer, model = sst2.tokenizer, sst2.model
+    words = SENTENCE.split()
+
+    def probability(text: str) -> float:
+        with torch.no_grad():
+            return float(torch.softmax(model(**tokenizer(text, return_tensors="pt")).logits, -1)[0, 1])
+
+    original = probability(SENTENCE)
+    for i in (1, 3, 8, 15):
+        expected = original - probability(" ".join(words[:i] + words[i + 1 :]))
+        assert result.scores[i] == pytest.approx(expected, abs=1e-5), words[i]
+
+
+def test_integrated_gradients_matches_captum_layer_ig(sst2: Classifier) -> None:
+    from captum.attr import LayerIntegratedGradients
+
+    example = Example(segments=(tuple(SENTENCE.split()),))
+    spec = explainers.get("integrated_gradients")
+    ours = explainers.run_explainer(spec, sst2, example, 1, spec.make_params({"n_steps": 64}))
+    tokenizer, model = sst2.tokenizer, sst2.model
+    enc = tokenizer(SENTENCE, return_tensors="pt")
+    ids = enc["input_ids"]
+    baseline = ids.clone()
+    baseline[0, 1:-1] = tokenizer.pad_token_id
+
+    def forward(input_ids):
+        return torch.softmax(model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids)).logits, -1)[:, 1]
+
+    lig = LayerIntegratedGradients(forward, model.bert.embeddings.word_embeddings)
+    attributions = lig.attribute(ids, baselines=baseline, n_steps=64, method="gausslegendre").sum(-1)[0]
+    word_ids = enc.word_ids()
+    words = SENTENCE.split()
+    # The sentence is split on spaces, like split_words: map tokens to words by the tokenizer.
+    assert split_words(SENTENCE) == tuple(words)
+    theirs = np.zeros(len(words))
+    for position, word in enumerate(word_ids):
+        if word is not None:
+            theirs[word] += float(attributions[position])
+    np.testing.assert_allclose(ours.scores, theirs, atol=2e-4)
+
+
+def test_every_method_gives_finite_scores_on_the_bundled_model(sst2: Classifier) -> None:
+    example = Example(segments=(tuple(SENTENCE.split()),))
+    fast = [k for k, s in explainers.REGISTRY.items() if not s.needs_mlm and k not in {"lime", "kernel_shap", "marc", "aml"}]
+    for key in fast:
+        result = explainers.run_explainer(explainers.get(key), sst2, example, 1)
+        assert np.all(np.isfinite(result.scores)) and np.any(result.scores != 0), key
+
+
+@pytest.mark.slow
+def test_training_command_runs_end_to_end(tmp_path: Path) -> None:
+    need_data()
+    from core.cli import main
+
+    out = tmp_path / "tiny-sst2"
+    assert main(["train", "sst2", "--steps", "3", "--train-limit", "96", "--eval-limit", "64", "--out", str(out)]) == 0
+    assert {"delta.safetensors", "delta.json", "README.md", "training.json"} <= {p.name for p in out.iterdir()}
+    clf = Classifier(load_classifier(str(out)))
+    assert clf.label_names == ("negative", "positive")
+    out_mlm = tmp_path / "tiny-mlm"
+    assert main(["train", "mlm", "--steps", "2", "--train-limit", "64", "--eval-limit", "16", "--out", str(out_mlm)]) == 0
+    assert MaskedLM.load(str(out_mlm)).fill_texts(["a [MASK] film"], k=3)[0]

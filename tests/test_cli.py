@@ -1,0 +1,99 @@
+"""The command line on local model folders (a tiny BERT and masked LM saved by the test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.cli import main
+from tests.toy import VOCAB, toy_bert, toy_tokenizer
+
+FAST = ["--param", "lime.n_samples=50", "--param", "lime_mlm.n_samples=30", "--param", "kernel_shap.n_samples=50",
+        "--param", "integrated_gradients.n_steps=8"]
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    from transformers import BertConfig, BertForMaskedLM
+
+    root = tmp_path_factory.mktemp("models")
+    loaded = toy_bert(seed=2)
+    loaded.model.save_pretrained(root / "clf")
+    toy_tokenizer().save_pretrained(root / "clf")
+    torch.manual_seed(3)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertForMaskedLM(config).save_pretrained(root / "mlm")
+    toy_tokenizer().save_pretrained(root / "mlm")
+    return root / "clf", root / "mlm"
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_methods_lists_every_key(capsys) -> None:
+    listed = run_json(capsys, "methods", "--json")
+    assert list(listed) == list(explainers.REGISTRY)
+
+
+def test_explain_all_methods_from_a_local_folder(capsys, model_dirs) -> None:
+    clf_dir, mlm_dir = model_dirs
+    words = "the movie was great but the plot was bad".split()
+    out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", " ".join(words), "--methods", "all",
+                   "--mlm", str(mlm_dir), "--seed", "1", "--json", *FAST)
+    assert out["words"] == words and out["segment_ids"] == [0] * len(words)
+    assert sum(out["probabilities"]) == pytest.approx(1.0)
+    assert out["target"] == out["predicted"] == int(np.argmax(out["probabilities"]))
+    assert set(out["attributions"]) == set(explainers.REGISTRY)
+    for key, record in out["attributions"].items():
+        assert len(record["scores"]) == len(words) and all(np.isfinite(record["scores"])), key
+        assert {"runtime_s", "forward_passes", "params", "extras"} <= set(record)
+
+
+def test_explain_pair_and_target(capsys, model_dirs) -> None:
+    clf_dir, _ = model_dirs
+    out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", "a man runs", "--text-b", "a man sleeps",
+                   "--methods", "loo_empty,saliency", "--target", "0", "--json")
+    assert out["segment_ids"] == [0, 0, 0, 1, 1, 1] and out["target"] == 0
+    assert out["attributions"]["loo_empty"]["forward_passes"] <= 7
+
+
+def test_predict_texts_file(capsys, model_dirs, tmp_path) -> None:
+    clf_dir, _ = model_dirs
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "the movie was great"}\n{"text": "awful", "text_b": "a dog runs"}\n')
+    out = run_json(capsys, "predict", "--model", str(clf_dir), "--texts", str(texts), "--json")
+    assert out["label_names"] == ["negative", "positive"] and len(out["examples"]) == 2
+    assert "accuracy" not in out
+
+
+def test_fill_returns_sorted_probabilities(capsys, model_dirs) -> None:
+    _, mlm_dir = model_dirs
+    out = run_json(capsys, "fill", "--model", str(mlm_dir), "--text", "the [MASK] was great", "--k", "5", "--json")
+    probs = [f["probability"] for f in out["examples"][0]["fills"]]
+    assert len(probs) == 5 and probs == sorted(probs, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["explain", "--model", "/nonexistent/folder", "--text", "hi"], "cannot load"),
+        (["explain", "--model", "MLM", "--text", "hi"], "not a sequence classifier"),
+        (["explain", "--model", "CLF", "--text", "hi", "--methods", "nope"], "unknown method"),
+        (["explain", "--model", "CLF", "--text", "hi", "--param", "saliency.bogus=1", "--methods", "saliency"], "unknown parameter"),
+        (["explain", "--model", "CLF", "--text", "   "], "empty"),
+        (["fill", "--model", "MLM", "--text", "no mask here"], "exactly one"),
+    ],
+)
+def test_bad_input_gives_a_clear_error(capsys, model_dirs, argv, message) -> None:
+    clf_dir, mlm_dir = model_dirs
+    argv = [str(clf_dir) if a == "CLF" else str(mlm_dir) if a == "MLM" else a for a in argv]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

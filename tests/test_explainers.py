@@ -1,0 +1,176 @@
+"""Known answers on the toy classifier, and one contract test over the whole explainer registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier
+from core.masked_lm import MaskedLM
+from core.types import Example
+from tests.toy import PLANTED, VOCAB, WEIGHT, toy_tokenizer
+
+EXAMPLE = Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
+
+
+def toy_probabilities(words: list[str]) -> np.ndarray:
+    """The toy linear model by hand: logits = ([CLS] + sum of planted rows) @ W, then softmax."""
+    pooled = np.array([0.2, 0.0, 0.0, 0.0]) + sum((np.array(PLANTED[w]) for w in words if w in PLANTED), np.zeros(4))
+    logits = pooled @ np.array(WEIGHT)
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def log2_odds(p: float) -> float:
+    return float(np.log2(p / (1 - p)))
+
+
+@pytest.mark.parametrize("key", ["loo_empty", "loo_unk", "loo_pad", "loo_mask", "loo_zero"])
+@pytest.mark.parametrize("output", ["log_odds", "probability"])
+def test_leave_one_out_equals_hand_computed_difference(linear_clf: Classifier, key: str, output: str) -> None:
+    spec = explainers.get(key)
+    result = explainers.run_explainer(spec, linear_clf, EXAMPLE, 1, spec.make_params({"output": output}))
+    words = list(EXAMPLE.words)
+    original = toy_probabilities(words)[1]
+    for i in range(len(words)):
+        removed = toy_probabilities(words[:i] + words[i + 1 :])[1]
+        expected = log2_odds(original) - log2_odds(removed) if output == "log_odds" else original - removed
+        assert result.scores[i] == pytest.approx(expected, abs=1e-5), (key, words[i])
+    assert np.argmax(np.abs(result.scores)) == words.index("great")
+
+
+def test_leave_one_out_scores_each_distinct_variant_once(linear_clf: Classifier) -> None:
+    # "the" and "was" appear twice: deleting either copy gives the same input, scored once.
+    result = explainers.run_explainer(explainers.get("loo_empty"), linear_clf, EXAMPLE, 1)
+    distinct_inputs = {tuple(EXAMPLE.words[:i] + EXAMPLE.words[i + 1 :]) for i in range(len(EXAMPLE.words))}
+    assert result.forward_passes == len(distinct_inputs) + 1
+
+
+def test_grad_x_input_of_linear_model_is_weight_times_input(linear_clf: Classifier) -> None:
+    spec = explainers.get("grad_x_input")
+    for target in (0, 1):
+        result = explainers.run_explainer(spec, linear_clf, EXAMPLE, target, spec.make_params({"output": "logit"}))
+        expected = [float(np.array(PLANTED.get(w, [0, 0, 0, 0])) @ np.array(WEIGHT)[:, target]) for w in EXAMPLE.words]
+        np.testing.assert_allclose(result.scores, expected, atol=1e-6)
+    assert result.backward_passes == 1
+
+
+def test_saliency_l2_of_linear_model_is_weight_norm(linear_clf: Classifier) -> None:
+    spec = explainers.get("saliency")
+    result = explainers.run_explainer(spec, linear_clf, EXAMPLE, 1, spec.make_params({"output": "logit"}))
+    # d logit_1 / d embedding = W[:, 1] for every token, whatever the word.
+    np.testing.assert_allclose(result.scores, np.linalg.norm(np.array(WEIGHT)[:, 1]), rtol=1e-6)
+
+
+def test_integrated_gradients_is_complete(bert_clf: Classifier) -> None:
+    spec = explainers.get("integrated_gradients")
+    for baseline in ("pad", "mask", "zero"):
+        params = spec.make_params({"n_steps": 256, "baseline": baseline})
+        result = explainers.run_explainer(spec, bert_clf, EXAMPLE, 1, params)
+        encoded = bert_clf.encode(EXAMPLE)
+        # f(baseline) by hand: the same sequence with every word token's embedding replaced.
+        from explainers.gradients import baseline_embeddings
+
+        with torch.no_grad():
+            base = torch.softmax(bert_clf.forward_embeds(baseline_embeddings(bert_clf, encoded, baseline), encoded.variant), -1)[0, 1]
+        original = bert_clf.predict_proba([encoded.variant])[0, 1]
+        assert float(result.scores.sum()) == pytest.approx(original - float(base), abs=1e-3), baseline
+        assert result.extras["convergence_delta"] < 1e-3
+
+
+def test_integrated_gradients_finds_planted_word(linear_clf: Classifier) -> None:
+    result = explainers.run_explainer(explainers.get("integrated_gradients"), linear_clf, EXAMPLE, 1)
+    assert EXAMPLE.words[int(np.argmax(result.scores))] == "great"
+    assert EXAMPLE.words[int(np.argmin(result.scores))] == "bad"
+
+
+def test_attention_rollout_rows_are_distributions(bert_clf: Classifier) -> None:
+    from explainers.attention import rollout
+
+    attention = bert_clf.attentions(bert_clf.encode(EXAMPLE).variant)
+    for residual in (True, False):
+        matrix = rollout(attention, residual)
+        np.testing.assert_allclose(matrix.sum(-1).numpy(), 1.0, atol=1e-6)
+
+
+def test_attention_mean_by_hand(bert_clf: Classifier) -> None:
+    encoded = bert_clf.encode(EXAMPLE)
+    attention = bert_clf.attentions(encoded.variant).numpy()  # (layers, heads, seq, seq)
+    received = attention.mean(axis=(0, 1, 2))
+    result = explainers.run_explainer(explainers.get("attention_mean"), bert_clf, EXAMPLE, 1)
+    for w in range(len(EXAMPLE.words)):
+        assert result.scores[w] == pytest.approx(received[encoded.word_positions(w)].sum(), rel=1e-5)
+
+
+def test_subword_scores_sum_to_word_scores(bert_clf: Classifier) -> None:
+    example = Example(segments=(("an", "unbelievable", "movie"),), id="toy/sub")
+    result = explainers.run_explainer(explainers.get("grad_x_input"), bert_clf, example, 1)
+    assert result.subwords == ("[UNK]", "un", "##believ", "##able", "movie")
+    assert result.scores[1] == pytest.approx(result.subword_scores[1:4].sum(), rel=1e-5)
+
+
+def test_pairs_keep_segments_apart(bert_clf: Classifier) -> None:
+    example = Example(segments=(("a", "man", "runs"), ("a", "man", "sleeps")), id="toy/pair")
+    encoded = bert_clf.encode(example)
+    assert encoded.word_ids.count(None) == 3
+    assert encoded.token_type_ids[-2] == 1 and encoded.token_type_ids[1] == 0
+    result = explainers.run_explainer(explainers.get("loo_empty"), bert_clf, example, 0)
+    assert result.scores.shape == (6,)
+
+
+# --------------------------------------------------------------------------- the registry contract
+
+# Smaller budgets keep the contract test fast; the contract holds at any budget.
+FAST = {
+    "integrated_gradients": {"n_steps": 16},
+    "lime": {"n_samples": 60},
+    "lime_mlm": {"n_samples": 40},
+    "kernel_shap": {"n_samples": 60},
+    "marc": {"n_steps": 15},
+    "aml": {"n_steps": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def toy_mlm() -> MaskedLM:
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(1)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    return MaskedLM("toy-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
+
+
+def _fast_params(spec: explainers.ExplainerSpec, seed: int) -> object:
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(spec.params_cls)}
+    overrides = {k: v for k, v in FAST.get(spec.key, {}).items() if k in names}
+    if "seed" in names:
+        overrides["seed"] = seed
+    return spec.make_params(overrides)
+
+
+@pytest.mark.parametrize("key", list(explainers.REGISTRY))
+def test_registry_contract(key: str, toy_bert_loaded, toy_mlm: MaskedLM) -> None:
+    spec = explainers.get(key)
+    before = {name: t.clone() for name, t in toy_bert_loaded.model.state_dict().items()}
+    example = Example(segments=(("the", "film", "was", "unbelievable", "and", "fun"),), id="toy/contract")
+
+    def run(batch_size: int, seed: int):
+        clf = Classifier(toy_bert_loaded, batch_size=batch_size)
+        return explainers.run_explainer(spec, clf, example, 1, _fast_params(spec, seed), mlm=toy_mlm)
+
+    first = run(7, seed=3)
+    assert first.scores.shape == (len(example.words),)
+    assert np.all(np.isfinite(first.scores))
+    assert first.method == key and first.words == example.words
+    np.testing.assert_allclose(run(7, seed=3).scores, first.scores, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(run(1, seed=3).scores, first.scores, rtol=1e-4, atol=1e-6)
+    if first.subword_scores is not None:
+        # Special tokens are never scored: one subword score per word piece.
+        assert len(first.subword_scores) == 6 + 2
+    for name, tensor in toy_bert_loaded.model.state_dict().items():
+        assert torch.equal(tensor, before[name]), f"{key} changed {name}"
+    assert all(p.grad is None for p in toy_bert_loaded.model.parameters())
