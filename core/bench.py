@@ -87,7 +87,9 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Per method: time per example (median, min, max), passes, floor and ratio to the floor."""
-    rows: dict[str, dict[str, list[float]]] = {m: {"time": [], "forward": [], "backward": [], "mlm": [], "floor": []} for m in methods}
+    rows: dict[str, dict[str, list[float]]] = {
+        m: {"time": [], "forward": [], "backward": [], "mlm": [], "floor": []} for m in methods
+    }
     tokens = []
     for number, example in enumerate(examples, 1):
         example = clf.fit_example(example)[0]
@@ -103,9 +105,13 @@ def run_bench(
             row["forward"].append(attribution.forward_passes)
             row["backward"].append(attribution.backward_passes)
             row["mlm"].append(mlm_passes)
-            row["floor"].append(floor_seconds(attribution.forward_passes, attribution.backward_passes, mlm_passes, rate))
+            row["floor"].append(
+                floor_seconds(attribution.forward_passes, attribution.backward_passes, mlm_passes, rate)
+            )
         if progress is not None:
-            progress(f"example {number}/{len(examples)}: {tokens[-1]} tokens, forward {rate.forward:.0f}/s, forward+backward {rate.forward_backward:.0f}/s")
+            progress(
+                f"example {number}/{len(examples)}: {tokens[-1]} tokens, forward {rate.forward:.0f}/s, forward+backward {rate.forward_backward:.0f}/s"
+            )
     summary = {}
     for key, row in rows.items():
         time_total, floor_total = sum(row["time"]), sum(row["floor"])

@@ -232,8 +232,12 @@ class Classifier:
         if dropped == 0:
             return example, 0
         segments = tuple(tuple(s[:n]) for s, n in zip(example.segments, keep))
-        kept_flat = [i for s, n, start in zip(example.segments, keep, (0, len(example.segments[0]))) for i in range(start, start + n)]
-        cut = lambda mask: tuple(mask[i] for i in kept_flat)  # noqa: E731
+        kept_flat = [
+            i
+            for s, n, start in zip(example.segments, keep, (0, len(example.segments[0])))
+            for i in range(start, start + n)
+        ]
+        cut = lambda mask: tuple(mask[i] for i in kept_flat)
         return (
             replace(
                 example,
@@ -251,7 +255,9 @@ class Classifier:
         if len(enc["input_ids"]) > self.loaded.max_length:
             raise ValueError(f"{len(enc['input_ids'])} tokens exceed {self.loaded.max_length}: call fit_example first")
         types = enc.get("token_type_ids") or [0] * len(enc["input_ids"])
-        return Encoded(tuple(enc["input_ids"]), tuple(types), tuple(self._flat_word_ids(enc, example)), len(example.words))
+        return Encoded(
+            tuple(enc["input_ids"]), tuple(types), tuple(self._flat_word_ids(enc, example)), len(example.words)
+        )
 
     def word_tokens(self, word: str) -> tuple[int, ...]:
         """Subword ids of one word as the tokenizer splits it inside a text."""

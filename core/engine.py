@@ -63,7 +63,9 @@ def explain_example(
             if progress is not None:
                 progress((index + fraction) / len(methods), f"{key}: {message}")
 
-        results[key] = explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides), mlm=mlm, progress=step)
+        results[key] = explainers.run_explainer(
+            spec, clf, example, target, spec.make_params(overrides), mlm=mlm, progress=step
+        )
         if progress is not None:
             progress((index + 1) / len(methods), f"{key} done")
     return Explanation(example, prediction, target, results, dropped)

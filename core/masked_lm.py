@@ -73,7 +73,9 @@ class MaskedLM:
         words = [w for s in segments for w in s]
         split = len(segments[0])
         vocab = self.tokenizer.get_vocab()
-        lower = getattr(self.tokenizer, "do_lower_case", False) or self.tokenizer.init_kwargs.get("do_lower_case", False)
+        lower = getattr(self.tokenizer, "do_lower_case", False) or self.tokenizer.init_kwargs.get(
+            "do_lower_case", False
+        )
         results: list[tuple[list[Fill], float | None]] = []
         rows = []
         for position in positions:
@@ -85,7 +87,9 @@ class MaskedLM:
             pieces = [(r[:split], r[split:]) if len(segments) == 2 else (r,) for r in chunk]
             firsts = [p[0] for p in pieces]
             seconds = [p[1] for p in pieces] if len(segments) == 2 else None
-            enc = self.tokenizer(firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt")
+            enc = self.tokenizer(
+                firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt"
+            )
             enc = {key: value.to(self.device) for key, value in enc.items()}
             probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)  # (rows, vocab), one mask per row
             top = probs.topk(k, dim=-1)
@@ -108,7 +112,9 @@ class MaskedLM:
             chunk = rows[start : start + batch_size]
             firsts = [list(row[0]) for row in chunk]
             seconds = [list(row[1]) for row in chunk] if len(chunk[0]) == 2 else None
-            enc = self.tokenizer(firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt")
+            enc = self.tokenizer(
+                firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt"
+            )
             counts = (enc["input_ids"] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
             expected = [sum(word == self.tokenizer.mask_token for segment in row for word in segment) for row in chunk]
             if counts != expected:
@@ -116,7 +122,10 @@ class MaskedLM:
             enc = {key: value.to(self.device) for key, value in enc.items()}
             best = torch.softmax(self._mask_logits(enc).float(), dim=-1).max(dim=-1)  # (masks in the chunk,)
             ids = best.indices.tolist()
-            fills = [Fill(t, i, float(p)) for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, best.values.tolist())]
+            fills = [
+                Fill(t, i, float(p))
+                for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, best.values.tolist())
+            ]
             for count in counts:
                 results.append(fills[:count])
                 fills = fills[count:]
@@ -135,7 +144,12 @@ class MaskedLM:
             probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)[0]
             top = probs.topk(k)
             ids = top.indices.tolist()
-            out.append([Fill(t, i, float(p)) for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, top.values.tolist())])
+            out.append(
+                [
+                    Fill(t, i, float(p))
+                    for t, i, p in zip(self.tokenizer.convert_ids_to_tokens(ids), ids, top.values.tolist())
+                ]
+            )
         return out
 
     def token_text(self, token: str) -> str:

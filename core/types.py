@@ -86,7 +86,9 @@ class Attribution:
     def __post_init__(self) -> None:
         scores = np.asarray(self.scores, dtype=np.float32)
         if scores.shape != (len(self.words),):
-            raise ValueError(f"{self.method}: {scores.shape[0] if scores.ndim else 0} scores for {len(self.words)} words")
+            raise ValueError(
+                f"{self.method}: {scores.shape[0] if scores.ndim else 0} scores for {len(self.words)} words"
+            )
         scores.setflags(write=False)
         object.__setattr__(self, "scores", scores)
         if self.subword_scores is not None:

@@ -6,7 +6,7 @@ own keys with other default parameters.
 
 from __future__ import annotations
 
-from explainers import attention, gradients, loo, random_baseline
+from explainers import attention, gradients, input_marginalization, lime, loo, mask_optimization, random_baseline, shap
 from explainers.base import ExplainerSpec, NoParams, run_explainer
 
 _LOO = "leave-one-out (paper 000)"
@@ -29,6 +29,20 @@ REGISTRY: dict[str, ExplainerSpec] = {
                       "attention received, averaged over layers, heads and queries", "attention"),
         ExplainerSpec("attention_rollout", attention.explain_rollout, attention.RolloutParams,
                       "attention rollout across layers (Abnar & Zuidema)", "attention"),
+        ExplainerSpec("im", input_marginalization.explain, input_marginalization.ImParams,
+                      "input marginalization over masked-LM fill-ins (Kim et al. 2020; paper 000)",
+                      "input marginalization (paper 000)", needs_mlm=True),
+        ExplainerSpec("lime", lime.explain, lime.LimeParams, "LIME: ridge surrogate on random word removals", "LIME"),
+        ExplainerSpec("lime_mlm", lime.explain_mlm, lime.LimeMlmParams,
+                      "LIME with removed words filled by the masked LM's top-1 (paper 000's LIME_BERT)", "LIME",
+                      needs_mlm=True),
+        ExplainerSpec("kernel_shap", shap.explain, shap.KernelShapParams, "KernelSHAP over words (Captum)", "SHAP"),
+        ExplainerSpec("marc", mask_optimization.explain_marc, mask_optimization.MarcParams,
+                      "MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
+                      "mask optimization"),
+        ExplainerSpec("aml", mask_optimization.explain_aml, mask_optimization.AmlParams,
+                      "AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
+                      "mask optimization"),
         ExplainerSpec("random", random_baseline.explain, random_baseline.RandomParams, "seeded random baseline", "baseline"),
     )
 }

@@ -27,7 +27,9 @@ class RolloutParams:
     residual: bool = param(True, "add the residual identity term (0.5 A + 0.5 I) before multiplying layers")
 
 
-def explain_mean(clf: Classifier, example: Example, target: int, params: NoParams, *, mlm=None, progress=None) -> Attribution:
+def explain_mean(
+    clf: Classifier, example: Example, target: int, params: NoParams, *, mlm=None, progress=None
+) -> Attribution:
     encoded = clf.encode(example)
     attention = clf.attentions(encoded.variant)  # (layers, heads, seq, seq)
     received = attention.mean(dim=(0, 1)).mean(dim=0)  # mean over layers, heads, then query rows j
@@ -47,7 +49,9 @@ def rollout(attention: torch.Tensor, residual: bool) -> torch.Tensor:
     return result
 
 
-def explain_rollout(clf: Classifier, example: Example, target: int, params: RolloutParams, *, mlm=None, progress=None) -> Attribution:
+def explain_rollout(
+    clf: Classifier, example: Example, target: int, params: RolloutParams, *, mlm=None, progress=None
+) -> Attribution:
     encoded = clf.encode(example)
     matrix = rollout(clf.attentions(encoded.variant), params.residual)
     return _to_attribution(example, target, clf, encoded, matrix.mean(dim=0).numpy())

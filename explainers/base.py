@@ -18,7 +18,9 @@ from core.masked_lm import MaskedLM
 from core.types import Attribution, Example
 
 
-def param(default: Any, help: str, *, choices: tuple | None = None, min: float | None = None, max: float | None = None) -> Any:
+def param(
+    default: Any, help: str, *, choices: tuple | None = None, min: float | None = None, max: float | None = None
+) -> Any:
     """A dataclass field carrying its UI/CLI description."""
     meta = {"help": help, "choices": choices, "min": min, "max": max}
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
@@ -59,7 +61,9 @@ def params_from(params_cls: type, values: dict[str, Any]) -> Any:
     converted = {}
     for name, value in values.items():
         if name not in fields:
-            raise ValueError(f"unknown parameter {name!r} for {params_cls.__name__}; known: {', '.join(fields) or 'none'}")
+            raise ValueError(
+                f"unknown parameter {name!r} for {params_cls.__name__}; known: {', '.join(fields) or 'none'}"
+            )
         converted[name] = _convert(fields[name], value)
     params = params_cls(**converted)
     for f in dataclasses.fields(params):

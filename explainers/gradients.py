@@ -29,7 +29,9 @@ OUTPUTS = ("probability", "logit")
 
 @dataclass(frozen=True)
 class SaliencyParams:
-    reduction: str = param("l2", "reduce each embedding gradient by its L2 norm or its signed sum", choices=("l2", "sum"))
+    reduction: str = param(
+        "l2", "reduce each embedding gradient by its L2 norm or its signed sum", choices=("l2", "sum")
+    )
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
 
 
@@ -42,7 +44,11 @@ class GradXInputParams:
 class IntegratedGradientsParams:
     baseline: str = param("pad", "embedding every word token starts from", choices=("pad", "mask", "zero"))
     n_steps: int = param(50, "integration steps", min=2, max=2048)
-    method: str = param("gausslegendre", "Captum's integral approximation", choices=("gausslegendre", "riemann_trapezoid", "riemann_middle"))
+    method: str = param(
+        "gausslegendre",
+        "Captum's integral approximation",
+        choices=("gausslegendre", "riemann_trapezoid", "riemann_middle"),
+    )
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
 
 
@@ -64,7 +70,15 @@ def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tu
     return embeds.detach()[0], grad[0]
 
 
-def _to_attribution(example: Example, target: int, clf: Classifier, encoded: Encoded, token_scores: np.ndarray, word_reduce=np.sum, **extras) -> Attribution:
+def _to_attribution(
+    example: Example,
+    target: int,
+    clf: Classifier,
+    encoded: Encoded,
+    token_scores: np.ndarray,
+    word_reduce=np.sum,
+    **extras,
+) -> Attribution:
     positions = encoded.scored_positions
     word_ids = [encoded.word_ids[t] for t in positions]
     words = np.zeros(encoded.n_words, dtype=np.float64)
@@ -85,7 +99,9 @@ def _l2(values: np.ndarray) -> float:
     return float(np.sqrt(np.sum(values**2)))
 
 
-def explain_saliency(clf: Classifier, example: Example, target: int, params: SaliencyParams, *, mlm=None, progress=None) -> Attribution:
+def explain_saliency(
+    clf: Classifier, example: Example, target: int, params: SaliencyParams, *, mlm=None, progress=None
+) -> Attribution:
     encoded = clf.encode(example)
     _, grad = _gradient(clf, encoded, target, params.output)
     if params.reduction == "l2":
@@ -96,7 +112,9 @@ def explain_saliency(clf: Classifier, example: Example, target: int, params: Sal
     return _to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
 
 
-def explain_grad_x_input(clf: Classifier, example: Example, target: int, params: GradXInputParams, *, mlm=None, progress=None) -> Attribution:
+def explain_grad_x_input(
+    clf: Classifier, example: Example, target: int, params: GradXInputParams, *, mlm=None, progress=None
+) -> Attribution:
     encoded = clf.encode(example)
     embeds, grad = _gradient(clf, encoded, target, params.output)
     return _to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())

@@ -42,11 +42,16 @@ def output_space(probabilities: np.ndarray, output: str) -> np.ndarray:
     return log2_odds(probabilities) if output == "log_odds" else np.asarray(probabilities, dtype=np.float64)
 
 
-def explain(clf: Classifier, example: Example, target: int, params: LooParams, *, mlm=None, progress=None) -> Attribution:
+def explain(
+    clf: Classifier, example: Example, target: int, params: LooParams, *, mlm=None, progress=None
+) -> Attribution:
     encoded = clf.encode(example)
     variants = [encoded.variant] + [removal_variant(clf, encoded, [i], params.removal) for i in range(encoded.n_words)]
     probs = clf.predict_proba(variants, progress=progress)[:, target]
     values = output_space(probs, params.output)
     return make_attribution(
-        example, target, values[0] - values[1:], extras={"original_probability": float(probs[0]), "removed_probabilities": probs[1:].tolist()}
+        example,
+        target,
+        values[0] - values[1:],
+        extras={"original_probability": float(probs[0]), "removed_probabilities": probs[1:].tolist()},
     )

@@ -16,6 +16,8 @@ class RandomParams:
     seed: int = param(0, "random seed")
 
 
-def explain(clf: Classifier, example: Example, target: int, params: RandomParams, *, mlm=None, progress=None) -> Attribution:
+def explain(
+    clf: Classifier, example: Example, target: int, params: RandomParams, *, mlm=None, progress=None
+) -> Attribution:
     """Uniform scores in [0, 1) from a local generator: their order is a random permutation."""
     return make_attribution(example, target, np.random.default_rng(params.seed).random(len(example.words)))

@@ -69,13 +69,19 @@ def test_masked_lm_restores_a_predictable_word() -> None:
     mlm = MaskedLM.load("minilm-mlm")
     assert time.perf_counter() - start < 10
     words = ("the", "film", "is", "a", "waste", "of", "time", ".")
-    (fills, original), = mlm.fill_words((words,), [6], k=10)
+    ((fills, original),) = mlm.fill_words((words,), [6], k=10)
     assert fills[0].token == "time" and original > 0.5, fills[:3]
 
 
 def test_loo_empty_matches_hand_made_deletions(sst2: Classifier) -> None:
     example = Example(segments=(tuple(SENTENCE.split()),))
-    result = explainers.run_explainer(explainers.get("loo_empty"), sst2, example, 1, explainers.get("loo_empty").make_params({"output": "probability"}))
+    result = explainers.run_explainer(
+        explainers.get("loo_empty"),
+        sst2,
+        example,
+        1,
+        explainers.get("loo_empty").make_params({"output": "probability"}),
+    )
     tokenizer, model = sst2.tokenizer, sst2.model
     words = SENTENCE.split()
 
@@ -119,7 +125,9 @@ def test_integrated_gradients_matches_captum_layer_ig(sst2: Classifier) -> None:
 
 def test_every_method_gives_finite_scores_on_the_bundled_model(sst2: Classifier) -> None:
     example = Example(segments=(tuple(SENTENCE.split()),))
-    fast = [k for k, s in explainers.REGISTRY.items() if not s.needs_mlm and k not in {"lime", "kernel_shap", "marc", "aml"}]
+    fast = [
+        k for k, s in explainers.REGISTRY.items() if not s.needs_mlm and k not in {"lime", "kernel_shap", "marc", "aml"}
+    ]
     for key in fast:
         result = explainers.run_explainer(explainers.get(key), sst2, example, 1)
         assert np.all(np.isfinite(result.scores)) and np.any(result.scores != 0), key
@@ -136,5 +144,7 @@ def test_training_command_runs_end_to_end(tmp_path: Path) -> None:
     clf = Classifier(load_classifier(str(out)))
     assert clf.label_names == ("negative", "positive")
     out_mlm = tmp_path / "tiny-mlm"
-    assert main(["train", "mlm", "--steps", "2", "--train-limit", "64", "--eval-limit", "16", "--out", str(out_mlm)]) == 0
+    assert (
+        main(["train", "mlm", "--steps", "2", "--train-limit", "64", "--eval-limit", "16", "--out", str(out_mlm)]) == 0
+    )
     assert MaskedLM.load(str(out_mlm)).fill_texts(["a [MASK] film"], k=3)[0]

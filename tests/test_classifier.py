@@ -38,7 +38,9 @@ def test_perturb_replaces_whole_words(bert_clf: Classifier) -> None:
     assert zeroed.zero_positions == (2, 3, 4)
 
 
-def test_zero_embedding_variant_changes_prediction_like_deletion_for_linear_model(linear_clf: Classifier, toy_example: Example) -> None:
+def test_zero_embedding_variant_changes_prediction_like_deletion_for_linear_model(
+    linear_clf: Classifier, toy_example: Example
+) -> None:
     encoded = linear_clf.encode(toy_example)
     great = toy_example.words.index("great")
     zeroed, deleted = linear_clf.predict_proba([encoded.perturb(zero_words=[great]), encoded.perturb({great: ()})])
@@ -68,7 +70,9 @@ def test_fit_example_pairs_cut_the_longer_segment(toy_linear_loaded: LoadedClass
 def test_bad_input_is_refused_clearly(linear_clf: Classifier) -> None:
     with pytest.raises(ValueError, match="empty"):
         linear_clf.check_example(Example(segments=((),)))
-    pair_model = Classifier(LoadedClassifier("pairs", linear_clf.model, linear_clf.tokenizer, linear_clf.device, pair=True))
+    pair_model = Classifier(
+        LoadedClassifier("pairs", linear_clf.model, linear_clf.tokenizer, linear_clf.device, pair=True)
+    )
     with pytest.raises(ValueError, match="premise and a hypothesis"):
         pair_model.check_example(Example(segments=(("one", "text"),)))
 

@@ -13,8 +13,16 @@ import explainers
 from core.cli import main
 from tests.toy import VOCAB, toy_bert, toy_tokenizer
 
-FAST = ["--param", "lime.n_samples=50", "--param", "lime_mlm.n_samples=30", "--param", "kernel_shap.n_samples=50",
-        "--param", "integrated_gradients.n_steps=8"]
+FAST = [
+    "--param",
+    "lime.n_samples=50",
+    "--param",
+    "lime_mlm.n_samples=30",
+    "--param",
+    "kernel_shap.n_samples=50",
+    "--param",
+    "integrated_gradients.n_steps=8",
+]
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +34,14 @@ def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
     loaded.model.save_pretrained(root / "clf")
     toy_tokenizer().save_pretrained(root / "clf")
     torch.manual_seed(3)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     BertForMaskedLM(config).save_pretrained(root / "mlm")
     toy_tokenizer().save_pretrained(root / "mlm")
     return root / "clf", root / "mlm"
@@ -45,9 +59,23 @@ def test_methods_lists_every_key(capsys) -> None:
 
 def test_explain_all_methods_from_a_local_folder(capsys, model_dirs) -> None:
     clf_dir, mlm_dir = model_dirs
-    words = "the movie was great but the plot was bad".split()
-    out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", " ".join(words), "--methods", "all",
-                   "--mlm", str(mlm_dir), "--seed", "1", "--json", *FAST)
+    words = ["the", "movie", "was", "great", "but", "the", "plot", "was", "bad"]
+    out = run_json(
+        capsys,
+        "explain",
+        "--model",
+        str(clf_dir),
+        "--text",
+        " ".join(words),
+        "--methods",
+        "all",
+        "--mlm",
+        str(mlm_dir),
+        "--seed",
+        "1",
+        "--json",
+        *FAST,
+    )
     assert out["words"] == words and out["segment_ids"] == [0] * len(words)
     assert sum(out["probabilities"]) == pytest.approx(1.0)
     assert out["target"] == out["predicted"] == int(np.argmax(out["probabilities"]))
@@ -59,8 +87,21 @@ def test_explain_all_methods_from_a_local_folder(capsys, model_dirs) -> None:
 
 def test_explain_pair_and_target(capsys, model_dirs) -> None:
     clf_dir, _ = model_dirs
-    out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", "a man runs", "--text-b", "a man sleeps",
-                   "--methods", "loo_empty,saliency", "--target", "0", "--json")
+    out = run_json(
+        capsys,
+        "explain",
+        "--model",
+        str(clf_dir),
+        "--text",
+        "a man runs",
+        "--text-b",
+        "a man sleeps",
+        "--methods",
+        "loo_empty,saliency",
+        "--target",
+        "0",
+        "--json",
+    )
     assert out["segment_ids"] == [0, 0, 0, 1, 1, 1] and out["target"] == 0
     assert out["attributions"]["loo_empty"]["forward_passes"] <= 7
 
@@ -87,7 +128,10 @@ def test_fill_returns_sorted_probabilities(capsys, model_dirs) -> None:
         (["explain", "--model", "/nonexistent/folder", "--text", "hi"], "cannot load"),
         (["explain", "--model", "MLM", "--text", "hi"], "not a sequence classifier"),
         (["explain", "--model", "CLF", "--text", "hi", "--methods", "nope"], "unknown method"),
-        (["explain", "--model", "CLF", "--text", "hi", "--param", "saliency.bogus=1", "--methods", "saliency"], "unknown parameter"),
+        (
+            ["explain", "--model", "CLF", "--text", "hi", "--param", "saliency.bogus=1", "--methods", "saliency"],
+            "unknown parameter",
+        ),
         (["explain", "--model", "CLF", "--text", "   "], "empty"),
         (["fill", "--model", "MLM", "--text", "no mask here"], "exactly one"),
     ],

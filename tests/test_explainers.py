@@ -74,7 +74,9 @@ def test_integrated_gradients_is_complete(bert_clf: Classifier) -> None:
         from explainers.gradients import baseline_embeddings
 
         with torch.no_grad():
-            base = torch.softmax(bert_clf.forward_embeds(baseline_embeddings(bert_clf, encoded, baseline), encoded.variant), -1)[0, 1]
+            base = torch.softmax(
+                bert_clf.forward_embeds(baseline_embeddings(bert_clf, encoded, baseline), encoded.variant), -1
+            )[0, 1]
         original = bert_clf.predict_proba([encoded.variant])[0, 1]
         assert float(result.scores.sum()) == pytest.approx(original - float(base), abs=1e-3), baseline
         assert result.extras["convergence_delta"] < 1e-3
@@ -138,7 +140,14 @@ def toy_mlm() -> MaskedLM:
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(1)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     return MaskedLM("toy-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
 
 

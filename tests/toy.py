@@ -12,16 +12,50 @@ from __future__ import annotations
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from torch import nn
-from transformers import BertConfig, BertForSequenceClassification, PreTrainedModel, PretrainedConfig, PreTrainedTokenizerFast
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+)
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from core.classifier import LoadedClassifier
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
-    "the", "a", "movie", "film", "was", "is", "great", "awful", "good", "bad", "and", "but", "plot",
-    "actors", "it", "very", "not", ".", ",", "fun", "boring", "un", "##believ", "##able", "man", "dog",
-    "sleeps", "runs", "outside", "inside", "cat",
+    "the",
+    "a",
+    "movie",
+    "film",
+    "was",
+    "is",
+    "great",
+    "awful",
+    "good",
+    "bad",
+    "and",
+    "but",
+    "plot",
+    "actors",
+    "it",
+    "very",
+    "not",
+    ".",
+    ",",
+    "fun",
+    "boring",
+    "un",
+    "##believ",
+    "##able",
+    "man",
+    "dog",
+    "sleeps",
+    "runs",
+    "outside",
+    "inside",
+    "cat",
 ]
 VOCAB = {token: i for i, token in enumerate(SPECIALS + WORDS)}
 DIM = 4
@@ -36,8 +70,14 @@ def toy_tokenizer() -> PreTrainedTokenizerFast:
         special_tokens=[("[CLS]", VOCAB["[CLS]"]), ("[SEP]", VOCAB["[SEP]"])],
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]", model_max_length=64, model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=64,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
     )
 
 
@@ -54,7 +94,12 @@ class ToyConfig(PretrainedConfig):
 
 
 # Embedding rows of the informative words (all other rows are zero).
-PLANTED = {"great": [3.0, 0.0, 0.0, 0.0], "awful": [0.0, 3.0, 0.0, 0.0], "good": [1.0, 0.0, 0.0, 0.0], "bad": [0.0, 1.0, 0.0, 0.0]}
+PLANTED = {
+    "great": [3.0, 0.0, 0.0, 0.0],
+    "awful": [0.0, 3.0, 0.0, 0.0],
+    "good": [1.0, 0.0, 0.0, 0.0],
+    "bad": [0.0, 1.0, 0.0, 0.0],
+}
 # Column 0 -> class 1 (positive), column 1 -> class 0 (negative).
 WEIGHT = [[-1.0, 1.0], [1.0, -1.0], [0.0, 0.0], [0.0, 0.0]]
 
@@ -86,7 +131,9 @@ class ToyLinearClassifier(PreTrainedModel):
 
 
 def toy_linear() -> LoadedClassifier:
-    model = ToyLinearClassifier(ToyConfig(id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})).eval()
+    model = ToyLinearClassifier(
+        ToyConfig(id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})
+    ).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return LoadedClassifier("toy-linear", model, toy_tokenizer(), torch.device("cpu"))
@@ -95,9 +142,16 @@ def toy_linear() -> LoadedClassifier:
 def toy_bert(seed: int = 0) -> LoadedClassifier:
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=64, num_labels=2, id2label={0: "negative", 1: "positive"},
-        label2id={"negative": 0, "positive": 1}, attn_implementation="eager",
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=2,
+        id2label={0: "negative", 1: "positive"},
+        label2id={"negative": 0, "positive": 1},
+        attn_implementation="eager",
     )
     model = BertForSequenceClassification(config).eval()
     for p in model.parameters():

@@ -63,26 +63,55 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  attacked: {' '.join(result.attacked.words)}")
     summary = summarize(results)
     if args.json:
-        print_json({"model": args.model, "attack": args.attack, "label_names": list(clf.label_names), "examples": rows, "summary": summary})
+        print_json(
+            {
+                "model": args.model,
+                "attack": args.attack,
+                "label_names": list(clf.label_names),
+                "examples": rows,
+                "summary": summary,
+            }
+        )
     else:
         for method in sorted(summary, key=lambda m: summary[m]["fragility_rank"]):
             row = summary[method]
-            print(f"#{row['fragility_rank']} {method}: mean rank_change {row['rank_change']['mean']:.3f}, success rate {row['success_rate']:.2f}")
+            print(
+                f"#{row['fragility_rank']} {method}: mean rank_change {row['rank_change']['mean']:.3f}, success rate {row['success_rate']:.2f}"
+            )
     return 0
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("attack", help="attack explanations: perturb the input, keep the prediction, change the ranking")
+    parser = sub.add_parser(
+        "attack", help="attack explanations: perturb the input, keep the prediction, change the ranking"
+    )
     add_model(parser)
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     add_dataset(parser)
-    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated keys (the embedding attack takes gradient methods)")
-    parser.add_argument("--attack", choices=["embedding", "substitution"], default="embedding")
-    parser.add_argument("--objective", choices=["unconstrained", "constrained"], default="unconstrained", help="embedding attack objective")
-    parser.add_argument("--preset", choices=["paper", "quick"], default="paper", help="embedding attack steps: the thesis's 500 or a quick 60")
     parser.add_argument(
-        "--param", action="append", metavar="KEY.NAME=VALUE", help="attack.NAME=VALUE for the attack, METHOD.NAME=VALUE for an explainer; repeatable"
+        "--methods",
+        default=DEFAULT_METHODS,
+        help="'all' or comma-separated keys (the embedding attack takes gradient methods)",
+    )
+    parser.add_argument("--attack", choices=["embedding", "substitution"], default="embedding")
+    parser.add_argument(
+        "--objective",
+        choices=["unconstrained", "constrained"],
+        default="unconstrained",
+        help="embedding attack objective",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=["paper", "quick"],
+        default="paper",
+        help="embedding attack steps: the thesis's 500 or a quick 60",
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY.NAME=VALUE",
+        help="attack.NAME=VALUE for the attack, METHOD.NAME=VALUE for an explainer; repeatable",
     )
     parser.add_argument("--seed", type=int, help="seed of stochastic explainers (substitution attack)")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for the substitution attack")

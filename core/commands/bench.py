@@ -32,13 +32,15 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     result = run_bench(clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True))
-    result.update({
-        "model": args.model,
-        "dataset": f"{dataset}/{split}",
-        "device": str(clf.device),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}",
-        "batch_size": args.batch_size,
-    })
+    result.update(
+        {
+            "model": args.model,
+            "dataset": f"{dataset}/{split}",
+            "device": str(clf.device),
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}",
+            "batch_size": args.batch_size,
+        }
+    )
     print_json(result)
     return 0
 

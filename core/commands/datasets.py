@@ -11,7 +11,10 @@ def run(args: argparse.Namespace) -> int:
     from core.datasets import available_datasets, data_dir, load_examples
 
     found = available_datasets(args.data_dir)
-    sizes = {name: {split: len(load_examples(name, split, args.data_dir)) for split in splits} for name, splits in found.items()}
+    sizes = {
+        name: {split: len(load_examples(name, split, args.data_dir)) for split in splits}
+        for name, splits in found.items()
+    }
     if args.json:
         folder = data_dir(args.data_dir)
         print_json({"data_dir": str(folder) if folder else None, "datasets": sizes})

@@ -28,12 +28,15 @@ def run(args: argparse.Namespace) -> int:
     # Accept the generic "[MASK]" in texts for any masked LM.
     texts = [t.replace("[MASK]", mlm.tokenizer.mask_token) for t in texts]
     fills = mlm.fill_texts(texts, k=args.k)
-    print_json({
-        "model": args.model,
-        "examples": [
-            {"text": t, "fills": [{"token": f.token, "probability": f.probability} for f in row]} for t, row in zip(texts, fills)
-        ],
-    })
+    print_json(
+        {
+            "model": args.model,
+            "examples": [
+                {"text": t, "fills": [{"token": f.token, "probability": f.probability} for f in row]}
+                for t, row in zip(texts, fills)
+            ],
+        }
+    )
     return 0
 
 

@@ -23,7 +23,7 @@ def read_texts(path: str) -> list:
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")
+            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")  # noqa: TRY004
         segments = [split_words(record["text"])]
         if record.get("text_b"):
             segments.append(split_words(str(record["text_b"])))

@@ -48,7 +48,9 @@ def _per_example(result) -> list[dict[str, Any]]:
 
 def _print_table(result) -> None:
     width = max(len(step.name) for step in result.steps)
-    print(f"{result.mode} randomisation, seed {result.seed}, {len(result.examples)} example(s); Spearman of signed scores")
+    print(
+        f"{result.mode} randomisation, seed {result.seed}, {len(result.examples)} example(s); Spearman of signed scores"
+    )
     print(" " * width + "".join(f"  {m[:20]:>20}" for m in result.methods))
     for step, per_method in zip(result.steps, result.summary()):
         cells = []
@@ -79,8 +81,16 @@ def run(args: argparse.Namespace) -> int:
     components = [c.strip() for c in args.components.split(",") if c.strip()] if args.components else None
     targets = [args.target] * len(examples) if args.target is not None else None
     result = run_randomization(
-        clf, examples, methods, mode=args.mode, seed=args.seed, components=components, targets=targets,
-        params=params, top_k_fraction=args.top_k, mlm=mlm,
+        clf,
+        examples,
+        methods,
+        mode=args.mode,
+        seed=args.seed,
+        components=components,
+        targets=targets,
+        params=params,
+        top_k_fraction=args.top_k,
+        mlm=mlm,
     )
     if not args.json:
         _print_table(result)
@@ -98,11 +108,15 @@ def register(sub) -> None:
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     add_dataset(parser)
-    parser.add_argument("--methods", default=THESIS_METHODS, help="'all' or comma-separated keys (default: the thesis's five)")
+    parser.add_argument(
+        "--methods", default=THESIS_METHODS, help="'all' or comma-separated keys (default: the thesis's five)"
+    )
     parser.add_argument("--mode", choices=("cascading", "independent"), default="cascading")
     parser.add_argument("--components", help="comma-separated subset, e.g. 'head' or 'head,block 6' (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and of stochastic methods")
-    parser.add_argument("--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)")
+    parser.add_argument(
+        "--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)"
+    )
     parser.add_argument("--target", type=int, help="class to explain (default: each example's predicted class)")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")

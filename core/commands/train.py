@@ -14,8 +14,16 @@ def run(args: argparse.Namespace) -> int:
     from core.train import run_training
 
     command = "python -m core " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    card = run_training(args.task, args.data_dir, Path(args.out) if args.out else None, args.steps, args.seed,
-                        train_limit=args.train_limit, eval_limit=args.eval_limit, command=command)
+    card = run_training(
+        args.task,
+        args.data_dir,
+        Path(args.out) if args.out else None,
+        args.steps,
+        args.seed,
+        train_limit=args.train_limit,
+        eval_limit=args.eval_limit,
+        command=command,
+    )
     print_json(card)
     return 0
 

@@ -1,0 +1,35 @@
+"""The attribution explorer: page config, the shared sidebar and the page router.
+
+Run with ``streamlit run app.py``. Each page is included when its file exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui import sidebar
+
+ROOT = Path(__file__).resolve().parent
+PAGES = (
+    ("pages/heatmaps.py", "Heatmaps", ":material/grid_on:"),
+    ("pages/input_marginalization.py", "Input Marginalization", ":material/swap_horiz:"),
+    ("pages/faithfulness.py", "Faithfulness", ":material/trending_down:"),
+    ("pages/rationales.py", "Human rationales", ":material/person_check:"),
+    ("pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
+    ("pages/adversarial.py", "Adversarial", ":material/bug_report:"),
+)
+
+st.set_page_config(page_title="Attribution explorer", page_icon=":material/grid_on:", layout="wide")
+style = ROOT / "assets" / "style.css"
+if style.is_file():
+    st.html(style)
+pages = [
+    st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
+    for i, (path, title, icon) in enumerate(PAGES)
+    if (ROOT / path).is_file()
+]
+router = st.navigation(pages)
+sidebar.render()
+router.run()

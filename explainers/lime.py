@@ -1,0 +1,234 @@
+"""LIME over words (Ribeiro et al. 2016) and LIME with masked-LM fill-ins (paper 000, LIME_BERT).
+
+The sampler is the one of the ``lime`` package's ``LimeTextExplainer``: the first sample is the
+original input; every other sample removes a number of words drawn uniformly from 1..n, chosen
+without replacement. Features are word positions (lime's ``bow=False``) and every word gets a
+weight (no feature selection). The surrogate is lime's: a ridge regression (alpha 1, with an
+intercept) of the target-class probability on the 0/1 "word kept" vectors, each sample weighted
+by ``sqrt(exp(-d^2 / 25^2))`` where ``d`` is 100 times its cosine distance to the original.
+The word scores are the surrogate's coefficients.
+
+``lime``: removed words are deleted (or replaced by [MASK]/[UNK]/[PAD], or zeroed).
+``lime_mlm``: removed words are replaced by the masked LM's top-1 fill-in, all masks filled in
+one pass (``all_at_once``) or left to right, each fill conditioned on the previous ones
+(``one_at_a_time``); paper 000 reports that both give similar results.
+All samples are drawn from a local generator before anything is scored, and all are scored in
+one scorer call, so the scores do not depend on the batch size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.classifier import Classifier, ProgressFn
+from core.masked_lm import Fill, MaskedLM
+from core.types import Attribution, Example
+from explainers.base import make_attribution, param
+from explainers.input_marginalization import fill_converter
+from explainers.loo import REMOVALS, removal_variant
+
+FILLS = ("all_at_once", "one_at_a_time")
+GALLERY_SIZE = 50  # perturbed samples kept in the extras for display
+
+
+@dataclass(frozen=True)
+class LimeParams:
+    n_samples: int = param(1000, "perturbed inputs, the original included (paper 000: 1,000)", min=2, max=100_000)
+    removal: str = param("delete", "how a removed word is removed", choices=REMOVALS)
+    kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
+    alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
+    seed: int = param(0, "random seed")
+
+
+@dataclass(frozen=True)
+class LimeMlmParams:
+    n_samples: int = param(1000, "perturbed inputs, the original included (paper 000: 1,000)", min=2, max=100_000)
+    fill: str = param("all_at_once", "fill every removed word in one masked-LM pass or one at a time", choices=FILLS)
+    kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
+    alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
+    seed: int = param(0, "random seed")
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    coef: np.ndarray  # (n_features,)
+    intercept: float
+    r2: float  # weighted coefficient of determination on the samples
+
+
+def draw_kept(n_words: int, n_samples: int, rng: np.random.Generator) -> np.ndarray:
+    """lime's text sampler: (n_samples, n_words) booleans, True where the word is kept; row 0 keeps all."""
+    kept = np.ones((n_samples, n_words), dtype=bool)
+    sizes = rng.integers(1, n_words + 1, n_samples - 1)
+    for row, size in enumerate(sizes, start=1):
+        kept[row, rng.choice(n_words, size, replace=False)] = False
+    return kept
+
+
+def kernel_weights(kept: np.ndarray, kernel_width: float) -> np.ndarray:
+    """lime's exponential kernel on 100 x the cosine distance between each 0/1 row and all-ones
+    (``1 - sqrt(kept share)``; 1 for an empty row)."""
+    distance = 100.0 * (1.0 - np.sqrt(kept.sum(axis=1) / kept.shape[1]))
+    return np.sqrt(np.exp(-(distance**2) / kernel_width**2))
+
+
+def fit_ridge(features: np.ndarray, targets: np.ndarray, weights: np.ndarray, alpha: float) -> Surrogate:
+    """Weighted ridge regression with an unpenalised intercept (sklearn's ``Ridge(alpha)`` with
+    sample weights, lime's default surrogate)."""
+    total = weights.sum()
+    x_mean = weights @ features / total
+    y_mean = float(weights @ targets / total)
+    centred_x = features - x_mean
+    centred_y = targets - y_mean
+    gram = centred_x.T @ (weights[:, None] * centred_x) + alpha * np.eye(features.shape[1])
+    coef = np.linalg.lstsq(gram, centred_x.T @ (weights * centred_y), rcond=None)[0]
+    intercept = y_mean - float(x_mean @ coef)
+    residual = targets - features @ coef - intercept
+    explained, total_variance = float(weights @ residual**2), float(weights @ centred_y**2)
+    r2 = 1.0 - explained / total_variance if total_variance > 0 else float(explained == 0)
+    return Surrogate(coef, intercept, r2)
+
+
+def replaced_segments(example: Example, replacements: dict[int, str | None]) -> tuple[tuple[str, ...], ...]:
+    """The example's segments with flat word positions replaced (None deletes the word)."""
+    out, flat = [], 0
+    for segment in example.segments:
+        words = []
+        for word in segment:
+            new = replacements.get(flat, word)
+            if new is not None:
+                words.append(new)
+            flat += 1
+        out.append(tuple(words))
+    return tuple(out)
+
+
+def sample_text(segments: tuple[tuple[str, ...], ...]) -> str:
+    return " || ".join(" ".join(segment) for segment in segments)
+
+
+def _removed_text(clf: Classifier, removal: str) -> str | None:
+    if removal == "delete":
+        return None
+    if removal == "zero":
+        return "∅"
+    return {"mask": clf.tokenizer.mask_token, "unk": clf.tokenizer.unk_token, "pad": clf.tokenizer.pad_token}[removal]
+
+
+def _stage(progress: ProgressFn | None, start: float, end: float) -> ProgressFn:
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(start + (end - start) * fraction, message)
+
+    return report
+
+
+def _attribution(
+    example: Example,
+    target: int,
+    kept: np.ndarray,
+    probabilities: np.ndarray,
+    texts: list[str],
+    kernel_width: float,
+    alpha: float,
+) -> Attribution:
+    """Fit the surrogate on the scored samples and keep its diagnostics and the first samples."""
+    values = probabilities[:, target]
+    weights = kernel_weights(kept, kernel_width)
+    surrogate = fit_ridge(kept.astype(np.float64), values, weights, alpha)
+    gallery = [
+        {
+            "text": text,
+            "kept": int(row.sum()),
+            "probability": float(v),
+            "predicted": int(np.argmax(p)),
+            "probabilities": [float(x) for x in p],
+            "weight": float(w),
+        }
+        for text, row, v, p, w in zip(texts[:GALLERY_SIZE], kept, values, probabilities, weights)
+    ]
+    extras = {
+        "original_probability": float(values[0]),
+        "intercept": surrogate.intercept,
+        "r2": surrogate.r2,
+        "local_prediction": surrogate.intercept + float(surrogate.coef.sum()),
+        "mean_removed_share": float(1.0 - kept[1:].mean()) if len(kept) > 1 else 0.0,
+        "samples": gallery,
+    }
+    return make_attribution(example, target, surrogate.coef, extras=extras)
+
+
+def explain(
+    clf: Classifier, example: Example, target: int, params: LimeParams, *, mlm=None, progress: ProgressFn | None = None
+) -> Attribution:
+    encoded = clf.encode(example)
+    kept = draw_kept(encoded.n_words, params.n_samples, np.random.default_rng(params.seed))
+    removed = [np.flatnonzero(~row).tolist() for row in kept]
+    variants = [removal_variant(clf, encoded, words, params.removal) for words in removed]
+    marker = _removed_text(clf, params.removal)
+    texts = [sample_text(replaced_segments(example, dict.fromkeys(words, marker))) for words in removed[:GALLERY_SIZE]]
+    probabilities = clf.predict_proba(variants, progress=progress)
+    return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+
+
+def _fill_unique(mlm: MaskedLM, rows: list[tuple[tuple[str, ...], ...]]) -> list[list[Fill]]:
+    """``mlm.fill_masks`` on each distinct row once."""
+    distinct = list(dict.fromkeys(rows))
+    filled = dict(zip(distinct, mlm.fill_masks(distinct)))
+    return [filled[row] for row in rows]
+
+
+def fill_removed(
+    mlm: MaskedLM, example: Example, kept: np.ndarray, fill: str, progress: ProgressFn | None = None
+) -> list[dict[int, Fill]]:
+    """For each sample, the masked LM's top-1 fill-in of each removed word."""
+    if progress is not None:
+        progress(0.0, "masked LM fill-ins")
+    mask = mlm.tokenizer.mask_token
+    removed = [np.flatnonzero(~row).tolist() for row in kept]
+    fills: list[dict[int, Fill]] = [{} for _ in removed]
+    if fill == "all_at_once":
+        todo = [s for s, words in enumerate(removed) if words]
+        rows = [replaced_segments(example, dict.fromkeys(removed[s], mask)) for s in todo]
+        for s, row_fills in zip(todo, _fill_unique(mlm, rows)):
+            fills[s] = dict(zip(removed[s], row_fills))
+        return fills
+    steps = max(len(words) for words in removed)
+    for step in range(steps):
+        if progress is not None:
+            progress(step / steps, f"masked LM fill-ins, word {step + 1} of at most {steps}")
+        todo = [s for s, words in enumerate(removed) if len(words) > step]
+        rows = [
+            replaced_segments(
+                example,
+                {**{i: mlm.token_text(f.token) for i, f in fills[s].items()}, **dict.fromkeys(removed[s][step:], mask)},
+            )
+            for s in todo
+        ]
+        for s, row_fills in zip(todo, _fill_unique(mlm, rows)):
+            fills[s][removed[s][step]] = row_fills[0]
+    return fills
+
+
+def explain_mlm(
+    clf: Classifier,
+    example: Example,
+    target: int,
+    params: LimeMlmParams,
+    *,
+    mlm: MaskedLM,
+    progress: ProgressFn | None = None,
+) -> Attribution:
+    encoded = clf.encode(example)
+    kept = draw_kept(encoded.n_words, params.n_samples, np.random.default_rng(params.seed))
+    fills = fill_removed(mlm, example, kept, params.fill, _stage(progress, 0.0, 0.5))
+    to_ids = fill_converter(clf, mlm)
+    variants = [encoded.perturb({i: to_ids(f) for i, f in row.items()}) for row in fills]
+    texts = [
+        sample_text(replaced_segments(example, {i: mlm.token_text(f.token) for i, f in row.items()}))
+        for row in fills[:GALLERY_SIZE]
+    ]
+    probabilities = clf.predict_proba(variants, progress=_stage(progress, 0.5, 1.0))
+    return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)

@@ -1,0 +1,118 @@
+"""Heatmaps (home page): every selected attribution method, one row each, under the same words."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import services
+from ui import state
+from ui.charts import probability_chart
+from ui.heatmap import cost_rows, heatmap_html
+from ui.params import params_form
+
+FAST_METHODS = (
+    "loo_empty",
+    "saliency",
+    "grad_x_input",
+    "integrated_gradients",
+    "attention_mean",
+    "attention_rollout",
+    "random",
+)
+
+selection = state.current()
+st.title("Token attribution heatmaps")
+st.caption(
+    "One row per method under the same words. Red supports the target class, blue speaks against it; "
+    "hover a word for its raw score."
+)
+if selection.error:
+    st.error(selection.error)
+    st.stop()
+
+infos = {m.key: m for m in services.methods()}
+if "heatmaps.methods" not in st.session_state:
+    from_url = [k for k in st.query_params.get("methods", "").split(",") if k in infos]
+    st.session_state["heatmaps.methods"] = from_url or [k for k in FAST_METHODS if k in infos]
+chosen = st.multiselect(
+    "Methods",
+    list(infos),
+    key="heatmaps.methods",
+    placeholder="Choose attribution methods",
+    help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
+)
+st.query_params["methods"] = ",".join(chosen)
+
+left, middle, right = st.columns([2, 2, 3])
+shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale")
+st.session_state.setdefault("heatmaps.view", "words")
+view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
+params = {}
+with right.expander("Method parameters"):
+    for key in chosen:
+        if infos[key].fields:
+            st.markdown(f"**{key}**")
+            params[key] = params_form(infos[key], "heatmaps")
+
+if not chosen:
+    st.info("Choose at least one method.")
+    st.stop()
+
+bar = st.progress(0.0, text="Starting…")
+try:
+    result = services.explain(
+        selection.model,
+        selection.example,
+        chosen,
+        target=selection.target,
+        params=params,
+        mlm_name=selection.mlm,
+        progress=lambda fraction, message: bar.progress(fraction, text=message),
+    )
+except ValueError as error:
+    bar.empty()
+    st.error(str(error))
+    st.stop()
+bar.empty()
+
+prediction = result.prediction
+example = prediction.example
+if prediction.dropped_words:
+    st.warning(
+        f"The text is longer than {selection.model} accepts: the last {prediction.dropped_words} words were "
+        "dropped and are not explained."
+    )
+for key, message in result.errors.items():
+    st.error(f"{key}: {message}")
+
+summary, chart = st.columns([2, 3])
+predicted = prediction.predicted
+summary.markdown(
+    f"**Predicted:** {prediction.label_names[predicted]} ({prediction.probabilities[predicted]:.1%})  \n"
+    f"**Explaining:** {prediction.label_names[result.target]}"
+    + (f"  \n**Gold label:** {example.gold_name}" if example.gold_name else "")
+)
+chart.plotly_chart(
+    probability_chart(prediction.label_names, prediction.probabilities, predicted, result.target),
+    key="heatmaps.probabilities",
+    config={"displayModeBar": False},
+)
+
+attributions = result.attributions
+if attributions:
+    subwords = view == "subwords"
+    if subwords and not any(a.subword_scores is not None for a in attributions.values()):
+        st.caption("None of these methods scores subwords: showing words.")
+    st.html(
+        heatmap_html(
+            example.words,
+            example.segment_ids,
+            attributions,
+            rationale=example.rationale,
+            subwords=subwords,
+            shared_scale=shared_scale,
+        )
+    )
+    st.subheader("Cost per method")
+    st.dataframe(pd.DataFrame(cost_rows(attributions)), hide_index=True, key="heatmaps.costs")

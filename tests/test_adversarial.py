@@ -1,0 +1,275 @@
+"""Attacks on explanations (metrics/adversarial.py), checked on the toy models with hand answers.
+
+The linear toy with gradient x input on the logit gives ``a_t = x_t . (1, -1, 0, 0)`` whatever the
+context, so the attacks' outcomes can be worked out by hand: "great" (3, 0, 0, 0) scores 3, "bad"
+(0, 1, 0, 0) scores -1, every other word 0; the logit margin of "positive" is
+``z = sum_t x_t . (2, -2, 0, 0) = 0.4 + 6 - 2 = 4.4`` for the toy example (p = 0.98787).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier
+from core.masked_lm import Fill
+from core.types import Example
+from metrics import adversarial
+from metrics.adversarial import (
+    embedding_attack,
+    explain_embeddings,
+    k_for,
+    make_params,
+    rank_change,
+    substitution_attack,
+    summarize,
+    topk_sum_change,
+)
+from tests.toy import VOCAB, WEIGHT, toy_linear, toy_tokenizer
+
+LOGIT = {"output": "logit"}
+P_ORIGINAL = 1 / (1 + np.exp(-4.4))
+
+
+class FakeMLM:
+    """Returns the same fill-ins for every masked word, in a fixed order."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.tokenizer = toy_tokenizer()
+        self.forward_passes = 0
+
+    def fill_words(self, segments, positions, k=10, batch_size=64):
+        self.forward_passes += len(positions)
+        return [([Fill(w, VOCAB[w], 0.1) for w in self.words[:k]], None) for _ in positions]
+
+    def token_text(self, token: str) -> str:
+        return token
+
+
+def _attack(clf, example, objective: str, **overrides):
+    params = make_params("embedding", "paper", {"objective": objective, "optimizer": "adam", "steps": 100, **overrides})
+    return embedding_attack(clf, example, "grad_x_input", params, explainer_params=LOGIT)
+
+
+# ------------------------------------------------------------------ measures
+
+
+def test_rank_change_matches_the_thesis_worked_example():
+    # Top-3 [12, 3, 7] against [3, 15, 7]: the first two positions differ -> 2/3.
+    original, attacked = np.zeros(16), np.zeros(16)
+    original[[12, 3, 7]] = [3.0, 2.0, 1.0]
+    attacked[[3, 15, 7]] = [3.0, 2.0, 1.0]
+    assert rank_change(original, attacked, 3) == pytest.approx(2 / 3)
+    assert rank_change(original, original, 3) == 0.0
+    # Top-k Sum Change: original mass at [12, 3, 7] is 6, the attacked one there 0 + 3 + 1.
+    assert topk_sum_change(original, attacked, 3) == pytest.approx(6.0 - 4.0)
+
+
+@pytest.mark.parametrize(("n_words", "k"), [(1, 1), (6, 1), (7, 1), (10, 1), (20, 3), (40, 6), (100, 15)])
+def test_k_is_fifteen_percent_rounded_down_at_least_one(n_words, k):
+    assert k_for(n_words, 0.15) == k
+
+
+# ------------------------------------------------------------------ embedding attack
+
+
+@pytest.mark.parametrize("method", adversarial.GRADIENT_METHODS)
+def test_differentiable_explanation_equals_the_registry_explainer(bert_clf, toy_example, method):
+    spec = explainers.get(method)
+    params = spec.make_params({"n_steps": 16} if method == "integrated_gradients" else None)
+    target = 1
+    registry = explainers.run_explainer(spec, bert_clf, toy_example, target, params)
+    encoded = bert_clf.encode(toy_example)
+    embeds = bert_clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()
+    scores, probs = explain_embeddings(bert_clf, encoded, embeds, target, method, params)
+    np.testing.assert_allclose(scores.numpy(), registry.scores, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(probs.numpy(), bert_clf.predict_proba([encoded.variant])[0], atol=1e-5)
+
+
+def test_constrained_objective_keeps_the_probability_the_unconstrained_one_gives_it_away(linear_clf, toy_example):
+    # Only "great"'s own perturbation lowers its score, and lowering it lowers the margin z.
+    # Unconstrained: the distance has no slope on the other words, so "great" moves until the
+    # class would flip: z -> 0+, p -> 0.5, and "great" still scores (z + 2 - 0.4) / 2 = 0.8,
+    # above every other word (rank change 0).
+    loose = _attack(linear_clf, toy_example, "unconstrained")
+    assert loose.attacked_predicted == 1
+    assert loose.attacked_probabilities[1] == pytest.approx(0.5, abs=0.02)
+    assert loose.probability_change == pytest.approx(P_ORIGINAL - 0.5, abs=0.02)
+    assert loose.probability_change > 0.4
+    assert loose.attacked.scores[3] == pytest.approx(0.8, abs=0.1)
+    assert loose.rank_change == 0.0 and not loose.success
+    # Constrained: the penalty pulls the other words up to keep p, so "great" can go to the bound
+    # epsilon = 2 on both coordinates: (3 - 2) - (0 + 2) = -1, below the zeros -> rank change 1.
+    tight = _attack(linear_clf, toy_example, "constrained")
+    assert abs(tight.probability_change) < 0.05
+    assert tight.attacked.scores[3] == pytest.approx(-1.0, abs=1e-4)
+    assert tight.topk_sum_change == pytest.approx(4.0, abs=1e-4)
+    assert tight.rank_change == 1.0 and tight.success
+    assert tight.changed[3] and tight.attacked.words[3] == "awful"  # (1, 2, 0, 0) is nearest to "awful" (0, 3, 0, 0)
+    assert np.abs(tight.delta).max() <= 2.0 + 1e-6
+
+
+def test_reported_measures_match_a_recomputation_from_delta(linear_clf, toy_example):
+    result = _attack(linear_clf, toy_example, "constrained")
+    encoded = linear_clf.encode(toy_example)
+    embeds = linear_clf.input_embeddings(torch.tensor([encoded.input_ids]))[0].double().numpy() + result.delta
+    weight = np.array(WEIGHT)
+    token_scores = embeds @ (weight[:, 1])  # logit gradient x input of class 1, per token
+    words = np.array([token_scores[encoded.word_positions(w)].sum() for w in range(encoded.n_words)])
+    np.testing.assert_allclose(result.attacked.scores, words, atol=1e-5)
+    margin = (embeds.sum(0) @ weight)  # logits
+    probability = np.exp(margin[1]) / np.exp(margin).sum()
+    assert result.attacked_probabilities[1] == pytest.approx(probability, abs=1e-5)
+    assert result.probability_change == pytest.approx(P_ORIGINAL - probability, abs=1e-5)
+    top_before = np.argsort(-result.original.scores, kind="stable")[: result.k]
+    top_after = np.argsort(-words, kind="stable")[: result.k]
+    assert result.rank_change == pytest.approx(np.mean(top_before != top_after))
+    assert result.to_json()["rank_change"] == result.rank_change
+    # Special tokens are never perturbed.
+    specials = [t for t, w in enumerate(encoded.word_ids) if w is None]
+    assert not result.delta[specials].any()
+
+
+def test_embedding_attack_is_repeatable_and_leaves_the_model_alone(bert_clf, toy_example):
+    before = {k: v.clone() for k, v in bert_clf.model.state_dict().items()}
+    params = make_params("embedding", "quick", {"steps": 4, "optimizer": "adam"})
+    first = embedding_attack(bert_clf, toy_example, "integrated_gradients", params)
+    second = embedding_attack(bert_clf, toy_example, "integrated_gradients", params)
+    np.testing.assert_array_equal(first.delta, second.delta)
+    np.testing.assert_array_equal(first.attacked.scores, second.attacked.scores)
+    assert first.steps == 4 and first.forward_passes > 4 * 8
+    for key, value in bert_clf.model.state_dict().items():
+        assert torch.equal(value, before[key]), key
+    assert all(p.grad is None and not p.requires_grad for p in bert_clf.model.parameters())
+
+
+def test_embedding_attack_rejects_a_non_differentiable_method(linear_clf, toy_example):
+    with pytest.raises(ValueError, match="loo_empty"):
+        embedding_attack(linear_clf, toy_example, "loo_empty")
+
+
+# ------------------------------------------------------------------ substitution attack
+
+
+def _substitute(clf, example, words, method="grad_x_input", explainer_params=LOGIT, **overrides):
+    params = make_params("substitution", overrides=overrides)
+    return substitution_attack(clf, example, method, FakeMLM(words), params, explainer_params=explainer_params)
+
+
+def test_substitution_never_flips_the_class_nor_touches_the_top_words(linear_clf, toy_example):
+    # "awful" anywhere flips the class (z = 4.4 - 6 < 0) and is never taken. Another "great"
+    # before position 3 ties with it and wins the stable ordering, so the greedy search puts
+    # "great" at positions 0, 1, 2 (z = 22.4, p change 0.012 <= 0.05): the original top word
+    # drops to rank 3 while its score stays 3.
+    result = _substitute(linear_clf, toy_example, ["awful", "good", "film", "great"], budget=3)
+    assert result.substitutions == ((0, "the", "great"), (1, "movie", "great"), (2, "was", "great"))
+    assert result.attacked_predicted == result.target == 1
+    assert result.changed == (True, True, True) + (False,) * 7
+    assert result.rank_change == 1.0 and result.success
+    assert result.topk_sum_change == pytest.approx(0.0)
+    assert result.probability_change == pytest.approx(P_ORIGINAL - 1 / (1 + np.exp(-22.4)), abs=1e-6)
+    assert all(index not in result.top_k for index, _, _ in result.substitutions)
+
+
+def test_substitution_respects_the_probability_tolerance(linear_clf, toy_example):
+    # "good" moves p by 0.0105 or more: over a 0.005 tolerance. "film" keeps p but changes nothing
+    # in the explanation, so the greedy search stops without a substitution.
+    result = _substitute(linear_clf, toy_example, ["good", "film"], tolerance=0.005)
+    assert result.substitutions == ()
+    assert result.attacked_probabilities == result.original_probabilities
+    assert result.rank_change == 0.0 and not result.success
+
+
+@pytest.mark.parametrize("method", ["loo_unk", "saliency"])
+def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method):
+    words = ["good", "bad", "film", "fun"]
+    result = _substitute(bert_clf, toy_example, words, method=method, explainer_params=None, budget=1, tolerance=0.2)
+    spec = explainers.get(method)
+    target, top = result.target, np.array(result.top_k)
+    p0 = result.original_probabilities[target]
+    best = adversarial._demotion(result.original.scores, top)
+    for position in range(len(toy_example.words)):
+        for word in words:
+            if position in top or word == toy_example.words[position]:
+                continue
+            attacked = adversarial._substituted(toy_example, [(position, word)])
+            probs = bert_clf.predict_proba([bert_clf.encode(attacked).variant])[0]
+            if int(np.argmax(probs)) == target and abs(probs[target] - p0) <= 0.2:
+                scores = explainers.run_explainer(spec, bert_clf, attacked, target).scores
+                best = max(best, adversarial._demotion(scores, top))
+    assert adversarial._demotion(result.attacked.scores, top) == best
+    if result.substitutions:
+        # The reported attacked explanation is the registry's explanation of the attacked text.
+        (position, _, word), = result.substitutions
+        attacked = adversarial._substituted(toy_example, [(position, word)])
+        recomputed = explainers.run_explainer(spec, bert_clf, attacked, target).scores
+        np.testing.assert_allclose(result.attacked.scores, recomputed)
+        assert result.rank_change == pytest.approx(rank_change(result.original.scores, recomputed, result.k))
+
+
+def test_beam_search_does_at_least_as_well_as_greedy(bert_clf, toy_example):
+    words = ["good", "bad", "film", "fun", "boring"]
+    greedy = _substitute(bert_clf, toy_example, words, method="grad_x_input", explainer_params=None, budget=2, tolerance=0.2)
+    beam = _substitute(bert_clf, toy_example, words, method="grad_x_input", explainer_params=None, budget=2, tolerance=0.2, search="beam")
+    top = np.array(greedy.top_k)
+    assert adversarial._demotion(beam.attacked.scores, top) >= adversarial._demotion(greedy.attacked.scores, top)
+    for result in (greedy, beam):
+        assert result.attacked_predicted == result.target
+        assert abs(result.probability_change) <= 0.2
+
+
+# ------------------------------------------------------------------ summary and command line
+
+
+def test_summary_ranks_the_more_fragile_method_first(linear_clf, toy_example):
+    tight = _attack(linear_clf, toy_example, "constrained")
+    loose = _attack(linear_clf, toy_example, "unconstrained")
+    summary = summarize([{"a": loose, "b": tight}, {"a": loose, "b": tight}])
+    assert summary["b"]["fragility_rank"] == 1 and summary["a"]["fragility_rank"] == 2
+    assert summary["b"]["rank_change"]["mean"] == 1.0 and summary["b"]["success_rate"] == 1.0
+    assert summary["a"]["abs_probability_change"] == pytest.approx(abs(loose.probability_change))
+
+
+def test_attack_command_prints_the_measures(monkeypatch, capsys):
+    from core import cli
+
+    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    code = cli.main([
+        "attack", "--model", "toy", "--text", "the movie was great but the plot was bad .", "--methods", "grad_x_input",
+        "--objective", "constrained", "--param", "attack.optimizer=adam", "--param", "attack.steps=100",
+        "--param", "grad_x_input.output=logit", "--json",
+    ])
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    result = payload["examples"][0]["results"]["grad_x_input"]
+    assert result["rank_change"] == 1.0 and result["success"] is True
+    assert abs(result["probability_change"]) < 0.05
+    assert result["original_words"][3] == "great" and result["attacked_words"][3] == "awful"
+    assert result["original_scores"][3] == pytest.approx(3.0) and result["attacked_scores"][3] == pytest.approx(-1.0, abs=1e-4)
+    assert payload["summary"]["grad_x_input"]["fragility_rank"] == 1
+
+
+def test_attack_command_rejects_a_method_the_embedding_attack_cannot_take(monkeypatch, capsys):
+    from core import cli
+
+    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    assert cli.main(["attack", "--model", "toy", "--text", "a good film", "--methods", "random", "--json"]) == 2
+    assert "not differentiable" in capsys.readouterr().err
+
+
+def test_pair_examples_keep_their_segments(linear_clf):
+    example = Example(segments=(("the", "film", "was", "great"), ("it", "is", "bad")), id="pair")
+    result = _substitute(linear_clf, example, ["film", "good"], budget=1)
+    assert [len(s) for s in adversarial._substituted(example, [(5, "good")]).segments] == [4, 3]
+    assert result.attacked_predicted == result.target
+
+
+def test_classifier_view_counts_are_its_own(toy_linear_loaded, toy_example):
+    clf = Classifier(toy_linear_loaded)
+    result = _attack(clf, toy_example, "unconstrained")
+    assert clf.forward_passes == result.forward_passes

@@ -1,0 +1,207 @@
+"""The Heatmaps page run through ``app.py`` with AppTest, and the heatmap renderer on hand-made records.
+
+The page tests use the bundled ``minilm-sst2`` model and the bundled examples; the first one
+runs every fast method, the others run cheap ones (``random``, ``attention_mean``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.datasets import load_bundled_examples
+from core.types import Attribution
+from ui.heatmap import colour, heatmap_html
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+MODEL = "minilm-sst2"
+FAST = [
+    "loo_empty",
+    "saliency",
+    "grad_x_input",
+    "integrated_gradients",
+    "attention_mean",
+    "attention_rollout",
+    "random",
+]
+ROW_RE = re.compile(r'<tr class="hm-row" data-method="([^"]+)">(.*?)</tr>')
+CELL_RE = re.compile(r'<td class="hm-cell"( colspan="(\d+)")? style="([^"]*)" title="([^"]*)">(.*?)</td>')
+
+
+def run_app(state: dict[str, object] | None = None, **query: str) -> AppTest:
+    """One run of the app with the given query parameters and widget values.
+
+    Every input is set before the first run: after a rerun AppTest's element tree keeps only the
+    page's elements of an ``st.navigation`` app (the sidebar's are dropped), so tests do not rerun.
+    """
+    at = AppTest.from_file(str(APP), default_timeout=600)
+    at.query_params.update({"model": MODEL, **query})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def free_text(text: str, methods: str = "random") -> AppTest:
+    return run_app({"sidebar.dataset": "free text", "sidebar.text": text}, methods=methods)
+
+
+def heatmap(at: AppTest) -> str:
+    return "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+
+
+def rows(at: AppTest) -> dict[str, list[tuple[int, str, str, str]]]:
+    """Cells of each method's row (its blocks joined): (colspan, style, title, text)."""
+    cells: dict[str, list[tuple[int, str, str, str]]] = {}
+    for method, body in ROW_RE.findall(heatmap(at)):
+        cells.setdefault(method, []).extend(
+            (int(span or 1), style, title, text) for _, span, style, title, text in CELL_RE.findall(body)
+        )
+    return cells
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+# --------------------------------------------------------------------------- the page
+
+
+@pytest.mark.slow
+def test_every_fast_method_renders_a_row_under_the_same_words() -> None:
+    at = run_app(dataset="examples", split="sst2", index="0")
+    assert_clean(at)
+    example = load_bundled_examples(split="sst2")[0]
+    cells = rows(at)
+    assert list(cells) == FAST
+    for method in FAST:
+        assert [text for *_, text in cells[method]] == list(example.words), method
+    # the human rationale (sharp, funny, warmth, alive) is outlined in every row, nothing else is
+    outlined = {text for *_, style, _, text in cells["loo_empty"] if "outline" in style}
+    assert outlined == {"sharp", "funny", "warmth", "alive"}
+    costs = at.dataframe[0].value.set_index("method")
+    assert list(costs.index) == FAST
+    assert costs.loc["loo_empty", "forward passes"] == len(example.words) + 1  # original + one per word
+    assert costs.loc["integrated_gradients", "backward passes"] == 50  # default n_steps
+    assert costs.loc["random", "forward passes"] == 0
+    assert at.query_params["methods"] == ",".join(FAST)
+
+
+def test_query_parameters_pick_example_and_methods() -> None:
+    at = run_app(dataset="examples", split="sst2", index="3", methods="random,attention_mean")
+    assert_clean(at)
+    assert at.sidebar.number_input(key="sidebar.index").value == 3
+    cells = rows(at)
+    assert list(cells) == ["random", "attention_mean"]
+    assert [text for *_, text in cells["random"]] == list(load_bundled_examples(split="sst2")[3].words)
+    # the hover text carries the raw score shown by the colour
+    for _, _, title, text in cells["attention_mean"]:
+        word, value = title.rsplit(": ", 1)
+        assert word == text and float(value) >= 0  # attention received is never negative
+
+
+def test_subword_view_splits_gradient_rows_and_spans_word_rows() -> None:
+    at = run_app({"heatmaps.view": "subwords"}, dataset="examples", split="sst2", index="2", methods="saliency,random")
+    assert_clean(at)
+    from core.models import load_tokenizer  # the test may use the tokenizer; the page may not
+
+    words = load_bundled_examples(split="sst2")[2].words
+    pieces = load_tokenizer(MODEL)(list(words), is_split_into_words=True, add_special_tokens=False).tokens()
+    cells = rows(at)
+    assert [text for *_, text in cells["saliency"]] == [html.escape(p) for p in pieces]
+    assert [text for *_, text in cells["random"]] == list(words)
+    assert sum(span for span, *_ in cells["random"]) == len(pieces)
+
+
+def test_html_in_the_text_is_shown_as_text() -> None:
+    at = free_text('A <script>alert(1)</script> film with <b onmouseover="x()">bold</b> moments')
+    assert_clean(at)
+    body = heatmap(at)
+    assert "<script" not in body and "<b " not in body and "</b>" not in body
+    texts = [text for *_, text in rows(at)["random"]]
+    assert texts[:4] == ["A", "&lt;", "script", "&gt;"]
+
+
+def test_empty_text_shows_a_message() -> None:
+    at = free_text("   ")
+    assert not at.exception
+    assert any("empty" in e.value for e in at.error)
+    assert not rows(at)
+
+
+def test_a_text_longer_than_the_model_takes_is_cut_with_a_warning() -> None:
+    at = free_text(" ".join(["good"] * 600))  # one token per word; 512 positions hold [CLS], 510 words, [SEP]
+    assert_clean(at)
+    assert any("last 90 words were dropped" in w.value for w in at.warning)
+    assert len(rows(at)["random"]) == 510
+
+
+@pytest.mark.parametrize("model", ["no-such-model-anywhere", "/nonexistent/folder"])
+def test_a_model_that_cannot_be_loaded_shows_an_error(model: str) -> None:
+    at = run_app(model=model, methods="random")
+    assert not at.exception
+    assert any("cannot load" in e.value and model in e.value for e in at.error)
+    assert not rows(at)
+
+
+def test_a_model_that_is_no_sequence_classifier_shows_an_error(tmp_path: Path) -> None:
+    config = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "vocab_size": 10}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    at = run_app(model=str(tmp_path), methods="random")
+    assert not at.exception
+    assert any("not a sequence classifier" in e.value for e in at.error)
+
+
+def test_a_pair_model_given_one_text_asks_for_a_hypothesis() -> None:
+    at = run_app(model="minilm-esnli", dataset="examples", split="sst2", index="0", methods="random")
+    assert not at.exception
+    assert any("premise and a hypothesis" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- the renderer
+
+
+def record(method: str, words: tuple[str, ...], scores: list[float]) -> Attribution:
+    return Attribution(method=method, example_id="t", target=0, words=words, scores=np.array(scores))
+
+
+def test_palette_ends_and_midpoint() -> None:
+    assert colour(1.0) == "#b2182b" and colour(-1.0) == "#2166ac" and colour(0.0) == "#f7f7f7"
+    # halfway from #f7f7f7 to #b2182b: (247+178)/2, (247+24)/2, (247+43)/2 rounded half to even
+    assert colour(0.5) == "#d48891"
+    assert colour(3.0) == colour(1.0) and colour(float("nan")) == colour(0.0)
+
+
+def test_scale_per_row_or_shared() -> None:
+    words = ("good", "bad")
+    attributions = {"a": record("a", words, [2.0, -1.0]), "b": record("b", words, [0.5, 0.0])}
+
+    def backgrounds(shared: bool) -> dict[str, list[str]]:
+        found = ROW_RE.findall(heatmap_html(words, (0, 0), attributions, shared_scale=shared))
+        return {m: re.findall(r"background:(#[0-9a-f]{6})", body) for m, body in found}
+
+    assert backgrounds(False) == {"a": [colour(1), colour(-0.5)], "b": [colour(1), colour(0)]}
+    assert backgrounds(True) == {"a": [colour(1), colour(-0.5)], "b": [colour(0.25), colour(0)]}
+
+
+def test_tokens_and_hover_values_are_escaped() -> None:
+    words = ('"><img src=x onerror=alert(1)>', "<script>alert(1)</script>", "fine")
+    body = heatmap_html(words, (0, 0, 0), {"m": record("m", words, [0.25, -1.0, 0.0])}, rationale=(0, 1, 0))
+    assert "<img" not in body and "<script" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert 'title="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;: +0.25"' in body
+    cells = CELL_RE.findall(body)
+    assert ["outline" in style for _, _, style, _, _ in cells] == [False, True, False]
+
+
+def test_pairs_are_drawn_as_premise_then_hypothesis() -> None:
+    words = ("a", "dog", "runs", "an", "animal", "moves")
+    body = heatmap_html(words, (0, 0, 0, 1, 1, 1), {"m": record("m", words, [0, 1, 0, 0, 1, 0])})
+    assert body.index(">Premise<") < body.index(">dog<") < body.index(">Hypothesis<") < body.index(">animal<")
+    assert body.count('<table class="hm-block"') == 2

@@ -1,0 +1,145 @@
+"""End to end: ``streamlit run app.py`` on a free port, driven by Debian's chromium through Playwright.
+
+Checks what a person sees: the heatmap rows of the chosen methods for a picked example, the
+sidebar still there after the rerun, and markup typed into the text shown as text, never run.
+A screenshot of the page goes to ``test-output/heatmaps.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.datasets import load_bundled_examples
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUT = ROOT / "test-output"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+METHODS = ["loo_empty", "saliency", "attention_mean", "random"]
+TIMEOUT_MS = 300_000
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(url: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as response:
+                if response.read().decode() == "ok":
+                    return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def app_url() -> Iterator[str]:
+    OUTPUT.mkdir(exist_ok=True)
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    command += ["--server.fileWatcherType", "none"]
+    with open(OUTPUT / "streamlit.log", "w") as log:
+        server = subprocess.Popen(
+            command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_healthy(url, server)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install chromium"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url: str, height: int):
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    return page
+
+
+def rows(page, method: str):
+    return page.locator(f'tr.hm-row[data-method="{method}"]')
+
+
+def test_heatmap_rows_of_a_picked_example_are_visible(app_url: str, browser) -> None:
+    from playwright.sync_api import expect
+
+    query = f"model=minilm-sst2&dataset=examples&split=sst2&index=0&methods={','.join(METHODS)}"
+    page = open_page(browser, f"{app_url}/?{query}", 1600)
+    expect(rows(page, "loo_empty").first).to_be_visible(timeout=TIMEOUT_MS)
+
+    picked = load_bundled_examples(split="sst2")[5]
+    index_box = page.get_by_label(re.compile("^Example"))
+    index_box.fill("5")
+    index_box.press("Enter")
+    expect(rows(page, "loo_empty").first).to_contain_text(picked.words[1], timeout=TIMEOUT_MS)
+
+    for method in METHODS:
+        expect(rows(page, method).first).to_be_visible()
+        assert rows(page, method).first.locator("td").first.inner_text() == picked.words[0]
+    assert page.locator('tr.hm-row[data-method="random"] td').first.get_attribute("title").startswith(picked.words[0])
+    expect(page.get_by_text("Masked LM (fill-in methods)")).to_be_visible()  # the sidebar survives the rerun
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.wait_for_timeout(1000)  # let the chart finish drawing
+    page.screenshot(path=str(OUTPUT / "heatmaps.png"), full_page=True)
+    page.close()
+
+
+def test_markup_in_free_text_is_shown_not_run(app_url: str, browser) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{app_url}/?model=minilm-sst2&dataset=free%20text&methods=random", 1000)
+    expect(rows(page, "random").first).to_be_visible(timeout=TIMEOUT_MS)
+    text_box = page.get_by_label(re.compile("^Text"))
+    text_box.fill('Great <script>window.__ran = 1</script> film <img src=x onerror="window.__ran = 2">')
+    text_box.press("Control+Enter")
+    expect(rows(page, "random").first).to_contain_text("onerror", timeout=TIMEOUT_MS)
+    assert page.evaluate("window.__ran") is None
+    assert page.locator(".hm img, .hm script").count() == 0
+    cells = rows(page, "random").first.locator("td")
+    assert [cells.nth(i).inner_text() for i in range(4)] == ["Great", "<", "script", ">"]
+    page.close()

@@ -1,0 +1,189 @@
+"""``python -m core evaluate`` on a tiny slice: JSON keys, values that match the metrics computed
+directly, rationale metrics that skip examples without a rationale, and argument errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from core.classifier import Classifier, load_classifier
+from core.cli import main
+from core.commands.evaluate import select_examples
+from core.datasets import available_splits, load_examples
+from core.masked_lm import MaskedLM
+from core.models import bundled_names
+from explainers.base import make_attribution
+from metrics import faithfulness as F
+from tests.toy import VOCAB, toy_bert, toy_tokenizer
+
+
+@pytest.fixture(scope="module")
+def toy_model_dir(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("toy-bert")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["evaluate", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "3",
+        "--methods", "loo_empty,random", "--metrics", "deletion,comprehensiveness,sufficiency,iou",
+        "--param", "deletion.fraction=1.0", "--param", "comprehensiveness.bins=marc",
+        "--per-example", "--seed", "3", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "3 examples done" in err
+    payload = json.loads(out)
+    assert payload["n_examples"] == 3
+    assert payload["metrics"]["deletion"]["params"] == {"removal": "delete", "fraction": 1.0}
+    assert payload["metrics"]["comprehensiveness"]["params"]["bins"] == "marc"
+    assert payload["metrics"]["deletion"]["higher_is_better"] is False
+    summary = payload["results"]["loo_empty"]["deletion"]
+    assert set(summary) == {"mean", "interval", "n", "skipped"}
+    assert summary["n"] == 3 and summary["interval"][0] <= summary["mean"] <= summary["interval"][1]
+    examples = payload["examples"]
+    assert len(examples) == 3
+    keys = {"id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "scores", "metrics"}
+    assert set(examples[0]) == keys
+    assert set(examples[0]["scores"]) == {"loo_empty", "random"}
+
+    # The command's per-example values equal the metrics computed directly from its scores.
+    clf = Classifier(load_classifier(toy_model_dir))
+    originals = load_examples("examples", "sst2", limit=3)
+    params = {
+        "deletion": F.CurveParams(fraction=1.0),
+        "comprehensiveness": F.BinParams(bins="marc"),
+        "sufficiency": F.BinParams(),
+    }
+    for record, example in zip(examples, originals):
+        assert record["words"] == list(example.words)
+        assert record["target"] == int(np.argmax(record["probabilities"]))
+        for method, scores in record["scores"].items():
+            attribution = make_attribution(example, record["target"], scores)
+            direct = F.score_many(clf, example, attribution, params)
+            for key, result in direct.items():
+                assert record["metrics"][method][key] == pytest.approx(result.value, abs=1e-9)
+    mean = np.mean([r["metrics"]["random"]["sufficiency"] for r in examples])
+    assert payload["results"]["random"]["sufficiency"]["mean"] == pytest.approx(mean, abs=1e-12)
+    assert payload["results"]["random"]["iou"]["n"] == 3
+
+
+def test_rationale_metrics_skip_examples_without_one(toy_model_dir, capsys):
+    # The bundled examples all carry a highlight; SST-2 sentences carry none.
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--methods", "random", "--metrics", "iou,deletion", "--json", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    assert err == ""
+    result = json.loads(out)["results"]["random"]
+    assert (result["iou"]["n"], result["iou"]["skipped"]) == (2, 0)
+    if "dev" not in available_splits("sst2"):
+        pytest.skip("no SST-2 data folder")
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_model_dir, "--dataset", "sst2", "--split", "dev", "--limit", "2",
+        "--methods", "random", "--metrics", "iou,deletion", "--json", "--quiet", "--per-example",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    result = payload["results"]["random"]
+    assert result["iou"] == {"mean": None, "interval": [None, None], "n": 0, "skipped": 2}
+    assert (result["deletion"]["n"], result["deletion"]["skipped"]) == (2, 0)
+    assert payload["examples"][0]["rationale"] is None
+    assert set(payload["examples"][0]["metrics"]["random"]) == {"deletion"}
+
+
+def test_masked_lm_removal_through_the_command(toy_model_dir, tmp_path, capsys):
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=64,
+    )  # fmt: skip
+    BertForMaskedLM(config).save_pretrained(tmp_path)
+    toy_tokenizer().save_pretrained(tmp_path)
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--methods", "loo_empty", "--metrics", "deletion", "--param", "deletion.removal=mlm",
+        "--mlm", str(tmp_path), "--per-example", "--json", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["metrics"]["deletion"]["params"]["removal"] == "mlm"
+    clf = Classifier(load_classifier(toy_model_dir))
+    mlm = MaskedLM.load(str(tmp_path))
+    for record, example in zip(payload["examples"], load_examples("examples", "sst2", limit=2)):
+        attribution = make_attribution(example, record["target"], record["scores"]["loo_empty"])
+        direct = F.score_many(clf, example, attribution, {"deletion": F.CurveParams(removal="mlm")}, mlm=mlm)
+        assert record["metrics"]["loo_empty"]["deletion"] == pytest.approx(direct["deletion"].value, abs=1e-9)
+
+
+def test_random_selection_is_seeded_and_ordered():
+    items = list(range(50))
+    first = select_examples(items, 5, seed=7)
+    assert first == select_examples(items, 5, seed=7)
+    assert first == sorted(first) and len(set(first)) == 5
+    assert first != select_examples(items, 5, seed=8)
+    assert select_examples(items, None, seed=None) == items
+    with pytest.raises(ValueError, match="outside"):
+        select_examples(items, 51, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--limit", "2", "--random", "2"], "not both"),
+        (["--param", "lime.n_samples=5"], "not requested"),
+        (["--metrics", "nonsense"], "unknown metric"),
+        (["--param", "deletion.removal=erase"], "not one of"),
+    ],
+)
+def test_argument_errors(toy_model_dir, capsys, extra, message):
+    code, _, err = run_cli(
+        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--methods", "random", *extra
+    )
+    assert code == 2
+    assert message in err
+
+
+def test_text_table(toy_model_dir, capsys):
+    code, out, _ = run_cli(
+        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--methods", "random", "--metrics", "deletion,insertion", "--quiet",
+    )  # fmt: skip
+    assert code == 0
+    assert "deletion↓" in out and "insertion↑" in out and "2 examples" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("minilm-sst2" not in bundled_names(), reason="the bundled SST-2 model is not trained yet")
+def test_evaluate_bundled_sst2(capsys):
+    code, out, err = run_cli(
+        capsys, "--model", "minilm-sst2", "--dataset", "sst2", "--split", "dev", "--limit", "3",
+        "--methods", "loo_empty,random", "--per-example", "--json", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    clf = Classifier(load_classifier("minilm-sst2"))
+    for record in payload["examples"]:
+        example = load_examples("sst2", "dev", limit=3)[[r["id"] for r in payload["examples"]].index(record["id"])]
+        attribution = make_attribution(example, record["target"], record["scores"]["loo_empty"])
+        direct = F.score_many(clf, example, attribution, {k: None for k in F.METRIC_KEYS})
+        for key, result in direct.items():
+            assert math.isclose(record["metrics"]["loo_empty"][key], result.value, abs_tol=1e-6)

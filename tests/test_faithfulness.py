@@ -1,0 +1,372 @@
+"""Faithfulness metrics on the toy linear model, whose probabilities have a closed form.
+
+The toy model's logits are ``sum_t E[x_t] @ W``: only [CLS] (0.2 on the positive axis), great
+(+3), good (+1), bad (-1 on the positive axis, i.e. +1 on the negative one) and awful (-3) carry
+weight, and [MASK] / [UNK] / [PAD] embed to zero. So p(positive) = sigmoid(2 * (pos - neg)) with
+pos and neg the sums over the words present, whatever the removal token.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+import metrics
+from core.classifier import Variant
+from core.masked_lm import Fill, MaskedLM
+from core.types import Example
+from explainers.base import make_attribution
+from metrics import faithfulness as F
+from tests.toy import VOCAB, toy_tokenizer
+
+POSITIVE = 1
+EVIDENCE = {"great": 3.0, "good": 1.0, "bad": -1.0, "awful": -3.0}  # each word's pos - neg
+CLS = 0.2
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def p_positive(words) -> float:
+    """Closed-form p(positive) of the toy linear model for the words present."""
+    return sigmoid(2.0 * (CLS + sum(EVIDENCE.get(w, 0.0) for w in words)))
+
+
+def oracle(example: Example, target: int = POSITIVE):
+    """The toy model's true evidence for the target: the important words first."""
+    sign = 1.0 if target == POSITIVE else -1.0
+    return make_attribution(example, target, [sign * EVIDENCE.get(w, 0.0) for w in example.words])
+
+
+@pytest.fixture
+def mixed_example() -> Example:
+    words = ("the", "film", "was", "great", "and", "good", "but", "the", "plot", "was", "bad", ".")
+    return Example(segments=(words,), id="toy/mixed")
+
+
+def kept(example: Example, removed) -> list[str]:
+    gone = set(removed)
+    return [w for i, w in enumerate(example.words) if i not in gone]
+
+
+def test_registry_directions():
+    expected = {
+        "deletion": False,
+        "insertion": True,
+        "comprehensiveness": True,
+        "sufficiency": False,
+        "log_odds": False,
+    }
+    for key, higher in expected.items():
+        assert metrics.get(key).higher_is_better is higher
+        assert metrics.get(key).family == "faithfulness"
+
+
+@pytest.mark.parametrize(
+    ("fraction", "n", "count"),
+    [(0.01, 20, 1), (0.05, 20, 1), (0.2, 10, 2), (0.1, 30, 3), (0.5, 5, 3), (0.2, 4, 1), (1.0, 7, 7), (0.3, 10, 3)],
+)
+def test_word_count_rounds_up_to_at_least_one(fraction, n, count):
+    assert F.word_count(fraction, n) == count
+
+
+def test_deletion_hand_computed(linear_clf, toy_example):
+    # toy_example: the movie was great but the plot was bad . -> order great, then the (ties by position)
+    result = metrics.get("deletion").compute(linear_clf, toy_example, oracle(toy_example), F.CurveParams())
+    y = [sigmoid(2 * (0.2 + 3 - 1)), sigmoid(2 * (0.2 - 1)), sigmoid(2 * (0.2 - 1))]
+    assert [x for x, _ in result.curve] == [0.0, 0.5, 1.0]
+    assert [p for _, p in result.curve] == pytest.approx(y, abs=1e-6)
+    assert result.value == pytest.approx(0.25 * y[0] + 0.5 * y[1] + 0.25 * y[2], abs=1e-6)
+    assert result.extras["order"] == [3, 0]
+    assert result.extras["inputs"][2] == "movie was but the plot was bad ."
+
+
+def test_insertion_hand_computed(linear_clf, toy_example):
+    result = metrics.get("insertion").compute(linear_clf, toy_example, oracle(toy_example), F.CurveParams())
+    y = [sigmoid(2 * 0.2), sigmoid(2 * 3.2), sigmoid(2 * 3.2)]
+    assert [p for _, p in result.curve] == pytest.approx(y, abs=1e-6)
+    assert result.value == pytest.approx(0.25 * y[0] + 0.5 * y[1] + 0.25 * y[2], abs=1e-6)
+    assert result.extras["inputs"] == ["", "great", "the great"]
+
+
+@pytest.mark.parametrize("removal", ["delete", "mask", "unk", "pad"])
+def test_full_curve_endpoints(linear_clf, mixed_example, removal):
+    attribution = oracle(mixed_example)
+    params = F.CurveParams(removal=removal, fraction=1.0)
+    deletion = metrics.get("deletion").compute(linear_clf, mixed_example, attribution, params)
+    insertion = metrics.get("insertion").compute(linear_clf, mixed_example, attribution, params)
+    original, empty = p_positive(mixed_example.words), p_positive([])
+    assert len(deletion.curve) == len(mixed_example.words) + 1
+    assert deletion.curve[0][1] == pytest.approx(original, abs=1e-6)
+    assert deletion.curve[-1][1] == pytest.approx(empty, abs=1e-6)
+    assert insertion.curve[0][1] == pytest.approx(empty, abs=1e-6)
+    assert insertion.curve[-1][1] == pytest.approx(original, abs=1e-6)
+
+
+def test_full_curve_endpoints_with_mask_tokens_on_bert(bert_clf, toy_example):
+    """On a real transformer [MASK] differs from deletion: the last point is the all-[MASK] input."""
+    params = F.CurveParams(removal="mask", fraction=1.0)
+    result = metrics.get("deletion").compute(bert_clf, toy_example, oracle(toy_example), params)
+    n = len(toy_example.words)
+    ids = (VOCAB["[CLS]"],) + (VOCAB["[MASK]"],) * n + (VOCAB["[SEP]"],)
+    expected = bert_clf.predict_proba([Variant(ids, (0,) * len(ids))])[0, POSITIVE]
+    assert result.curve[-1][1] == pytest.approx(expected, abs=1e-6)
+    assert result.extras["inputs"][-1] == " ".join(["[MASK]"] * n)
+
+
+def reference_bins(example: Example, scores, fractions, keep: bool) -> float:
+    """ERASER's definition written out on the closed form: mean of p(x) - p(x') over the bins."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    n = len(scores)
+    drops = []
+    for b in fractions:
+        k = min(n, max(1, math.ceil(round(b * n, 9))))
+        removed = order[k:] if keep else order[:k]
+        drops.append(p_positive(example.words) - p_positive(kept(example, removed)))
+    return float(np.mean(drops))
+
+
+@pytest.mark.parametrize("bins", ["eraser", "marc"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_comprehensiveness_and_sufficiency_match_reference(linear_clf, mixed_example, bins, seed):
+    scores = np.random.default_rng(seed).normal(size=len(mixed_example.words))
+    attribution = make_attribution(mixed_example, POSITIVE, scores)
+    params = F.BinParams(bins=bins)
+    comp = metrics.get("comprehensiveness").compute(linear_clf, mixed_example, attribution, params)
+    suff = metrics.get("sufficiency").compute(linear_clf, mixed_example, attribution, params)
+    fractions = F.BIN_SETS[bins]
+    scores32 = attribution.scores.tolist()
+    assert comp.value == pytest.approx(reference_bins(mixed_example, scores32, fractions, keep=False), abs=1e-6)
+    assert suff.value == pytest.approx(reference_bins(mixed_example, scores32, fractions, keep=True), abs=1e-6)
+    assert len(comp.curve) == len(fractions) == (5 if bins == "eraser" else 19)
+
+
+def test_comprehensiveness_sufficiency_hand_computed(linear_clf, mixed_example):
+    # 12 words; bins 1, 5, 10, 20, 50% -> 1, 1, 2, 3, 6 words; oracle order great, good, then neutral words.
+    comp = metrics.get("comprehensiveness").compute(linear_clf, mixed_example, oracle(mixed_example), F.BinParams())
+    suff = metrics.get("sufficiency").compute(linear_clf, mixed_example, oracle(mixed_example), F.BinParams())
+    p0 = sigmoid(2 * (0.2 + 3 + 1 - 1))
+    minus_great, minus_both = sigmoid(2 * (0.2 + 1 - 1)), sigmoid(2 * (0.2 - 1))
+    assert comp.extras["counts"] == [1, 1, 2, 3, 6]
+    assert comp.value == pytest.approx(p0 - (2 * minus_great + 3 * minus_both) / 5, abs=1e-6)
+    only_great, great_good = sigmoid(2 * 3.2), sigmoid(2 * 4.2)
+    assert suff.value == pytest.approx(p0 - (2 * only_great + 3 * great_good) / 5, abs=1e-6)
+
+
+def test_log_odds_hand_computed(linear_clf, mixed_example):
+    # 20% of 12 words -> 3 words (great, good, the) replaced by [MASK]
+    result = metrics.get("log_odds").compute(linear_clf, mixed_example, oracle(mixed_example), F.LogOddsParams())
+    expected = math.log(sigmoid(2 * (0.2 - 1))) - math.log(sigmoid(2 * (0.2 + 3 + 1 - 1)))
+    assert result.value == pytest.approx(expected, abs=1e-5)
+    assert result.extras["inputs"] == ["[MASK] film was [MASK] and [MASK] but the plot was bad ."]
+
+
+def test_oracle_beats_random(linear_clf, mixed_example):
+    import explainers
+
+    good = F.score_many(
+        linear_clf,
+        mixed_example,
+        oracle(mixed_example),
+        {"deletion": None, "comprehensiveness": None, "sufficiency": None},
+    )
+    spec = explainers.get("random")
+    for seed in range(5):
+        attribution = explainers.run_explainer(
+            spec, linear_clf, mixed_example, POSITIVE, spec.make_params({"seed": seed})
+        )
+        bad = F.score_many(
+            linear_clf, mixed_example, attribution, {"deletion": None, "comprehensiveness": None, "sufficiency": None}
+        )
+        assert good["deletion"].value < bad["deletion"].value
+        assert good["comprehensiveness"].value > bad["comprehensiveness"].value
+        assert good["sufficiency"].value < bad["sufficiency"].value
+
+
+def test_one_batch_per_example_and_method(linear_clf, toy_example, monkeypatch):
+    calls = []
+    original = linear_clf.predict_proba
+    monkeypatch.setattr(linear_clf, "predict_proba", lambda variants: calls.append(len(variants)) or original(variants))
+    F.score_many(linear_clf, toy_example, oracle(toy_example), {key: None for key in F.METRIC_KEYS})
+    assert len(calls) == 1
+    # Distinct inputs: original; -great; -great -the (deletion steps = comprehensiveness 1, 2);
+    # -5 words (comp 50%); nothing; great; the great (insertion = sufficiency 1, 2);
+    # top-5 kept (sufficiency 50%); [MASK] at great and the (log odds) -> 9.
+    assert linear_clf.forward_passes == 9
+
+
+def test_scores_of_wrong_length_raise(linear_clf, toy_example):
+    short = make_attribution(Example(segments=(("great",),), id="x"), POSITIVE, [1.0])
+    with pytest.raises(ValueError, match="1 scores for 10 words"):
+        metrics.get("deletion").compute(linear_clf, toy_example, short, F.CurveParams())
+
+
+def test_mlm_removal_needs_a_masked_lm(linear_clf, toy_example):
+    with pytest.raises(ValueError, match="masked language model"):
+        metrics.get("deletion").compute(linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm"))
+
+
+class EchoMaskedLM:
+    """A fake masked LM whose top-1 fill-in is always the original word; then a ``##`` piece,
+    a special token and a real word from ``alternatives`` (by position)."""
+
+    def __init__(self, alternatives: dict[int, str]) -> None:
+        self.tokenizer = toy_tokenizer()
+        self.alternatives = alternatives
+        self.calls: list[tuple[list[str], int]] = []
+
+    def fill_words(self, segments, positions, k=10, batch_size=64):
+        words = [w for s in segments for w in s]
+        out = []
+        for position in positions:
+            self.calls.append((list(words), position))
+            original = words[position]
+            fills = [Fill(original, VOCAB.get(original, 1), 0.9), Fill("##able", VOCAB["##able"], 0.05)]
+            fills.append(Fill("[SEP]", VOCAB["[SEP]"], 0.03))
+            if position in self.alternatives:
+                fills.append(Fill(self.alternatives[position], VOCAB[self.alternatives[position]], 0.02))
+            out.append((fills[:k], 0.9))
+        return out
+
+    def token_text(self, token: str) -> str:
+        return token
+
+
+def test_mlm_removal_never_puts_back_the_original_word(linear_clf, toy_example):
+    # great (3) is removed first and becomes "awful"; the (0) becomes "good"; the rest has no
+    # acceptable candidate and becomes [UNK].
+    fake = EchoMaskedLM({3: "awful", 0: "good"})
+    result = metrics.get("deletion").compute(
+        linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm", fraction=1.0), mlm=fake
+    )
+    order = result.extras["order"]
+    for step, text in enumerate(result.extras["inputs"]):
+        shown = text.split()
+        for w in order[:step]:
+            assert shown[w].lower() != toy_example.words[w].lower()
+    assert result.extras["inputs"][2].split()[:4] == ["good", "movie", "was", "awful"]
+    assert result.extras["inputs"][-1].split()[4] == "[UNK]"
+    # Cumulative: the second word is filled in the text that already holds the first fill-in.
+    second_words, second_position = fake.calls[1]
+    assert second_position == 0 and second_words[3] == "awful"
+    # Hand computation: [CLS] + awful (-3) + bad (-1) after step 1; + good (+1) after step 2.
+    ys = [p for _, p in result.curve]
+    assert ys[1] == pytest.approx(sigmoid(2 * (0.2 - 3 - 1)), abs=1e-6)
+    assert ys[2] == pytest.approx(sigmoid(2 * (0.2 + 1 - 3 - 1)), abs=1e-6)
+
+
+def test_mlm_fill_ins_are_shared_between_metrics(linear_clf, toy_example):
+    fake = EchoMaskedLM({3: "awful", 0: "good"})
+    params = {"deletion": F.CurveParams(removal="mlm"), "comprehensiveness": F.BinParams(removal="mlm")}
+    F.score_many(linear_clf, toy_example, oracle(toy_example), params, mlm=fake)
+    # comprehensiveness needs the top 5 words (50% bin), deletion the top 2: one chain of 5 fill-ins.
+    assert [position for _, position in fake.calls] == [3, 0, 1, 2, 4]
+
+
+def test_mlm_removal_with_a_real_tiny_masked_lm(linear_clf, mixed_example):
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=64,
+    )  # fmt: skip
+    mlm = MaskedLM("tiny-mlm", BertForMaskedLM(config).eval(), toy_tokenizer(), torch.device("cpu"))
+    attribution = oracle(mixed_example)
+    result = metrics.get("deletion").compute(
+        linear_clf, mixed_example, attribution, F.CurveParams(removal="mlm", fraction=1.0), mlm=mlm
+    )
+    final = result.extras["inputs"][-1].split()
+    assert len(final) == len(mixed_example.words)
+    assert all(a.lower() != b.lower() for a, b in zip(final, mixed_example.words))
+    assert mlm.forward_passes == len(mixed_example.words)
+    assert result.curve[-1][1] == pytest.approx(p_positive([w for w in final if w != "[UNK]"]), abs=1e-6)
+
+
+def test_pair_example_text_keeps_segments(linear_clf):
+    example = Example(segments=(("a", "man", "sleeps"), ("the", "man", "is", "great")), id="pair")
+    result = metrics.get("deletion").compute(linear_clf, example, oracle(example), F.CurveParams(fraction=1.0))
+    assert result.extras["inputs"][0] == "a man sleeps ‖ the man is great"
+    assert result.extras["inputs"][1] == "a man sleeps ‖ the man is"
+
+
+def test_mean_curve_interpolates_different_lengths():
+    short = ((0.0, 1.0), (1.0, 0.0))
+    long = ((0.0, 1.0), (0.5, 1.0), (1.0, 0.0))
+    curve = F.mean_curve([short, long], n_points=3)
+    assert curve["x"] == [0.0, 0.5, 1.0]
+    assert curve["mean"] == pytest.approx([1.0, 0.75, 0.0])
+    assert curve["low"][1] < 0.75 < curve["high"][1]
+    same = F.mean_curve([((0.01, 0.2), (0.5, 0.4)), ((0.01, 0.4), (0.5, 0.6))])
+    assert same["x"] == [0.01, 0.5] and same["mean"] == pytest.approx([0.3, 0.5])
+
+
+# --------------------------------------------------------------------------- the page
+
+
+@pytest.fixture(scope="module")
+def toy_bert_dir(tmp_path_factory) -> str:
+    from tests.toy import toy_bert
+
+    folder = tmp_path_factory.mktemp("toy-bert-page")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_page_runs_in_apptest(toy_bert_dir):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from core.classifier import Classifier, load_classifier
+    from core.datasets import load_examples
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at.session_state["sidebar.model_path"] = toy_bert_dir
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    at.run()
+    at.switch_page("pages/faithfulness.py").run()
+    assert not at.exception
+    at.multiselect(key="faithfulness.methods").set_value(["loo_empty", "random"]).run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 4
+    table = at.dataframe[0].value
+    assert list(table.index) == ["loo_empty", "random"]
+    assert "deletion AUC ↓" in table.columns and "insertion AUC ↑" in table.columns
+
+    # The table's values are the metrics of the same attribution computed directly.
+    import explainers
+
+    clf = Classifier(load_classifier(toy_bert_dir))
+    example = load_examples("examples", "sst2")[0]
+    target = int(np.argmax(clf.predict_proba([clf.encode(example).variant])[0]))
+    spec = explainers.get("random")
+    attribution = explainers.run_explainer(spec, clf, example, target, spec.make_params())
+    direct = F.score_many(clf, example, attribution, {"deletion": None, "sufficiency": None})
+    assert table.loc["random", "deletion AUC ↓"] == pytest.approx(direct["deletion"].value, abs=1e-9)
+    assert table.loc["random", "sufficiency ↓"] == pytest.approx(direct["sufficiency"].value, abs=1e-9)
+
+    at.slider(key="faithfulness.budget").set_value(100).run()
+    assert not at.exception
+    full = F.score_many(clf, example, attribution, {"deletion": F.CurveParams(fraction=1.0)})["deletion"].value
+    assert at.dataframe[0].value.loc["random", "deletion AUC ↓"] == pytest.approx(full, abs=1e-9)
+
+    at.segmented_control(key="faithfulness.view").set_value("Dataset slice").run()
+    at.number_input(key="faithfulness.slice_n").set_value(2).run()
+    at.button(key="faithfulness.slice_run").click().run()
+    assert not at.exception and not at.error
+    summary = at.dataframe[0].value
+    assert list(summary["n"]) == [2, 2]
+
+    at.segmented_control(key="faithfulness.view").set_value("Removal modes compared").run()
+    at.selectbox(key="faithfulness.compare_b").set_value("mask").run()
+    at.button(key="faithfulness.slice_run").click().run()
+    assert not at.exception and not at.error
+    compare = at.dataframe[0].value
+    assert {"rank (delete)", "rank (mask)", "rank change"} <= set(compare.columns)
+    assert sorted(compare["rank (delete)"]) == [1, 2]

@@ -1,0 +1,265 @@
+"""MaRC and AML (explainers/mask_optimization.py) on the toy models, and their UI panels.
+
+The toy linear classifier sums its tokens' embeddings; only 'great' (+3 toward positive), 'awful',
+'good' and 'bad' (+1 toward negative in the example) carry any signal, so the planted word of
+the example below is 'great' (index 3) for the positive class and 'bad' (index 8) for the
+negative class.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier
+from core.types import Example
+from explainers import mask_optimization as mo
+from ui import mask_panels
+
+GREAT, BAD = 3, 8
+FAST_MARC = {"n_steps": 100, "lr": 0.1}
+FAST_AML = {"lr": 0.01, "n_train": 64, "n_epochs": 2, "train_batch_size": 8, "n_steps": 5}
+
+
+def _run(key: str, clf: Classifier, example: Example, target: int, **overrides):
+    spec = explainers.get(key)
+    return explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides))
+
+
+def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _assert_same_state(before: dict[str, torch.Tensor], model: torch.nn.Module) -> None:
+    after = model.state_dict()
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(p.grad is None and not p.requires_grad for p in model.parameters())
+
+
+# --------------------------------------------------------------------------- MaRC building blocks
+
+
+def test_span_mask_matches_the_gaussian_formula():
+    weights = torch.tensor([1.2, 1.2, 1.2])
+    widths = torch.tensor([2.0, 2.0, 2.0])
+    sigmoid = lambda x: 1 / (1 + math.exp(-x))
+    paper = mo.span_mask(weights, widths, "sigma")  # exp(-d^2 / s)
+    assert paper[0].item() == pytest.approx(sigmoid(1.2 * (1 + math.exp(-1 / 2) + math.exp(-4 / 2))), abs=1e-6)
+    assert paper[1].item() == pytest.approx(sigmoid(1.2 * (1 + 2 * math.exp(-1 / 2))), abs=1e-6)
+    code = mo.span_mask(weights, widths, "sigma_squared")  # exp(-d^2 / s^2)
+    assert code[0].item() == pytest.approx(sigmoid(1.2 * (1 + math.exp(-1 / 4) + math.exp(-4 / 4))), abs=1e-6)
+    # One large weight spreads to its neighbours, less with a narrower width.
+    wide = mo.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 4.0), "sigma")
+    narrow = mo.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 0.5), "sigma")
+    assert wide[1].item() == pytest.approx(sigmoid(4 * math.exp(-1 / 4)), abs=1e-6)
+    assert narrow[1].item() == pytest.approx(sigmoid(4 * math.exp(-1 / 0.5)), abs=1e-6)
+
+
+def test_rationale_spans_are_maximal_runs():
+    assert mo.rationale_spans(np.array([0.1, 0.6, 0.7, 0.2, 0.9]), 0.5) == [(1, 3), (4, 5)]
+    assert mo.rationale_spans(np.array([0.5, 0.5]), 0.5) == [(0, 2)]
+    assert mo.rationale_spans(np.array([0.1, 0.2]), 0.5) == []
+
+
+# --------------------------------------------------------------------------- MaRC on the toy model
+
+
+def test_marc_keeps_the_planted_word(linear_clf, toy_example):
+    positive = _run("marc", linear_clf, toy_example, 1, **FAST_MARC)
+    assert positive.words[GREAT] == "great"
+    assert int(np.argmax(positive.scores)) == GREAT
+    assert positive.scores[GREAT] > 0.9 and positive.scores[BAD] < 0.1
+    assert np.all((positive.scores >= 0) & (positive.scores <= 1))
+    trace = positive.extras["trace"]
+    steps = positive.extras["n_steps_run"]
+    assert len(trace["loss"]) == steps and steps <= FAST_MARC["n_steps"]
+    # In the end the kept words alone keep the class and the rest lose it (final mask, no noise).
+    assert positive.extras["p_masked"] > 0.95 and positive.extras["p_complement"] < 0.5
+    assert np.mean(trace["p_masked"][-10:]) > np.mean(trace["p_masked"][:10])
+    assert trace["mean_mask"][0] > 0.9 > trace["mean_mask"][-1]
+    assert all(
+        trace["loss"][i] == pytest.approx(sum(trace[t][i] for t in positive.extras["trace_terms"]), abs=1e-4)
+        for i in range(steps)
+    )
+    # One batch of two (masked, complement) per step, each with a gradient, and one without at the end.
+    assert positive.forward_passes == 2 * steps + 2 and positive.backward_passes == 2 * steps
+
+    negative = _run("marc", linear_clf, toy_example, 0, **FAST_MARC)
+    assert negative.scores[BAD] > 0.9 and negative.scores[GREAT] < 0.1
+    assert any(start <= BAD < end for start, end in negative.extras["rationale_spans"])
+
+
+def test_marc_rationale_is_a_phrase_around_the_planted_word(linear_clf, toy_example):
+    """The Gaussian spans keep the neighbours of 'great' too (one span of several words), where a
+    word-by-word method marks 'great' alone: fewer spans than kept words."""
+    attribution = _run("marc", linear_clf, toy_example, 1, **FAST_MARC)
+    spans = attribution.extras["rationale_spans"]
+    kept = sum(attribution.extras["rationale"])
+    assert any(start < GREAT < end - 1 for start, end in spans)  # 'great' inside, with a word on each side
+    assert len(spans) < kept
+    assert attribution.extras["rationale"] == [int(s >= 0.5) for s in attribution.scores]
+    # Without the width reward and with narrow initial widths, the mask shrinks to 'great' itself.
+    pointwise = _run("marc", linear_clf, toy_example, 1, **FAST_MARC, alpha_width=0.0, init_width=0.1)
+    assert pointwise.extras["rationale_spans"] == [[GREAT, GREAT + 1]]
+
+
+def test_marc_same_seed_same_mask(linear_clf, toy_example):
+    first = _run("marc", linear_clf, toy_example, 1, n_steps=40, seed=3)
+    again = _run("marc", linear_clf, toy_example, 1, n_steps=40, seed=3)
+    other = _run("marc", linear_clf, toy_example, 1, n_steps=40, seed=4)
+    np.testing.assert_array_equal(first.scores, again.scores)
+    assert first.extras["trace"] == again.extras["trace"]
+    assert not np.array_equal(first.scores, other.scores)
+
+
+def test_marc_leaves_the_shared_model_unchanged(bert_clf, toy_example):
+    before = _state(bert_clf.model)
+    attribution = _run("marc", bert_clf, toy_example, 0, n_steps=20)
+    _assert_same_state(before, bert_clf.model)
+    assert np.all((attribution.scores >= 0) & (attribution.scores <= 1))
+
+
+# --------------------------------------------------------------------------- AML on the toy model
+
+
+def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
+    mo.PRETRAINED.clear()
+    tuned = _run("aml", linear_clf, toy_example, 1, **FAST_AML)
+    assert int(np.argmax(tuned.scores)) == GREAT
+    assert np.all((tuned.scores >= 0) & (tuned.scores <= 1))
+    trace = tuned.extras["trace"]
+    assert len(trace["loss"]) == FAST_AML["n_steps"] + 1 == len(trace["selection_metric"])
+    # The kept step is the one with the best AOPC comprehensiveness (ties: the earliest).
+    assert tuned.extras["selected_step"] == int(np.argmax(trace["selection_metric"]))
+    # Its comprehensiveness is the probability drop when the top word ('great') is deleted...
+    words = list(toy_example.words)
+    drop = (
+        linear_clf.predict_proba([linear_clf.encode(toy_example).variant])[0, 1]
+        - linear_clf.predict_proba(
+            [linear_clf.encode(Example(segments=(tuple(words[:GREAT] + words[GREAT + 1 :]),))).variant]
+        )[0, 1]
+    )
+    # (10 words: the bins remove the top 1, 1, 1, 2 and 5 words; beside 'great' these carry no signal)
+    assert max(trace["selection_metric"]) == pytest.approx(drop, abs=1e-6)
+    pretraining = tuned.extras["pretraining"]
+    assert pretraining["source"] == "the explained example" and pretraining["n_examples"] == 64
+    assert len(pretraining["trace"]["loss"]) == 2 * 64 // 8
+    assert pretraining["trace"]["loss"][-1] < pretraining["trace"]["loss"][0]
+
+    one_pass = _run("aml", linear_clf, toy_example, 1, **{**FAST_AML, "mode": "pretrained"})
+    assert int(np.argmax(one_pass.scores)) == GREAT
+    assert len(one_pass.extras["trace"]["loss"]) == 1 and one_pass.backward_passes == 0
+    # One prediction plus one (masked, complement) pair; pre-training is cached and not charged again.
+    assert one_pass.forward_passes == 3
+    # pAML's single pass is fAML's step 0.
+    assert one_pass.extras["trace"]["loss"][0] == pytest.approx(trace["loss"][0], abs=1e-6)
+    assert tuned.subword_scores is not None and len(tuned.subword_scores) == len(words)
+
+
+def test_aml_same_seed_same_mask_and_cached_model_unchanged(bert_clf, toy_example):
+    settings = {**FAST_AML, "n_train": 16, "n_epochs": 1, "n_steps": 2}
+    params = explainers.get("aml").make_params(settings)
+    mo.PRETRAINED.clear()
+    first = _run("aml", bert_clf, toy_example, 0, **settings)
+    pretrained = mo.pretrained_aml(bert_clf, toy_example, params)  # the cached model
+    cached = _state(pretrained.model)
+    again = _run("aml", bert_clf, toy_example, 0, **settings)
+    _assert_same_state(cached, pretrained.model)  # fAML fine-tunes a copy
+    np.testing.assert_array_equal(first.scores, again.scores)
+    mo.PRETRAINED.clear()  # retrained from scratch with the same seed: the same mask
+    retrained = _run("aml", bert_clf, toy_example, 0, **settings)
+    assert mo.pretrained_aml(bert_clf, toy_example, params) is not pretrained
+    np.testing.assert_allclose(first.scores, retrained.scores, atol=1e-6)
+    assert first.extras["pretraining"]["backbone"] == "copy of toy-bert's encoder"
+
+
+def test_aml_leaves_the_shared_model_unchanged(linear_clf, bert_clf, toy_example):
+    mo.PRETRAINED.clear()
+    for clf in (linear_clf, bert_clf):
+        before = _state(clf.model)
+        _run("aml", clf, toy_example, 1, **{**FAST_AML, "n_train": 16, "n_epochs": 1, "n_steps": 2})
+        _assert_same_state(before, clf.model)
+
+
+def test_aml_training_slice_rule(linear_clf, toy_example):
+    examples, source = mo.training_examples(linear_clf, toy_example, 5, seed=0)
+    assert source == "the explained example" and examples == [toy_example] * 5
+
+
+# --------------------------------------------------------------------------- UI panels
+
+
+def test_spans_html_draws_escaped_phrases():
+    words = ("a", "<script>", "b", "c")
+    html = mask_panels.spans_html(words, [[0, 2]], np.array([0.8, 0.6, 0.1, 0.2]))
+    assert "<script>" not in html and "a &lt;script&gt;</span>" in html
+    assert html.count("border-radius") == 1 and "mean mask 0.700" in html
+
+
+def test_masked_preview_and_trace_figure():
+    html = mask_panels.masked_preview_html(("kept", "gone"), [0.9, 0.1], fill="[PAD]")
+    assert ">kept<" in html and ">[PAD]<" in html and ">gone<" not in html
+    trace = {
+        "step": [0, 1],
+        "loss": [2.0, 1.0],
+        "sufficiency": [1.0, 0.5],
+        "p_masked": [0.6, 0.9],
+        "mean_mask": [1.0, 0.5],
+    }
+    figure = mask_panels.trace_figure(trace, ["sufficiency", "missing"], selected_step=1)
+    assert [t.name for t in figure.data] == ["loss", "sufficiency", "p(target | masked)", "mean mask"]
+
+
+# --------------------------------------------------------------------------- the bundled model
+
+
+@pytest.fixture(scope="module")
+def sst2_clf():
+    from core.classifier import load_classifier
+    from core.models import bundled_folder
+
+    if bundled_folder("minilm-sst2") is None:
+        pytest.skip("the bundled minilm-sst2 model is not trained yet")
+    return Classifier(load_classifier("minilm-sst2", device="cpu"))
+
+
+SENTENCE = (
+    *("the", "film", "drags", "through", "a", "tedious", "first", "hour", ",", "but"),
+    *("the", "final", "act", "is", "genuinely", "moving", "and", "beautifully", "acted", "."),
+)
+
+
+@pytest.mark.slow
+def test_marc_spans_are_fewer_and_longer_than_saliency_top_k(sst2_clf):
+    example = Example(segments=(SENTENCE,), id="sentence")
+    assert len(SENTENCE) == 20
+    target = int(np.argmax(sst2_clf.predict_proba([sst2_clf.encode(example).variant])[0]))
+    start = time.perf_counter()
+    marc = _run("marc", sst2_clf, example, target)
+    assert time.perf_counter() - start < 60
+    kept = sum(marc.extras["rationale"])
+    assert 0 < kept < len(SENTENCE)
+    saliency = _run("saliency", sst2_clf, example, target)
+    top = np.zeros(len(SENTENCE))
+    top[np.argsort(-saliency.scores, kind="stable")[:kept]] = 1
+    saliency_spans = mo.rationale_spans(top, 0.5)
+    assert len(marc.extras["rationale_spans"]) < len(saliency_spans)
+    assert kept / len(marc.extras["rationale_spans"]) > kept / len(saliency_spans)
+
+
+@pytest.mark.slow
+def test_aml_on_the_bundled_model_within_a_minute(sst2_clf):
+    mo.PRETRAINED.clear()
+    example = Example(segments=(SENTENCE,), id="sentence")
+    start = time.perf_counter()
+    attribution = _run("aml", sst2_clf, example, 1)
+    assert time.perf_counter() - start < 60
+    assert attribution.extras["pretraining"]["source"].startswith("sst2/")
+    assert attribution.extras["pretraining"]["backbone"] == "packaged pre-trained MiniLM encoder"
+    assert np.all((attribution.scores >= 0) & (attribution.scores <= 1))

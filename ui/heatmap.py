@@ -1,0 +1,226 @@
+"""Token heatmaps as HTML: one row per method under the same words, every token escaped.
+
+Colours follow a diverging, colour-blind-safe palette (the ends and middle of ColorBrewer's
+RdBu): red cells support the target class, blue cells speak against it, white is zero. The raw
+score shows on hover (``title``), words of the human rationale are outlined, and a sentence pair
+is drawn as two blocks, premise then hypothesis. Long texts wrap into blocks of whole words, each
+block showing every method's row so the rows stay aligned word by word.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.types import Attribution
+
+NEGATIVE = (33, 102, 172)  # #2166ac
+NEUTRAL = (247, 247, 247)  # #f7f7f7
+POSITIVE = (178, 24, 43)  # #b2182b
+SEGMENT_NAMES = ("Premise", "Hypothesis")
+
+_TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
+_HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;white-space:nowrap;min-width:11rem;max-width:11rem;"
+_CELL = "padding:2px 5px;border-radius:3px;white-space:nowrap;text-align:center;"
+_RATIONALE = "outline:2px solid #1b1b1b;outline-offset:-2px;"
+
+
+@dataclass(frozen=True)
+class _Column:
+    text: str  # the word, or the subword in the subword view
+    word: int
+    subword: int | None  # index into subword_scores (None: the column is a whole word)
+
+
+def colour(value: float) -> str:
+    """Background for a score scaled to [-1, 1]."""
+    value = 0.0 if not math.isfinite(value) else max(-1.0, min(1.0, value))
+    end = POSITIVE if value > 0 else NEGATIVE
+    t = abs(value)
+    r, g, b = (round(n + t * (e - n)) for n, e in zip(NEUTRAL, end))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _text_colour(value: float) -> str:
+    return "#ffffff" if math.isfinite(value) and abs(value) > 0.6 else "#1b1b1b"
+
+
+def _reference(attributions: Mapping[str, Attribution]) -> Attribution | None:
+    """The first attribution with subword scores: it defines the subword columns."""
+    return next((a for a in attributions.values() if a.subword_scores is not None and a.subwords), None)
+
+
+def _units(words: Sequence[str], reference: Attribution | None) -> list[list[_Column]]:
+    """Columns grouped by word: one per word, or one per subword in the subword view."""
+    if reference is None:
+        return [[_Column(word, w, None)] for w, word in enumerate(words)]
+    units: list[list[_Column]] = [[] for _ in words]
+    for i, (text, w) in enumerate(zip(reference.subwords, reference.subword_word_ids)):
+        units[w].append(_Column(text, w, i))
+    return [unit or [_Column(words[w], w, None)] for w, unit in enumerate(units)]
+
+
+def _is_subword_row(attribution: Attribution, reference: Attribution | None) -> bool:
+    return (
+        reference is not None
+        and attribution.subword_scores is not None
+        and attribution.subword_word_ids == reference.subword_word_ids
+    )
+
+
+def _row_values(attribution: Attribution, reference: Attribution | None) -> np.ndarray:
+    return attribution.subword_scores if _is_subword_row(attribution, reference) else attribution.scores
+
+
+def peak(values: np.ndarray) -> float:
+    """Largest finite absolute value (0 when there is none)."""
+    finite = np.abs(values[np.isfinite(values)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _chunks(units: list[list[_Column]], segment_ids: Sequence[int], line_chars: int) -> list[list[list[_Column]]]:
+    """Whole words per block: each segment starts a block and wraps into lines of about equal
+    width, none much wider than ``line_chars`` characters."""
+    chunks: list[list[list[_Column]]] = []
+    for segment in dict.fromkeys(segment_ids):
+        members = [u for u in units if segment_ids[u[0].word] == segment]
+        widths = [sum(len(c.text) + 2 for c in unit) for unit in members]
+        budget = math.ceil(sum(widths) / math.ceil(sum(widths) / line_chars))
+        chunks.append([])
+        width = 0
+        for unit, unit_width in zip(members, widths):
+            if chunks[-1] and width + unit_width / 2 > budget:
+                chunks.append([])
+                width = 0
+            chunks[-1].append(unit)
+            width += unit_width
+    return chunks
+
+
+def _cell(text: str, title: str, value: float, scale: float, outlined: bool, colspan: int = 1) -> str:
+    scaled = value / scale if scale > 0 and math.isfinite(value) else 0.0
+    style = f"{_CELL}background:{colour(scaled)};color:{_text_colour(scaled)};{_RATIONALE if outlined else ''}"
+    span = f' colspan="{colspan}"' if colspan > 1 else ""
+    return f'<td class="hm-cell"{span} style="{style}" title="{html.escape(title)}">{html.escape(text)}</td>'
+
+
+def _format(value: float) -> str:
+    return f"{value:+.4g}" if math.isfinite(value) else str(value)
+
+
+def _row(
+    key: str,
+    attribution: Attribution,
+    chunk: list[list[_Column]],
+    reference: Attribution | None,
+    words: Sequence[str],
+    rationale: Sequence[int] | None,
+    scale: float,
+) -> str:
+    row_peak = peak(_row_values(attribution, reference))
+    head = (
+        f'<th style="{_HEAD}" title="largest |score| {row_peak:.4g}">{html.escape(key)}'
+        f'<span style="font-weight:400;font-size:0.72rem;color:#777;margin-left:0.35rem">±{row_peak:.2g}</span></th>'
+    )
+    cells = []
+    subword_row = _is_subword_row(attribution, reference)
+    for unit in chunk:
+        w = unit[0].word
+        outlined = bool(rationale is not None and rationale[w])
+        if subword_row:
+            for column in unit:
+                value = float(attribution.subword_scores[column.subword]) if column.subword is not None else math.nan
+                title = f"{column.text} ({words[w]}): {_format(value)}"
+                cells.append(_cell(column.text, title, value, scale, outlined))
+        else:
+            value = float(attribution.scores[w])
+            cells.append(_cell(words[w], f"{words[w]}: {_format(value)}", value, scale, outlined, len(unit)))
+    return f'<tr class="hm-row" data-method="{html.escape(key)}">{head}{"".join(cells)}</tr>'
+
+
+def heatmap_html(
+    words: Sequence[str],
+    segment_ids: Sequence[int],
+    attributions: Mapping[str, Attribution],
+    *,
+    rationale: Sequence[int] | None = None,
+    subwords: bool = False,
+    shared_scale: bool = False,
+    line_chars: int = 100,
+) -> str:
+    """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
+
+    ``subwords`` shows subword columns where some method has subword scores (the others span
+    their word's subwords); ``shared_scale`` colours every row on one scale instead of each on
+    its own largest absolute score.
+    """
+    if not attributions:
+        return ""
+    reference = _reference(attributions) if subwords else None
+    units = _units(words, reference)
+    peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
+    shared = max(peaks.values())
+    parts = [
+        legend_html(shared_scale, shared, rationale is not None),
+        '<div class="hm" data-role="heatmap" style="overflow-x:auto">',
+    ]
+    pair = len(set(segment_ids)) > 1
+    previous = None
+    for chunk in _chunks(units, segment_ids, line_chars):
+        segment = segment_ids[chunk[0][0].word]
+        if pair and segment != previous:
+            parts.append(
+                f'<div class="hm-segment" style="font-weight:600;margin:0.3rem 0">{SEGMENT_NAMES[segment]}</div>'
+            )
+        previous = segment
+        rows = [
+            _row(key, a, chunk, reference, words, rationale, shared if shared_scale else peaks[key])
+            for key, a in attributions.items()
+        ]
+        parts.append(f'<table class="hm-block" style="{_TABLE}">{"".join(rows)}</table>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def legend_html(shared_scale: bool, scale: float, rationale: bool) -> str:
+    """Colour bar from 'against the target' (blue) to 'for the target' (red)."""
+    low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
+    note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
+    gradient = f"linear-gradient(to right,{colour(-1)},{colour(0)},{colour(1)})"
+    outline = (
+        f'<span style="white-space:nowrap"><span style="{_CELL}{_RATIONALE}">word</span> human rationale</span>'
+        if rationale
+        else ""
+    )
+    return (
+        '<div class="hm-legend" style="display:flex;flex-wrap:wrap;align-items:center;gap:0.45rem;'
+        'font-size:0.85rem;margin:0.3rem 0 0.6rem 0">'
+        f"<span>{low}</span>"
+        f'<span style="display:inline-block;width:10rem;height:0.9rem;border:1px solid #ccc;background:{gradient}"></span>'
+        f"<span>{high}</span>"
+        f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}; '
+        "hover a word for its raw score)</span>"
+        f"{outline}</div>"
+    )
+
+
+def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
+    """Runtime and passes per method, with scalar extras (e.g. IG's convergence delta)."""
+    rows = []
+    for key, a in attributions.items():
+        notes = ", ".join(f"{k}={_format(float(v))}" for k, v in a.extras.items() if isinstance(v, (int, float)))
+        rows.append(
+            {
+                "method": key,
+                "runtime (s)": round(a.runtime_s, 3),
+                "forward passes": a.forward_passes,
+                "backward passes": a.backward_passes,
+                "notes": notes,
+            }
+        )
+    return rows

@@ -1,0 +1,178 @@
+"""The shared sidebar: model, dataset and split, example, target class and masked LM.
+
+It runs on every page (``app.py`` renders it before the page), stores one ``Selection`` in the
+session state and mirrors model, dataset, split and example index into the URL's query
+parameters, which it reads back on a session's first run so a view can be shared.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import services
+from ui.state import Selection, set_selection
+
+DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
+_URL_READ = "sidebar.url_read"
+
+
+def render() -> Selection:
+    choices = {c.name: c for c in services.model_choices()}
+    options = services.dataset_options()
+    _read_url_once(choices, options)
+    with st.sidebar:
+        st.header("Input")
+        model = _model_picker(choices, options)
+        try:
+            info = services.model_info(model)
+        except ValueError as error:
+            info, model_error = None, str(error)
+        else:
+            model_error = None
+        dataset, split, index, example, example_error = _example_picker(options)
+        target = _target_picker(info.label_names if info else ())
+        mlm = _mlm_picker()
+    _write_url(model, dataset, split, index)
+    selection = Selection(
+        model=model,
+        label_names=info.label_names if info else (),
+        pair=info.pair if info else None,
+        dataset=dataset if dataset != services.FREE_TEXT else None,
+        split=split,
+        index=index,
+        example=example,
+        target=target,
+        mlm=mlm,
+        error=model_error or example_error,
+    )
+    set_selection(selection)
+    return selection
+
+
+# --------------------------------------------------------------------------- URL
+
+
+def _read_url_once(choices: dict[str, services.ModelChoice], options: dict[str, list[str]]) -> None:
+    """Seed the widgets from the query parameters on a session's first run."""
+    if st.session_state.get(_URL_READ):
+        return
+    st.session_state[_URL_READ] = True
+    params = st.query_params
+    model = params.get("model", "").strip()
+    if model:
+        st.session_state["sidebar.model" if model in choices else "sidebar.model_path"] = model
+    dataset = params.get("dataset")
+    if dataset == services.FREE_TEXT or dataset in options:
+        st.session_state["sidebar.dataset"] = dataset
+    if dataset in options and params.get("split") in options[dataset]:
+        st.session_state["sidebar.split"] = params["split"]
+    if params.get("index", "").isdigit():
+        st.session_state["sidebar.index"] = int(params["index"])
+
+
+def _write_url(model: str, dataset: str, split: str | None, index: int | None) -> None:
+    st.query_params["model"] = model
+    st.query_params["dataset"] = dataset
+    for key, value in (("split", split), ("index", index)):
+        if value is None:
+            st.query_params.pop(key, None)
+        else:
+            st.query_params[key] = str(value)
+
+
+# --------------------------------------------------------------------------- widgets
+
+
+def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, list[str]]) -> str:
+    st.session_state.setdefault("sidebar.model", services.default_model())
+    if st.session_state["sidebar.model"] not in choices:
+        st.session_state["sidebar.model"] = services.default_model()
+    selected = st.selectbox(
+        "Model",
+        list(choices),
+        format_func=lambda name: choices[name].label,
+        key="sidebar.model",
+        help="Bundled models work offline; hub models are downloaded on first use.",
+        on_change=_follow_model_task,
+        args=(options,),
+    )
+    typed = st.text_input(
+        "…or any hub id or local folder",
+        key="sidebar.model_path",
+        placeholder="e.g. textattack/bert-base-uncased-SST-2",
+    )
+    return typed.strip() or selected
+
+
+def _follow_model_task(options: dict[str, list[str]]) -> None:
+    """When the bundled examples are shown, switch to those written for the new model's task."""
+    task = services.model_task(st.session_state["sidebar.model"])
+    if st.session_state.get("sidebar.dataset") == "examples" and task in options["examples"]:
+        st.session_state["sidebar.split"] = task
+        st.session_state["sidebar.index"] = 0
+
+
+def _default_split(dataset: str, splits: list[str]) -> str:
+    task = services.model_task(st.session_state.get("sidebar.model", ""))
+    if dataset == "examples" and task in splits:
+        return task
+    return splits[0]
+
+
+def _example_picker(options: dict[str, list[str]]):
+    """(dataset, split, index, example, error) for a dataset example or free text."""
+    names = [*options, services.FREE_TEXT]
+    if st.session_state.get("sidebar.dataset") not in names:
+        st.session_state["sidebar.dataset"] = "examples"
+    dataset = st.selectbox("Dataset", names, key="sidebar.dataset", help="Datasets found in the data folder.")
+    if dataset == services.FREE_TEXT:
+        text = st.text_area("Text (premise for pair models)", DEFAULT_TEXT, key="sidebar.text", height=110)
+        text_b = st.text_area("Hypothesis (sentence-pair models only)", "", key="sidebar.text_b", height=70)
+        return dataset, None, None, services.free_text_example(text, text_b), None
+    splits = options[dataset]
+    if st.session_state.get("sidebar.split") not in splits:
+        st.session_state["sidebar.split"] = _default_split(dataset, splits)
+    split = st.selectbox("Split", splits, key="sidebar.split")
+    try:
+        size = services.dataset_size(dataset, split)
+    except ValueError as error:
+        return dataset, split, None, None, str(error)
+    index = int(st.session_state.get("sidebar.index", 0))
+    st.session_state["sidebar.index"] = min(max(index, 0), size - 1)
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    index = int(left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index"))
+    right.button("Random", key="sidebar.random", on_click=_pick_random, args=(dataset, split), width="stretch")
+    example = services.dataset_example(dataset, split, index)
+    gold = f" · gold: {example.gold_name}" if example.gold_name else ""
+    rationale = " · has a human rationale" if example.rationale is not None else ""
+    st.caption(f"`{example.id}`{gold}{rationale}")
+    return dataset, split, index, example, None
+
+
+def _pick_random(dataset: str, split: str) -> None:
+    st.session_state["sidebar.index"] = services.random_index(dataset, split)
+
+
+def _target_picker(label_names: tuple[str, ...]) -> int | None:
+    options: list[int | None] = [None, *range(len(label_names))]
+    if st.session_state.get("sidebar.target") not in options:
+        st.session_state["sidebar.target"] = None
+    return st.selectbox(
+        "Target class",
+        options,
+        format_func=lambda t: "predicted class" if t is None else label_names[t],
+        key="sidebar.target",
+        help="The class whose score the methods explain.",
+    )
+
+
+def _mlm_picker() -> str:
+    names = services.mlm_choices()
+    if st.session_state.get("sidebar.mlm") not in names:
+        st.session_state["sidebar.mlm"] = names[0]
+    return st.selectbox(
+        "Masked LM (fill-in methods)",
+        names,
+        key="sidebar.mlm",
+        help="Used by methods that replace words with a masked language model's fill-ins.",
+    )
