@@ -22,6 +22,14 @@ FAST = [
     "kernel_shap.n_samples=50",
     "--param",
     "integrated_gradients.n_steps=8",
+    "--param",
+    "marc.n_steps=10",
+    "--param",
+    "aml.n_steps=2",
+    "--param",
+    "aml.n_train=8",
+    "--param",
+    "aml.n_epochs=1",
 ]
 
 

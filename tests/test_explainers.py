@@ -131,7 +131,7 @@ FAST = {
     "lime_mlm": {"n_samples": 40},
     "kernel_shap": {"n_samples": 60},
     "marc": {"n_steps": 15},
-    "aml": {"n_steps": 5},
+    "aml": {"n_steps": 2, "n_train": 8, "n_epochs": 1},
 }
 
 
