@@ -1,6 +1,6 @@
 """The attribution explorer: page config, the shared sidebar and the page router.
 
-Run with ``streamlit run app.py``. Each page is included when its file exists.
+Run with ``streamlit run app.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ if style.is_file():
 pages = [
     st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
     for i, (path, title, icon) in enumerate(PAGES)
-    if (ROOT / path).is_file()
 ]
 router = st.navigation(pages)
 sidebar.render()

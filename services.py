@@ -1029,3 +1029,88 @@ def randomize(
     )
     cache.put(key, result)
     return result
+
+
+# =========================================================================== adversarial
+# Section owned by the attacks on explanations (pages/adversarial.py): each example's attack
+# cached per model, example, methods (with their parameters), attack and attack parameters.
+
+from metrics import adversarial as _adversarial
+
+
+def attack_info(attack: str, preset: str = "quick") -> MethodInfo:
+    """The parameters of an attack as a form description (defaults from the preset)."""
+    defaults = _adversarial.make_params(attack, preset)
+    fields = tuple(
+        ParamField(f.name, getattr(defaults, f.name), **f.metadata)
+        for f in dataclasses.fields(defaults)
+        if f.name != "objective"
+    )
+    return MethodInfo(f"attack_{attack}", f"{attack} attack", "adversarial", attack == "substitution", fields)
+
+
+@st.cache_resource
+def _attack_cache() -> _ResultCache:
+    """Finished attacks shared by every session (not ``st.cache_data``: see ``_ResultCache``)."""
+    return _ResultCache(max_entries=256)
+
+
+def attack(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    *,
+    attack: str,
+    attack_params: dict[str, Any],
+    preset: str = "quick",
+    params: dict[str, dict[str, Any]] | None = None,
+    mlm_name: str = DEFAULT_MLM,
+    progress: ProgressFn | None = None,
+) -> list[dict[str, _adversarial.AttackResult]]:
+    """Attack every method's explanation of every example (the predicted class); one cache entry
+    per example, so a longer slice reuses the examples already attacked."""
+    params = {key: dict((params or {}).get(key, {})) for key in method_keys}
+    chosen = _adversarial.make_params(attack, preset, attack_params)
+    needs_mlm = attack == "substitution" or any(explainers.get(key).needs_mlm for key in method_keys)
+    cache = _attack_cache()
+    results = []
+    for index, example in enumerate(examples):
+        key = (
+            model,
+            _example_key(example),
+            tuple(method_keys),
+            attack,
+            _params_key(dataclasses.asdict(chosen)),
+            _params_key(params),
+            mlm_name if needs_mlm else None,
+        )
+        cached = cache.get(key)
+        if cached is None:
+
+            def step(fraction: float, message: str, index: int = index) -> None:
+                if progress is not None:
+                    progress(
+                        min(1.0, (index + fraction) / len(examples)),
+                        f"example {index + 1} of {len(examples)}, {message}",
+                    )
+
+            cached = _adversarial.attack_example(
+                classifier(model),
+                example,
+                method_keys,
+                attack,
+                chosen,
+                mlm=masked_lm(mlm_name) if needs_mlm else None,
+                explainer_params=params,
+                progress=step,
+            )
+            cache.put(key, cached)
+        results.append(cached)
+    if progress is not None:
+        progress(1.0, "done")
+    return results
+
+
+def attack_summary(results: list[dict[str, _adversarial.AttackResult]]) -> dict[str, dict[str, Any]]:
+    """Mean measures per method over the examples, with the fragility ranking."""
+    return _adversarial.summarize(results)

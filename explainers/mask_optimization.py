@@ -386,7 +386,7 @@ class AmlParams:
     )
     lr: float = param(1e-4, "AdamW learning rate of the encoder (the head learns 10x faster)", min=1e-7, max=1e-1)
     n_train: int = param(256, "pAML training examples (the paper: about 1,000)", min=1, max=100_000)
-    n_epochs: int = param(2, "pAML training epochs (the authors' code: 5)", min=1, max=100)
+    n_epochs: int = param(1, "pAML training epochs (the authors' code: 5)", min=1, max=100)
     train_batch_size: int = param(16, "pAML training batch size", min=1, max=512)
     seed: int = param(0, "random seed of the training sample, the head's initialisation and dropout")
 

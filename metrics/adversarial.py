@@ -61,7 +61,11 @@ MEASURES = ("rank_change", "topk_sum_change", "probability_change", "spearman", 
 
 @dataclass(frozen=True)
 class EmbeddingAttackParams:
-    objective: str = param("unconstrained", "unconstrained: keep the class; constrained: penalise the probability change", choices=OBJECTIVES)
+    objective: str = param(
+        "unconstrained",
+        "unconstrained: keep the class; constrained: penalise the probability change",
+        choices=OBJECTIVES,
+    )
     epsilon: float = param(2.0, "L-infinity bound on the perturbation of each embedding coordinate", min=0.0)
     steps: int = param(500, "gradient ascent steps", min=1, max=10000)
     lr: float = param(0.1, "learning rate", min=0.0)
@@ -80,7 +84,9 @@ class SubstitutionAttackParams:
     budget: int = param(3, "most words replaced", min=1, max=64)
     n_candidates: int = param(8, "masked-LM fill-ins tried per word", min=1, max=100)
     tolerance: float = param(0.05, "largest allowed change of the predicted class's probability", min=0.0, max=1.0)
-    search: str = param("greedy", "greedy: best single substitution per round; beam: keep beam_width states", choices=("greedy", "beam"))
+    search: str = param(
+        "greedy", "greedy: best single substitution per round; beam: keep beam_width states", choices=("greedy", "beam")
+    )
     beam_width: int = param(3, "states kept per round by the beam search", min=1, max=32)
     top_fraction: float = param(0.15, "k = this share of the words, rounded down, at least 1", min=0.01, max=1.0)
     seed: int = param(0, "seed passed to stochastic explainers")
@@ -143,6 +149,7 @@ class AttackResult:
 
     attack: str
     method: str
+    example: Example  # as attacked (cut to the model's maximum length)
     k: int
     original: Attribution
     attacked: Attribution
@@ -245,7 +252,10 @@ def _target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tens
 
 def _forward(clf: Classifier, embeds: torch.Tensor, encoded: Encoded) -> torch.Tensor:
     """Logits of a batch of embeddings, in chunks of ``clf.batch_size``."""
-    chunks = [clf.forward_embeds(embeds[i : i + clf.batch_size], encoded.variant) for i in range(0, embeds.shape[0], clf.batch_size)]
+    chunks = [
+        clf.forward_embeds(embeds[i : i + clf.batch_size], encoded.variant)
+        for i in range(0, embeds.shape[0], clf.batch_size)
+    ]
     return torch.cat(chunks)
 
 
@@ -274,14 +284,23 @@ def explain_embeddings(
     # The math attention kernel is the one with a second derivative on every device.
     with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH):
         if method == "integrated_gradients":
-            scores, probs = _integrated_gradients(clf, encoded, embeds, target, params, matrix, create_graph, n_steps or params.n_steps)
+            scores, probs = _integrated_gradients(
+                clf, encoded, embeds, target, params, matrix, create_graph, n_steps or params.n_steps
+            )
         else:
             scores, probs = _gradient_scores(clf, encoded, embeds, target, method, params, matrix, create_graph)
     return (scores, probs) if create_graph else (scores.detach(), probs.detach())
 
 
 def _gradient_scores(
-    clf: Classifier, encoded: Encoded, embeds: torch.Tensor, target: int, method: str, params: Any, matrix: torch.Tensor, create_graph: bool
+    clf: Classifier,
+    encoded: Encoded,
+    embeds: torch.Tensor,
+    target: int,
+    method: str,
+    params: Any,
+    matrix: torch.Tensor,
+    create_graph: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     inputs = embeds if create_graph else embeds.requires_grad_(True)
     logits = clf.forward_embeds(inputs, encoded.variant)
@@ -297,7 +316,14 @@ def _gradient_scores(
 
 
 def _integrated_gradients(
-    clf: Classifier, encoded: Encoded, embeds: torch.Tensor, target: int, params: Any, matrix: torch.Tensor, create_graph: bool, n_steps: int
+    clf: Classifier,
+    encoded: Encoded,
+    embeds: torch.Tensor,
+    target: int,
+    params: Any,
+    matrix: torch.Tensor,
+    create_graph: bool,
+    n_steps: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     from captum.attr._utils.approximation_methods import approximation_parameters
 
@@ -326,9 +352,13 @@ def nearest_tokens(clf: Classifier, embeds: torch.Tensor) -> list[int]:
     cosine similarity, among non-special tokens (reserved ``[unused]``-style tokens excluded)."""
     table = clf.embedding_layer().weight.detach().float()  # (vocab, dim)
     tokens = clf.tokenizer.convert_ids_to_tokens(list(range(table.shape[0])))
-    excluded = set(clf.tokenizer.all_special_ids) | {i for i, t in enumerate(tokens) if t is None or (t.startswith("[") and t.endswith("]"))}
+    excluded = set(clf.tokenizer.all_special_ids) | {
+        i for i, t in enumerate(tokens) if t is None or (t.startswith("[") and t.endswith("]"))
+    }
     with torch.no_grad():
-        similarity = torch.nn.functional.normalize(embeds.float(), dim=-1) @ torch.nn.functional.normalize(table, dim=-1).T
+        similarity = (
+            torch.nn.functional.normalize(embeds.float(), dim=-1) @ torch.nn.functional.normalize(table, dim=-1).T
+        )
         similarity[:, sorted(excluded)] = -float("inf")
         return similarity.argmax(-1).tolist()
 
@@ -369,8 +399,12 @@ class _Ascent:
         if self.optimizer == "sgd":
             return grad
         self.t += 1
-        self.moment = grad * (1 - self.beta1) if self.moment is None else self.beta1 * self.moment + (1 - self.beta1) * grad
-        self.second = grad**2 * (1 - self.beta2) if self.second is None else self.beta2 * self.second + (1 - self.beta2) * grad**2
+        self.moment = (
+            grad * (1 - self.beta1) if self.moment is None else self.beta1 * self.moment + (1 - self.beta1) * grad
+        )
+        self.second = (
+            grad**2 * (1 - self.beta2) if self.second is None else self.beta2 * self.second + (1 - self.beta2) * grad**2
+        )
         corrected = self.moment / (1 - self.beta1**self.t)
         return corrected / ((self.second / (1 - self.beta2**self.t)).sqrt() + self.eps)
 
@@ -400,20 +434,27 @@ def embedding_attack(
 
     def explain(delta: torch.Tensor, attack_time: bool) -> tuple[torch.Tensor, torch.Tensor]:
         n_steps = params.ig_n_steps if attack_time else None
-        return explain_embeddings(clf, encoded, base + delta, target, method, method_params, create_graph=attack_time, n_steps=n_steps)
+        return explain_embeddings(
+            clf, encoded, base + delta, target, method, method_params, create_graph=attack_time, n_steps=n_steps
+        )
 
     original_scores, original_probs = explain(torch.zeros_like(base), attack_time=False)
     k = k_for(encoded.n_words, params.top_fraction)
     top = torch.as_tensor(top_k(original_scores.detach().cpu().numpy(), k).copy())
-    best, trace, steps = _ascend(explain, base, encoded, target, top, float(original_probs[target].detach()), params, progress)
+    best, trace, steps = _ascend(
+        explain, base, encoded, target, top, float(original_probs[target].detach()), params, progress
+    )
 
     attacked_scores, attacked_probs = explain(best, attack_time=False)
     attacked_words, changed = _nearest_words(clf, encoded, (base + best)[0], best[0], example.words)
     original = _attribution(example, target, original_scores, method, method_params)
-    attacked = dataclasses.replace(_attribution(example, target, attacked_scores, method, method_params), words=attacked_words)
+    attacked = dataclasses.replace(
+        _attribution(example, target, attacked_scores, method, method_params), words=attacked_words
+    )
     return AttackResult(
         attack="embedding",
         method=method,
+        example=example,
         k=k,
         original=original,
         attacked=attacked,
@@ -459,7 +500,13 @@ def _ascend(
             objective = distance
         (grad,) = torch.autograd.grad(objective, delta)
         objective, distance, probs = objective.detach(), distance.detach(), probs.detach()
-        return float(objective), float(distance), float(probs[target]), int(torch.argmax(probs)) == target, grad * word_mask
+        return (
+            float(objective),
+            float(distance),
+            float(probs[target]),
+            int(torch.argmax(probs)) == target,
+            grad * word_mask,
+        )
 
     ascent = _Ascent(params.optimizer)
     delta = torch.zeros_like(base)
@@ -588,7 +635,9 @@ def substitution_attack(
                         seen.add(key)
                         proposals.append(key)
         examples = [_substituted(example, key) for key in proposals]
-        scored = clf.predict_proba([clf.encode(e).variant for e in examples]) if examples else np.empty((0, clf.num_labels))
+        scored = (
+            clf.predict_proba([clf.encode(e).variant for e in examples]) if examples else np.empty((0, clf.num_labels))
+        )
         out = []
         for key, attacked, probs in zip(proposals, examples, scored):
             if int(np.argmax(probs)) != target or abs(probs[target] - probabilities[target]) > params.tolerance:
@@ -602,6 +651,7 @@ def substitution_attack(
     return AttackResult(
         attack="substitution",
         method=method,
+        example=example,
         k=k,
         original=original,
         attacked=best.attribution,
@@ -619,7 +669,10 @@ def substitution_attack(
 
 
 def beam_search(
-    initial: _State, expand: Callable[[list[_State]], list[_State]], params: SubstitutionAttackParams, progress: ProgressFn | None
+    initial: _State,
+    expand: Callable[[list[_State]], list[_State]],
+    params: SubstitutionAttackParams,
+    progress: ProgressFn | None,
 ) -> _State:
     """Greedy (one state, stop when nothing improves) or beam search over substitution sets; the
     best state seen is returned (the initial one when no substitution is allowed)."""
@@ -667,7 +720,9 @@ def attack_example(
         if attack == "embedding":
             results[method] = embedding_attack(clf, example, method, params, explainer_params=own, progress=step)
         elif attack == "substitution":
-            results[method] = substitution_attack(clf, example, method, mlm, params, explainer_params=own, progress=step)
+            results[method] = substitution_attack(
+                clf, example, method, mlm, params, explainer_params=own, progress=step
+            )
         else:
             raise ValueError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
     if progress is not None:

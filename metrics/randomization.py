@@ -409,4 +409,3 @@ def run_randomization(
         forward_passes=clf.forward_passes - forward0 + passes[0],
         backward_passes=clf.backward_passes - backward0 + passes[1],
     )
-

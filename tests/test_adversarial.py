@@ -122,7 +122,7 @@ def test_reported_measures_match_a_recomputation_from_delta(linear_clf, toy_exam
     token_scores = embeds @ (weight[:, 1])  # logit gradient x input of class 1, per token
     words = np.array([token_scores[encoded.word_positions(w)].sum() for w in range(encoded.n_words)])
     np.testing.assert_allclose(result.attacked.scores, words, atol=1e-5)
-    margin = (embeds.sum(0) @ weight)  # logits
+    margin = embeds.sum(0) @ weight  # logits
     probability = np.exp(margin[1]) / np.exp(margin).sum()
     assert result.attacked_probabilities[1] == pytest.approx(probability, abs=1e-5)
     assert result.probability_change == pytest.approx(P_ORIGINAL - probability, abs=1e-5)
@@ -205,7 +205,7 @@ def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method
     assert adversarial._demotion(result.attacked.scores, top) == best
     if result.substitutions:
         # The reported attacked explanation is the registry's explanation of the attacked text.
-        (position, _, word), = result.substitutions
+        ((position, _, word),) = result.substitutions
         attacked = adversarial._substituted(toy_example, [(position, word)])
         recomputed = explainers.run_explainer(spec, bert_clf, attacked, target).scores
         np.testing.assert_allclose(result.attacked.scores, recomputed)
@@ -214,8 +214,19 @@ def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method
 
 def test_beam_search_does_at_least_as_well_as_greedy(bert_clf, toy_example):
     words = ["good", "bad", "film", "fun", "boring"]
-    greedy = _substitute(bert_clf, toy_example, words, method="grad_x_input", explainer_params=None, budget=2, tolerance=0.2)
-    beam = _substitute(bert_clf, toy_example, words, method="grad_x_input", explainer_params=None, budget=2, tolerance=0.2, search="beam")
+    greedy = _substitute(
+        bert_clf, toy_example, words, method="grad_x_input", explainer_params=None, budget=2, tolerance=0.2
+    )
+    beam = _substitute(
+        bert_clf,
+        toy_example,
+        words,
+        method="grad_x_input",
+        explainer_params=None,
+        budget=2,
+        tolerance=0.2,
+        search="beam",
+    )
     top = np.array(greedy.top_k)
     assert adversarial._demotion(beam.attacked.scores, top) >= adversarial._demotion(greedy.attacked.scores, top)
     for result in (greedy, beam):
@@ -239,18 +250,35 @@ def test_attack_command_prints_the_measures(monkeypatch, capsys):
     from core import cli
 
     monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
-    code = cli.main([
-        "attack", "--model", "toy", "--text", "the movie was great but the plot was bad .", "--methods", "grad_x_input",
-        "--objective", "constrained", "--param", "attack.optimizer=adam", "--param", "attack.steps=100",
-        "--param", "grad_x_input.output=logit", "--json",
-    ])
+    code = cli.main(
+        [
+            "attack",
+            "--model",
+            "toy",
+            "--text",
+            "the movie was great but the plot was bad .",
+            "--methods",
+            "grad_x_input",
+            "--objective",
+            "constrained",
+            "--param",
+            "attack.optimizer=adam",
+            "--param",
+            "attack.steps=100",
+            "--param",
+            "grad_x_input.output=logit",
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     result = payload["examples"][0]["results"]["grad_x_input"]
     assert result["rank_change"] == 1.0 and result["success"] is True
     assert abs(result["probability_change"]) < 0.05
     assert result["original_words"][3] == "great" and result["attacked_words"][3] == "awful"
-    assert result["original_scores"][3] == pytest.approx(3.0) and result["attacked_scores"][3] == pytest.approx(-1.0, abs=1e-4)
+    assert result["original_scores"][3] == pytest.approx(3.0) and result["attacked_scores"][3] == pytest.approx(
+        -1.0, abs=1e-4
+    )
     assert payload["summary"]["grad_x_input"]["fragility_rank"] == 1
 
 
@@ -273,3 +301,71 @@ def test_classifier_view_counts_are_its_own(toy_linear_loaded, toy_example):
     clf = Classifier(toy_linear_loaded)
     result = _attack(clf, toy_example, "unconstrained")
     assert clf.forward_passes == result.forward_passes
+
+
+# ------------------------------------------------------------------ page
+
+
+@pytest.fixture(scope="module")
+def toy_folders(tmp_path_factory) -> tuple[str, str]:
+    from transformers import BertConfig, BertForMaskedLM
+
+    from tests.toy import toy_bert
+
+    root = tmp_path_factory.mktemp("adversarial")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(root / "clf")
+    loaded.tokenizer.save_pretrained(root / "clf")
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    BertForMaskedLM(config).save_pretrained(root / "mlm")
+    toy_tokenizer().save_pretrained(root / "mlm")
+    return str(root / "clf"), str(root / "mlm")
+
+
+def measures_table(app):
+    """The per-method measures table (AppTest does not expose dataframe keys): found by its columns."""
+    return next(d.value for d in app.dataframe if {"p before", "p after"} <= set(d.value.columns)).set_index("method")
+
+
+@pytest.mark.slow  # AppTest imports the whole app
+def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
+    from streamlit.testing.v1 import AppTest
+
+    from ui.state import Selection
+
+    model, mlm = toy_folders
+    words = ("the", "movie", "was", "<script>", "great", "but", "the", "plot", "was", "bad")
+    app = AppTest.from_file("../pages/adversarial.py", default_timeout=300)
+    app.session_state["selection"] = Selection(
+        model=model, label_names=("negative", "positive"), example=Example(segments=(words,), id="page"), mlm=mlm
+    )
+    app.run()
+    assert not app.exception
+    app.number_input(key="adversarial.quick.param.attack_embedding.steps").set_value(3).run()
+    app.button(key="adversarial.run").click().run()
+    assert not app.exception
+    measures = measures_table(app)
+    assert list(measures.index) == list(adversarial.GRADIENT_METHODS)
+    assert (measures["steps"] <= 3).all()
+    bodies = [h.proto.body for h in app.get("html")]
+    heatmaps = [b for b in bodies if 'class="hm-row"' in b]
+    assert len(heatmaps) == 2 * 3  # original and attacked, per method
+    assert sum('data-method="attacked"' in b for b in heatmaps) == 3
+    texts = [b for b in bodies if 'class="adv-text"' in b]
+    # Each original shows the markup escaped; the attack may have replaced it in the attacked text.
+    assert len(texts) == 6 and all("<script>" not in b for b in texts)
+    assert sum("&lt;script&gt;" in b for b in texts) >= 3
+
+    app.segmented_control(key="adversarial.attack").set_value("substitution").run()
+    app.multiselect(key="adversarial.methods").set_value(["loo_unk", "grad_x_input"]).run()
+    app.number_input(key="adversarial.quick.param.attack_substitution.budget").set_value(1).run()
+    app.number_input(key="adversarial.quick.param.attack_substitution.n_candidates").set_value(3).run()
+    app.button(key="adversarial.run").click().run()
+    assert not app.exception
+    measures = measures_table(app)
+    assert list(measures.index) == ["loo_unk", "grad_x_input"]
+    assert (measures["class after"] == measures["class"]).all()
+    assert ((measures["p after"] - measures["p before"]).abs() <= 0.05 + 1e-9).all()

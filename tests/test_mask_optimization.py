@@ -9,6 +9,7 @@ negative class.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -216,6 +217,24 @@ def test_masked_preview_and_trace_figure():
     assert [t.name for t in figure.data] == ["loss", "sufficiency", "p(target | masked)", "mean mask"]
 
 
+def test_summary_rows_report_the_kept_step_and_pretraining():
+    from core.types import Attribution
+
+    extras = {
+        "trace": {"step": [0, 1, 2], "p_masked": [0.5, 0.9, 0.8], "p_complement": [0.4, 0.1, 0.2]},
+        "rationale_spans": [[0, 1]],
+        "rationale": [1, 0],
+        "selected_step": 1,
+        "select_by": "aopc_comprehensiveness",
+        "pretraining": {"n_examples": 256, "source": "sst2/train", "runtime_s": 12.34},
+    }
+    attribution = Attribution("aml", "x", 1, ("a", "b"), np.array([0.9, 0.1]), extras=extras)
+    rows = {row[""]: row["value"] for row in mask_panels.summary_rows(attribution)}
+    assert rows["kept step"] == "1 by aopc_comprehensiveness"
+    assert rows["p(target | masked input)"] == "0.900" and rows["p(target | complement input)"] == "0.100"
+    assert rows["pre-trained on"] == "256 examples of sst2/train" and rows["words kept (mask ≥ threshold)"] == "1"
+
+
 # --------------------------------------------------------------------------- the bundled model
 
 
@@ -230,23 +249,46 @@ def sst2_clf():
 
 
 SENTENCE = (
-    *("the", "film", "drags", "through", "a", "tedious", "first", "hour", ",", "but"),
-    *("the", "final", "act", "is", "genuinely", "moving", "and", "beautifully", "acted", "."),
+    *("a", "grim", ",", "flat", "and", "boring", "werewolf", "movie", "that", "refuses"),
+    *("to", "develop", "any", "energy", ",", "even", "in", "the", "final", "act"),
+)
+
+
+def _within_a_minute(seconds: float) -> bool:
+    """The one-minute budget holds on an idle CPU; under other load only the pass counts are checked."""
+    return seconds < 60 or os.getloadavg()[0] > (os.cpu_count() or 1)
+
+
+# An SST-2 dev sentence (negative) whose evidence sits in two places.
+TWO_PLACES = (
+    *("even", "horror", "fans", "will", "most", "likely", "not", "find", "what", "they", "'re", "seeking"),
+    *("with", "trouble", "every", "day", ";", "the", "movie", "lacks", "both", "thrills", "and", "humor", "."),
 )
 
 
 @pytest.mark.slow
-def test_marc_spans_are_fewer_and_longer_than_saliency_top_k(sst2_clf):
+def test_marc_on_the_bundled_model(sst2_clf):
     example = Example(segments=(SENTENCE,), id="sentence")
     assert len(SENTENCE) == 20
-    target = int(np.argmax(sst2_clf.predict_proba([sst2_clf.encode(example).variant])[0]))
     start = time.perf_counter()
-    marc = _run("marc", sst2_clf, example, target)
-    assert time.perf_counter() - start < 60
+    marc = _run("marc", sst2_clf, example, 0)
+    assert _within_a_minute(time.perf_counter() - start)
+    assert marc.forward_passes <= 2 * 300 + 2
+    assert np.all((marc.scores >= 0) & (marc.scores <= 1))
+    # The negative phrase is kept as one span and the kept words alone keep the class.
+    spans = marc.extras["rationale_spans"]
+    assert len(spans) == 1 and spans[0][0] <= SENTENCE.index("boring") < spans[0][1]
+    assert marc.extras["p_masked"] > 0.9
+
+
+@pytest.mark.slow
+def test_marc_spans_are_fewer_and_longer_than_saliency_top_k(sst2_clf):
+    example = Example(segments=(TWO_PLACES,), id="sst2/dev")
+    marc = _run("marc", sst2_clf, example, 0)
     kept = sum(marc.extras["rationale"])
-    assert 0 < kept < len(SENTENCE)
-    saliency = _run("saliency", sst2_clf, example, target)
-    top = np.zeros(len(SENTENCE))
+    assert 0 < kept < len(TWO_PLACES) // 2
+    saliency = _run("saliency", sst2_clf, example, 0)
+    top = np.zeros(len(TWO_PLACES))
     top[np.argsort(-saliency.scores, kind="stable")[:kept]] = 1
     saliency_spans = mo.rationale_spans(top, 0.5)
     assert len(marc.extras["rationale_spans"]) < len(saliency_spans)
@@ -258,8 +300,14 @@ def test_aml_on_the_bundled_model_within_a_minute(sst2_clf):
     mo.PRETRAINED.clear()
     example = Example(segments=(SENTENCE,), id="sentence")
     start = time.perf_counter()
-    attribution = _run("aml", sst2_clf, example, 1)
-    assert time.perf_counter() - start < 60
+    attribution = _run("aml", sst2_clf, example, 0)
+    assert _within_a_minute(time.perf_counter() - start)
+    # fAML: one prediction, 6 (masked, complement) pairs, at most 5 selection variants per step.
+    assert 13 <= attribution.forward_passes <= 1 + 12 + 6 * 5 and attribution.backward_passes == 10
     assert attribution.extras["pretraining"]["source"].startswith("sst2/")
     assert attribution.extras["pretraining"]["backbone"] == "packaged pre-trained MiniLM encoder"
     assert np.all((attribution.scores >= 0) & (attribution.scores <= 1))
+    metric = attribution.extras["trace"]["selection_metric"]
+    assert metric[attribution.extras["selected_step"]] == max(metric) >= metric[0]  # fAML never worse than pAML
+    top3 = {SENTENCE[i] for i in np.argsort(-attribution.scores)[:3]}
+    assert top3 & {"grim", "flat", "boring", "refuses"}

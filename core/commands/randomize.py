@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from core.commands.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
@@ -61,6 +64,16 @@ def _print_table(result) -> None:
     print(f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes")
 
 
+def _stderr_progress(start: float) -> Callable[[float, str], None]:
+    def report(fraction: float, message: str) -> None:
+        elapsed = time.perf_counter() - start
+        print(f"\r[{fraction:6.1%}] {message} ({elapsed:.0f} s)\033[K", end="", file=sys.stderr, flush=True)
+        if fraction >= 1.0:
+            print(file=sys.stderr)
+
+    return report
+
+
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, load_classifier
@@ -91,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         top_k_fraction=args.top_k,
         mlm=mlm,
+        progress=None if args.quiet else _stderr_progress(time.perf_counter()),
     )
     if not args.json:
         _print_table(result)
@@ -123,4 +137,5 @@ def register(sub) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--per-example", action="store_true", help="with --json and --dataset: every example's scores")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
