@@ -29,6 +29,8 @@ class Throughput:
     forward: float  # sequences per second
     forward_backward: float
     mlm_forward: float | None
+    single_forward_s: float  # latency of one pass at batch size 1: what a one-pass method cannot beat
+    single_forward_backward_s: float
 
 
 def _best_rate(run: Callable[[int], None], batches: tuple[int, ...], repeats: int = 2) -> float:
@@ -40,6 +42,16 @@ def _best_rate(run: Callable[[int], None], batches: tuple[int, ...], repeats: in
             run(batch)
             best = max(best, batch / (time.perf_counter() - start))
     return best
+
+
+def _single_seconds(run: Callable[[int], None], repeats: int = 3) -> float:
+    run(1)  # warm-up
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(1)
+        timings.append(time.perf_counter() - start)
+    return min(timings)
 
 
 def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None = None) -> Throughput:
@@ -69,7 +81,13 @@ def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None =
             mlm.fill_words(example.segments, (positions * batch)[:batch], k=10, batch_size=batch)
 
         mlm_rate = _best_rate(mlm_forward, (8, 32, 64))
-    return Throughput(_best_rate(forward, FORWARD_BATCHES), _best_rate(forward_backward, BACKWARD_BATCHES), mlm_rate)
+    return Throughput(
+        _best_rate(forward, FORWARD_BATCHES),
+        _best_rate(forward_backward, BACKWARD_BATCHES),
+        mlm_rate,
+        _single_seconds(forward),
+        _single_seconds(forward_backward),
+    )
 
 
 def floor_seconds(forward: int, backward: int, mlm_passes: int, rate: Throughput) -> float:
@@ -90,11 +108,12 @@ def run_bench(
     rows: dict[str, dict[str, list[float]]] = {
         m: {"time": [], "forward": [], "backward": [], "mlm": [], "floor": []} for m in methods
     }
-    tokens = []
+    tokens, rates = [], []
     for number, example in enumerate(examples, 1):
         example = clf.fit_example(example)[0]
         tokens.append(len(clf.encode(example).input_ids))
         rate = measure_throughput(clf, example, mlm)
+        rates.append(rate)
         target = int(clf.predict_proba([clf.encode(example).variant])[0].argmax())
         for key in methods:
             spec = explainers.get(key)
@@ -125,4 +144,13 @@ def run_bench(
             "floor_s": floor_total / len(examples),
             "ratio_to_floor": time_total / floor_total if floor_total > 0 else None,
         }
-    return {"examples": len(examples), "mean_tokens": statistics.mean(tokens), "methods": summary}
+    return {
+        "examples": len(examples),
+        "mean_tokens": statistics.mean(tokens),
+        "forward_per_s": statistics.mean(r.forward for r in rates),
+        "forward_backward_per_s": statistics.mean(r.forward_backward for r in rates),
+        "mlm_forward_per_s": statistics.mean(r.mlm_forward for r in rates) if mlm is not None else None,
+        "single_forward_s": statistics.mean(r.single_forward_s for r in rates),
+        "single_forward_backward_s": statistics.mean(r.single_forward_backward_s for r in rates),
+        "methods": summary,
+    }

@@ -166,7 +166,9 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
     }
     save_delta(model, full, out, config)
     merged = load_sequence_classifier(str(out))
-    accuracy = evaluate_classifier(merged, tokenizer, report, cfg.max_length)
+    # Reported at the model's full input length, as the app and `predict` see the examples.
+    full_length = min(512, merged.config.max_position_embeddings, tokenizer.model_max_length)
+    accuracy = evaluate_classifier(merged, tokenizer, report, full_length)
     return {
         "report_split": f"{spec.dataset}/{spec.report_split}",
         "report_examples": len(report),
