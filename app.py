@@ -26,8 +26,7 @@ style = ROOT / "assets" / "style.css"
 if style.is_file():
     st.html(style)
 pages = [
-    st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0))
-    for i, (path, title, icon) in enumerate(PAGES)
+    st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0)) for i, (path, title, icon) in enumerate(PAGES)
 ]
 router = st.navigation(pages)
 sidebar.render()
