@@ -12,22 +12,32 @@ back as plain picklable records. Engine errors (``ValueError``) reach the pages 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import random
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 import explainers
+import metrics
 from core import catalog, datasets, models
 from core.classifier import Classifier, LoadedClassifier, load_classifier
 from core.engine import explain_example, predict
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example
+from explainers.lime import replaced_segments, sample_text
+from explainers.loo import removal_variant
+from metrics import adversarial as _adversarial
+from metrics import plausibility
+from metrics import randomization as _randomization
+from metrics.base import MetricResult
 
 ProgressFn = Callable[[float, str], None]
 
@@ -368,12 +378,6 @@ def explain(
 # Section owned by the faithfulness metrics (pages/faithfulness.py): metric results cached per
 # model, example, method (with its parameters and target) and metric parameters.
 
-import hashlib
-import time
-
-import metrics
-from metrics.base import MetricResult
-
 
 @dataclass(frozen=True)
 class MetricInfo:
@@ -599,11 +603,6 @@ def evaluate_slice(
 # Section owned by the Input Marginalization page (pages/input_marginalization.py): cost
 # estimates, the rows of its word and candidate tables, and its counterfactual gallery.
 
-from collections.abc import Sequence
-
-from explainers.lime import replaced_segments, sample_text
-from explainers.loo import removal_variant
-
 
 @dataclass(frozen=True)
 class CostEstimate:
@@ -640,6 +639,48 @@ def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float
         raise ValueError(f"no cost estimate for {method!r}")
     seconds = (mlm_passes + classifier_passes) / rate if rate else None
     return CostEstimate(mlm_passes, classifier_passes, seconds)
+
+
+# Per-step cost of the mask optimisers relative to one batch-2 forward+backward pass of the
+# classifier, calibrated with `python -m core bench` on the bundled models (BENCHMARKS.md): a MaRC
+# step is one such pass; an fAML step also runs the attribution encoder (same size) and its
+# selection; pAML pre-training costs about 1.6 such passes per training example and epoch.
+MARC_STEP_COST = 1.0
+AML_STEP_COST = 4.0
+AML_PRETRAIN_COST = 1.6
+
+
+@dataclass(frozen=True)
+class MaskCostEstimate:
+    """Seconds a MaRC or AML run should take; ``pretrain_s`` is AML's one-off pre-training."""
+
+    seconds: float
+    pretrain_s: float = 0.0
+    note: str = ""
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _step_seconds(model: str, example_key: str, _example: Example) -> float:
+    from core.bench import step_seconds
+
+    clf = classifier(model)
+    return step_seconds(clf, clf.fit_example(_example)[0])
+
+
+def estimate_mask_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> MaskCostEstimate:
+    """Time estimate for ``marc`` or ``aml`` on this example, from one timed optimisation step."""
+    step = _step_seconds(model, _example_key(example), example)
+    p = explainers.get(method).make_params(params)
+    if method == "marc":
+        note = f"at most {p.n_steps} optimisation steps" + (
+            "; the early stop often ends sooner" if p.early_stop else ""
+        )
+        return MaskCostEstimate(p.n_steps * MARC_STEP_COST * step, note=note)
+    if method == "aml":
+        finetune = (p.n_steps if p.mode == "fine_tune" else 0) * AML_STEP_COST * step + step
+        pretrain = p.n_train * p.n_epochs * AML_PRETRAIN_COST * step
+        return MaskCostEstimate(finetune, pretrain, f"pre-training on {p.n_train} examples once per model")
+    raise ValueError(f"no mask-optimisation estimate for {method!r}")
 
 
 def im_word_rows(example: Example, im: Attribution, loo: Attribution) -> list[dict[str, Any]]:
@@ -748,10 +789,6 @@ def loo_counterfactual_rows(
 # Section owned by the plausibility metrics (pages/rationales.py): agreement of attributions with
 # human rationales, for one example and over a dataset slice. The metrics are plain numpy; a
 # slice's explanations come from the per-method cache and its metrics are cached per request.
-
-import numpy as np
-
-from metrics import plausibility
 
 
 def _plausibility_params(metric_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -962,8 +999,6 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
 # Section owned by the layer-randomisation sanity checks (pages/sanity_checks.py): whole runs
 # cached per model, examples, methods (with their parameters), mode, seed, targets and top-k.
 
-from metrics import randomization as _randomization
-
 
 def randomization_steps(model: str, mode: str) -> list[str]:
     """Step names of a run on ``model`` (``original`` first); ValueError for an architecture
@@ -1034,8 +1069,6 @@ def randomize(
 # =========================================================================== adversarial
 # Section owned by the attacks on explanations (pages/adversarial.py): each example's attack
 # cached per model, example, methods (with their parameters), attack and attack parameters.
-
-from metrics import adversarial as _adversarial
 
 
 def attack_info(attack: str, preset: str = "quick") -> MethodInfo:

@@ -44,18 +44,19 @@ def _best_rate(run: Callable[[int], None], batches: tuple[int, ...], repeats: in
     return best
 
 
-def _single_seconds(run: Callable[[int], None], repeats: int = 3) -> float:
-    run(1)  # warm-up
+def _batch_seconds(run: Callable[[int], None], batch: int = 1, repeats: int = 3) -> float:
+    """Best time of one call at this batch size, after a warm-up."""
+    run(batch)
     timings = []
     for _ in range(repeats):
         start = time.perf_counter()
-        run(1)
+        run(batch)
         timings.append(time.perf_counter() - start)
     return min(timings)
 
 
-def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None = None) -> Throughput:
-    """Best sequences/s of the model on batches of copies of this example (no padding)."""
+def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """Forward and forward+backward passes on ``batch`` copies of the example (no padding)."""
     encoded = clf.encode(example)
     ids = torch.tensor([encoded.input_ids], device=clf.device)
     types = torch.tensor([encoded.token_type_ids], device=clf.device)
@@ -73,6 +74,19 @@ def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None =
             logits = clf.forward_embeds(embeds, encoded.variant)
             torch.autograd.grad(logits[:, 0].sum(), embeds)
 
+    return forward, forward_backward
+
+
+def step_seconds(clf: Classifier, example: Example, batch: int = 2) -> float:
+    """One forward+backward pass on ``batch`` copies of the example: the unit step of the mask
+    optimisers (MaRC and fAML score a masked and a complement input per step)."""
+    return _batch_seconds(_runners(clf, example)[1], batch)
+
+
+def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None = None) -> Throughput:
+    """Best sequences/s of the model on batches of copies of this example (no padding)."""
+    forward, forward_backward = _runners(clf, example)
+
     mlm_rate = None
     if mlm is not None:
         positions = list(range(len(example.words)))
@@ -85,8 +99,8 @@ def measure_throughput(clf: Classifier, example: Example, mlm: MaskedLM | None =
         _best_rate(forward, FORWARD_BATCHES),
         _best_rate(forward_backward, BACKWARD_BATCHES),
         mlm_rate,
-        _single_seconds(forward),
-        _single_seconds(forward_backward),
+        _batch_seconds(forward),
+        _batch_seconds(forward_backward),
     )
 
 

@@ -9,6 +9,7 @@ import services
 from ui import state
 from ui.charts import probability_chart
 from ui.heatmap import cost_rows, heatmap_html
+from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import params_form
 
 FAST_METHODS = (
@@ -58,6 +59,13 @@ with right.expander("Method parameters"):
 if not chosen:
     st.info("Choose at least one method.")
     st.stop()
+
+MASK_METHODS = ("marc", "aml")
+for key in (k for k in chosen if k in MASK_METHODS):
+    estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
+    pretrain = f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
+    detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
+    st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
 
 bar = st.progress(0.0, text="Starting…")
 try:
@@ -114,5 +122,8 @@ if attributions:
             shared_scale=shared_scale,
         )
     )
+    for attribution in attributions.values():
+        if has_mask_extras(attribution):
+            render_mask_extras(attribution, example.segment_ids)
     st.subheader("Cost per method")
     st.dataframe(pd.DataFrame(cost_rows(attributions)), hide_index=True, key="heatmaps.costs")

@@ -93,6 +93,31 @@ def test_every_fast_method_renders_a_row_under_the_same_words() -> None:
     assert at.query_params["methods"] == ",".join(FAST)
 
 
+@pytest.mark.slow
+def test_mask_optimisers_show_estimate_spans_preview_and_trace() -> None:
+    small = {
+        "heatmaps.param.marc.n_steps": 12,
+        "heatmaps.param.aml.n_train": 8,
+        "heatmaps.param.aml.n_steps": 2,
+    }
+    at = run_app(small, dataset="examples", split="sst2", index="0", methods="marc,aml")
+    assert_clean(at)
+    words = load_bundled_examples(split="sst2")[0].words
+    cells = rows(at)
+    assert list(cells) == ["marc", "aml"]
+    for method in ("marc", "aml"):
+        assert [text for *_, text in cells[method]] == list(words), method
+    captions = " ".join(c.value for c in at.caption)
+    assert re.search(r"Estimated time for \*\*marc\*\*: about [0-9.]+ s \(at most 12 optimisation steps", captions)
+    assert re.search(r"Estimated time for \*\*aml\*\*: about [0-9.]+ s \(\+ about [0-9]+ s the first time", captions)
+    assert len(at.get("plotly_chart")) == 3  # the probabilities, then one optimisation trace per method
+    assert sum("Rationale spans" in m.value for m in at.markdown) == 2
+    # per method: the spans, the greyed masked input, and the input as the classifier sees it
+    panels = [h.value for h in at.html if h.value.startswith("<div style='line-height:2.1")]
+    assert len(panels) == 6 and all(html.escape(w, quote=False) in panels[1] for w in words)
+    assert "[MASK]" in panels[5]  # AML's masked words, as the classifier sees them
+
+
 def test_query_parameters_pick_example_and_methods() -> None:
     at = run_app(dataset="examples", split="sst2", index="3", methods="random,attention_mean")
     assert_clean(at)
