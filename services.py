@@ -908,10 +908,20 @@ def rationale_slice(
         sort_keys=True,
         default=str,
     )
-    return _rationale_slice(request, progress)
+    cache = _rationale_cache()
+    found = cache.get((request,))
+    if found is None:
+        found = _rationale_slice(request, progress)
+        cache.put((request,), found)
+    return found
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource
+def _rationale_cache() -> _ResultCache:
+    """Finished slices, shared by every session (not ``st.cache_data``: see ``_ResultCache``)."""
+    return _ResultCache(max_entries=16)
+
+
 def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSlice:
     model, dataset, split, indices, method_keys, metric_params, correct_only, objective, method_params, mlm_name = (
         json.loads(request)
