@@ -83,6 +83,11 @@ class BinParams:
     bins: str = param(
         "eraser", "eraser: AOPC over {1, 5, 10, 20, 50}%; marc: mean over 5%, 10%, ..., 95%", choices=tuple(BIN_SETS)
     )
+    normalization: str = param(
+        "bins",
+        "divide the summed drops by |B| (the papers' formula) or by |B| + 1 (the ERASER and AML code)",
+        choices=("bins", "bins_plus_one"),
+    )
 
 
 @dataclass(frozen=True)
@@ -274,7 +279,8 @@ def _bins_plan(ctx: _Context, params: BinParams, keep: bool) -> _Plan:
             "probabilities": probs[1:].tolist(),
             "original_probability": float(probs[0]),
         }
-        return MetricResult(float(drops.mean()), tuple(zip(fractions, drops.tolist())), extras)
+        divisor = len(drops) + (1 if params.normalization == "bins_plus_one" else 0)
+        return MetricResult(float(drops.sum() / divisor), tuple(zip(fractions, drops.tolist())), extras)
 
     return _Plan(variants, finish)
 

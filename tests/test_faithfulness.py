@@ -158,6 +158,15 @@ def test_comprehensiveness_sufficiency_hand_computed(linear_clf, mixed_example):
     assert suff.value == pytest.approx(p0 - (2 * only_great + 3 * great_good) / 5, abs=1e-6)
 
 
+def test_aopc_divisor_bins_plus_one_follows_the_eraser_code(linear_clf, mixed_example):
+    papers = metrics.get("comprehensiveness").compute(linear_clf, mixed_example, oracle(mixed_example), F.BinParams())
+    code = metrics.get("comprehensiveness").compute(
+        linear_clf, mixed_example, oracle(mixed_example), F.BinParams(normalization="bins_plus_one")
+    )
+    assert code.value == pytest.approx(papers.value * 5 / 6, abs=1e-9)
+    assert code.curve == papers.curve  # the per-bin drops are the same; only the divisor differs
+
+
 def test_log_odds_hand_computed(linear_clf, mixed_example):
     # 20% of 12 words -> 3 words (great, good, the) replaced by [MASK]
     result = metrics.get("log_odds").compute(linear_clf, mixed_example, oracle(mixed_example), F.LogOddsParams())

@@ -95,13 +95,14 @@ def score_attribution(
     mlm: MaskedLM | None = None,
 ) -> dict[str, MetricResult]:
     """Every metric of one attribution: faithfulness in one batch, the others one by one.
-    Metrics that need a rationale are left out when the example has none (or it is empty)."""
+    Metrics that need a rationale are left out when the example has none, or when the metric
+    skips it (each metric's own rule, which follows its ``annotator`` setting)."""
     import metrics
     from metrics import faithfulness
 
     batched = {k: p for k, p in params_by_metric.items() if k in faithfulness.METRIC_KEYS}
     results = faithfulness.score_many(clf, example, attribution, batched, mlm=mlm) if batched else {}
-    has_rationale = example.rationale is not None and any(example.rationale)
+    has_rationale = example.rationale is not None or bool(example.rationales)
     for key, params in params_by_metric.items():
         if key in batched:
             continue
