@@ -13,12 +13,12 @@ from ui import sidebar
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
-    ("pages/heatmaps.py", "Heatmaps", ":material/grid_on:"),
-    ("pages/input_marginalization.py", "Input Marginalization", ":material/swap_horiz:"),
-    ("pages/faithfulness.py", "Faithfulness", ":material/trending_down:"),
-    ("pages/rationales.py", "Human rationales", ":material/person_check:"),
-    ("pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
-    ("pages/adversarial.py", "Adversarial", ":material/bug_report:"),
+    ("app_pages/heatmaps.py", "Heatmaps", ":material/grid_on:"),
+    ("app_pages/input_marginalization.py", "Input Marginalization", ":material/swap_horiz:"),
+    ("app_pages/faithfulness.py", "Faithfulness", ":material/trending_down:"),
+    ("app_pages/rationales.py", "Human rationales", ":material/person_check:"),
+    ("app_pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
+    ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
 )
 
 st.set_page_config(page_title="Attribution explorer", page_icon=":material/grid_on:", layout="wide")

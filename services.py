@@ -375,7 +375,7 @@ def explain(
 
 
 # =========================================================================== faithfulness
-# Section owned by the faithfulness metrics (pages/faithfulness.py): metric results cached per
+# Section owned by the faithfulness metrics (app_pages/faithfulness.py): metric results cached per
 # model, example, method (with its parameters and target) and metric parameters.
 
 
@@ -600,7 +600,7 @@ def evaluate_slice(
 
 
 # =========================================================================== input marginalization
-# Section owned by the Input Marginalization page (pages/input_marginalization.py): cost
+# Section owned by the Input Marginalization page (app_pages/input_marginalization.py): cost
 # estimates, the rows of its word and candidate tables, and its counterfactual gallery.
 
 
@@ -786,7 +786,7 @@ def loo_counterfactual_rows(
 
 
 # =========================================================================== rationales
-# Section owned by the plausibility metrics (pages/rationales.py): agreement of attributions with
+# Section owned by the plausibility metrics (app_pages/rationales.py): agreement of attributions with
 # human rationales, for one example and over a dataset slice. The metrics are plain numpy; a
 # slice's explanations come from the per-method cache and its metrics are cached per request.
 
@@ -1006,7 +1006,7 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
 
 
 # =========================================================================== sanity checks
-# Section owned by the layer-randomisation sanity checks (pages/sanity_checks.py): whole runs
+# Section owned by the layer-randomisation sanity checks (app_pages/sanity_checks.py): whole runs
 # cached per model, examples, methods (with their parameters), mode, seed, targets and top-k.
 
 
@@ -1077,7 +1077,7 @@ def randomize(
 
 
 # =========================================================================== adversarial
-# Section owned by the attacks on explanations (pages/adversarial.py): each example's attack
+# Section owned by the attacks on explanations (app_pages/adversarial.py): each example's attack
 # cached per model, example, methods (with their parameters), attack and attack parameters.
 
 

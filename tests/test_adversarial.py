@@ -338,7 +338,7 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
 
     model, mlm = toy_folders
     words = ("the", "movie", "was", "<script>", "great", "but", "the", "plot", "was", "bad")
-    app = AppTest.from_file("../pages/adversarial.py", default_timeout=300)
+    app = AppTest.from_file("../app_pages/adversarial.py", default_timeout=300)
     app.session_state["selection"] = Selection(
         model=model, label_names=("negative", "positive"), example=Example(segments=(words,), id="page"), mlm=mlm
     )

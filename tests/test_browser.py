@@ -144,3 +144,31 @@ def test_markup_in_free_text_is_shown_not_run(app_url: str, browser) -> None:
     cells = rows(page, "random").first.locator("td")
     assert [cells.nth(i).inner_text() for i in range(4)] == ["Great", "<", "script", ">"]
     page.close()
+
+
+PAGES = {
+    "input_marginalization": "Input Marginalization",
+    "faithfulness": "Faithfulness",
+    "rationales": "Human rationales",
+    "sanity_checks": "Sanity checks",
+    "adversarial": "Adversarial attacks",
+}
+
+
+def test_every_page_opens_and_the_rationale_overlay_is_visible(app_url: str, browser) -> None:
+    from playwright.sync_api import expect
+
+    query = "model=minilm-sst2&dataset=examples&split=sst2&index=0"
+    example = load_bundled_examples(split="sst2")[0]
+    page = open_page(browser, f"{app_url}/rationales?{query}", 1400)
+    majority = rows(page, "human · majority")  # one row per block of the wrapped text
+    expect(majority.first).to_be_visible(timeout=TIMEOUT_MS)
+    outlined = majority.locator("td[style*='outline']")
+    assert sorted(outlined.all_inner_texts()) == sorted(w for w, m in zip(example.words, example.rationale) if m)
+    page.screenshot(path=str(OUTPUT / "rationales.png"), full_page=True)
+    for path, title in PAGES.items():
+        page.goto(f"{app_url}/{path}?{query}")
+        expect(page.get_by_role("heading", name=re.compile(f"^{title}"))).to_be_visible(timeout=TIMEOUT_MS)
+        page.wait_for_load_state("networkidle")
+        assert page.locator('[data-testid="stException"]').count() == 0, path
+    page.close()

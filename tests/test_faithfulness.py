@@ -339,7 +339,7 @@ def test_page_runs_in_apptest(toy_bert_dir):
     at.session_state["sidebar.model_path"] = toy_bert_dir
     at.session_state["heatmaps.methods"] = []  # the home page computes nothing
     at.run()
-    at.switch_page("pages/faithfulness.py").run()
+    at.switch_page("app_pages/faithfulness.py").run()
     assert not at.exception
     at.multiselect(key="faithfulness.methods").set_value(["loo_empty", "random"]).run()
     assert not at.exception and not at.error

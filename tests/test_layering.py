@@ -33,12 +33,12 @@ def test_imported_roots_sees_nested_and_from_imports(tmp_path: Path) -> None:
     assert imported_roots(source) == {"os", "torch", "captum"}
 
 
-@pytest.mark.parametrize("path", files("app.py", "pages/*.py", "ui/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", files("app.py", "app_pages/*.py", "ui/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_ui_imports_no_deep_learning_library(path: Path) -> None:
     assert not imported_roots(path) & HEAVY
 
 
-@pytest.mark.parametrize("path", files("pages/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", files("app_pages/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_pages_reach_the_engine_only_through_services(path: Path) -> None:
     assert not imported_roots(path) & ENGINE
 
@@ -52,4 +52,4 @@ def test_engine_imports_no_streamlit(path: Path) -> None:
 
 def test_the_checked_layers_exist() -> None:
     assert (ROOT / "app.py").is_file()
-    assert files("pages/*.py") and files("ui/*.py") and files("core/*.py") and files("explainers/*.py")
+    assert files("app_pages/*.py") and files("ui/*.py") and files("core/*.py") and files("explainers/*.py")

@@ -354,7 +354,7 @@ def page(dataset: str, split: str, index: int, toy_folder: str, monkeypatch):
     app = AppTest.from_file(str(root / "app.py"), default_timeout=240)
     app.query_params.update({"model": model, "dataset": dataset, "split": split, "index": str(index)})
     app.run()
-    app.switch_page("pages/rationales.py")
+    app.switch_page("app_pages/rationales.py")
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     assert not app.error, [e.value for e in app.error]

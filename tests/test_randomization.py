@@ -244,7 +244,7 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
 
     words = ("the", "movie", "was", "<script>", "great", "but", "the", "plot", "was", "bad")
     example = Example(segments=(words,), id="page")
-    app = AppTest.from_file("../pages/sanity_checks.py", default_timeout=180)
+    app = AppTest.from_file("../app_pages/sanity_checks.py", default_timeout=180)
     app.session_state["selection"] = Selection(
         model=toy_bert_folder, label_names=("negative", "positive"), example=example
     )
