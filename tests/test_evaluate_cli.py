@@ -82,6 +82,22 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert payload["results"]["random"]["iou"]["n"] == 3
 
 
+def test_target_gold_explains_the_label_not_the_prediction(toy_model_dir, capsys):
+    common = ["--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "6"]
+    common += ["--methods", "loo_empty", "--metrics", "comprehensiveness", "--per-example", "--json"]
+    runs = {}
+    for target in ("predicted", "gold"):
+        code, out, err = run_cli(capsys, *common, "--target", target)
+        assert code == 0, err
+        runs[target] = json.loads(out)
+    assert runs["gold"]["target"] == "gold"
+    for predicted, gold in zip(runs["predicted"]["examples"], runs["gold"]["examples"]):
+        assert gold["target"] == gold["label"]
+        assert predicted["target"] == int(np.argmax(predicted["probabilities"]))
+        if gold["label"] != predicted["target"]:  # explaining the other class mirrors the scores
+            assert gold["scores"]["loo_empty"] != predicted["scores"]["loo_empty"]
+
+
 def test_rationale_metrics_skip_examples_without_one(toy_model_dir, capsys):
     # The bundled examples all carry a highlight; SST-2 sentences carry none.
     code, out, err = run_cli(

@@ -125,8 +125,12 @@ def evaluate_slice(
     seed: int | None = None,
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
+    target: str = "predicted",
 ) -> SliceEvaluation:
-    """Explain every example with every method and score every attribution with every metric."""
+    """Explain every example with every method and score every attribution with every metric.
+
+    ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
+    (the example's label, MaRC's protocol; the predicted class where an example has none)."""
     from core.engine import explain_example
 
     evaluation = SliceEvaluation(list(methods), list(params_by_metric))
@@ -135,7 +139,10 @@ def evaluate_slice(
         if progress is not None:
             progress(index / len(examples), f"example {index + 1} of {len(examples)}")
         start = time.perf_counter()
-        explanation = explain_example(clf, example, list(methods), params=method_params, seed=seed, mlm=mlm)
+        explained = example.label if target == "gold" else None
+        explanation = explain_example(
+            clf, example, list(methods), target=explained, params=method_params, seed=seed, mlm=mlm
+        )
         middle = time.perf_counter()
         scored = {
             method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)
@@ -262,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         mlm=mlm,
         progress=None if args.quiet else _stderr_progress(start),
+        target=args.target,
     )
     summary = summarize(evaluation)
     payload: dict[str, Any] = {
@@ -269,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
         "dataset": args.dataset,
         "split": args.split,
         "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
+        "target": args.target,
         "n_examples": len(examples),
         "methods": methods,
         "metrics": {
@@ -323,6 +332,12 @@ def register(sub) -> None:
     )
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
     parser.add_argument("--seed", type=int, help="seed for stochastic methods and for --random")
+    parser.add_argument(
+        "--target",
+        choices=("predicted", "gold"),
+        default="predicted",
+        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
+    )
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
