@@ -267,6 +267,26 @@ def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: Sel
     )
 
 
+def _contiguity(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
+    """Words per span of the selected words (at the human rationale's size by default): MaRC
+    (paper 003) argues that rationales should be phrases, not scattered words."""
+    selected = select(scores, human, params)
+    found = spans(selected, example.segment_ids)
+    lengths = [end - start for start, end in found]
+    k = int(selected.sum())
+    in_phrases = sum(n for n in lengths if n >= 2) / k if k else 0.0
+    human_spans = spans(human, example.segment_ids)
+    return MetricResult(
+        k / len(found) if found else 0.0,
+        extras={
+            "spans": len(found),
+            "k": k,
+            "share_in_phrases": in_phrases,
+            "human_words_per_span": float(human.sum()) / len(human_spans) if human_spans else 0.0,
+        },
+    )
+
+
 def _auprc(scores: np.ndarray, human: np.ndarray, example: Example, params: RankingParams) -> MetricResult:
     values = auprc(scores, human)
     return MetricResult(values["auprc"], extras=values)
@@ -376,6 +396,15 @@ METRICS = (
         higher_is_better=False,
         paper=_THESIS,
         value_range=(0.0, 1.0),
+    ),
+    _spec(
+        "contiguity",
+        _against_human(_contiguity),
+        SelectionParams,
+        "words per span of the top-k words (k = human length; the humans' own figure in extras)",
+        higher_is_better=True,
+        paper=_ERASER,
+        value_range=None,
     ),
     _spec(
         "coverage",

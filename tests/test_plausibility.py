@@ -43,6 +43,7 @@ MASK = (0, 1, 1, 0, 0, 1, 0, 0)
 
 def test_registered_with_the_expected_keys_and_flags():
     keys = ("iou", "precision", "recall", "f1", "token_f1", "iou_f1", "auprc", "gt_overlap", "mean_rank", "coverage")
+    keys += ("contiguity",)
     for key in keys:
         spec = metrics.get(key)
         assert spec.family == "plausibility" and spec.needs_rationale and not spec.needs_classifier
@@ -194,6 +195,16 @@ def test_iou_f1_metric_builds_spans_from_top_k_and_segments():
     result = score("iou_f1", pair, [0, 0.9, 0.8, 0.7, 0], selection="threshold", threshold=0.5)
     assert result.extras["predicted_spans"] == [(1, 3), (3, 4)]
     assert result.value == pytest.approx(2 * 0.5 * 1 / 1.5)  # P 1/2, R 1
+
+
+def test_contiguity_counts_words_per_span_at_the_human_size():
+    # MASK has 3 human words in 2 spans (w1 w2 | w5); the top-3 words w3 w4 w5 form one span
+    phrase = score("contiguity", make_example(MASK), [0, 0.1, 0.2, 0.9, 0.8, 0.7, 0, 0])
+    assert phrase.value == pytest.approx(3.0) and phrase.extras["spans"] == 1
+    assert phrase.extras["share_in_phrases"] == pytest.approx(1.0)
+    assert phrase.extras["human_words_per_span"] == pytest.approx(1.5)
+    scattered = score("contiguity", make_example(MASK), [0.9, 0, 0.8, 0, 0.7, 0, 0, 0])
+    assert scattered.value == pytest.approx(1.0) and scattered.extras["share_in_phrases"] == 0.0
 
 
 # --------------------------------------------------------------------------- empty rationales and annotators
