@@ -155,3 +155,42 @@ def test_training_command_runs_end_to_end(tmp_path: Path) -> None:
         main(["train", "mlm", "--steps", "2", "--train-limit", "64", "--eval-limit", "16", "--out", str(out_mlm)]) == 0
     )
     assert MaskedLM.load(str(out_mlm)).fill_texts(["a [MASK] film"], k=3)[0]
+
+
+def test_input_marginalization_matches_an_independent_computation(sst2: Classifier) -> None:
+    """IM (paper 000, Eq. 3-4) on the bundled classifier and masked LM, recomputed here with plain
+    transformers calls: top-10 fill-ins at each word, renormalised, log2-odds difference."""
+    from core.models import load_masked_lm
+
+    example = Example(segments=(tuple(SENTENCE.split()),))
+    spec = explainers.get("im")
+    mlm = MaskedLM.load("minilm-mlm")
+    ours = explainers.run_explainer(spec, sst2, example, 1, spec.make_params({}), mlm=mlm)
+    tokenizer, classifier = sst2.tokenizer, sst2.model
+    masked_lm = load_masked_lm("minilm-mlm")
+    words = list(example.words)
+    enc = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    ids, word_ids = enc["input_ids"][0].tolist(), enc.word_ids()
+
+    def p_positive(batch_ids: list[list[int]]) -> np.ndarray:
+        with torch.no_grad():
+            logits = classifier(input_ids=torch.tensor(batch_ids)).logits
+        return torch.softmax(logits, -1)[:, 1].numpy()
+
+    def log2_odds(p: float) -> float:
+        return float(np.log2(p) - np.log2(1 - p))
+
+    original = float(p_positive([ids])[0])
+    for i in (0, 1, 4, 10):
+        masked = words[:i] + [tokenizer.mask_token] + words[i + 1 :]
+        menc = tokenizer(masked, is_split_into_words=True, return_tensors="pt")
+        position = int((menc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0])
+        with torch.no_grad():
+            probs = torch.softmax(masked_lm(**menc).logits[0, position], -1)
+        top = torch.topk(probs, 10)
+        first = word_ids.index(i)
+        last = len(word_ids) - 1 - word_ids[::-1].index(i)
+        variants = [ids[:first] + [int(t)] + ids[last + 1 :] for t in top.indices]
+        weights = top.values.numpy() / float(top.values.sum())
+        expected = float(weights @ p_positive(variants))
+        assert ours.scores[i] == pytest.approx(log2_odds(original) - log2_odds(expected), abs=1e-3), words[i]
