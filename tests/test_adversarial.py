@@ -369,3 +369,12 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     assert list(measures.index) == ["loo_unk", "grad_x_input"]
     assert (measures["class after"] == measures["class"]).all()
     assert ((measures["p after"] - measures["p before"]).abs() <= 0.05 + 1e-9).all()
+
+
+def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(monkeypatch, capsys):
+    from core import cli
+
+    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    argv = ["attack", "--model", "toy", "--text", "a good film", "--methods", "saliency", "--seed", "3", "--json"]
+    assert cli.main(argv) == 2
+    assert "deterministic" in capsys.readouterr().err

@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
     if args.attack == "embedding":
+        if args.seed is not None:
+            raise ValueError("--seed applies to the substitution attack: the embedding attack is deterministic")
         overrides.setdefault("objective", args.objective)
     elif args.seed is not None:
         overrides.setdefault("seed", args.seed)
