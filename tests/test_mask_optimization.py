@@ -9,8 +9,6 @@ negative class.
 from __future__ import annotations
 
 import math
-import os
-import time
 
 import numpy as np
 import pytest
@@ -254,11 +252,6 @@ SENTENCE = (
 )
 
 
-def _within_a_minute(seconds: float) -> bool:
-    """The one-minute budget holds on an idle CPU; under other load only the pass counts are checked."""
-    return seconds < 60 or os.getloadavg()[0] > (os.cpu_count() or 1)
-
-
 # An SST-2 dev sentence (negative) whose evidence sits in two places.
 TWO_PLACES = (
     *("even", "horror", "fans", "will", "most", "likely", "not", "find", "what", "they", "'re", "seeking"),
@@ -270,9 +263,9 @@ TWO_PLACES = (
 def test_marc_on_the_bundled_model(sst2_clf):
     example = Example(segments=(SENTENCE,), id="sentence")
     assert len(SENTENCE) == 20
-    start = time.perf_counter()
+    # The time budget (under a minute on 2 CPU cores) is measured by `python -m core bench`
+    # (BENCHMARKS.md), not here; the test bounds the work instead.
     marc = _run("marc", sst2_clf, example, 0)
-    assert _within_a_minute(time.perf_counter() - start)
     assert marc.forward_passes <= 2 * 300 + 2
     assert np.all((marc.scores >= 0) & (marc.scores <= 1))
     # The negative phrase is kept as one span and the kept words alone keep the class.
@@ -296,12 +289,10 @@ def test_marc_spans_are_fewer_and_longer_than_saliency_top_k(sst2_clf):
 
 
 @pytest.mark.slow
-def test_aml_on_the_bundled_model_within_a_minute(sst2_clf):
+def test_aml_on_the_bundled_model(sst2_clf):
     mo.PRETRAINED.clear()
     example = Example(segments=(SENTENCE,), id="sentence")
-    start = time.perf_counter()
     attribution = _run("aml", sst2_clf, example, 0)
-    assert _within_a_minute(time.perf_counter() - start)
     # fAML: one prediction, 6 (masked, complement) pairs, at most 5 selection variants per step.
     assert 13 <= attribution.forward_passes <= 1 + 12 + 6 * 5 and attribution.backward_passes == 10
     assert attribution.extras["pretraining"]["source"].startswith("sst2/")
