@@ -45,7 +45,7 @@ TASKS: dict[str, TaskSpec] = {
     "esnli": TaskSpec("esnli", "test", "dev", 900, 5e-4, 16, 128),
     "movies": TaskSpec("movies", "train", "test", 400, 5e-4, 16, 64),
     "hatexplain": TaskSpec("hatexplain", "val", "test", 40, 5e-4, 16, 64),
-    "mlm": TaskSpec("mlm", "", "dev", 200, 1e-3, 64, 32),
+    "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),
 }
 
 

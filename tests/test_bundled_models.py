@@ -71,13 +71,20 @@ def test_bundled_classifier_loads_offline_quickly_and_meets_its_target(name: str
     assert accuracy == pytest.approx(card["accuracy"], abs=0.005), f"{name}: {accuracy:.4f} on {dataset}/{split}"
 
 
-def test_masked_lm_restores_a_predictable_word() -> None:
+@pytest.mark.parametrize(
+    ("sentence", "position"),
+    [
+        ("a group of people are standing in front of a building .", 7),  # e-SNLI style
+        ("this is the worst movie i have ever seen .", 8),  # SST-2 style
+    ],
+)
+def test_masked_lm_restores_a_predictable_word(sentence: str, position: int) -> None:
     start = time.perf_counter()
     mlm = MaskedLM.load("minilm-mlm")
     assert time.perf_counter() - start < 10
-    words = ("the", "film", "is", "a", "waste", "of", "time", ".")
-    ((fills, original),) = mlm.fill_words((words,), [6], k=10)
-    assert fills[0].token == "time" and original > 0.5, fills[:3]
+    words = tuple(sentence.split())
+    ((fills, original),) = mlm.fill_words((words,), [position], k=10)
+    assert fills[0].token == words[position] and original > 0.5, fills[:3]
 
 
 def test_loo_empty_matches_hand_made_deletions(sst2: Classifier) -> None:
