@@ -172,3 +172,42 @@ def test_every_page_opens_and_the_rationale_overlay_is_visible(app_url: str, bro
         page.wait_for_load_state("networkidle")
         assert page.locator('[data-testid="stException"]').count() == 0, path
     page.close()
+
+
+def test_pages_show_their_results_in_the_browser(app_url: str, browser) -> None:
+    """IM: its row beside leave-one-out and the candidate table; sanity checks: the curves and the
+    thumbnails after a run; adversarial: the original and attacked texts and heatmaps."""
+    from playwright.sync_api import expect
+
+    query = "model=minilm-sst2&dataset=examples&split=sst2&index=1"
+    page = open_page(browser, f"{app_url}/input_marginalization?{query}", 1400)
+    gate = page.get_by_role("button", name=re.compile("^Run im"))  # shown when the estimate is long
+    expect(rows(page, "im").first.or_(gate)).to_be_visible(timeout=TIMEOUT_MS)
+    if gate.is_visible():
+        gate.click()
+    expect(rows(page, "im").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(rows(page, "loo_empty").first).to_be_visible()
+    expect(page.get_by_text("Fill-ins of one word")).to_be_visible()
+    candidates = page.locator('[data-testid="stDataFrame"]')
+    expect(candidates.nth(1)).to_be_visible()
+    expect(candidates.nth(1).get_by_text("fill-in", exact=True).first).to_be_attached()
+    page.screenshot(path=str(OUTPUT / "input_marginalization.png"), full_page=True)
+
+    page.goto(f"{app_url}/sanity_checks?{query}")
+    page.get_by_role("button", name="Run the sanity check").click(timeout=TIMEOUT_MS)
+    expect(page.locator(".sanity-thumb").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "sanity_checks.png"), full_page=True)
+
+    page.goto(f"{app_url}/adversarial?{query}")
+    page.get_by_text("Attack parameters").click(timeout=TIMEOUT_MS)
+    steps = page.get_by_label("steps", exact=True)
+    steps.fill("4")  # a short attack: the test checks the display, the metrics tests check the attack
+    steps.press("Enter")
+    expect(page.get_by_text("about 4 forward and backward passes")).to_be_visible()
+    page.get_by_role("button", name="Run the attack").click()
+    expect(rows(page, "attacked").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".adv-text").nth(1)).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "adversarial.png"), full_page=True)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()
