@@ -322,6 +322,8 @@ def _attribution(
     explanation = explain_example(
         clf, example, [method], target=target, params={method: params}, mlm=mlm, progress=progress
     )
+    if method in explanation.errors:
+        raise ValueError(explanation.errors[method])
     attribution = explanation.attributions[method]
     cache.put(key, attribution)
     return attribution
@@ -667,6 +669,20 @@ def _step_seconds(model: str, example_key: str, _example: Example) -> float:
     return step_seconds(clf, clf.fit_example(_example)[0])
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _forward_rate(model: str, example_key: str, _example: Example) -> float:
+    from core.bench import forward_rate
+
+    clf = classifier(model)
+    return forward_rate(clf, clf.fit_example(_example)[0])
+
+
+def estimate_perturbation_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> CostEstimate:
+    """``estimate_cost`` for this example at the classifier's measured rate on it."""
+    rate = _forward_rate(model, _example_key(example), example)
+    return estimate_cost(method, len(classifier(model).fit_example(example)[0].words), params, rate)
+
+
 def estimate_mask_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> MaskCostEstimate:
     """Time estimate for ``marc`` or ``aml`` on this example, from one timed optimisation step."""
     step = _step_seconds(model, _example_key(example), example)
@@ -864,11 +880,13 @@ class RationaleSlice:
     ``values[method][metric]`` has one value per item (None where the rationale was empty or the
     method failed); ``summary`` and ``ceiling`` (the annotators among themselves) are means with
     95% intervals; ``thresholds[method]`` is paper 000's optimal tau search and ``at_best`` the
-    threshold metrics at that tau; ``human_coverage`` the share of words the humans marked."""
+    threshold metrics at that tau; ``human_coverage`` the share of words the humans marked;
+    ``micro[method][metric]`` ERASER's micro average of token F1 and IOU-F1 (precision, recall, F1)."""
 
     items: tuple[SliceItem, ...]
     values: dict[str, dict[str, list[float | None]]]
     summary: dict[str, dict[str, plausibility.Summary]]
+    micro: dict[str, dict[str, dict[str, float]]]
     ceiling: dict[str, plausibility.Summary]
     thresholds: dict[str, plausibility.ThresholdSearch]
     at_best: dict[str, dict[str, plausibility.Summary]]
@@ -965,6 +983,14 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
         method: {key: plausibility.summarize(r for r in rs if r is not None) for key, rs in per.items()}
         for method, per in results.items()
     }
+    micro = {
+        method: {
+            key: plausibility.micro_f1(r for r in rs if r is not None)
+            for key, rs in per.items()
+            if key in plausibility.MICRO_KEYS
+        }
+        for method, per in results.items()
+    }
     ceiling = {
         key: plausibility.summarize(plausibility.human_ceiling(item.example, key, p) for item in items)
         for key, p in resolved.items()
@@ -995,6 +1021,7 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
         tuple(items),
         values,
         summary,
+        micro,
         ceiling,
         thresholds,
         at_best,

@@ -251,6 +251,7 @@ def slice_view(selection: state.Selection, methods: list[str], metric_params: di
         f"{result.forward_passes} forward passes for the explanations"
     )
     summary_table(result, metric_params["iou"]["threshold"])
+    micro_table(result)
     threshold_table(result, objective)
     worst_examples(result)
 
@@ -285,6 +286,21 @@ def summary_table(result, threshold: float) -> None:
         f"Mean [95% interval]; best method per column highlighted (coverage: closest to the humans' "
         f"{result.human_coverage.mean:.3f}); ↑ higher / ↓ lower is better. {ceiling_note}"
     )
+
+
+def micro_table(result) -> None:
+    """ERASER's own aggregate: counts summed over the slice before precision, recall and F1."""
+    rows = {(m, column_name(k)): values for m, per in result.micro.items() for k, values in per.items()}
+    if not rows:
+        return
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index = pd.MultiIndex.from_tuples(frame.index, names=["method", "metric"])
+    with st.expander("ERASER micro averages (matches summed over the slice)"):
+        st.dataframe(frame.style.format(precision=3), key="rationales.slice.micro")
+        st.caption(
+            "The table above averages each example's F1; ERASER's scoring code also reports this micro "
+            "average, where long documents with many highlighted words weigh more."
+        )
 
 
 def threshold_table(result, objective: str) -> None:

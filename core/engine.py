@@ -48,24 +48,33 @@ def explain_example(
     progress: ProgressFn | None = None,
 ) -> Explanation:
     """Fit the example to the model, predict, and run each method on the target class
-    (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed."""
+    (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed.
+    A method that refuses the example or its parameters (``ValueError``) is recorded in
+    ``errors`` and the other methods still run."""
     example, dropped = clf.fit_example(example)
     prediction = predict(clf, example)
     target = prediction.predicted if target is None else target
-    results: dict[str, Attribution] = {}
-    for index, key in enumerate(methods):
-        spec = explainers.get(key)
+    specs = {key: explainers.get(key) for key in methods}
+    method_params = {}  # built first, so a bad parameter stops the run before any work
+    for key, spec in specs.items():
         overrides = dict((params or {}).get(key, {}))
         if seed is not None and spec.stochastic:
             overrides.setdefault("seed", seed)
+        method_params[key] = spec.make_params(overrides)
+    results: dict[str, Attribution] = {}
+    errors: dict[str, str] = {}
+    for index, (key, spec) in enumerate(specs.items()):
 
         def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
             if progress is not None:
                 progress((index + fraction) / len(methods), f"{key}: {message}")
 
-        results[key] = explainers.run_explainer(
-            spec, clf, example, target, spec.make_params(overrides), mlm=mlm, progress=step
-        )
+        try:
+            results[key] = explainers.run_explainer(
+                spec, clf, example, target, method_params[key], mlm=mlm, progress=step
+            )
+        except ValueError as error:
+            errors[key] = str(error)
         if progress is not None:
             progress((index + 1) / len(methods), f"{key} done")
-    return Explanation(example, prediction, target, results, dropped)
+    return Explanation(example, prediction, target, results, dropped, errors)

@@ -420,6 +420,7 @@ class PretrainedAml:
         return {
             "backbone": self.backbone,
             "source": self.source,
+            "on_explained_example": self.source == FALLBACK_SOURCE,
             "n_examples": self.n_examples,
             "runtime_s": self.runtime_s,
             "forward_passes": self.forward_passes,
@@ -447,6 +448,10 @@ def training_split(clf: Classifier) -> tuple[str, str] | None:
     return (dataset, split) if split is not None else None
 
 
+# pAML's training source when no training split is found: the explained example, repeated.
+FALLBACK_SOURCE = "the explained example"
+
+
 def training_examples(clf: Classifier, example: Example, n_train: int, seed: int) -> tuple[list[Example], str]:
     """pAML's training slice and its name: a seeded random sample of ``n_train`` examples of at
     most 128 tokens from ``training_split``; without one (no data folder, no known dataset), the
@@ -466,7 +471,7 @@ def training_examples(clf: Classifier, example: Example, n_train: int, seed: int
                     break
         if chosen:
             return chosen, "/".join(found)
-    return [example] * n_train, "the explained example"
+    return [example] * n_train, FALLBACK_SOURCE
 
 
 def _uses_token_types(model: nn.Module) -> bool:

@@ -231,6 +231,10 @@ class AttackResult:
             "backward_passes": self.backward_passes,
             "mlm_forward_passes": self.mlm_forward_passes,
             "params": self.params,
+            # The embedding perturbation, one row per token of the model's encoding of
+            # ``original_words`` (special tokens included, their rows zero), so the attacked
+            # explanation can be recomputed outside this tool.
+            "delta": None if self.delta is None else self.delta.astype(float).tolist(),
         }
 
 

@@ -248,7 +248,13 @@ def _token_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: S
     selected = select(scores, human, params)
     values = overlap(selected, human)
     return MetricResult(
-        values["f1"], extras={"precision": values["precision"], "recall": values["recall"], "k": int(selected.sum())}
+        values["f1"],
+        extras={
+            "precision": values["precision"],
+            "recall": values["recall"],
+            "k": int(selected.sum()),
+            **_counts(int(np.sum(selected & human)), int(selected.sum()), int(human.sum())),
+        },
     )
 
 
@@ -263,8 +269,14 @@ def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: Sel
             "predicted_spans": predicted,
             "human_spans": reference,
             "k": sum(e - s for s, e in predicted),
+            **_counts(values["matched"], len(predicted), len(reference)),
         },
     )
+
+
+def _counts(matched: int, n_predicted: int, n_human: int) -> dict[str, int]:
+    """The counts behind a token or span F1, so a slice can be scored micro-averaged as ERASER does."""
+    return {"matched": matched, "n_predicted": n_predicted, "n_human": n_human}
 
 
 def _contiguity(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
@@ -441,6 +453,26 @@ def summarize(results: Iterable[MetricResult]) -> Summary:
     skipped = sum(1 for r in results if "skipped" in r.extras)
     mean, low, high, n = mean_interval([r.value for r in results if "skipped" not in r.extras])
     return Summary(mean, low, high, n, skipped)
+
+
+# Metrics whose per-example extras carry matched / n_predicted / n_human counts.
+MICRO_KEYS = ("token_f1", "iou_f1")
+
+
+def micro_f1(results: Iterable[MetricResult]) -> dict[str, float]:
+    """ERASER's micro average over a slice (``score_hard_rationale_predictions`` for tokens,
+    ``partial_match_score`` for spans): matches, predictions and human units summed over the
+    examples before precision, recall and F1 are taken. Skipped examples are left out."""
+    matched = n_predicted = n_human = 0
+    for result in results:
+        if "skipped" in result.extras:
+            continue
+        matched += result.extras["matched"]
+        n_predicted += result.extras["n_predicted"]
+        n_human += result.extras["n_human"]
+    precision = matched / n_predicted if n_predicted else 0.0
+    recall = matched / n_human if n_human else 0.0
+    return {"precision": precision, "recall": recall, "f1": _f1(precision, recall)}
 
 
 @dataclass(frozen=True)

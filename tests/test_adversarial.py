@@ -130,6 +130,7 @@ def test_reported_measures_match_a_recomputation_from_delta(linear_clf, toy_exam
     top_after = np.argsort(-words, kind="stable")[: result.k]
     assert result.rank_change == pytest.approx(np.mean(top_before != top_after))
     assert result.to_json()["rank_change"] == result.rank_change
+    np.testing.assert_array_equal(np.array(result.to_json()["delta"]), result.delta)
     # Special tokens are never perturbed.
     specials = [t for t, w in enumerate(encoded.word_ids) if w is None]
     assert not result.delta[specials].any()

@@ -93,6 +93,21 @@ def test_every_fast_method_renders_a_row_under_the_same_words() -> None:
     assert at.query_params["methods"] == ",".join(FAST)
 
 
+def test_sampling_methods_show_an_estimate_that_bounds_their_passes() -> None:
+    small = {"heatmaps.param.lime.n_samples": 60, "heatmaps.param.kernel_shap.n_samples": 40}
+    at = run_app(small, dataset="examples", split="sst2", index="0", methods="lime,kernel_shap")
+    assert_clean(at)
+    captions = " ".join(c.value for c in at.caption)
+    for method, samples in (("lime", 60), ("kernel_shap", 40)):
+        assert re.search(
+            rf"Estimated time for \*\*{method}\*\*: about [0-9.]+ s \(at most {samples} classifier forward passes",
+            captions,
+        ), captions
+    costs = at.dataframe[0].value.set_index("method")
+    assert 0 < costs.loc["lime", "forward passes"] <= 60
+    assert 0 < costs.loc["kernel_shap", "forward passes"] <= 40
+
+
 @pytest.mark.slow
 def test_mask_optimisers_show_estimate_spans_preview_and_trace() -> None:
     small = {

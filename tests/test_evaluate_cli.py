@@ -203,3 +203,54 @@ def test_evaluate_bundled_sst2(capsys):
         direct = F.score_many(clf, example, attribution, {k: None for k in F.METRIC_KEYS})
         for key, result in direct.items():
             assert math.isclose(record["metrics"]["loo_empty"][key], result.value, abs_tol=1e-6)
+
+
+def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_model_dir, capsys, monkeypatch):
+    import explainers
+
+    real = explainers.run_explainer
+
+    def refuse_random(spec, *args, **kwargs):
+        if spec.key == "random":
+            raise ValueError("refused for the test")
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(explainers, "run_explainer", refuse_random)
+    code, out, err = run_cli(
+        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--methods", "random,loo_empty", "--metrics", "deletion", "--json", "--quiet", "--per-example",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    assert [e["error"] for e in payload["errors"]["random"]] == ["refused for the test"] * 2
+    assert payload["results"]["random"]["deletion"]["n"] == 0
+    assert payload["results"]["loo_empty"]["deletion"]["n"] == 2
+    assert set(payload["examples"][0]["scores"]) == {"loo_empty"}
+
+
+@pytest.mark.skipif("minilm-hatexplain" not in bundled_names(), reason="the bundled HateXplain model is missing")
+def test_human_ceiling_and_best_threshold_match_direct_computation(capsys):
+    from metrics import plausibility
+
+    if "test" not in available_splits("hatexplain"):
+        pytest.skip("ATTRIBUTION_DATA_DIR has no HateXplain data: this check needs the real annotator masks")
+    code, out, err = run_cli(
+        capsys, "--model", "minilm-hatexplain", "--dataset", "hatexplain", "--split", "test", "--limit", "12",
+        "--methods", "loo_empty", "--metrics", "iou,token_f1", "--json", "--quiet", "--per-example",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    examples = load_examples("hatexplain", "test", limit=12)
+    records = payload["examples"]
+    assert [r["rationales"] for r in records] == [[list(m) for m in e.rationales] for e in examples]
+    for key in ("iou", "token_f1"):
+        direct = plausibility.summarize(plausibility.human_ceiling(e, key) for e in examples)
+        reported = payload["human_ceiling"][key]
+        assert (reported["n"], reported["skipped"]) == (direct.n, direct.skipped)
+        assert reported["n"] > 0 and reported["skipped"] > 0  # normal posts carry no rationale
+        assert reported["mean"] == pytest.approx(direct.mean)
+    pairs = [(e, make_attribution(e, r["target"], r["scores"]["loo_empty"])) for e, r in zip(examples, records)]
+    search = plausibility.best_threshold(pairs, "iou")
+    best = payload["best_threshold"]["loo_empty"]
+    assert best["threshold"] == search.best
+    assert best["iou"]["mean"] == pytest.approx(search.means[search.best])

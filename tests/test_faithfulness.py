@@ -327,7 +327,7 @@ def toy_bert_dir(tmp_path_factory) -> str:
     return str(folder)
 
 
-def test_page_runs_in_apptest(toy_bert_dir):
+def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
@@ -360,8 +360,15 @@ def test_page_runs_in_apptest(toy_bert_dir):
     assert table.loc["random", "deletion AUC ↓"] == pytest.approx(direct["deletion"].value, abs=1e-9)
     assert table.loc["random", "sufficiency ↓"] == pytest.approx(direct["sufficiency"].value, abs=1e-9)
 
+    # Moving the budget changes the metric, not the attribution: nothing is explained again.
+    explained = []
+    real = explainers.run_explainer
+    monkeypatch.setattr(
+        explainers, "run_explainer", lambda spec, *a, **k: explained.append(spec.key) or real(spec, *a, **k)
+    )
     at.slider(key="faithfulness.budget").set_value(100).run()
     assert not at.exception
+    assert explained == []
     full = F.score_many(clf, example, attribution, {"deletion": F.CurveParams(fraction=1.0)})["deletion"].value
     assert at.dataframe[0].value.loc["random", "deletion AUC ↓"] == pytest.approx(full, abs=1e-9)
 

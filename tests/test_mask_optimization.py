@@ -147,7 +147,11 @@ def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
     # (10 words: the bins remove the top 1, 1, 1, 2 and 5 words; beside 'great' these carry no signal)
     assert max(trace["selection_metric"]) == pytest.approx(drop, abs=1e-6)
     pretraining = tuned.extras["pretraining"]
-    assert pretraining["source"] == "the explained example" and pretraining["n_examples"] == 64
+    assert (
+        pretraining["source"] == "the explained example"
+        and pretraining["on_explained_example"]
+        and pretraining["n_examples"] == 64
+    )
     assert len(pretraining["trace"]["loss"]) == 2 * 64 // 8
     assert pretraining["trace"]["loss"][-1] < pretraining["trace"]["loss"][0]
 

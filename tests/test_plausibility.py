@@ -415,8 +415,10 @@ def test_slice_table_ceiling_and_click_through(toy_folder, monkeypatch):
     assert "humans (each vs the others)" in table.index
     assert set(table["skipped"]) == {2}  # posts 0 and 1 were judged normal
     assert table.loc["random", "n"] == 4
-    best_tau = app.dataframe[1].value
+    best_tau = next(d.value for d in app.dataframe if "optimal τ" in d.value.columns)
     assert best_tau["optimal τ"].between(0.05, 0.95).all()
+    micro = next(d.value for d in app.dataframe if list(d.value.columns) == ["precision", "recall", "f1"])
+    assert micro["f1"].between(0.0, 1.0).all() and "random" in micro.index.get_level_values("method")
     # a rerun serves the finished slice from the cache (it used to replay the progress bar and fail)
     by = app.selectbox(key="rationales.worst_metric")
     by.set_value(by.options[-1]).run()
@@ -427,3 +429,19 @@ def test_slice_table_ceiling_and_click_through(toy_folder, monkeypatch):
     assert app.session_state["sidebar.index"] == index
     assert app.segmented_control(key="rationales.view").value == "This example"
     assert not app.exception
+
+
+def test_micro_average_sums_counts_over_the_slice_as_eraser_does():
+    first = make_example([1, 1, 0, 0, 1, 0], example_id="t/1")  # human spans (0, 2), (4, 5)
+    second = make_example([0, 0, 1, 1, 1, 0], example_id="t/2")  # human span (2, 5)
+    maps = [(first, [0.9, 0, 0, 0, 0.8, 0.7]), (second, [0.9, 0.8, 0, 0, 0, 0.7])]  # top 3 of each
+    spans = [score("iou_f1", e, s) for e, s in maps]
+    # first: (0, 1) and (4, 6) each reach IoU 1/2 with a human span; second: no match.
+    assert [r.value for r in spans] == [1.0, 0.0]
+    micro = pl.micro_f1(spans)
+    assert micro["precision"] == pytest.approx(2 / 4) and micro["recall"] == pytest.approx(2 / 3)
+    assert micro["f1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+    tokens = pl.micro_f1(score("token_f1", e, s) for e, s in maps)
+    assert tokens == pytest.approx({"precision": 2 / 6, "recall": 2 / 6, "f1": 1 / 3})
+    empty = score("iou_f1", make_example([0, 0, 0, 0, 0, 0], example_id="t/3"), [1, 0, 0, 0, 0, 0])
+    assert pl.micro_f1([*spans, empty]) == micro  # skipped examples add nothing

@@ -164,6 +164,13 @@ def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | No
     extras = attribution.extras
     key = attribution.method
     threshold = extras.get("span_threshold", 0.5)
+    pretraining = extras.get("pretraining") or {}
+    if pretraining.get("on_explained_example"):
+        st.warning(
+            f"{key}: no training split was found for this model (set ATTRIBUTION_DATA_DIR to the data folder), so "
+            "the attribution model was pre-trained on the explained example itself. That is not paper 004's pAML: "
+            "treat this map as a per-example fit."
+        )
     with st.expander(f"{key}: rationale spans, masked input and optimisation trace"):
         st.markdown(f"**Rationale spans** (words with mask ≥ {threshold:.2f}, drawn as phrases)")
         st.html(spans_html(attribution.words, extras["rationale_spans"], attribution.scores, segment_ids))

@@ -53,6 +53,7 @@ class SliceEvaluation:
     explain_s: float = 0.0
     metrics_s: float = 0.0
     forward_passes: int = 0
+    errors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # method -> [{id, index, error}]
 
     def skipped(self, metric: str) -> int:
         return sum(metric in r.skipped for r in self.results)
@@ -128,6 +129,8 @@ def evaluate_slice(
     target: str = "predicted",
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
+    A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
+    that example's metrics; the run goes on.
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
     (the example's label, MaRC's protocol; the predicted class where an example has none)."""
@@ -143,6 +146,8 @@ def evaluate_slice(
         explanation = explain_example(
             clf, example, list(methods), target=explained, params=method_params, seed=seed, mlm=mlm
         )
+        for method, message in explanation.errors.items():
+            evaluation.errors.setdefault(method, []).append({"index": index, "id": example.id, "error": message})
         middle = time.perf_counter()
         scored = {
             method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)
@@ -168,8 +173,9 @@ def evaluate_slice(
 
 
 def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval)."""
-    from metrics import mean_interval
+    """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval); token
+    F1 and IOU-F1 also carry ERASER's ``micro`` average (precision, recall, F1 over summed counts)."""
+    from metrics import mean_interval, plausibility
 
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for method in evaluation.methods:
@@ -185,7 +191,61 @@ def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]
                 "n": n,
                 "skipped": evaluation.skipped(metric),
             }
+            if metric in plausibility.MICRO_KEYS:
+                found = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
+                summary[method][metric]["micro"] = plausibility.micro_f1(found)
     return summary
+
+
+def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str, Any]) -> dict[str, Any]:
+    """For the plausibility metrics requested: the human ceiling (annotators scored against each
+    other, paper 000's reference row) as ``{metric: {mean, interval, n, skipped}}``, and per method
+    paper 000's best threshold over the slice (IoU objective) with IoU, precision, recall and F1
+    at it. Empty when no plausibility metric was asked for."""
+    import metrics
+    from metrics import plausibility
+
+    keys = [k for k in params_by_metric if k in plausibility.KEYS]
+    if not keys:
+        return {}
+
+    def as_json(summary: plausibility.Summary) -> dict[str, Any]:
+        return {
+            "mean": _finite(summary.mean),
+            "interval": [_finite(summary.low), _finite(summary.high)],
+            "n": summary.n,
+            "skipped": summary.skipped,
+        }
+
+    examples = [r.example for r in evaluation.results]
+    ceiling = {
+        key: as_json(
+            plausibility.summarize(plausibility.human_ceiling(e, key, params_by_metric[key]) for e in examples)
+        )
+        for key in keys
+        if key in plausibility.CEILING_KEYS
+    }
+    annotator = params_by_metric[keys[0]].annotator
+    thresholds: dict[str, Any] = {}
+    for method in evaluation.methods:
+        pairs = [(r.example, r.attributions[method]) for r in evaluation.results if method in r.attributions]
+        try:
+            search = plausibility.best_threshold(pairs, "iou", annotator)
+        except ValueError as error:
+            thresholds[method] = {"error": str(error)}
+            continue
+        at_best = plausibility.ThresholdParams(annotator=annotator, threshold=search.best)
+        thresholds[method] = {
+            "threshold": search.best,
+            "objective": search.objective,
+            "n": search.n,
+            "skipped": search.skipped,
+            **{
+                key: as_json(plausibility.summarize(metrics.get(key).compute(None, e, a, at_best) for e, a in pairs))
+                for key in ("iou", "precision", "recall", "f1")
+            },
+        }
+    return {"human_ceiling": ceiling, "best_threshold": thresholds, "annotator": annotator}
 
 
 def select_examples(examples: Sequence[Example], random_n: int | None, seed: int | None) -> list[Example]:
@@ -215,6 +275,7 @@ def _example_json(result: ExampleResult) -> dict[str, Any]:
         "target": result.target,
         "probabilities": list(result.probabilities),
         "rationale": list(example.rationale) if example.rationale is not None else None,
+        "rationales": [list(mask) for mask in example.rationales],
         "scores": {m: [float(s) for s in a.scores] for m, a in result.attributions.items()},
         "metrics": {m: {k: _finite(r.value) for k, r in per.items()} for m, per in result.metrics.items()},
     }
@@ -293,7 +354,9 @@ def run(args: argparse.Namespace) -> int:
         "explain_s": evaluation.explain_s,
         "metrics_s": evaluation.metrics_s,
         "forward_passes": evaluation.forward_passes,
+        "errors": evaluation.errors,
     }
+    payload.update(rationale_references(evaluation, params_by_metric))
     if args.per_example:
         payload["examples"] = [_example_json(r) for r in evaluation.results]
     if args.json:
@@ -316,6 +379,8 @@ def _print_table(summary: dict[str, dict[str, dict[str, Any]]], payload: dict[st
             cells.append("—" if s["mean"] is None else f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}")
         print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
     print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
+    for method, failures in payload["errors"].items():
+        print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")
 
 
 def register(sub) -> None:

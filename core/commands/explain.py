@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         "target": result.target,
         "dropped_words": result.dropped_words,
         "attributions": {key: a.to_json() for key, a in result.attributions.items()},
+        "errors": result.errors,
     }
     if args.json:
         print_json(payload)
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         for key, attribution in result.attributions.items():
             pairs = " ".join(f"{w}:{s:+.3f}" for w, s in zip(attribution.words, attribution.scores))
             print(f"{key}: {pairs}")
-    return 0
+        for key, message in result.errors.items():
+            print(f"{key}: failed: {message}")
+    return 1 if result.errors and not result.attributions else 0
 
 
 def register(sub) -> None:
