@@ -372,6 +372,35 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     assert ((measures["p after"] - measures["p before"]).abs() <= 0.05 + 1e-9).all()
 
 
+@pytest.mark.slow  # AppTest imports the whole app
+def test_page_dataset_mode_ranks_methods_by_mean_rank_change(toy_folders):
+    from streamlit.testing.v1 import AppTest
+
+    from core.datasets import load_bundled_examples
+    from ui.state import Selection
+
+    model, mlm = toy_folders
+    first = load_bundled_examples(split="sst2")[0]
+    app = AppTest.from_file("../app_pages/adversarial.py", default_timeout=300)
+    app.session_state["selection"] = Selection(
+        model=model, label_names=("negative", "positive"), dataset="examples", split="sst2", index=0,
+        example=first, mlm=mlm,
+    )  # fmt: skip
+    app.run()
+    app.radio(key="adversarial.scope").set_value("dataset slice").run()
+    app.number_input(key="adversarial.n_examples").set_value(3).run()
+    app.multiselect(key="adversarial.methods").set_value(["saliency", "grad_x_input"]).run()
+    app.number_input(key="adversarial.quick.param.attack_embedding.steps").set_value(3).run()
+    app.button(key="adversarial.run").click().run()
+    assert not app.exception and not app.error
+    summary = next(d.value for d in app.dataframe if "fragility rank" in d.value.columns).set_index("method")
+    assert sorted(summary["fragility rank"]) == [1, 2] and (summary["n"] == 3).all()
+    means = summary["Rank Change"]
+    assert summary["fragility rank"].idxmin() == means.idxmax()
+    assert means.between(0.0, 1.0).all()
+    assert len(measures_table(app)) == 2  # the chosen example's own measures are shown below
+
+
 def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(monkeypatch, capsys):
     from core import cli
 
