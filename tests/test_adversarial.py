@@ -398,7 +398,10 @@ def test_page_dataset_mode_ranks_methods_by_mean_rank_change(toy_folders):
     means = summary["Rank Change"]
     assert summary["fragility rank"].idxmin() == means.idxmax()
     assert means.between(0.0, 1.0).all()
-    assert len(measures_table(app)) == 2  # the chosen example's own measures are shown below
+    per_example = measures_table(app)  # one row per example and method
+    assert len(per_example) == 6 and sorted(set(per_example["example"])) == [0, 1, 2]
+    for method in ("saliency", "grad_x_input"):
+        assert means[method] == pytest.approx(per_example.loc[method, "Rank Change"].mean())
 
 
 def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(monkeypatch, capsys):

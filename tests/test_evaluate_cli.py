@@ -57,7 +57,7 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert summary["n"] == 3 and summary["interval"][0] <= summary["mean"] <= summary["interval"][1]
     examples = payload["examples"]
     assert len(examples) == 3
-    keys = {"id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "scores", "metrics"}
+    keys = {"id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "rationales", "scores", "metrics"}
     assert set(examples[0]) == keys
     assert set(examples[0]["scores"]) == {"loo_empty", "random"}
 
