@@ -377,6 +377,18 @@ def compare_view(selection: state.Selection, methods: list[str], metric_params: 
         "Paper 000 (Table 1) shows that the verdict depends on how words are removed: a method that wins when "
         "removed words are replaced by a masked LM's fill-ins can lose when they are deleted."
     )
+    if not {"im", "loo_empty"} <= set(methods):
+
+        def add_paper_pair() -> None:
+            chosen = st.session_state.get("faithfulness.methods", [])
+            st.session_state["faithfulness.methods"] = list(dict.fromkeys([*chosen, "loo_empty", "im"]))
+
+        st.button(
+            "Add loo_empty and im (the pair paper 000 compares)",
+            on_click=add_paper_pair,
+            key="faithfulness.compare_add_im",
+            help="Paper 000's Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
+        )
     first, second, third = st.columns(3)
     key = first.selectbox("Metric", TABLE_METRICS, format_func=column_name, key="faithfulness.compare_metric")
     mode_a = second.selectbox("Removal A", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.compare_a")

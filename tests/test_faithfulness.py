@@ -386,3 +386,6 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     compare = at.dataframe[0].value
     assert {"rank (delete)", "rank (mask)", "rank change"} <= set(compare.columns)
     assert sorted(compare["rank (delete)"]) == [1, 2]
+    at.button(key="faithfulness.compare_add_im").click().run()
+    assert not at.exception
+    assert at.multiselect(key="faithfulness.methods").value == ["loo_empty", "random", "im"]
