@@ -42,7 +42,7 @@ class TaskSpec:
 
 TASKS: dict[str, TaskSpec] = {
     "sst2": TaskSpec("sst2", "train", "dev", 1100, 5e-4, 16, 64),
-    "esnli": TaskSpec("esnli", "test", "dev", 900, 5e-4, 16, 128),
+    "esnli": TaskSpec("esnli", "test", "dev", 1000, 5e-4, 64, 128),
     "movies": TaskSpec("movies", "train", "test", 1000, 5e-4, 16, 64),
     "hatexplain": TaskSpec("hatexplain", "val", "test", 40, 5e-4, 16, 64),
     "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),

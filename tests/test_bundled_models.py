@@ -20,16 +20,15 @@ from core.models import BUNDLED_DIR, bundled_names
 from core.types import Example
 
 CLASSIFIERS = ["minilm-sst2", "minilm-esnli", "minilm-movies", "minilm-hatexplain"]
-# Each classifier is checked on its full report split against the accuracy its model card
-# records (``training.json``): the bundled delta must reproduce its card. The targets
-# (SST-2 0.87, e-SNLI 0.80, movies 0.80) are not all met by the CPU-budget runs; the cards and
-# the closing note give the figures.
+# Each classifier is checked on its full report split: it must reproduce the accuracy its model
+# card records (``training.json``) and reach the target where there is one.
 REPORT_SPLITS = {
     "minilm-sst2": ("sst2", "dev"),
     "minilm-esnli": ("esnli", "dev"),
     "minilm-movies": ("movies", "test"),
     "minilm-hatexplain": ("hatexplain", "test"),
 }
+TARGETS = {"minilm-sst2": 0.87, "minilm-esnli": 0.80, "minilm-movies": 0.80}  # HateXplain: reported only
 SENTENCE = "a gorgeous , witty and seductive film that never loses its charm , even when the ending drags a little ."
 
 
@@ -69,6 +68,7 @@ def test_bundled_classifier_loads_offline_quickly_and_meets_its_target(name: str
     predicted = clf.predict_proba([clf.encode(e).variant for e in fitted]).argmax(1)
     accuracy = float(np.mean(predicted == np.array([e.label for e in examples])))
     assert accuracy == pytest.approx(card["accuracy"], abs=0.005), f"{name}: {accuracy:.4f} on {dataset}/{split}"
+    assert accuracy >= TARGETS.get(name, 0.0), f"{name}: {accuracy:.4f} is below the target {TARGETS[name]}"
 
 
 @pytest.mark.parametrize(
