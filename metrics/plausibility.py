@@ -253,13 +253,15 @@ def _token_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: S
             "precision": values["precision"],
             "recall": values["recall"],
             "k": int(selected.sum()),
+            "selected": np.flatnonzero(selected).tolist(),
             **_counts(int(np.sum(selected & human)), int(selected.sum()), int(human.sum())),
         },
     )
 
 
 def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
-    predicted = spans(select(scores, human, params), example.segment_ids)
+    selected = select(scores, human, params)
+    predicted = spans(selected, example.segment_ids)
     reference = spans(human, example.segment_ids)
     values = span_f1(predicted, reference)
     return MetricResult(
@@ -269,6 +271,7 @@ def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: Sel
             "predicted_spans": predicted,
             "human_spans": reference,
             "k": sum(e - s for s, e in predicted),
+            "selected": np.flatnonzero(selected).tolist(),
             **_counts(values["matched"], len(predicted), len(reference)),
         },
     )

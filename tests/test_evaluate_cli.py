@@ -57,7 +57,10 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert summary["n"] == 3 and summary["interval"][0] <= summary["mean"] <= summary["interval"][1]
     examples = payload["examples"]
     assert len(examples) == 3
-    keys = {"id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "rationales", "scores", "metrics"}
+    keys = {
+        "id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "rationales", "scores",
+        "metrics", "selected",
+    }  # fmt: skip
     assert set(examples[0]) == keys
     assert set(examples[0]["scores"]) == {"loo_empty", "random"}
 
@@ -249,6 +252,16 @@ def test_human_ceiling_and_best_threshold_match_direct_computation(capsys):
         assert (reported["n"], reported["skipped"]) == (direct.n, direct.skipped)
         assert reported["n"] > 0 and reported["skipped"] > 0  # normal posts carry no rationale
         assert reported["mean"] == pytest.approx(direct.mean)
+    for example, record in zip(examples, records):  # token F1 from the reported selection
+        if "token_f1" in record["metrics"]["loo_empty"]:
+            chosen = set(record["selected"]["loo_empty"]["token_f1"])
+            human = {i for i, m in enumerate(example.rationale) if m}
+            assert len(chosen) == len(human)  # top-k with k = the rationale's size
+            hits = len(chosen & human)
+            f1 = 0.0 if not hits else 2 * hits / (len(chosen) + len(human))
+            assert record["metrics"]["loo_empty"]["token_f1"] == pytest.approx(f1)
+            order = np.argsort(-np.array(record["scores"]["loo_empty"]), kind="stable")
+            assert chosen == set(order[: len(human)].tolist())
     pairs = [(e, make_attribution(e, r["target"], r["scores"]["loo_empty"])) for e, r in zip(examples, records)]
     search = plausibility.best_threshold(pairs, "iou")
     best = payload["best_threshold"]["loo_empty"]

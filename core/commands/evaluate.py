@@ -278,6 +278,12 @@ def _example_json(result: ExampleResult) -> dict[str, Any]:
         "rationales": [list(mask) for mask in example.rationales],
         "scores": {m: [float(s) for s in a.scores] for m, a in result.attributions.items()},
         "metrics": {m: {k: _finite(r.value) for k, r in per.items()} for m, per in result.metrics.items()},
+        # The words a selecting metric (token F1, IOU-F1) picked, so an external scorer sees the
+        # same selection whatever its tie-breaking.
+        "selected": {
+            m: {k: r.extras["selected"] for k, r in per.items() if "selected" in r.extras}
+            for m, per in result.metrics.items()
+        },
     }
 
 
