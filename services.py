@@ -991,11 +991,7 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
         }
         for method, per in results.items()
     }
-    ceiling = {
-        key: plausibility.summarize(plausibility.human_ceiling(item.example, key, p) for item in items)
-        for key, p in resolved.items()
-        if key in plausibility.CEILING_KEYS
-    }
+    ceiling = plausibility.slice_ceiling([item.example for item in items], resolved)
     annotator = next((p.annotator for p in resolved.values()), "majority")
     thresholds: dict[str, plausibility.ThresholdSearch] = {}
     at_best: dict[str, dict[str, plausibility.Summary]] = {}
@@ -1007,11 +1003,7 @@ def _rationale_slice(request: str, _progress: ProgressFn | None) -> RationaleSli
             errors.setdefault(method, str(error))
             continue
         thresholds[method] = search
-        best = plausibility.ThresholdParams(annotator=annotator, threshold=search.best)
-        at_best[method] = {
-            key: plausibility.summarize(metrics.get(key).compute(None, e, a, best) for e, a in pairs)
-            for key in ("iou", "precision", "recall", "f1", "coverage")
-        }
+        at_best[method] = plausibility.at_threshold(pairs, search.best, annotator)
     shares = []
     for item in items:
         mask, empty = plausibility.human_mask(item.example, annotator)

@@ -17,7 +17,8 @@ import streamlit as st
 import services
 from ui import state
 from ui.heatmap import heatmap_html
-from ui.params import params_form
+from ui.params import methods_params_form, params_form
+from ui.runs import run_or_stop
 
 GRADIENT_METHODS = ("saliency", "grad_x_input", "integrated_gradients")
 SINGLE, SLICE = "this example", "dataset slice"
@@ -115,12 +116,8 @@ with st.expander("Attack parameters"):
     attack_params = params_form(services.attack_info(attack, preset), f"adversarial.{preset}")
     if attack == "embedding":
         attack_params["objective"] = objective
-params = {}
 with st.expander("Method parameters"):
-    for key in chosen:
-        if infos[key].fields:
-            st.markdown(f"**{key}**")
-            params[key] = params_form(infos[key], "adversarial")
+    params = methods_params_form(infos, chosen, "adversarial")
 
 if not chosen:
     st.info("Choose at least one method.")
@@ -157,24 +154,17 @@ if st.session_state.get("adversarial.requested") != run_key:
     st.info("Press **Run the attack** to start.")
     st.stop()
 
-bar = st.progress(0.0, text="Starting…")
-try:
-    results = services.attack(
-        selection.model,
-        examples,
-        chosen,
-        attack=attack,
-        attack_params=attack_params,
-        preset=preset,
-        params=params,
-        mlm_name=selection.mlm,
-        progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-    )
-except ValueError as error:
-    bar.empty()
-    st.error(str(error))
-    st.stop()
-bar.empty()
+results = run_or_stop(
+    services.attack,
+    selection.model,
+    examples,
+    chosen,
+    attack=attack,
+    attack_params=attack_params,
+    preset=preset,
+    params=params,
+    mlm_name=selection.mlm,
+)
 runs = [r for per_example in results for r in per_example.values()]
 st.caption(
     f"{len(results)} example(s) × {len(chosen)} method(s): {sum(r.runtime_s for r in runs):.1f} s, "

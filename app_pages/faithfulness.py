@@ -10,7 +10,6 @@ shows when the ranking of the methods changes with the way words are removed.
 from __future__ import annotations
 
 import html
-import json
 import textwrap
 
 import pandas as pd
@@ -19,7 +18,8 @@ import streamlit as st
 
 import services
 from ui import state
-from ui.params import params_form
+from ui.params import methods_params_form, params_form
+from ui.runs import requested, run_or_stop
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 REMOVALS = {
@@ -132,23 +132,16 @@ def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) 
 
 
 def example_view(selection: state.Selection, methods: list[str], metric_params: dict, method_params: dict) -> None:
-    bar = st.progress(0.0, text="Starting…")
-    try:
-        result = services.faithfulness(
-            selection.model,
-            selection.example,
-            methods,
-            metric_params,
-            target=selection.target,
-            method_params=method_params,
-            mlm_name=selection.mlm,
-            progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-        )
-    except ValueError as error:
-        bar.empty()
-        st.error(str(error))
-        st.stop()
-    bar.empty()
+    result = run_or_stop(
+        services.faithfulness,
+        selection.model,
+        selection.example,
+        methods,
+        metric_params,
+        target=selection.target,
+        method_params=method_params,
+        mlm_name=selection.mlm,
+    )
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
     prediction = result.heatmap.prediction
@@ -227,34 +220,16 @@ def slice_controls(selection: state.Selection) -> tuple[int, bool, int, bool] | 
     return n, random_order == "random N", seed, pressed
 
 
-def requested(name: str, request: dict, pressed: bool) -> bool:
-    """True once Run was pressed for exactly these settings (they persist across reruns)."""
-    signature = json.dumps(request, sort_keys=True, default=str)
-    if pressed:
-        st.session_state[name] = signature
-    if st.session_state.get(name) == signature:
-        return True
-    st.info("Press **Run on the slice** to compute these settings over the slice.")
-    return False
-
-
 def run_slice(selection: state.Selection, examples, methods, metric_params, method_params) -> services.SliceResult:
-    bar = st.progress(0.0, text="Starting…")
-    try:
-        result = services.evaluate_slice(
-            selection.model,
-            examples,
-            methods,
-            metric_params,
-            method_params=method_params,
-            mlm_name=selection.mlm,
-            progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-        )
-    except ValueError as error:
-        bar.empty()
-        st.error(str(error))
-        st.stop()
-    bar.empty()
+    result = run_or_stop(
+        services.evaluate_slice,
+        selection.model,
+        examples,
+        methods,
+        metric_params,
+        method_params=method_params,
+        mlm_name=selection.mlm,
+    )
     for method, message in result.errors.items():
         st.error(f"{method}: {message}")
     return result
@@ -510,14 +485,10 @@ budget = second.slider(
     help="Paper 000 removes 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), at least one.",
 )
 bins = third.radio("Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins")
-method_params: dict[str, dict] = {}
 with st.expander("Log-odds and method parameters"):
     st.markdown("**log-odds** (AML: the top 20% words replaced by [MASK])")
     log_odds = params_form(metric_infos["log_odds"], "faithfulness")
-    for key in methods:
-        if infos[key].fields:
-            st.markdown(f"**{key}**")
-            method_params[key] = params_form(infos[key], "faithfulness")
+    method_params = methods_params_form(infos, methods, "faithfulness")
 metric_params = {
     "deletion": {"removal": removal, "fraction": budget / 100},
     "insertion": {"removal": removal, "fraction": budget / 100},

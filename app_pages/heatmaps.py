@@ -10,7 +10,8 @@ from ui import state
 from ui.charts import probability_chart
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
-from ui.params import params_form
+from ui.params import methods_params_form
+from ui.runs import run_or_stop
 
 FAST_METHODS = (
     "loo_empty",
@@ -49,12 +50,8 @@ left, middle, right = st.columns([2, 2, 3])
 shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale")
 st.session_state.setdefault("heatmaps.view", "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
-params = {}
 with right.expander("Method parameters"):
-    for key in chosen:
-        if infos[key].fields:
-            st.markdown(f"**{key}**")
-            params[key] = params_form(infos[key], "heatmaps")
+    params = methods_params_form(infos, chosen, "heatmaps")
 
 if not chosen:
     st.info("Choose at least one method.")
@@ -75,22 +72,15 @@ for key in (k for k in chosen if k in MASK_METHODS):
     detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
     st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
 
-bar = st.progress(0.0, text="Starting…")
-try:
-    result = services.explain(
-        selection.model,
-        selection.example,
-        chosen,
-        target=selection.target,
-        params=params,
-        mlm_name=selection.mlm,
-        progress=lambda fraction, message: bar.progress(fraction, text=message),
-    )
-except ValueError as error:
-    bar.empty()
-    st.error(str(error))
-    st.stop()
-bar.empty()
+result = run_or_stop(
+    services.explain,
+    selection.model,
+    selection.example,
+    chosen,
+    target=selection.target,
+    params=params,
+    mlm_name=selection.mlm,
+)
 
 prediction = result.prediction
 example = prediction.example

@@ -11,7 +11,6 @@ ceiling, and the examples where each method agrees least with the humans.
 from __future__ import annotations
 
 import html
-import json
 import math
 
 import pandas as pd
@@ -21,6 +20,7 @@ import streamlit as st
 import services
 from ui import state
 from ui.heatmap import cost_rows, heatmap_html
+from ui.runs import requested, run_or_stop
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 METRICS = ("iou", "precision", "recall", "f1", "token_f1", "iou_f1", "auprc", "gt_overlap", "mean_rank", "coverage")
@@ -85,17 +85,6 @@ def interval(summary) -> str:
     return f"{summary.mean:.3f} [{summary.low:.3f}, {summary.high:.3f}]" if summary.n else "—"
 
 
-def requested(name: str, request: dict, pressed: bool) -> bool:
-    """True once Run was pressed for exactly these settings (they persist across reruns)."""
-    signature = json.dumps(request, sort_keys=True, default=str)
-    if pressed:
-        st.session_state[name] = signature
-    if st.session_state.get(name) == signature:
-        return True
-    st.info("Press **Run on the slice** to compute these settings over the slice.")
-    return False
-
-
 def open_example(index: int) -> None:
     """Show one example of the slice in the example view (the sidebar follows the index)."""
     st.session_state["sidebar.index"] = index
@@ -113,21 +102,14 @@ def example_view(selection: state.Selection, methods: list[str], metric_params: 
             "(split dev_highlighted), ERASER movies and HateXplain (posts judged normal have none)."
         )
         return
-    bar = st.progress(0.0, text="Starting…")
-    try:
-        result = services.explain(
-            selection.model,
-            example,
-            methods,
-            target=selection.target,
-            mlm_name=selection.mlm,
-            progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-        )
-    except ValueError as error:
-        bar.empty()
-        st.error(str(error))
-        st.stop()
-    bar.empty()
+    result = run_or_stop(
+        services.explain,
+        selection.model,
+        example,
+        methods,
+        target=selection.target,
+        mlm_name=selection.mlm,
+    )
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
     prediction = result.prediction
@@ -222,25 +204,18 @@ def slice_view(selection: state.Selection, methods: list[str], metric_params: di
     if not requested("rationales.slice_request", request, pressed):
         return
     indices = services.slice_indices(selection.dataset, selection.split, n, random_order=order == "random N", seed=seed)
-    bar = st.progress(0.0, text="Starting…")
-    try:
-        result = services.rationale_slice(
-            selection.model,
-            selection.dataset,
-            selection.split,
-            indices,
-            methods,
-            metric_params,
-            correct_only=correct_only,
-            objective=objective,
-            mlm_name=selection.mlm,
-            progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-        )
-    except ValueError as error:
-        bar.empty()
-        st.error(str(error))
-        st.stop()
-    bar.empty()
+    result = run_or_stop(
+        services.rationale_slice,
+        selection.model,
+        selection.dataset,
+        selection.split,
+        indices,
+        methods,
+        metric_params,
+        correct_only=correct_only,
+        objective=objective,
+        mlm_name=selection.mlm,
+    )
     for method, message in result.errors.items():
         st.error(f"{method}: {message}")
     skipped = result.human_coverage.skipped

@@ -16,7 +16,8 @@ import streamlit as st
 import services
 from ui import state
 from ui.heatmap import colour, heatmap_html, peak
-from ui.params import params_form
+from ui.params import methods_params_form
+from ui.runs import run_or_stop
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
 MEASURES = {
@@ -85,12 +86,8 @@ if scope == SLICE:
             help="The thesis uses 50. Each example's target is its predicted class.",
         )
     )
-params = {}
 with st.expander("Method parameters"):
-    for key in chosen:
-        if infos[key].fields:
-            st.markdown(f"**{key}**")
-            params[key] = params_form(infos[key], "sanity")
+    params = methods_params_form(infos, chosen, "sanity")
 
 if not chosen:
     st.info("Choose at least one method.")
@@ -129,25 +126,18 @@ if scope == SLICE:
 else:
     examples = [selection.example]
     targets = None if selection.target is None else [selection.target]
-bar = st.progress(0.0, text="Starting…")
-try:
-    result = services.randomize(
-        selection.model,
-        examples,
-        chosen,
-        mode=mode,
-        seed=seed,
-        targets=targets,
-        params=params,
-        top_k_fraction=top_k,
-        mlm_name=selection.mlm,
-        progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message),
-    )
-except ValueError as error:
-    bar.empty()
-    st.error(str(error))
-    st.stop()
-bar.empty()
+result = run_or_stop(
+    services.randomize,
+    selection.model,
+    examples,
+    chosen,
+    mode=mode,
+    seed=seed,
+    targets=targets,
+    params=params,
+    top_k_fraction=top_k,
+    mlm_name=selection.mlm,
+)
 summary = result.summary()
 names = [step.name for step in result.steps]
 st.caption(

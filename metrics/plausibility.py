@@ -514,6 +514,26 @@ def best_threshold(
     return ThresholdSearch(best, objective, means, summary.n, summary.skipped)
 
 
+def at_threshold(
+    pairs: Sequence[tuple[Example, Attribution]],
+    threshold: float,
+    annotator: str = "majority",
+    keys: Sequence[str] = ("iou", "precision", "recall", "f1", "coverage"),
+) -> dict[str, Summary]:
+    """The threshold metrics ``keys`` over a slice at one tau (typically ``best_threshold``'s)."""
+    params = ThresholdParams(annotator=annotator, threshold=threshold)
+    return {key: summarize(_BY_KEY[key].compute(None, e, a, params) for e, a in pairs) for key in keys}
+
+
+def slice_ceiling(examples: Sequence[Example], params_by_key: dict[str, Any]) -> dict[str, Summary]:
+    """``human_ceiling`` summarised over a slice, for each requested key that has a ceiling."""
+    return {
+        key: summarize(human_ceiling(example, key, params) for example in examples)
+        for key, params in params_by_key.items()
+        if key in CEILING_KEYS
+    }
+
+
 def human_ceiling(example: Example, key: str, params: Any = None) -> MetricResult:
     """Agreement of the annotators with each other: the mean of ``key`` over ordered pairs (a, b)
     of annotators, a's mask standing in for the attribution and b's as the human mask (pairs with

@@ -20,6 +20,17 @@ def params_form(method: MethodInfo, prefix: str) -> dict[str, Any]:
     return values
 
 
+def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: str) -> dict[str, dict[str, Any]]:
+    """``params_form`` for each of ``keys`` that has parameters, under its name in bold;
+    returns the chosen values by method key."""
+    params: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        if infos[key].fields:
+            st.markdown(f"**{key}**")
+            params[key] = params_form(infos[key], prefix)
+    return params
+
+
 def _widget(field: ParamField, key: str) -> Any:
     label = field.name.replace("_", " ")
     if field.choices:

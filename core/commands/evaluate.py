@@ -202,7 +202,6 @@ def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str
     other, paper 000's reference row) as ``{metric: {mean, interval, n, skipped}}``, and per method
     paper 000's best threshold over the slice (IoU objective) with IoU, precision, recall and F1
     at it. Empty when no plausibility metric was asked for."""
-    import metrics
     from metrics import plausibility
 
     keys = [k for k in params_by_metric if k in plausibility.KEYS]
@@ -219,11 +218,8 @@ def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str
 
     examples = [r.example for r in evaluation.results]
     ceiling = {
-        key: as_json(
-            plausibility.summarize(plausibility.human_ceiling(e, key, params_by_metric[key]) for e in examples)
-        )
-        for key in keys
-        if key in plausibility.CEILING_KEYS
+        key: as_json(summary)
+        for key, summary in plausibility.slice_ceiling(examples, {k: params_by_metric[k] for k in keys}).items()
     }
     annotator = params_by_metric[keys[0]].annotator
     thresholds: dict[str, Any] = {}
@@ -234,16 +230,13 @@ def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str
         except ValueError as error:
             thresholds[method] = {"error": str(error)}
             continue
-        at_best = plausibility.ThresholdParams(annotator=annotator, threshold=search.best)
+        at_best = plausibility.at_threshold(pairs, search.best, annotator, ("iou", "precision", "recall", "f1"))
         thresholds[method] = {
             "threshold": search.best,
             "objective": search.objective,
             "n": search.n,
             "skipped": search.skipped,
-            **{
-                key: as_json(plausibility.summarize(metrics.get(key).compute(None, e, a, at_best) for e, a in pairs))
-                for key in ("iou", "precision", "recall", "f1")
-            },
+            **{key: as_json(summary) for key, summary in at_best.items()},
         }
     return {"human_ceiling": ceiling, "best_threshold": thresholds, "annotator": annotator}
 
