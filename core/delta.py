@@ -64,6 +64,32 @@ def save_delta(model: nn.Module, full_tensor_names: list[str], out_dir: Path, co
     return out_dir
 
 
+@torch.no_grad()
+def load_trainable_delta(model: nn.Module, folder: Path) -> None:
+    """Copy a saved delta into a model prepared for training (``add_lora`` already applied).
+
+    Used to continue a training run: the LoRA factors go back into their ``LoRALinear``
+    modules (ranks must match) and the full tensors into their parameters.
+    """
+    tensors = load_file(str(folder / DELTA_WEIGHTS))
+    lora = {n: m for n, m in model.named_modules() if isinstance(m, LoRALinear)}
+    params = {_plain_name(n): p for n, p in model.named_parameters()}
+    for key, value in tensors.items():
+        kind, _, rest = key.partition(".")
+        if kind == "lora":
+            name, _, factor = rest.rpartition(".")
+            if name not in lora:
+                raise ValueError(f"delta has LoRA factors for {name!r}, which the model does not adapt")
+            target = lora[name].lora_A if factor == "A" else lora[name].lora_B
+            if target.shape != value.shape:
+                raise ValueError(f"LoRA factor {key!r} has shape {tuple(value.shape)}, the model {tuple(target.shape)}")
+            target.copy_(value.float())
+        elif rest in params:
+            params[rest].copy_(value.float())
+        else:
+            raise ValueError(f"delta tensor {rest!r} has no parameter in {type(model).__name__}")
+
+
 def _plain_name(name: str) -> str:
     """The parameter's name in the merged model (``...query.base.weight`` -> ``...query.weight``)."""
     return name.replace(".base.", ".")

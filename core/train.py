@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from core import datasets as ds
-from core.delta import add_lora, save_delta
+from core.delta import add_lora, load_trainable_delta, save_delta
 from core.models import encoder_path, load_masked_lm, load_sequence_classifier, load_tokenizer
 from core.types import Example
 
@@ -64,6 +64,8 @@ class TrainConfig:
     max_length: int = 64
     train_limit: int | None = None
     eval_limit: int | None = None
+    init_from: str | None = None
+    bf16: bool = False
 
 
 def _schedule(optimizer: torch.optim.Optimizer, steps: int, warmup: float) -> torch.optim.lr_scheduler.LambdaLR:
@@ -87,6 +89,17 @@ def _prepare(
             p.requires_grad_(True)
             trainable.append(p)
     return full, trainable
+
+
+def _continue_from(model: nn.Module, cfg: TrainConfig) -> None:
+    """Start from a saved delta of the same task instead of fresh LoRA factors (``--init-from``)."""
+    if cfg.init_from:
+        load_trainable_delta(model, Path(cfg.init_from))
+
+
+def _autocast(cfg: TrainConfig):
+    """bfloat16 autocast for the forward pass (``--bf16``); master weights and optimizer stay float32."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16)
 
 
 def _batches(n: int, batch_size: int, steps: int, rng: random.Random):
@@ -138,6 +151,7 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
     )
     tokenizer = load_tokenizer(encoder_path())
     full, trainable = _prepare(model, cfg, ("classifier.", "bert.pooler."))
+    _continue_from(model, cfg)
     optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()
@@ -146,7 +160,8 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
     for step, idx in enumerate(_batches(len(train), cfg.batch_size, cfg.steps, rng), 1):
         batch = [train[i] for i in idx]
         enc = _encode(tokenizer, batch, cfg.max_length)
-        loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
+        with _autocast(cfg):
+            loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
@@ -248,6 +263,7 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
             p.requires_grad_(True)
             trainable.append(p)
             full.append(name)
+    _continue_from(model, cfg)
     optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()
@@ -268,7 +284,8 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
         masked, labels = mask_tokens(enc["input_ids"], special, tokenizer, generator)
         if not (labels != -100).any():
             continue
-        loss = _mlm_loss(model, {"input_ids": masked, "attention_mask": enc["attention_mask"]}, labels)
+        with _autocast(cfg):
+            loss = _mlm_loss(model, {"input_ids": masked, "attention_mask": enc["attention_mask"]}, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
@@ -288,7 +305,8 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
     held_out = [
         tuple(w.lower() for w in e.words) for e in ds.load_examples("sst2", "dev", data_root, limit=cfg.eval_limit)
     ]
-    figures = evaluate_mlm(merged, tokenizer, held_out, seed=cfg.seed)
+    # The held-out masks are drawn with a fixed seed, so runs with different seeds are compared on the same words.
+    figures = evaluate_mlm(merged, tokenizer, held_out)
     return {
         **figures,
         "train_sentences": len(sentences),
@@ -378,7 +396,15 @@ def run_training(
     train_limit: int | None = None,
     eval_limit: int | None = None,
     command: str = "",
+    lr: float | None = None,
+    init_from: str | None = None,
+    bf16: bool = False,
 ) -> dict:
+    """Train TASK, save the delta and its card (``training.json`` and ``README.md``) under ``out``.
+
+    With ``init_from`` the run continues a saved delta of the same task; the card then lists
+    the earlier run(s) first, so the model can be reproduced command by command.
+    """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
     spec = TASKS[task]
@@ -387,21 +413,47 @@ def run_training(
         task=task,
         steps=steps or spec.steps,
         seed=seed,
-        lr=spec.lr,
+        lr=lr or spec.lr,
         rank=spec.rank,
         max_length=spec.max_length,
         train_limit=train_limit,
         eval_limit=eval_limit,
+        init_from=init_from,
+        bf16=bf16,
     )
+    earlier = _earlier_runs(task, init_from)
     out = out or Path("assets/models") / f"minilm-{task}"
     figures = (train_mlm if task == "mlm" else train_classifier)(cfg, data_root, out)
-    card = {"config": asdict(cfg), "figures": figures, "command": command}
+    card = {"config": asdict(cfg), "figures": figures, "command": command, "earlier_runs": earlier}
     (out / "training.json").write_text(json.dumps(card, indent=2) + "\n")
-    (out / "README.md").write_text(model_card(task, cfg, figures, command))
+    (out / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
     return card
 
 
-def model_card(task: str, cfg: TrainConfig, figures: dict, command: str) -> str:
+def _earlier_runs(task: str, init_from: str | None) -> list[dict]:
+    """The runs a continued model went through, oldest first (read before ``out`` is overwritten)."""
+    if not init_from:
+        return []
+    path = Path(init_from) / "training.json"
+    if not path.exists():
+        raise ValueError(f"--init-from {init_from}: no training.json there (not a model this command trained)")
+    previous = json.loads(path.read_text())
+    if previous["config"]["task"] != task:
+        raise ValueError(f"--init-from {init_from} was trained for {previous['config']['task']!r}, not {task!r}")
+    own = {k: previous[k] for k in ("config", "figures", "command")}
+    return [*previous.get("earlier_runs", []), own]
+
+
+def _run_lines(config: dict, command: str) -> list[str]:
+    precision = "bfloat16 autocast" if config.get("bf16") else "float32"
+    return [
+        f"- steps: {config['steps']} of batch {config['batch_size']}, AdamW lr {config['lr']:g} (warm-up {config['warmup']:.0%}, linear decay),",
+        f"  weight decay {config['weight_decay']}, max length {config['max_length']}, seed {config['seed']}, {precision}",
+        f"- command: `{command}`",
+    ]
+
+
+def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier: list[dict] = ()) -> str:
     spec = TASKS[task]
     lines = [
         f"# minilm-{task}",
@@ -414,13 +466,14 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str) -> str:
         "## Training",
         "",
         f"- data: {'SST-2 train, e-SNLI test and ERASER movies train sentences' if task == 'mlm' else f'{spec.dataset}/{spec.train_split}'}",
-        f"- steps: {cfg.steps} of batch {cfg.batch_size}, AdamW lr {cfg.lr:g} (warm-up {cfg.warmup:.0%}, linear decay),",
-        f"  weight decay {cfg.weight_decay}, max length {cfg.max_length}, seed {cfg.seed}",
-        f"- command: `{command}`",
-        "",
-        "## Measured",
-        "",
     ]
+    if earlier:
+        lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the delta of the one before:"]
+        for number, run in enumerate(earlier, 1):
+            shown = ", ".join(f"{k} {v}" for k, v in run["figures"].items() if isinstance(v, float))
+            lines += ["", f"Run {number} (measured after it: {shown}):", "", *_run_lines(run["config"], run["command"])]
+        lines += ["", f"Run {len(earlier) + 1}:", ""]
+    lines += [*_run_lines(asdict(cfg), command), "", "## Measured", ""]
     for key, value in figures.items():
         if key != "samples":
             lines.append(f"- {key}: {value}")

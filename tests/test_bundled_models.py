@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 import explainers
 from core.classifier import Classifier, load_classifier
@@ -148,7 +149,7 @@ def test_every_method_gives_finite_scores_on_the_bundled_model(sst2: Classifier)
 
 
 @pytest.mark.slow
-def test_training_command_runs_end_to_end(tmp_path: Path) -> None:
+def test_training_command_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     need_data()
     from core.cli import main
 
@@ -162,6 +163,21 @@ def test_training_command_runs_end_to_end(tmp_path: Path) -> None:
         main(["train", "mlm", "--steps", "2", "--train-limit", "64", "--eval-limit", "16", "--out", str(out_mlm)]) == 0
     )
     assert MaskedLM.load(str(out_mlm)).fill_texts(["a [MASK] film"], k=3)[0]
+
+    # Continuing a run starts from the saved delta: at a vanishing learning rate nothing moves,
+    # and the card names the earlier run's command (a fresh start would re-draw the LoRA factors).
+    out_next = tmp_path / "tiny-mlm-continued"
+    argv = ["train", "mlm", "--steps", "1", "--train-limit", "32", "--eval-limit", "8", "--lr", "1e-12"]
+    assert main([*argv, "--init-from", str(out_mlm), "--out", str(out_next), "--bf16"]) == 0
+    before, after = load_file(str(out_mlm / "delta.safetensors")), load_file(str(out_next / "delta.safetensors"))
+    assert before.keys() == after.keys()
+    for key in before:
+        torch.testing.assert_close(after[key], before[key], rtol=0, atol=1e-3)
+    card = json.loads((out_next / "training.json").read_text())
+    assert [run["config"]["steps"] for run in card["earlier_runs"]] == [2]
+    assert card["config"]["bf16"] and "Run 1" in (out_next / "README.md").read_text()
+    assert main(["train", "sst2", "--steps", "1", "--init-from", str(out_mlm), "--out", str(tmp_path / "x")]) == 2
+    assert "trained for 'mlm'" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_input_marginalization_matches_an_independent_computation(sst2: Classifier) -> None:

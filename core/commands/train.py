@@ -23,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
         train_limit=args.train_limit,
         eval_limit=args.eval_limit,
         command=command,
+        lr=args.lr,
+        init_from=args.init_from,
+        bf16=args.bf16,
     )
     print_json(card)
     return 0
@@ -35,6 +38,13 @@ def register(sub) -> None:
     parser.add_argument("--out", help="output folder (default: assets/models/minilm-TASK)")
     parser.add_argument("--steps", type=int, help="optimizer steps (default: per task)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
+    parser.add_argument(
+        "--init-from", metavar="DIR", help="continue from a model folder this command wrote for the same task"
+    )
+    parser.add_argument(
+        "--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AMX / AVX512-BF16 and on GPUs)"
+    )
     parser.add_argument("--train-limit", type=int, help="use only the first N training examples")
     parser.add_argument("--eval-limit", type=int, help="report on the first N examples only")
     parser.set_defaults(run=run)
