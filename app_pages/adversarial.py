@@ -18,10 +18,9 @@ import services
 from ui import state
 from ui.heatmap import heatmap_html
 from ui.params import methods_params_form, params_form
-from ui.runs import run_or_stop
+from ui.runs import SLICE, example_scope, run_or_stop
 
 GRADIENT_METHODS = ("saliency", "grad_x_input", "integrated_gradients")
-SINGLE, SLICE = "this example", "dataset slice"
 ATTACKS = {
     "embedding": "embedding perturbation (thesis)",
     "substitution": "word substitution (masked LM)",
@@ -97,21 +96,14 @@ chosen = st.multiselect(
     key="adversarial.methods",
     help="The embedding attack differentiates the explanation, so it takes the gradient methods only.",
 )
-scopes = [SINGLE, SLICE] if selection.dataset else [SINGLE]
-scope = st.radio("Examples", scopes, key="adversarial.scope", horizontal=True)
-n_examples = 1
-if scope == SLICE:
-    size = services.dataset_size(selection.dataset, selection.split)
-    n_examples = int(
-        st.number_input(
-            f"First N examples of {selection.dataset}/{selection.split}",
-            min_value=2,
-            max_value=min(64, size),
-            value=min(4, size),
-            key="adversarial.n_examples",
-            help="The thesis uses 16 per model and dataset. Each example's attacked class is its predicted class.",
-        )
-    )
+scope, n_examples = example_scope(
+    st,
+    selection,
+    "adversarial",
+    most=64,
+    default=4,
+    help="The thesis uses 16 per model and dataset. Each example's attacked class is its predicted class.",
+)
 with st.expander("Attack parameters"):
     attack_params = params_form(services.attack_info(attack, preset), f"adversarial.{preset}")
     if attack == "embedding":

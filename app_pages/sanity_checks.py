@@ -17,7 +17,7 @@ import services
 from ui import state
 from ui.heatmap import colour, heatmap_html, peak
 from ui.params import methods_params_form
-from ui.runs import run_or_stop
+from ui.runs import SLICE, example_scope, run_or_stop
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
 MEASURES = {
@@ -29,7 +29,6 @@ MEASURES = {
 }
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 LINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-SLICE, SINGLE = "dataset slice", "this example"
 
 selection = state.current()
 st.title("Sanity checks: layer randomisation")
@@ -71,21 +70,14 @@ mode = first.segmented_control("Randomisation", ["cascading", "independent"], de
 mode = mode or "cascading"
 seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed"))
 top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k")
-scopes = [SINGLE, SLICE] if selection.dataset else [SINGLE]
-scope = fourth.radio("Examples", scopes, key="sanity.scope", horizontal=True)
-n_examples = 1
-if scope == SLICE:
-    size = services.dataset_size(selection.dataset, selection.split)
-    n_examples = int(
-        st.number_input(
-            f"First N examples of {selection.dataset}/{selection.split}",
-            min_value=2,
-            max_value=min(50, size),
-            value=min(10, size),
-            key="sanity.n_examples",
-            help="The thesis uses 50. Each example's target is its predicted class.",
-        )
-    )
+scope, n_examples = example_scope(
+    fourth,
+    selection,
+    "sanity",
+    most=50,
+    default=10,
+    help="The thesis uses 50. Each example's target is its predicted class.",
+)
 with st.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "sanity")
 

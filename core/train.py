@@ -102,6 +102,15 @@ def _autocast(cfg: TrainConfig):
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16)
 
 
+def _optimize(loss: torch.Tensor, trainable: list[nn.Parameter], optimizer, scheduler) -> None:
+    """One optimizer step on ``loss``, gradients clipped to norm 1."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+
+
 def _batches(n: int, batch_size: int, steps: int, rng: random.Random):
     order: list[int] = []
     for _ in range(steps):
@@ -162,11 +171,7 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         enc = _encode(tokenizer, batch, cfg.max_length)
         with _autocast(cfg):
             loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
+        _optimize(loss, trainable, optimizer, scheduler)
         if step % 50 == 0 or step == cfg.steps:
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     train_s = time.time() - start
@@ -286,11 +291,7 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
             continue
         with _autocast(cfg):
             loss = _mlm_loss(model, {"input_ids": masked, "attention_mask": enc["attention_mask"]}, labels)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
+        _optimize(loss, trainable, optimizer, scheduler)
         if step % 100 == 0 or step == cfg.steps:
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     train_s = time.time() - start

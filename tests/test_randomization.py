@@ -264,3 +264,26 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
     cached = services._loaded_classifier(toy_bert_folder).model.state_dict()
     fresh = load_classifier(toy_bert_folder, device="cpu").model.state_dict()
     assert all(torch.equal(cached[name], fresh[name]) for name in fresh)
+
+
+@pytest.mark.slow  # AppTest imports the whole app
+def test_page_runs_over_the_first_examples_of_a_dataset_slice(toy_bert_folder: str) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from core.datasets import load_bundled_examples
+    from ui.state import Selection
+
+    first = load_bundled_examples(split="sst2")[0]
+    app = AppTest.from_file("../app_pages/sanity_checks.py", default_timeout=180)
+    app.session_state["selection"] = Selection(
+        model=toy_bert_folder, label_names=("negative", "positive"), dataset="examples", split="sst2", index=0,
+        example=first,
+    )  # fmt: skip
+    app.run()
+    app.multiselect(key="sanity.methods").set_value(["grad_x_input"]).run()
+    app.radio(key="sanity.scope").set_value("dataset slice").run()
+    app.number_input(key="sanity.n_examples").set_value(3).run()
+    assert "× 3 example(s)" in app.markdown[-1].value
+    app.button(key="sanity.run").click().run()
+    assert not app.exception and not app.error
+    assert any(c.value.startswith("3 example(s)") for c in app.caption)

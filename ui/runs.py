@@ -8,7 +8,11 @@ from typing import TypeVar
 
 import streamlit as st
 
+import services
+
 T = TypeVar("T")
+
+SINGLE, SLICE = "this example", "dataset slice"
 
 
 def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
@@ -38,3 +42,22 @@ def requested(name: str, request: dict, pressed: bool) -> bool:
         return True
     st.info("Press **Run on the slice** to compute these settings over the slice.")
     return False
+
+
+def example_scope(container, selection, prefix: str, most: int, default: int, help: str) -> tuple[str, int]:
+    """Radio "this example" / "dataset slice" (the slice only when a dataset is selected) and, for
+    a slice, how many of its first examples; returns the scope and the number of examples."""
+    scopes = [SINGLE, SLICE] if selection.dataset else [SINGLE]
+    scope = container.radio("Examples", scopes, key=f"{prefix}.scope", horizontal=True)
+    if scope != SLICE:
+        return scope, 1
+    size = services.dataset_size(selection.dataset, selection.split)
+    count = st.number_input(
+        f"First N examples of {selection.dataset}/{selection.split}",
+        min_value=2,
+        max_value=min(most, size),
+        value=min(default, size),
+        key=f"{prefix}.n_examples",
+        help=help,
+    )
+    return scope, int(count)
