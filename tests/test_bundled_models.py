@@ -30,6 +30,7 @@ REPORT_SPLITS = {
     "minilm-hatexplain": ("hatexplain", "test"),
 }
 TARGETS = {"minilm-sst2": 0.87, "minilm-esnli": 0.80, "minilm-movies": 0.80}  # HateXplain: reported only
+MLM_TARGETS = {"mlm_accuracy": 0.35, "content_top10": 0.40}  # on held-out SST-2 dev sentences
 SENTENCE = "a gorgeous , witty and seductive film that never loses its charm , even when the ending drags a little ."
 
 
@@ -86,6 +87,22 @@ def test_masked_lm_restores_a_predictable_word(sentence: str, position: int) -> 
     words = tuple(sentence.split())
     ((fills, original),) = mlm.fill_words((words,), [position], k=10)
     assert fills[0].token == words[position] and original > 0.5, fills[:3]
+
+
+def test_masked_lm_reproduces_its_card_and_meets_its_targets() -> None:
+    """Masked-word accuracy (15%, 80/10/10) and one content word in the top 10, on all SST-2 dev."""
+    need_data()
+    from core.models import encoder_path, load_masked_lm, load_tokenizer
+    from core.train import evaluate_mlm
+
+    card = json.loads((BUNDLED_DIR / "minilm-mlm" / "training.json").read_text())["figures"]
+    held_out = [tuple(w.lower() for w in e.words) for e in load_examples("sst2", "dev")]
+    assert card["report_split"] == "sst2/dev" and len(held_out) == card["report_examples"]
+    figures = evaluate_mlm(load_masked_lm("minilm-mlm"), load_tokenizer(encoder_path()), held_out)
+    for key in ("mlm_accuracy", "content_top1", "content_top10", "top10_mass"):
+        assert figures[key] == pytest.approx(card[key], abs=0.005), key
+    for key, target in MLM_TARGETS.items():
+        assert figures[key] >= target, f"{key} {figures[key]:.4f} is below the target {target}"
 
 
 def test_loo_empty_matches_hand_made_deletions(sst2: Classifier) -> None:
