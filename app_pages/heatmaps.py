@@ -11,7 +11,7 @@ from ui.charts import probability_chart
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
-from ui.runs import run_or_stop
+from ui.runs import explain_selected
 
 FAST_METHODS = (
     "loo_empty",
@@ -72,15 +72,7 @@ for key in (k for k in chosen if k in MASK_METHODS):
     detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
     st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
 
-result = run_or_stop(
-    services.explain,
-    selection.model,
-    selection.example,
-    chosen,
-    target=selection.target,
-    params=params,
-    mlm_name=selection.mlm,
-)
+result = explain_selected(selection, chosen, params)
 
 prediction = result.prediction
 example = prediction.example

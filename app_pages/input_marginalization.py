@@ -18,7 +18,7 @@ import services
 from ui import state
 from ui.heatmap import cost_rows, heatmap_html
 from ui.params import params_form
-from ui.runs import run_or_stop
+from ui.runs import explain_selected
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
 HIGH_LIKELIHOOD = 0.8  # paper 000: exact-match top-1 fill-ins average 0.82 likelihood on SST
@@ -66,18 +66,6 @@ def cost_line(name: str, attribution) -> str:
     )
 
 
-def explain_with_progress(methods: list[str], params: dict, mlm_name: str) -> services.HeatmapResult:
-    return run_or_stop(
-        services.explain,
-        selection.model,
-        selection.example,
-        methods,
-        target=selection.target,
-        params=params,
-        mlm_name=mlm_name,
-    )
-
-
 selection = state.current()
 st.title("Input Marginalization")
 st.caption(
@@ -105,7 +93,7 @@ with right.expander("IM parameters"):
 
 # Leave-one-out first (in IM's score space): cheap (n + 1 passes), the reference IM is compared
 # with, and its speed calibrates the estimates of the longer runs.
-base = explain_with_progress(["loo_empty"], {"loo_empty": {"output": im_params["output"]}}, mlm_name)
+base = explain_selected(selection, ["loo_empty"], {"loo_empty": {"output": im_params["output"]}}, mlm_name)
 if "loo_empty" not in base.attributions:
     st.error(base.errors.get("loo_empty", "leave-one-out failed"))
     st.stop()
@@ -131,7 +119,7 @@ im_estimate = services.estimate_cost("im", len(example.words), im_params, rate)
 st.caption(estimate_line("IM", im_estimate, rate))
 if not approved("IM", json.dumps(run_base + ["im", im_params], default=str), im_estimate):
     st.stop()
-result = explain_with_progress(["im"], {"im": im_params}, mlm_name)
+result = explain_selected(selection, ["im"], {"im": im_params}, mlm_name)
 if "im" not in result.attributions:
     st.error(f"IM: {result.errors.get('im', 'failed')}")
     st.stop()
@@ -249,7 +237,7 @@ with lime_tab:
     lime_estimate = services.estimate_cost("lime", n_words, lime_params, rate)
     st.caption(estimate_line("LIME", lime_estimate, rate))
     if approved("LIME", json.dumps(run_base + ["lime", lime_params], default=str), lime_estimate):
-        lime_result = explain_with_progress(["lime"], {"lime": lime_params}, mlm_name)
+        lime_result = explain_selected(selection, ["lime"], {"lime": lime_params}, mlm_name)
         if "lime" in lime_result.attributions:
             lime = costs["lime"] = lime_result.attributions["lime"]
             st.caption(f"{cost_line('LIME', lime)} Surrogate R² {lime.extras['r2']:.3f}.")

@@ -20,7 +20,7 @@ import streamlit as st
 import services
 from ui import state
 from ui.heatmap import cost_rows, heatmap_html
-from ui.runs import requested, run_or_stop
+from ui.runs import explain_selected, requested, run_or_stop
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 METRICS = ("iou", "precision", "recall", "f1", "token_f1", "iou_f1", "auprc", "gt_overlap", "mean_rank", "coverage")
@@ -102,14 +102,7 @@ def example_view(selection: state.Selection, methods: list[str], metric_params: 
             "(split dev_highlighted), ERASER movies and HateXplain (posts judged normal have none)."
         )
         return
-    result = run_or_stop(
-        services.explain,
-        selection.model,
-        example,
-        methods,
-        target=selection.target,
-        mlm_name=selection.mlm,
-    )
+    result = explain_selected(selection, methods)
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
     prediction = result.prediction

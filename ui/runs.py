@@ -33,6 +33,22 @@ def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
     return result
 
 
+def explain_selected(
+    selection, methods: list[str], params: dict | None = None, mlm_name: str | None = None
+) -> services.HeatmapResult:
+    """The selected example explained by ``methods`` for the selected target, under a progress bar
+    (``mlm_name`` defaults to the sidebar's masked LM)."""
+    return run_or_stop(
+        services.explain,
+        selection.model,
+        selection.example,
+        methods,
+        target=selection.target,
+        params=params,
+        mlm_name=mlm_name or selection.mlm,
+    )
+
+
 def requested(name: str, request: dict, pressed: bool) -> bool:
     """True once Run was pressed for exactly these settings (they persist across reruns)."""
     signature = json.dumps(request, sort_keys=True, default=str)
