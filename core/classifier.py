@@ -10,16 +10,14 @@ decoding text and tokenizing it again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from core.devices import best_device
-from core.types import Example
-
-ProgressFn = Callable[[float, str], None]
+from core.types import Example, ProgressFn
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Fine-tune the bundled demo models from the packaged all-MiniLM-L6-v2 encoder.
 
-``python -m core train TASK`` trains a LoRA delta (plus the task head in full), saves it under
+``python -m cli train TASK`` trains a LoRA delta (plus the task head in full), saves it under
 ``--out``, reloads it through the same loader the app uses, measures it on the task's report
 split and writes the model card. Tasks and splits:
 

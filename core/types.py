@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
+# Long work reports progress as (fraction done in [0, 1], message); the one callback shape for
+# the engine, the command line's progress bar and the app's st.progress.
+ProgressFn = Callable[[float, str], None]
 
 
 @dataclass(frozen=True)

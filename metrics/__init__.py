@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from metrics.base import MetricResult, MetricSpec, mean_interval
+from metrics.base import MetricResult, MetricSpec, Summary, mean_interval
 
 _FAMILIES = ("faithfulness", "plausibility")
 
@@ -32,4 +32,4 @@ def get(key: str) -> MetricSpec:
     return REGISTRY[key]
 
 
-__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "get", "mean_interval"]
+__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "Summary", "get", "mean_interval"]

@@ -42,7 +42,24 @@ class MetricSpec:
     needs_rationale: bool = False
 
 
-def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float, int]:
+@dataclass(frozen=True)
+class Summary:
+    """Mean and 95% interval of a metric over the examples it scored; ``skipped`` counts the
+    examples it left out (no rationale, a failed method). The one interval record of the project."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    skipped: int = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float | None], skipped: int = 0) -> Summary:
+        """``values`` summarised with ``mean_interval`` (None and non-finite values left out)."""
+        return cls(*mean_interval(values), skipped)
+
+
+def mean_interval(values: Sequence[float | None], confidence: float = 0.95) -> tuple[float, float, float, int]:
     """Mean and the normal-approximation 95% interval (t quantile for small n) of finite values."""
     from scipy import stats
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from core.types import Attribution, Example
 from explainers.base import param
-from metrics.base import MetricResult, MetricSpec, mean_interval
+from metrics.base import MetricResult, MetricSpec, Summary
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 ANNOTATOR_HELP = 'human mask: "majority", "any" (union of annotators) or an annotator index ("0", "1", ...)'
@@ -440,22 +440,10 @@ CEILING_KEYS = tuple(key for key in KEYS if key not in ("gt_overlap", "mean_rank
 # --------------------------------------------------------------------------- dataset level
 
 
-@dataclass(frozen=True)
-class Summary:
-    """Mean and 95% interval over the scored examples; ``skipped`` counts empty rationales."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    skipped: int
-
-
 def summarize(results: Iterable[MetricResult]) -> Summary:
     results = list(results)
     skipped = sum(1 for r in results if "skipped" in r.extras)
-    mean, low, high, n = mean_interval([r.value for r in results if "skipped" not in r.extras])
-    return Summary(mean, low, high, n, skipped)
+    return Summary.of([r.value for r in results if "skipped" not in r.extras], skipped)
 
 
 # Metrics whose per-example extras carry matched / n_predicted / n_human counts.

@@ -18,8 +18,8 @@ import explainers
 from core.classifier import Classifier
 from core.masked_lm import Fill
 from core.types import Example
-from metrics import adversarial
-from metrics.adversarial import (
+from experiments import attacks as adversarial
+from experiments.attacks import (
     embedding_attack,
     explain_embeddings,
     k_for,
@@ -248,7 +248,7 @@ def test_summary_ranks_the_more_fragile_method_first(linear_clf, toy_example):
 
 
 def test_attack_command_prints_the_measures(monkeypatch, capsys):
-    from core import cli
+    from cli import main as cli
 
     monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
     code = cli.main(
@@ -284,7 +284,7 @@ def test_attack_command_prints_the_measures(monkeypatch, capsys):
 
 
 def test_attack_command_rejects_a_method_the_embedding_attack_cannot_take(monkeypatch, capsys):
-    from core import cli
+    from cli import main as cli
 
     monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
     assert cli.main(["attack", "--model", "toy", "--text", "a good film", "--methods", "random", "--json"]) == 2
@@ -405,7 +405,7 @@ def test_page_dataset_mode_ranks_methods_by_mean_rank_change(toy_folders):
 
 
 def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(monkeypatch, capsys):
-    from core import cli
+    from cli import main as cli
 
     monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
     argv = ["attack", "--model", "toy", "--text", "a good film", "--methods", "saliency", "--seed", "3", "--json"]

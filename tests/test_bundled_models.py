@@ -168,7 +168,7 @@ def test_every_method_gives_finite_scores_on_the_bundled_model(sst2: Classifier)
 @pytest.mark.slow
 def test_training_command_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     need_data()
-    from core.cli import main
+    from cli.main import main
 
     out = tmp_path / "tiny-sst2"
     assert main(["train", "sst2", "--steps", "3", "--train-limit", "96", "--eval-limit", "64", "--out", str(out)]) == 0

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import explainers
-from core.cli import main
+from cli.main import main
 from tests.toy import VOCAB, toy_bert, toy_tokenizer
 
 FAST = [

@@ -1,4 +1,4 @@
-"""``python -m core evaluate`` on a tiny slice: JSON keys, values that match the metrics computed
+"""``python -m cli evaluate`` on a tiny slice: JSON keys, values that match the metrics computed
 directly, rationale metrics that skip examples without a rationale, and argument errors."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
+from cli.evaluate import select_examples
+from cli.main import main
 from core.classifier import Classifier, load_classifier
-from core.cli import main
-from core.commands.evaluate import select_examples
 from core.datasets import available_splits, load_examples
 from core.masked_lm import MaskedLM
 from core.models import bundled_names

@@ -240,8 +240,8 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     from ui.state import Selection
 
     mlm = FakeMLM({"great": [("great", 0.9), ("good", 0.05), ("awful", 0.03)]}, NEUTRAL)
-    monkeypatch.setattr(services, "_load", lambda name: toy_linear_loaded)
-    monkeypatch.setattr(services, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
+    monkeypatch.setattr(services.models, "loaded", lambda name: toy_linear_loaded)
+    monkeypatch.setattr(services.models, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
     app = AppTest.from_file("../app_pages/input_marginalization.py", default_timeout=60)
     labels = ("negative", "positive")
     app.session_state["selection"] = Selection(
@@ -286,8 +286,8 @@ def test_page_waits_for_a_click_before_a_long_run(monkeypatch, toy_linear_loaded
     from ui.state import Selection
 
     mlm = FakeMLM({"great": GREAT}, NEUTRAL)
-    monkeypatch.setattr(services, "_load", lambda name: toy_linear_loaded)
-    monkeypatch.setattr(services, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
+    monkeypatch.setattr(services.models, "loaded", lambda name: toy_linear_loaded)
+    monkeypatch.setattr(services.models, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
     monkeypatch.setattr(services, "passes_per_second", lambda attribution: 2.0)  # 111 passes: about 56 s
     app = AppTest.from_file("../app_pages/input_marginalization.py", default_timeout=60)
     labels = ("negative", "positive")

@@ -1,4 +1,5 @@
-"""The layers keep their dependencies: the UI imports no deep-learning library, the engine no Streamlit."""
+"""The layers keep their dependencies (docs/ARCHITECTURE.md, "Layers"): every import of every
+product file, including imports inside functions, must point to an allowed layer."""
 
 from __future__ import annotations
 
@@ -8,48 +9,77 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = {"torch", "transformers", "captum"}
-ENGINE = {"core", "explainers", "metrics"}
+HEAVY = {"torch", "transformers", "captum", "peft", "ray"}
+PROJECT = {"app", "app_pages", "ui", "services", "cli", "api", "engine", "experiments", "metrics", "explainers", "core"}
+
+# What each layer may import from the project (its own layer included). Everything above a layer
+# is forbidden to it; streamlit is allowed only in app.py, app_pages, ui and services.
+ALLOWED = {
+    "app": {"ui", "services"},
+    "app_pages": {"app_pages", "ui", "services"},
+    "ui": {"ui", "services", "core"},
+    "services": {"services", "engine", "experiments", "metrics", "explainers", "core"},
+    "cli": {"cli", "engine", "experiments", "metrics", "explainers", "core"},
+    "api": {"api", "engine", "experiments", "metrics", "explainers", "core", "ui"},
+    "engine": {"engine", "experiments", "metrics", "explainers", "core"},
+    "experiments": {"experiments", "metrics", "explainers", "core"},
+    "metrics": {"metrics", "explainers", "core"},
+    "explainers": {"explainers", "core"},
+    "core": {"core"},
+}
+STREAMLIT_LAYERS = {"app", "app_pages", "ui", "services"}
+# ui may read these core modules only (records and pure helpers, no model code).
+UI_CORE = {"core.types"}
 
 
-def imported_roots(path: Path) -> set[str]:
-    """Top-level package of every import in ``path`` (including imports inside functions)."""
-    roots = set()
+def imports(path: Path) -> set[str]:
+    """Every imported module name in ``path`` (including imports inside functions)."""
+    names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+            names.add(node.module)
+    return names
 
 
-def files(*patterns: str) -> list[Path]:
-    return sorted(p for pattern in patterns for p in ROOT.glob(pattern))
+def roots(names: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in names}
 
 
-def test_imported_roots_sees_nested_and_from_imports(tmp_path: Path) -> None:
+def layer_of(path: Path) -> str:
+    relative = path.relative_to(ROOT)
+    return "app" if relative.parts == ("app.py",) else relative.parts[0]
+
+
+def product_files() -> list[Path]:
+    found = [ROOT / "app.py"]
+    for layer in ALLOWED:
+        found += sorted((ROOT / layer).glob("**/*.py"))
+    return [p for p in found if p.is_file()]
+
+
+def test_imports_sees_nested_and_from_imports(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text("import os.path\nfrom torch import nn\n\ndef f():\n    import captum.attr\n    from . import x\n")
-    assert imported_roots(source) == {"os", "torch", "captum"}
+    assert roots(imports(source)) == {"os", "torch", "captum"}
 
 
-@pytest.mark.parametrize("path", files("app.py", "app_pages/*.py", "ui/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_ui_imports_no_deep_learning_library(path: Path) -> None:
-    assert not imported_roots(path) & HEAVY
+@pytest.mark.parametrize("path", product_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_to_allowed_layers(path: Path) -> None:
+    layer = layer_of(path)
+    found = imports(path)
+    project = roots(found) & PROJECT
+    assert project <= ALLOWED[layer], f"{layer} may not import {sorted(project - ALLOWED[layer])}"
+    if layer not in STREAMLIT_LAYERS:
+        assert "streamlit" not in roots(found)
+    if layer in {"app", "app_pages", "ui"}:
+        assert not roots(found) & HEAVY
+    if layer == "ui":
+        assert {n for n in found if n.split(".")[0] == "core"} <= UI_CORE
 
 
-@pytest.mark.parametrize("path", files("app_pages/*.py"), ids=lambda p: str(p.relative_to(ROOT)))
-def test_pages_reach_the_engine_only_through_services(path: Path) -> None:
-    assert not imported_roots(path) & ENGINE
-
-
-@pytest.mark.parametrize(
-    "path", files("core/**/*.py", "explainers/**/*.py", "metrics/**/*.py"), ids=lambda p: str(p.relative_to(ROOT))
-)
-def test_engine_imports_no_streamlit(path: Path) -> None:
-    assert "streamlit" not in imported_roots(path)
-
-
-def test_the_checked_layers_exist() -> None:
-    assert (ROOT / "app.py").is_file()
-    assert files("app_pages/*.py") and files("ui/*.py") and files("core/*.py") and files("explainers/*.py")
+def test_every_layer_exists() -> None:
+    for layer in ALLOWED:
+        if layer not in ("app", "api"):
+            assert (ROOT / layer).is_dir(), layer

@@ -267,7 +267,7 @@ TWO_PLACES = (
 def test_marc_on_the_bundled_model(sst2_clf):
     example = Example(segments=(SENTENCE,), id="sentence")
     assert len(SENTENCE) == 20
-    # The time budget (under a minute on 2 CPU cores) is measured by `python -m core bench`
+    # The time budget (under a minute on 2 CPU cores) is measured by `python -m cli bench`
     # (BENCHMARKS.md), not here; the test bounds the work instead.
     marc = _run("marc", sst2_clf, example, 0)
     assert marc.forward_passes <= 2 * 300 + 2

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from cli.main import main
 from core.classifier import Classifier
-from core.cli import main
 from core.types import Example
-from metrics import randomization as R
+from experiments import randomization as R
 from tests.toy import toy_bert, toy_linear
 
 TEXTS = (
@@ -261,7 +261,7 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
     head = app.dataframe[0].value.set_index("method")  # the head-reset table
     assert head.loc["attention_mean", "Spearman ρ"] == 1.0  # attention ignores the head
     assert head.loc["attention_rollout", "words changing sign (%)"] == 0.0
-    cached = services._loaded_classifier(toy_bert_folder).model.state_dict()
+    cached = services.models._loaded_classifier(toy_bert_folder).model.state_dict()
     fresh = load_classifier(toy_bert_folder, device="cpu").model.state_dict()
     assert all(torch.equal(cached[name], fresh[name]) for name in fresh)
 

@@ -1,18 +1,18 @@
-"""``python -m core explain``: every requested method's word scores for one text, as JSON."""
+"""``python -m cli explain``: every requested method's word scores for one text, as JSON."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.commands.common import add_model, parse_params, print_json
+from cli.common import add_model, parse_params, print_json
 
 
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, load_classifier
     from core.datasets import split_words
-    from core.engine import explain_example
     from core.types import Example
+    from engine.explain import explain_example
 
     methods = explainers.resolve(args.methods)
     params = parse_params(args.param)

@@ -13,7 +13,7 @@ def add_model(parser: argparse.ArgumentParser) -> None:
 
 
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    parser.add_argument("--dataset", required=required, help="dataset name (see `python -m core datasets`)")
+    parser.add_argument("--dataset", required=required, help="dataset name (see `python -m cli datasets`)")
     parser.add_argument("--split", help="split of the dataset")
     parser.add_argument("--limit", type=int, help="first N examples only")
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")

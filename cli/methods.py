@@ -1,10 +1,10 @@
-"""``python -m core methods``: list the explainer keys with one-line descriptions."""
+"""``python -m cli methods``: list the explainer keys with one-line descriptions."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.commands.common import print_json
+from cli.common import print_json
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""``python -m core fill``: a masked LM's top-k fill-ins for one [MASK] per text."""
+"""``python -m cli fill``: a masked LM's top-k fill-ins for one [MASK] per text."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from core.commands.common import print_json
+from cli.common import print_json
 
 
 def run(args: argparse.Namespace) -> int:

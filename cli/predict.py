@@ -1,4 +1,4 @@
-"""``python -m core predict``: class probabilities for a dataset split or a JSON Lines file."""
+"""``python -m cli predict``: class probabilities for a dataset split or a JSON Lines file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from core.commands.common import add_dataset, add_model, load_dataset_examples, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, print_json
 
 
 def read_texts(path: str) -> list:

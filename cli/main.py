@@ -1,4 +1,4 @@
-"""Command line of the engine: ``python -m core <command>`` (see ``--help`` of each command).
+"""Command line of the engine: ``python -m cli <command>`` (see ``--help`` of each command).
 
 Each command lives in ``core/commands/<name>.py`` with a ``register(subparsers)`` function.
 """
@@ -13,13 +13,13 @@ COMMANDS = ("methods", "explain", "predict", "fill", "datasets", "train", "bench
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="Token attribution engine.")
+    parser = argparse.ArgumentParser(prog="python -m cli", description="Token attribution engine.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"core.commands.{name}")
+            module = importlib.import_module(f"cli.{name}")
         except ModuleNotFoundError as error:
-            if error.name != f"core.commands.{name}":
+            if error.name != f"cli.{name}":
                 raise
             continue
         module.register(sub)

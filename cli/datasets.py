@@ -1,10 +1,10 @@
-"""``python -m core datasets``: the datasets and splits found, with their sizes."""
+"""``python -m cli datasets``: the datasets and splits found, with their sizes."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.commands.common import print_json
+from cli.common import print_json
 
 
 def run(args: argparse.Namespace) -> int:

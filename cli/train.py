@@ -1,4 +1,4 @@
-"""``python -m core train TASK``: fine-tune a bundled demo model from the packaged encoder."""
+"""``python -m cli train TASK``: fine-tune a bundled demo model from the packaged encoder."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from core.commands.common import print_json
+from cli.common import print_json
 
 
 def run(args: argparse.Namespace) -> int:
     from core.train import run_training
 
-    command = "python -m core " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "python -m cli " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     card = run_training(
         args.task,
         args.data_dir,

@@ -1,4 +1,4 @@
-"""``python -m core attack``: adversarial attacks on explanations (thesis, seed 002, section 3.5).
+"""``python -m cli attack``: adversarial attacks on explanations (thesis, seed 002, section 3.5).
 
 Per example and method: Rank Change, Top-k Sum Change, Probability Change, Spearman's rho between
 the two explanations, success, and the original and attacked words and scores; with several
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.commands.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
 
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from core.classifier import Classifier, load_classifier
     from core.datasets import split_words
     from core.types import Example
-    from metrics.adversarial import attack_example, make_params, summarize
+    from experiments.attacks import attack_example, make_params, summarize
 
     if (args.text is None) == (args.dataset is None):
         raise ValueError("give either --text or --dataset")

@@ -1,4 +1,4 @@
-"""``python -m core randomize``: cascading or independent layer randomisation (sanity checks).
+"""``python -m cli randomize``: cascading or independent layer randomisation (sanity checks).
 
 Prints ``steps``, one object per step in order (``original``, ``head``, ``block L`` ...
 ``embeddings``), each with the step's ``name``, the components re-initialised in its model and,
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from core.commands.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
@@ -77,7 +77,7 @@ def _stderr_progress(start: float) -> Callable[[float, str], None]:
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, load_classifier
-    from metrics.randomization import run_randomization
+    from experiments.randomization import run_randomization
 
     methods = explainers.resolve(args.methods)
     params = parse_params(args.param)

@@ -1,3 +1,3 @@
-from core.cli import main
+from cli.main import main
 
 raise SystemExit(main())

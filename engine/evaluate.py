@@ -1,35 +1,33 @@
-"""``python -m core evaluate``: metrics of several methods over a dataset slice, as JSON.
+"""Evaluate attributions over a dataset slice: the one implementation behind ``python -m cli
+evaluate``, the run store and the app's dataset views.
 
-For each example of the slice (the first N, or N drawn at random with ``--seed``) every method
-explains the predicted class (``core.engine.explain_example``), then every metric scores each
-attribution. The faithfulness metrics of one attribution share one batch
+For each example of the slice every method explains the target class (the predicted one, or the
+gold label: ``target="gold"``, MaRC's protocol) through ``engine.explain.explain_example``, then
+every metric scores each attribution. The faithfulness metrics of one attribution share one batch
 (``metrics.faithfulness.score_many``). Metrics that compare with human rationales skip examples
-without one and report how many they skipped. The functions here are also what the app's
-dataset mode calls.
+without one and report how many they skipped.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.types import Attribution, Example
+from core.types import Attribution, Example, ProgressFn
+from engine.explain import explain_example
+from metrics.base import MetricResult, Summary
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
     from core.masked_lm import MaskedLM
-    from metrics.base import MetricResult
+    from metrics.plausibility import ThresholdSearch
 
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"
-
-ProgressFn = Callable[[float, str], None]
 
 
 @dataclass
@@ -43,6 +41,11 @@ class ExampleResult:
     attributions: dict[str, Attribution]
     metrics: dict[str, dict[str, MetricResult]]
     skipped: tuple[str, ...] = ()
+    position: int = 0  # index in the slice that was evaluated
+
+    @property
+    def predicted(self) -> int:
+        return max(range(len(self.probabilities)), key=self.probabilities.__getitem__)
 
 
 @dataclass
@@ -134,8 +137,6 @@ def evaluate_slice(
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
     (the example's label, MaRC's protocol; the predicted class where an example has none)."""
-    from core.engine import explain_example
-
     evaluation = SliceEvaluation(list(methods), list(params_by_metric))
     passes0 = clf.forward_passes
     for index, example in enumerate(examples):
@@ -164,6 +165,7 @@ def evaluate_slice(
                 explanation.attributions,
                 scored,
                 skipped,
+                index,
             )
         )
     evaluation.forward_passes = clf.forward_passes - passes0
@@ -172,73 +174,167 @@ def evaluate_slice(
     return evaluation
 
 
+def metric_values(evaluation: SliceEvaluation) -> dict[str, dict[str, list[float | None]]]:
+    """``values[method][metric]``: one value per example, None where the metric skipped the
+    example or the method failed on it."""
+    return {
+        method: {
+            metric: [
+                r.metrics[method][metric].value if metric in r.metrics.get(method, {}) else None
+                for r in evaluation.results
+            ]
+            for metric in evaluation.metric_keys
+        }
+        for method in evaluation.methods
+    }
+
+
+def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary]]:
+    """Mean and 95% t interval of every method's every metric over the slice."""
+    return {
+        method: {metric: Summary.of(vals, vals.count(None)) for metric, vals in per.items()}
+        for method, per in metric_values(evaluation).items()
+    }
+
+
+def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """Pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``) of every metric
+    that has a curve (deletion, insertion, the bin metrics), per method."""
+    from metrics.faithfulness import mean_curve
+
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for method in evaluation.methods:
+        out[method] = {}
+        for metric in evaluation.metric_keys:
+            curves = [
+                r.metrics[method][metric].curve
+                for r in evaluation.results
+                if metric in r.metrics.get(method, {}) and r.metrics[method][metric].curve
+            ]
+            if curves:
+                out[method][metric] = mean_curve(curves)
+    return out
+
+
+def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
+    """The same evaluation restricted to the examples the model predicted correctly (paper 000
+    scores plausibility on those only); examples without a gold label are left out too."""
+    return dataclasses.replace(evaluation, results=[r for r in evaluation.results if r.example.label == r.predicted])
+
+
 def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]]]:
     """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval); token
     F1 and IOU-F1 also carry ERASER's ``micro`` average (precision, recall, F1 over summed counts)."""
-    from metrics import mean_interval, plausibility
+    from metrics import plausibility
 
     summary: dict[str, dict[str, dict[str, Any]]] = {}
-    for method in evaluation.methods:
-        summary[method] = {}
+    for method, per in metric_summaries(evaluation).items():
+        summary[method] = {metric: summary_json(s) for metric, s in per.items()}
         for metric in evaluation.metric_keys:
-            values = [
-                r.metrics[method][metric].value for r in evaluation.results if metric in r.metrics.get(method, {})
-            ]
-            mean, low, high, n = mean_interval(values)
-            summary[method][metric] = {
-                "mean": _finite(mean),
-                "interval": [_finite(low), _finite(high)],
-                "n": n,
-                "skipped": evaluation.skipped(metric),
-            }
             if metric in plausibility.MICRO_KEYS:
                 found = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
                 summary[method][metric]["micro"] = plausibility.micro_f1(found)
     return summary
 
 
-def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str, Any]) -> dict[str, Any]:
-    """For the plausibility metrics requested: the human ceiling (annotators scored against each
-    other, paper 000's reference row) as ``{metric: {mean, interval, n, skipped}}``, and per method
-    paper 000's best threshold over the slice (IoU objective) with IoU, precision, recall and F1
-    at it. Empty when no plausibility metric was asked for."""
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "mean": _finite(summary.mean),
+        "interval": [_finite(summary.low), _finite(summary.high)],
+        "n": summary.n,
+        "skipped": summary.skipped,
+    }
+
+
+@dataclass(frozen=True)
+class PlausibilityReport:
+    """What a slice says about agreement with the humans beyond each metric's mean: the human
+    ceiling (annotators scored against each other, paper 000's reference row), paper 000's best
+    threshold per method (``objective`` maximised over tau) with the threshold metrics at it, the
+    share of words the humans marked, and ERASER's micro average of token F1 and IOU-F1."""
+
+    annotator: str
+    ceiling: dict[str, Summary]
+    thresholds: dict[str, ThresholdSearch]
+    at_best: dict[str, dict[str, Summary]]
+    human_coverage: Summary
+    micro: dict[str, dict[str, dict[str, float]]]
+    errors: dict[str, str]
+
+
+def plausibility_report(
+    evaluation: SliceEvaluation, params_by_metric: dict[str, Any], objective: str = "iou"
+) -> PlausibilityReport | None:
+    """The plausibility report of a slice, None when no plausibility metric was asked for."""
     from metrics import plausibility
 
     keys = [k for k in params_by_metric if k in plausibility.KEYS]
     if not keys:
-        return {}
-
-    def as_json(summary: plausibility.Summary) -> dict[str, Any]:
-        return {
-            "mean": _finite(summary.mean),
-            "interval": [_finite(summary.low), _finite(summary.high)],
-            "n": summary.n,
-            "skipped": summary.skipped,
-        }
-
+        return None
     examples = [r.example for r in evaluation.results]
-    ceiling = {
-        key: as_json(summary)
-        for key, summary in plausibility.slice_ceiling(examples, {k: params_by_metric[k] for k in keys}).items()
-    }
     annotator = params_by_metric[keys[0]].annotator
-    thresholds: dict[str, Any] = {}
+    thresholds: dict[str, ThresholdSearch] = {}
+    at_best: dict[str, dict[str, Summary]] = {}
+    errors: dict[str, str] = {}
     for method in evaluation.methods:
         pairs = [(r.example, r.attributions[method]) for r in evaluation.results if method in r.attributions]
         try:
-            search = plausibility.best_threshold(pairs, "iou", annotator)
+            search = plausibility.best_threshold(pairs, objective, annotator)
         except ValueError as error:
-            thresholds[method] = {"error": str(error)}
+            errors[method] = str(error)
             continue
-        at_best = plausibility.at_threshold(pairs, search.best, annotator, ("iou", "precision", "recall", "f1"))
+        thresholds[method] = search
+        at_best[method] = plausibility.at_threshold(pairs, search.best, annotator)
+    shares = []
+    for example in examples:
+        mask, empty = plausibility.human_mask(example, annotator)
+        shares.append(MetricResult(float(mask.mean()), extras={"skipped": empty} if empty else {}))
+    micro = {
+        method: {
+            key: plausibility.micro_f1(
+                r.metrics[method][key] for r in evaluation.results if key in r.metrics.get(method, {})
+            )
+            for key in keys
+            if key in plausibility.MICRO_KEYS
+        }
+        for method in evaluation.methods
+    }
+    return PlausibilityReport(
+        annotator,
+        plausibility.slice_ceiling(examples, {k: params_by_metric[k] for k in keys}),
+        thresholds,
+        at_best,
+        plausibility.summarize(shares),
+        micro,
+        errors,
+    )
+
+
+def rationale_references(evaluation: SliceEvaluation, params_by_metric: dict[str, Any]) -> dict[str, Any]:
+    """The command line's JSON of ``plausibility_report`` (IoU objective): the human ceiling and
+    per method the best threshold with IoU, precision, recall and F1 at it. Empty when no
+    plausibility metric was asked for."""
+    report = plausibility_report(evaluation, params_by_metric)
+    if report is None:
+        return {}
+    thresholds: dict[str, Any] = {method: {"error": message} for method, message in report.errors.items()}
+    for method, search in report.thresholds.items():
         thresholds[method] = {
             "threshold": search.best,
             "objective": search.objective,
             "n": search.n,
             "skipped": search.skipped,
-            **{key: as_json(summary) for key, summary in at_best.items()},
+            **{
+                key: summary_json(summary)
+                for key, summary in report.at_best[method].items()
+                if key in ("iou", "precision", "recall", "f1")
+            },
         }
-    return {"human_ceiling": ceiling, "best_threshold": thresholds, "annotator": annotator}
+    return {
+        "human_ceiling": {key: summary_json(s) for key, s in report.ceiling.items()},
+        "best_threshold": {m: thresholds[m] for m in evaluation.methods if m in thresholds},
+        "annotator": report.annotator,
+    }
 
 
 def select_examples(examples: Sequence[Example], random_n: int | None, seed: int | None) -> list[Example]:
@@ -258,7 +354,7 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _example_json(result: ExampleResult) -> dict[str, Any]:
+def example_json(result: ExampleResult) -> dict[str, Any]:
     example = result.example
     return {
         "id": example.id,
@@ -278,132 +374,3 @@ def _example_json(result: ExampleResult) -> dict[str, Any]:
             for m, per in result.metrics.items()
         },
     }
-
-
-def _stderr_progress(start: float) -> ProgressFn:
-    def report(fraction: float, message: str) -> None:
-        print(
-            f"\r[{fraction:6.1%}] {message} ({time.perf_counter() - start:.0f} s)", end="", file=sys.stderr, flush=True
-        )
-        if fraction >= 1.0:
-            print(file=sys.stderr)
-
-    return report
-
-
-def run(args: argparse.Namespace) -> int:
-    import explainers
-    import metrics
-    from core.classifier import Classifier, load_classifier
-    from core.commands.common import parse_params, print_json
-    from core.datasets import load_examples
-
-    methods = explainers.resolve(args.methods)
-    metric_keys = resolve_metrics(args.metrics)
-    overrides = parse_params(args.param)
-    unknown = set(overrides) - set(methods) - set(metric_keys)
-    if unknown:
-        raise ValueError(f"--param for methods or metrics not requested: {', '.join(sorted(unknown))}")
-    params_by_metric = metric_params(metric_keys, overrides)
-    method_params = {k: v for k, v in overrides.items() if k in methods}
-    if not args.split:
-        raise ValueError("--split is needed")
-    if args.limit is not None and args.random is not None:
-        raise ValueError("give --limit or --random, not both")
-    examples = select_examples(
-        load_examples(args.dataset, args.split, args.data_dir, limit=args.limit), args.random, args.seed
-    )
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
-    mlm = None
-    if needs_mlm(methods, params_by_metric):
-        from core.masked_lm import MaskedLM
-
-        mlm = MaskedLM.load(args.mlm)
-    start = time.perf_counter()
-    evaluation = evaluate_slice(
-        clf,
-        examples,
-        methods,
-        params_by_metric,
-        method_params=method_params,
-        seed=args.seed,
-        mlm=mlm,
-        progress=None if args.quiet else _stderr_progress(start),
-        target=args.target,
-    )
-    summary = summarize(evaluation)
-    payload: dict[str, Any] = {
-        "model": args.model,
-        "dataset": args.dataset,
-        "split": args.split,
-        "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
-        "target": args.target,
-        "n_examples": len(examples),
-        "methods": methods,
-        "metrics": {
-            key: {
-                "params": dataclasses.asdict(params),
-                "higher_is_better": metrics.get(key).higher_is_better,
-                "family": metrics.get(key).family,
-            }
-            for key, params in params_by_metric.items()
-        },
-        "results": summary,
-        "runtime_s": time.perf_counter() - start,
-        "explain_s": evaluation.explain_s,
-        "metrics_s": evaluation.metrics_s,
-        "forward_passes": evaluation.forward_passes,
-        "errors": evaluation.errors,
-    }
-    payload.update(rationale_references(evaluation, params_by_metric))
-    if args.per_example:
-        payload["examples"] = [_example_json(r) for r in evaluation.results]
-    if args.json:
-        print_json(payload)
-    else:
-        _print_table(summary, payload)
-    return 0
-
-
-def _print_table(summary: dict[str, dict[str, dict[str, Any]]], payload: dict[str, Any]) -> None:
-    metric_keys = list(payload["metrics"])
-    arrows = ["↑" if payload["metrics"][k]["higher_is_better"] else "↓" for k in metric_keys]
-    width = max(map(len, summary), default=6)
-    print(f"{'method':<{width}}  " + "  ".join(f"{k + a:>24}" for k, a in zip(metric_keys, arrows)))
-    for method, per in summary.items():
-        cells = []
-        for key in metric_keys:
-            s = per[key]
-            low, high = s["interval"]
-            cells.append("—" if s["mean"] is None else f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}")
-        print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
-    print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
-    for method, failures in payload["errors"].items():
-        print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")
-
-
-def register(sub) -> None:
-    from core.commands.common import add_dataset, add_model
-
-    parser = sub.add_parser("evaluate", help="faithfulness and plausibility metrics over a dataset slice")
-    add_model(parser)
-    add_dataset(parser, required=True)
-    parser.add_argument("--random", type=int, metavar="N", help="N examples drawn at random (seeded by --seed)")
-    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
-    parser.add_argument(
-        "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
-    )
-    parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
-    parser.add_argument("--seed", type=int, help="seed for stochastic methods and for --random")
-    parser.add_argument(
-        "--target",
-        choices=("predicted", "gold"),
-        default="predicted",
-        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
-    )
-    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(run=run)

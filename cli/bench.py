@@ -1,4 +1,4 @@
-"""``python -m core bench``: time each method against the forward-pass floor (see core.bench)."""
+"""``python -m cli bench``: time each method against the forward-pass floor (see engine.bench)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import argparse
 import platform
 import sys
 
-from core.commands.common import add_dataset, add_model, print_json
+from cli.common import add_dataset, add_model, print_json
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
     import explainers
-    from core.bench import run_bench
     from core.classifier import Classifier, load_classifier
     from core.datasets import load_examples
+    from engine.bench import run_bench
 
     methods = explainers.resolve(args.methods)
     dataset, split = args.dataset or "sst2", args.split or ("dev" if not args.dataset else None)

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 import explainers
-from core.classifier import Classifier, ProgressFn
+from core.classifier import Classifier
 from core.masked_lm import MaskedLM
-from core.types import Attribution, Example
+from core.types import Attribution, Example, ProgressFn
 
 
 @dataclass(frozen=True)

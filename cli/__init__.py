@@ -1,0 +1,1 @@
+"""One module per ``python -m cli`` command, each with ``register(subparsers)``."""

@@ -1,1 +1,0 @@
-"""One module per ``python -m core`` command, each with ``register(subparsers)``."""

@@ -1,0 +1,127 @@
+"""The Streamlit caching facade over the engine, split by concern; pages call ``services.<name>``.
+
+Models are loaded once per process (``st.cache_resource``) and shared read-only; every call wraps
+the shared ``LoadedClassifier`` in a fresh ``Classifier`` view, so each request counts its own
+forward and backward passes. Results come back as plain picklable records. Engine errors
+(``ValueError``) reach the pages as ``ValueError`` with a message meant for the user; pages show
+them with ``st.error``.
+"""
+
+from services.data import (
+    FREE_TEXT,
+    annotator_count,
+    dataset_example,
+    dataset_options,
+    dataset_size,
+    free_text_example,
+    random_index,
+    slice_examples,
+    slice_indices,
+)
+from services.estimates import (
+    CostEstimate,
+    MaskCostEstimate,
+    estimate_cost,
+    estimate_mask_cost,
+    estimate_perturbation_cost,
+    passes_per_second,
+)
+from services.experiments import attack, attack_summary, randomization_steps, randomize
+from services.explain import HeatmapResult, PredictionResult, explain, predict_example
+from services.faithfulness import (
+    FaithfulnessResult,
+    MetricsRun,
+    faithfulness,
+    score_attribution,
+)
+from services.im_tables import (
+    im_candidate_rows,
+    im_counterfactual_rows,
+    im_word_rows,
+    lime_counterfactual_rows,
+    loo_counterfactual_rows,
+)
+from services.methods import MethodInfo, MetricInfo, ParamField, attack_info, methods, metric_infos
+from services.models import (
+    DEFAULT_MLM,
+    DEFAULT_MODEL,
+    ModelChoice,
+    ModelInfo,
+    classifier,
+    default_model,
+    masked_lm,
+    mlm_choices,
+    model_choices,
+    model_info,
+    model_task,
+)
+from services.rationales import (
+    binarized,
+    human_outline,
+    human_rows,
+    rationale_ceiling,
+    rationale_scores,
+)
+from services.slices import RationaleSlice, SliceItem, SliceResult, evaluate_slice, rationale_slice
+
+__all__ = [
+    "DEFAULT_MLM",
+    "DEFAULT_MODEL",
+    "FREE_TEXT",
+    "CostEstimate",
+    "FaithfulnessResult",
+    "HeatmapResult",
+    "MaskCostEstimate",
+    "MethodInfo",
+    "MetricInfo",
+    "MetricsRun",
+    "ModelChoice",
+    "ModelInfo",
+    "ParamField",
+    "PredictionResult",
+    "RationaleSlice",
+    "SliceItem",
+    "SliceResult",
+    "annotator_count",
+    "attack",
+    "attack_info",
+    "attack_summary",
+    "binarized",
+    "classifier",
+    "dataset_example",
+    "dataset_options",
+    "dataset_size",
+    "default_model",
+    "estimate_cost",
+    "estimate_mask_cost",
+    "estimate_perturbation_cost",
+    "evaluate_slice",
+    "explain",
+    "faithfulness",
+    "free_text_example",
+    "human_outline",
+    "human_rows",
+    "im_candidate_rows",
+    "im_counterfactual_rows",
+    "im_word_rows",
+    "lime_counterfactual_rows",
+    "loo_counterfactual_rows",
+    "masked_lm",
+    "methods",
+    "metric_infos",
+    "mlm_choices",
+    "model_choices",
+    "model_info",
+    "model_task",
+    "passes_per_second",
+    "predict_example",
+    "random_index",
+    "randomization_steps",
+    "randomize",
+    "rationale_ceiling",
+    "rationale_scores",
+    "rationale_slice",
+    "score_attribution",
+    "slice_examples",
+    "slice_indices",
+]

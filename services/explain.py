@@ -1,0 +1,121 @@
+"""Cached predictions and attributions of one example."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+import explainers
+from core.types import Attribution, Example, ProgressFn
+from engine.explain import explain_example, predict
+from services import models, store
+
+# --------------------------------------------------------------------------- explanations
+
+
+@dataclass(frozen=True)
+class PredictionResult:
+    """The example as the model sees it (cut to its maximum length) and its prediction."""
+
+    example: Example
+    probabilities: tuple[float, ...]
+    predicted: int
+    label_names: tuple[str, ...]
+    dropped_words: int
+
+
+@dataclass(frozen=True)
+class HeatmapResult:
+    prediction: PredictionResult
+    target: int
+    attributions: dict[str, Attribution]
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _prediction(model: str, example_key: str, _example: Example) -> PredictionResult:
+    clf = models.classifier(model)
+    fitted, dropped = clf.fit_example(_example)
+    prediction = predict(clf, fitted)
+    return PredictionResult(fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped)
+
+
+@st.cache_resource
+def _result_cache() -> store.ResultStore:
+    return store.ResultStore()
+
+
+def _attribution(
+    model: str,
+    example: Example,
+    method: str,
+    target: int,
+    params: dict[str, Any],
+    mlm_name: str | None,
+    progress: ProgressFn | None,
+) -> Attribution:
+    """One method's attribution, computed once per (model, example, method, target, params, masked LM)."""
+    key = (model, store.example_key(example), method, target, store.params_key(params), mlm_name)
+    cache = _result_cache()
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    clf = models.classifier(model)
+    mlm = models.masked_lm(mlm_name) if mlm_name else None
+    explanation = explain_example(
+        clf, example, [method], target=target, params={method: params}, mlm=mlm, progress=progress
+    )
+    if method in explanation.errors:
+        raise ValueError(explanation.errors[method])
+    attribution = explanation.attributions[method]
+    cache.put(key, attribution)
+    return attribution
+
+
+def predict_example(model: str, example: Example) -> PredictionResult:
+    """Prediction for ``example``; ``ValueError`` for empty text or a pair/single mismatch."""
+    clf = models.classifier(model)
+    clf.check_example(example)
+    return _prediction(model, store.example_key(example), example)
+
+
+def explain(
+    model: str,
+    example: Example,
+    method_keys: list[str],
+    *,
+    target: int | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    mlm_name: str = models.DEFAULT_MLM,
+    progress: ProgressFn | None = None,
+) -> HeatmapResult:
+    """Every method's attribution for the target class (the predicted one when None).
+
+    The prediction's problems (empty text, pair mismatch, unloadable model) raise ``ValueError``;
+    a method that fails records its message in ``errors`` and the others still run.
+    """
+    prediction = predict_example(model, example)
+    target = prediction.predicted if target is None else target
+    if not 0 <= target < len(prediction.label_names):
+        raise ValueError(f"target {target} is not a class of {model} (0..{len(prediction.label_names) - 1})")
+    attributions: dict[str, Attribution] = {}
+    errors: dict[str, str] = {}
+    for index, key in enumerate(method_keys):
+        method_params = dict((params or {}).get(key, {}))
+
+        def step(fraction: float, message: str, index: int = index) -> None:
+            if progress is not None:
+                progress(min(1.0, (index + fraction) / len(method_keys)), message)
+
+        step(0.0, f"{key}: starting")
+        try:
+            needs_mlm = explainers.get(key).needs_mlm
+            attributions[key] = _attribution(
+                model, prediction.example, key, target, method_params, mlm_name if needs_mlm else None, step
+            )
+        except ValueError as error:
+            errors[key] = str(error)
+        step(1.0, f"{key}: done")
+    return HeatmapResult(prediction, target, attributions, errors)

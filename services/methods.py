@@ -1,0 +1,91 @@
+"""Registry entries of explainers, metrics and attacks, described for the generated forms."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import explainers
+import metrics
+from experiments import attacks as _adversarial
+
+# --------------------------------------------------------------------------- methods
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One explainer parameter, described for a generated form."""
+
+    name: str
+    default: Any
+    help: str = ""
+    choices: tuple | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    key: str
+    description: str
+    family: str
+    needs_mlm: bool
+    fields: tuple[ParamField, ...]  # parameters the user may change (those fixing a variant are left out)
+
+
+def methods() -> list[MethodInfo]:
+    """Every registered explainer, in registry order."""
+    return [_method_info(spec) for spec in explainers.REGISTRY.values()]
+
+
+def _method_info(spec: explainers.ExplainerSpec) -> MethodInfo:
+    defaults = spec.make_params()
+    fields = tuple(
+        ParamField(f.name, getattr(defaults, f.name), **f.metadata)
+        for f in dataclasses.fields(spec.params_cls)
+        if f.name not in spec.defaults
+    )
+    return MethodInfo(spec.key, spec.description, spec.family, spec.needs_mlm, fields)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    key: str
+    description: str
+    family: str
+    higher_is_better: bool
+    paper: str
+    needs_rationale: bool
+    fields: tuple[ParamField, ...]
+
+
+def metric_infos(family: str | None = None) -> list[MetricInfo]:
+    """Registered metrics (of one family when given), in registry order."""
+    return [
+        MetricInfo(
+            spec.key,
+            spec.description,
+            spec.family,
+            spec.higher_is_better,
+            spec.paper,
+            spec.needs_rationale,
+            tuple(
+                ParamField(f.name, getattr(spec.params_cls(), f.name), **f.metadata)
+                for f in dataclasses.fields(spec.params_cls)
+            ),
+        )
+        for spec in metrics.REGISTRY.values()
+        if family is None or spec.family == family
+    ]
+
+
+def attack_info(attack: str, preset: str = "quick") -> MethodInfo:
+    """The parameters of an attack as a form description (defaults from the preset)."""
+    defaults = _adversarial.make_params(attack, preset)
+    fields = tuple(
+        ParamField(f.name, getattr(defaults, f.name), **f.metadata)
+        for f in dataclasses.fields(defaults)
+        if f.name != "objective"
+    )
+    return MethodInfo(f"attack_{attack}", f"{attack} attack", "adversarial", attack == "substitution", fields)

@@ -1,0 +1,110 @@
+"""Cached model loading: the shared classifiers and masked LMs, one per process, and the model pickers' choices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from core import catalog, models
+from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.masked_lm import MaskedLM
+
+DEFAULT_MODEL = "minilm-sst2"
+DEFAULT_MLM = "minilm-mlm"
+
+
+# Loading arbitrary hub ids or folders fails in many ways (missing files, wrong architecture,
+# incompatible weights); all of them become one message for the user.
+_LOAD_ERRORS = (ValueError, OSError, KeyError, RuntimeError, ImportError, TypeError)
+
+
+# --------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str
+    label: str  # what the model picker shows
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    label_names: tuple[str, ...]
+    pair: bool | None  # None: unknown (hub models may take one or two segments)
+    max_length: int
+    task: str | None = None
+
+
+def model_choices() -> list[ModelChoice]:
+    """Bundled classifiers that are present, then the catalog's hub classifiers."""
+    present = set(models.bundled_names())
+    entries = [e for e in catalog.classifiers("bundled") if e.name in present]
+    known = {e.name for e in catalog.CATALOG}
+    choices = [ModelChoice(e.name, f"{e.name} (bundled)", e.description) for e in entries]
+    choices += [ModelChoice(name, f"{name} (bundled)") for name in sorted(present - known) if _is_classifier(name)]
+    choices += [ModelChoice(e.name, f"{e.name} (hub)", e.description) for e in catalog.classifiers("hub")]
+    return choices
+
+
+def _is_classifier(name: str) -> bool:
+    return models.model_info(name).get("architecture") == "sequence-classification"
+
+
+def model_task(name: str) -> str | None:
+    """The catalog task of a model (``sst2``, ``esnli`` ...), None for models outside the catalog."""
+    entry = catalog.find(name)
+    return entry.task if entry else None
+
+
+def default_model() -> str:
+    names = [c.name for c in model_choices()]
+    return DEFAULT_MODEL if DEFAULT_MODEL in names else names[0]
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def _loaded_classifier(name: str) -> LoadedClassifier:
+    return load_classifier(name)
+
+
+def loaded(name: str) -> LoadedClassifier:
+    name = name.strip()
+    if not name:
+        raise ValueError("no model given: pick a bundled model or type a hub id or a local folder")
+    try:
+        return _loaded_classifier(name)
+    except _LOAD_ERRORS as error:
+        message = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+        raise ValueError(f"cannot load {name!r} as a sequence classifier: {message}") from error
+
+
+def model_info(name: str) -> ModelInfo:
+    """Label names, pair input and maximum length of a model (loading it if needed)."""
+    found = loaded(name)
+    return ModelInfo(found.name, found.label_names, found.pair, found.max_length, model_task(name))
+
+
+def classifier(name: str, batch_size: int = 64) -> Classifier:
+    """A fresh per-request view (own pass counters) on the shared, cached model."""
+    return Classifier(loaded(name), batch_size=batch_size)
+
+
+@st.cache_resource(show_spinner="Loading the masked language model…", max_entries=2)
+def _loaded_masked_lm(name: str) -> MaskedLM:
+    return MaskedLM.load(name)
+
+
+def mlm_choices() -> list[str]:
+    """Bundled masked LMs that are present (the default first), then the catalog's hub ones."""
+    present = set(models.bundled_names())
+    bundled = [e.name for e in catalog.masked_lms("bundled") if e.name in present]
+    return bundled + [e.name for e in catalog.masked_lms("hub")]
+
+
+def masked_lm(name: str = DEFAULT_MLM) -> MaskedLM:
+    try:
+        return _loaded_masked_lm(name)
+    except _LOAD_ERRORS as error:
+        raise ValueError(f"cannot load the masked language model {name!r}: {error}") from error

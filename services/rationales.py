@@ -1,0 +1,70 @@
+"""Agreement of attributions with human rationales, for one example and over a slice."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+import metrics
+from core.types import Attribution, Example
+from metrics import plausibility
+from metrics.base import MetricResult
+
+# =========================================================================== rationales
+# Section owned by the plausibility metrics (app_pages/rationales.py): agreement of attributions with
+# human rationales, for one example and over a dataset slice. The metrics are plain numpy; a
+# slice's explanations come from the per-method cache and its metrics are cached per request.
+
+
+def _plausibility_params(metric_params: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from engine.evaluate import metric_params as resolve
+
+    return resolve(list(metric_params), metric_params)
+
+
+def binarized(attribution: Attribution, threshold: float) -> Attribution:
+    """The words a map selects at ``threshold`` (paper 000: negatives zeroed, divided by the
+    maximum), as a 0/1 word-level attribution for the heatmap."""
+    selected = plausibility.binarize(attribution.scores, threshold).astype(np.float32)
+    return dataclasses.replace(attribution, scores=selected, subwords=(), subword_scores=None, subword_word_ids=())
+
+
+def human_rows(example: Example) -> dict[str, Attribution]:
+    """The human masks of an example as 0/1 attributions: the majority, then each annotator."""
+    masks = {"human · majority": example.rationale} if example.rationale is not None else {}
+    if len(example.rationales) > 1:
+        masks.update({f"human · annotator {i}": mask for i, mask in enumerate(example.rationales)})
+    return {
+        name: Attribution("human", example.id, 0, example.words, np.asarray(mask, dtype=np.float32))
+        for name, mask in masks.items()
+    }
+
+
+def human_outline(example: Example, annotator: str) -> tuple[int, ...] | None:
+    """The human mask ``annotator`` picks (see ``metrics.plausibility.human_mask``), None when empty."""
+    mask, empty = plausibility.human_mask(example, annotator)
+    return None if empty else tuple(int(m) for m in mask)
+
+
+def rationale_scores(
+    example: Example, attributions: dict[str, Attribution], metric_params: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, MetricResult]]:
+    """Every requested plausibility metric of every attribution (``[method][metric]``); a skipped
+    metric has NaN and its reason in ``extras["skipped"]``."""
+    resolved = _plausibility_params(metric_params)
+    return {
+        method: {key: metrics.get(key).compute(None, example, attribution, p) for key, p in resolved.items()}
+        for method, attribution in attributions.items()
+    }
+
+
+def rationale_ceiling(example: Example, metric_params: dict[str, dict[str, Any]]) -> dict[str, MetricResult]:
+    """The annotators' agreement with each other under the same metrics (those defined for masks)."""
+    resolved = _plausibility_params(metric_params)
+    return {
+        key: plausibility.human_ceiling(example, key, p)
+        for key, p in resolved.items()
+        if key in plausibility.CEILING_KEYS
+    }

@@ -1,0 +1,219 @@
+"""Dataset slices for the app: ``engine.evaluate.evaluate_slice`` (the same code as ``python -m
+cli evaluate``) over the cached model, with each finished slice kept in a bounded store shared by
+every session under its full request (model, examples, methods and their parameters, metrics,
+target, masked LM)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from core.types import Example, ProgressFn
+from engine import evaluate as engine
+from metrics.base import Summary
+from metrics.plausibility import ThresholdSearch
+from services import models, store
+from services.data import dataset_example
+
+
+@st.cache_resource
+def _slice_store() -> store.ResultStore:
+    """Finished slices shared by every session (not ``st.cache_data``: see ``store.ResultStore``)."""
+    return store.ResultStore(max_entries=32)
+
+
+def _evaluate(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    metric_params: dict[str, dict[str, Any]],
+    method_params: dict[str, dict[str, Any]] | None,
+    target: str,
+    mlm_name: str,
+    progress: ProgressFn | None,
+) -> tuple[engine.SliceEvaluation, dict[str, Any], float]:
+    params_by_metric = engine.metric_params(list(metric_params), metric_params)
+    mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
+    start = time.perf_counter()
+    evaluation = engine.evaluate_slice(
+        models.classifier(model),
+        examples,
+        method_keys,
+        params_by_metric,
+        method_params={k: v for k, v in (method_params or {}).items() if k in method_keys},
+        mlm=mlm,
+        progress=progress,
+        target=target,
+    )
+    return evaluation, params_by_metric, time.perf_counter() - start
+
+
+def _first_errors(evaluation: engine.SliceEvaluation) -> dict[str, str]:
+    return {method: failures[0]["error"] for method, failures in evaluation.errors.items()}
+
+
+def _cached(key: tuple, compute: Any) -> Any:
+    found = _slice_store().get(key)
+    if found is None:
+        found = compute()
+        _slice_store().put(key, found)
+    return found
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """Metrics of several methods over a dataset slice.
+
+    ``values[method][metric]`` holds one value per example (None where the metric skipped the
+    example or the method failed), ``summary`` their mean and 95% interval, ``mean_curves`` the
+    pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``)."""
+
+    example_ids: tuple[str, ...]
+    values: dict[str, dict[str, list[float | None]]]
+    summary: dict[str, dict[str, Summary]]
+    mean_curves: dict[str, dict[str, dict[str, list[float]]]]
+    errors: dict[str, str]
+    runtime_s: float
+    forward_passes: int
+
+
+def evaluate_slice(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    metric_params: dict[str, dict[str, Any]],
+    *,
+    method_params: dict[str, dict[str, Any]] | None = None,
+    target: str = "predicted",
+    mlm_name: str = models.DEFAULT_MLM,
+    progress: ProgressFn | None = None,
+) -> SliceResult:
+    """Every method and metric on every example, explaining the ``predicted`` or ``gold`` class."""
+
+    def compute() -> SliceResult:
+        evaluation, _, runtime = _evaluate(
+            model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+        )
+        return SliceResult(
+            tuple(e.id for e in examples),
+            engine.metric_values(evaluation),
+            engine.metric_summaries(evaluation),
+            engine.mean_curves(evaluation),
+            _first_errors(evaluation),
+            runtime,
+            evaluation.forward_passes,
+        )
+
+    key = (
+        "faithfulness",
+        model,
+        store.examples_key(examples),
+        tuple(method_keys),
+        store.params_key(metric_params),
+        store.params_key(method_params or {}),
+        target,
+        mlm_name,
+    )
+    return _cached(key, compute)
+
+
+@dataclass(frozen=True)
+class SliceItem:
+    index: int  # position in the split
+    example: Example  # as the model sees it
+    predicted: int
+    correct: bool | None
+
+
+@dataclass(frozen=True)
+class RationaleSlice:
+    """Plausibility of several methods over a slice.
+
+    ``values[method][metric]`` has one value per item (None where the rationale was empty or the
+    method failed); ``summary`` and ``ceiling`` (the annotators among themselves) are means with
+    95% intervals; ``thresholds[method]`` is paper 000's optimal tau search and ``at_best`` the
+    threshold metrics at that tau; ``human_coverage`` the share of words the humans marked;
+    ``micro[method][metric]`` ERASER's micro average of token F1 and IOU-F1 (precision, recall, F1)."""
+
+    items: tuple[SliceItem, ...]
+    values: dict[str, dict[str, list[float | None]]]
+    summary: dict[str, dict[str, Summary]]
+    micro: dict[str, dict[str, dict[str, float]]]
+    ceiling: dict[str, Summary]
+    thresholds: dict[str, ThresholdSearch]
+    at_best: dict[str, dict[str, Summary]]
+    human_coverage: Summary
+    errors: dict[str, str]
+    runtime_s: float
+    forward_passes: int
+
+
+def rationale_slice(
+    model: str,
+    dataset: str,
+    split: str,
+    indices: list[int],
+    method_keys: list[str],
+    metric_params: dict[str, dict[str, Any]],
+    *,
+    correct_only: bool = False,
+    objective: str = "iou",
+    target: str = "predicted",
+    method_params: dict[str, dict[str, Any]] | None = None,
+    mlm_name: str = models.DEFAULT_MLM,
+    progress: ProgressFn | None = None,
+) -> RationaleSlice:
+    """Explain every example with every method and score the agreement with the humans;
+    ``correct_only`` keeps the correctly predicted examples (paper 000)."""
+
+    def compute() -> RationaleSlice:
+        examples = [dataset_example(dataset, split, index) for index in indices]
+        evaluation, params_by_metric, runtime = _evaluate(
+            model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+        )
+        if correct_only:
+            evaluation = engine.correct_only(evaluation)
+        report = engine.plausibility_report(evaluation, params_by_metric, objective)
+        if report is None:
+            raise ValueError("no plausibility metric was asked for")
+        items = tuple(
+            SliceItem(
+                indices[r.position],
+                r.example,
+                r.predicted,
+                None if r.example.label is None else r.example.label == r.predicted,
+            )
+            for r in evaluation.results
+        )
+        return RationaleSlice(
+            items,
+            engine.metric_values(evaluation),
+            engine.metric_summaries(evaluation),
+            report.micro,
+            report.ceiling,
+            report.thresholds,
+            report.at_best,
+            report.human_coverage,
+            {**report.errors, **_first_errors(evaluation)},
+            runtime,
+            evaluation.forward_passes,
+        )
+
+    key = (
+        "plausibility",
+        model,
+        dataset,
+        split,
+        tuple(indices),
+        tuple(method_keys),
+        store.params_key(metric_params),
+        correct_only,
+        objective,
+        target,
+        store.params_key(method_params or {}),
+        mlm_name,
+    )
+    return _cached(key, compute)
