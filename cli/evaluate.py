@@ -14,6 +14,8 @@ from engine.evaluate import (
     DEFAULT_METRICS,
     ProgressFn,
     evaluate_slice,
+    finite,
+    mean_curves,
     example_json,
     metric_params,
     needs_mlm,
@@ -98,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
         "metrics_s": evaluation.metrics_s,
         "forward_passes": evaluation.forward_passes,
         "errors": evaluation.errors,
+        "mean_curves": {
+            method: {
+                metric: {key: [finite(v) for v in values] for key, values in curve.items()}
+                for metric, curve in per.items()
+            }
+            for method, per in mean_curves(evaluation).items()
+        },
     }
     payload.update(rationale_references(evaluation, params_by_metric))
     if args.per_example:
