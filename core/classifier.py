@@ -112,11 +112,17 @@ def load_classifier(name_or_path: str, device: str | torch.device | None = None)
     Parameters stay frozen (``requires_grad=False``): gradient methods differentiate with respect
     to input embeddings only, so no gradient ever lands on the shared weights.
     """
+    from safetensors import SafetensorError
+
     from core.models import load_sequence_classifier, load_tokenizer, model_info
 
     try:
         model = load_sequence_classifier(name_or_path)
         tokenizer = load_tokenizer(name_or_path)
+    except SafetensorError as error:
+        raise ValueError(
+            f"cannot load {name_or_path!r} as a sequence classifier: the weights file is damaged ({error})"
+        ) from error
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
     if not hasattr(model, "config") or not getattr(model.config, "num_labels", 0):
