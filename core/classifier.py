@@ -10,7 +10,8 @@ decoding text and tokenizing it again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -88,6 +89,7 @@ class LoadedClassifier:
     tokenizer: object
     device: torch.device
     pair: bool | None = None  # None: unknown (hub models accept one or two segments)
+    # Serialises the requests that must briefly touch the model's hooks (``Classifier.attentions``).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -345,12 +347,43 @@ class Classifier:
         return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
 
     def attentions(self, variant: Variant) -> torch.Tensor:
-        """Attention weights of every layer, shape (layers, heads, seq, seq)."""
+        """Attention weights of every layer, shape (layers, heads, seq, seq).
+
+        They come from the model's own outputs (``output_attentions=True``); transformers
+        captures them with forward hooks it installs on first use and keeps. The shared model
+        must carry nothing from a request, so the hooks installed by this call are removed
+        before it returns, under the model's lock (two attention requests never overlap).
+        """
         batch = self._batch_tensors([variant])
-        with torch.inference_mode():
+        with self.loaded.lock, _request_hooks_removed(self.model), torch.inference_mode():
             out = self.model(**batch, output_attentions=True)
         self.forward_passes += 1
         return torch.stack([a[0] for a in out.attentions]).float().cpu()
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks")
+_CAPTURE_FLAG = "_output_capturing_hooks_installed"  # transformers' mark of a model whose hooks are installed
+
+
+@contextmanager
+def _request_hooks_removed(model: torch.nn.Module) -> Iterator[None]:
+    """Run a block, then remove every hook it registered on ``model`` and reset transformers'
+    "hooks installed" mark, leaving the model's hooks as they were."""
+    modules = list(model.modules())
+    before = [{name: set(getattr(m, name)) for name in _HOOK_DICTS} for m in modules]
+    flags = [m.__dict__.get(_CAPTURE_FLAG, None) for m in modules]
+    try:
+        yield
+    finally:
+        for module, known, flag in zip(modules, before, flags, strict=True):
+            for name in _HOOK_DICTS:
+                hooks = getattr(module, name)
+                for key in [k for k in hooks if k not in known[name]]:
+                    del hooks[key]
+            if flag is None:
+                module.__dict__.pop(_CAPTURE_FLAG, None)
+            else:
+                module.__dict__[_CAPTURE_FLAG] = flag
 
 
 def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:
