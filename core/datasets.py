@@ -426,6 +426,8 @@ def load_examples(
 
         return load_hub_examples(name[len(HUB_PREFIX) :], split, limit=limit)
     if name == "examples":
+        if split not in available_splits("examples"):
+            raise ValueError(f"unknown split {split!r} of examples; known: {', '.join(available_splits('examples'))}")
         examples = load_bundled_examples(split=split)
     else:
         if name not in _LOCAL:
