@@ -106,7 +106,7 @@ def exact_shapley(present: np.ndarray, values: np.ndarray) -> np.ndarray:
     codes = (present.astype(np.int64) << np.arange(n)[None, :]).sum(axis=1)
     value_of = np.empty(2**n)
     value_of[codes] = values
-    sizes = np.asarray([bin(code).count("1") for code in range(2**n)])
+    sizes = np.asarray([code.bit_count() for code in range(2**n)])
     weight = np.asarray([factorial(k) * factorial(n - k - 1) / factorial(n) for k in range(n)])
     scores = np.zeros(n)
     for i in range(n):
