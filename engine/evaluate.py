@@ -106,6 +106,7 @@ def score_attribution(
 
     batched = {k: p for k, p in params_by_metric.items() if k in faithfulness.METRIC_KEYS}
     results = faithfulness.score_many(clf, example, attribution, batched, mlm=mlm) if batched else {}
+    results = {key: result for key, result in results.items() if "skipped" not in result.extras}
     has_rationale = example.rationale is not None or bool(example.rationales)
     for key, params in params_by_metric.items():
         if key in batched:
