@@ -411,7 +411,7 @@ def test_deletion_paper000_by_hand(linear_clf, mixed_example):
     assert [p for _, p in result.curve] == pytest.approx(y, abs=1e-6)
     assert result.value == pytest.approx((1 / 3) * ((y[0] + y[1]) / 2 + (y[1] + y[2]) / 2), abs=1e-6)
     ours = metrics.get("deletion").compute(linear_clf, mixed_example, oracle(mixed_example), F.CurveParams())
-    assert [x for x, _ in ours.curve][0] == 0.0 and len(ours.curve) == 4
+    assert ours.curve[0][0] == 0.0 and len(ours.curve) == 4
     assert result.extras["convention"] == "paper000"
 
 
