@@ -14,7 +14,7 @@ import pytest
 
 import explainers
 from cli.main import main
-from tests.test_cli import FAST, model_dirs  # noqa: F401 - the fixture is used by name
+from tests.test_cli import FAST
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the movie was great but the plot was bad and the film was awful"
