@@ -304,13 +304,18 @@ def test_static_exports_send_nothing_off_the_machine(tmp_path: Path) -> None:
     datagram socket sends nothing), so only sends and TCP connections count.
     """
     trace = tmp_path / "trace.txt"
-    subprocess.run(
+    run = subprocess.run(
         ["strace", "-f", "-qq", "-yy", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(trace)]
         + [sys.executable, "-c", NO_NETWORK_PROBE],
         cwd=ROOT,
-        check=True,
+        check=False,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
+    if run.returncode != 0 and "ptrace" in run.stderr:
+        pytest.skip(f"strace cannot trace here: {run.stderr.strip()[:200]}")
+    assert run.returncode == 0, run.stderr[-2000:]
     outside = off_machine(trace.read_text())
     assert outside == [], "\n".join(outside[:10])
 

@@ -3,25 +3,27 @@ SVG and PDF, the side-by-side token heatmap as a standalone HTML file, LaTeX and
 CSV and Parquet. Pure functions (no Streamlit); ``ui.downloads`` puts them behind buttons.
 
 **Figures** are drawn by plotly.js itself through kaleido 1.x (plotly's static export), so an
-exported chart has the figure's own colours, labels and template. The default size is 900 x 550
+exported chart has the figure's own colours, labels and template (on screen, Streamlit's theme
+restyles only what a figure leaves to its template: fonts, and the colours of traces that set
+none; the project's charts set their trace colours explicitly). The default size is 900 x 550
 CSS pixels (the layout's own width or height where the figure sets one); PNGs are drawn at scale
 2, 1800 x 1100 pixels, which prints 6 inches wide at 300 dpi; SVG and PDF are vector.
 
 **Heatmaps** reuse ``ui.heatmap``: the HTML file wraps ``heatmap_html`` (every token escaped,
 inline styles, the legend) in a page with its own stylesheet and a title; the PNG is that page
 photographed by the same Chromium; the LaTeX is one row per method with a ``\\colorbox`` per word
-in the same diverging colours (``ui.heatmap.colour``, ColorBrewer's RdBu ends, Brewer 2003), the
-legend in the caption and every LaTeX special character in a word escaped. LaTeX shows words
-(never subwords) and needs only ``\\usepackage{xcolor}``; words outside Latin scripts need
-xelatex or lualatex.
+in the same diverging colours (``ui.heatmap.colour``: ColorBrewer's RdBu ends, Harrower & Brewer
+2003), the legend in the caption and every LaTeX special character in a word escaped. LaTeX
+shows words (never subwords) and needs only ``\\usepackage{xcolor}``; words outside Latin
+scripts need xelatex or lualatex.
 
 **Offline.** Kaleido 1.x drives a system Chrome or Chromium. This module names Debian's
 ``/usr/bin/chromium`` (or ``$BROWSER_PATH``) explicitly, so choreographer never looks for, nor
-downloads, a browser of its own; MathJax is off (kaleido would load it from a CDN) and plotly.js
-comes from the plotly package. Chromium itself would still look up update and search-engine hosts
-at start-up, so it runs with background networking off and every host name mapped to "not found"
-(``_OFFLINE_FLAGS``): no DNS query and no connection leaves the machine (tests/test_export.py
-traces the system calls).
+downloads, a browser of its own; MathJax is off (kaleido would load it from a CDN, so a title
+in ``$...$`` stays plain text) and plotly.js comes from the plotly package. Chromium itself
+would still look up update and search-engine hosts at start-up, so it runs with background
+networking off and every host name mapped to "not found" (``_OFFLINE_FLAGS``): no DNS query and
+no connection leaves the machine (tests/test_export.py traces the system calls).
 """
 
 from __future__ import annotations
