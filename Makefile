@@ -30,7 +30,7 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
 
-run: install
+run: install browser
 	ATTRIBUTION_SHARED=$(if $(SHARE),1,$${ATTRIBUTION_SHARED:-}) \
 	  $(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
 
