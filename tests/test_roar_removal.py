@@ -58,9 +58,10 @@ def test_token_levels_and_presets():
     assert n_to_remove(2, Level(3, "tokens"), "paper001") == 2
     assert [level.amount for level in PAPER_000_LEVELS] == [10, 20, 30]
     assert [level.amount for level in PAPER_001_LEVELS] == list(range(0, 101, 10))
-    assert [level.label for level in ONE_TOKEN_LEVELS[:3]] == ["0 tokens", "1 token", "2 tokens"]
+    assert [level.label for level in ONE_TOKEN_LEVELS[:3]] == ["0%", "1 token", "2 tokens"]
     assert Level.parse("30%") == Level(30) and Level.parse("4t") == Level(4, "tokens")
     assert Level.parse(" 7 tokens ") == Level(7, "tokens") and Level(30).x == 0.3
+    assert Level(0, "tokens") == Level(0) and ONE_TOKEN_LEVELS[0].is_zero
     assert (default_rounding("delete"), default_rounding("mlm"), default_rounding("mask")) == (
         "paper000",
         "paper000",

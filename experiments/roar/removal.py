@@ -89,6 +89,8 @@ class Level:
         high = 100 if self.unit == "percent" else 10_000
         if not 0 <= self.amount <= high:
             raise ValueError(f"a level in {self.unit} lies in 0..{high}, got {self.amount}")
+        if self.amount == 0:  # 0 tokens is 0%: one shared model with nothing removed
+            object.__setattr__(self, "unit", "percent")
 
     @classmethod
     def parse(cls, text: str) -> Level:

@@ -184,17 +184,24 @@ def faithfulness(x: Sequence[float], p: Sequence[float], b: Sequence[float], flo
 
 
 def faithfulness_scores(
-    rows: Sequence[UnitResult], levels: Sequence[Level], metric: str = "accuracy", baseline: str = RANDOM
+    rows: Sequence[UnitResult],
+    levels: Sequence[Level],
+    metric: str = "accuracy",
+    baseline: str = RANDOM,
+    x: Sequence[float] | None = None,
 ) -> dict[str, Summary]:
     """Eq. 3 per seed for every method but the baseline, over ``levels`` (which start at 0%), with
     the floor from the shared 100% model of the same seed; summarised over seeds. A seed with a
-    missing unit is left out and counted in ``skipped``."""
+    missing unit is left out and counted in ``skipped``. ``x`` are the levels' positions on the
+    curve (``Level.x`` by default; token levels that end at 100% need the number of tokens there)."""
     if not levels or not levels[0].is_zero:
         raise ValueError(f"Eq. 3 starts at 0% removed, got levels {[level.label for level in levels]}")
+    if x is None:
+        x = [level.x for level in levels]
+    if len(x) != len(levels):
+        raise ValueError(f"{len(x)} x values for {len(levels)} levels")
     table = _table(rows, metric)
-    full = Level(100)
-    floor = _values(table, SHARED, full)
-    x = [level.x for level in levels]
+    floor = _values(table, SHARED, Level(100))
     out = {}
     for method in methods_of(rows):
         if method == baseline:
