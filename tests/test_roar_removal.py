@@ -3,6 +3,8 @@ checked by hand on paper 001's Figure 1 and 2 sentence."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,7 @@ def test_token_levels_and_presets():
     ],
 )
 def test_errors_name_the_bad_value(call, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         call()
 
 

@@ -61,15 +61,16 @@ UNITS = ("percent", "tokens")
 
 def default_rounding(removal: str) -> str:
     """Paper 001's rule for its [MASK] removal, paper 000's for deletion and masked-LM fill-ins."""
-    return "paper001" if _check(removal, REMOVALS, "removal") == "mask" else "paper000"
+    return "paper001" if check_choice(removal, REMOVALS, "removal") == "mask" else "paper000"
 
 
 def default_order(removal: str) -> str:
     """Paper 001 ranks magnitudes, paper 000 signed scores."""
-    return "absolute" if _check(removal, REMOVALS, "removal") == "mask" else "signed"
+    return "absolute" if check_choice(removal, REMOVALS, "removal") == "mask" else "signed"
 
 
-def _check(value: str, allowed: Sequence[str], what: str) -> str:
+def check_choice(value: str, allowed: Sequence[str], what: str) -> str:
+    """``value`` if it is one of ``allowed``, else a one-line error naming it and the choices."""
     if value not in allowed:
         raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
     return value
@@ -83,7 +84,7 @@ class Level:
     unit: str = "percent"
 
     def __post_init__(self) -> None:
-        _check(self.unit, UNITS, "level unit")
+        check_choice(self.unit, UNITS, "level unit")
         if isinstance(self.amount, bool) or not isinstance(self.amount, (int, np.integer)):
             raise TypeError(f"a level is a whole number, got {self.amount!r}")
         high = 100 if self.unit == "percent" else 10_000
@@ -129,7 +130,7 @@ ONE_TOKEN_LEVELS = tuple(Level(n, "tokens") for n in range(11))  # paper 001, Ap
 
 def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
     """How many of ``n_words`` candidate words are removed at ``level`` (module docstring)."""
-    _check(rounding, ROUNDINGS, "rounding")
+    check_choice(rounding, ROUNDINGS, "rounding")
     if n_words < 0:
         raise ValueError(f"n_words must be at least 0, got {n_words}")
     if level.unit == "tokens":
@@ -145,7 +146,7 @@ def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
 
 def candidates(example: Example, scope: str = "main") -> np.ndarray:
     """Flat word positions that may be removed: the main (first) segment, as paper 001, or all words."""
-    if _check(scope, SCOPES, "scope") == "main":
+    if check_choice(scope, SCOPES, "scope") == "main":
         return np.arange(len(example.segments[0]))
     return np.arange(len(example.words))
 
@@ -182,7 +183,7 @@ def remove_top(
     if not np.all(np.isfinite(values)):
         bad = int(open_[~np.isfinite(values)][0])
         raise ValueError(f"score {scores[bad]} for word {bad} ({example.words[bad]!r}) of {example.id!r}")
-    key = np.abs(values) if _check(order, ORDERS, "order") == "absolute" else values
+    key = np.abs(values) if check_choice(order, ORDERS, "order") == "absolute" else values
     out[open_[np.argsort(-key, kind="stable")[:need]]] = True
     return out
 
@@ -228,7 +229,7 @@ def removed_views(
     """Each example with its ``removed`` words deleted, replaced by ``mask_token`` (the
     classifier's mask token) or filled in by ``mlm``'s top-1 (one ``fill_masks`` call for all
     examples, each example's masks filled in one pass)."""
-    _check(removal, REMOVALS, "removal")
+    check_choice(removal, REMOVALS, "removal")
     if len(examples) != len(removed):
         raise ValueError(f"{len(removed)} removed masks for {len(examples)} examples")
     if removal == "mlm" and mlm is None:
