@@ -200,3 +200,23 @@ def test_mlm_view_fills_every_removed_word_in_one_pass():
     assert text(views[1]) == " ".join(WORDS)
     with pytest.raises(ValueError, match="removal 'mlm' needs a masked language model"):
         removed_views([FIGURE], [at30], "mlm")
+
+
+def test_mlm_view_with_the_bundled_masked_lm():
+    """ROAR_BERT with the bundled masked LM: removed words become its top-1 words, the others
+    stay, and the fill-ins are what ``fill_masks`` gives for the masked row."""
+    from core.masked_lm import MaskedLM
+
+    mlm = MaskedLM.load("minilm-mlm")
+    example = Example(segments=(("the", "acting", "is", "wonderful", "and", "the", "story", "is", "moving", "."),))
+    scores = np.array([0, 0.2, 0, 0.9, 0, 0, 0, 0, 0.8, 0])
+    removed = remove_top(example, scores, Level(20))  # ceil(9 * 0.2) = 2: "wonderful", "moving"
+    view = removed_views([example], [removed], "mlm", mlm=mlm)[0]
+    masked = tuple("[MASK]" if i in (3, 8) else w for i, w in enumerate(example.words))
+    expected = [mlm.token_text(f.token).removeprefix("##") for f in mlm.fill_masks([(masked,)])[0]]
+    words = view.example.words
+    assert len(words) == 10 and [words[3], words[8]] == expected
+    assert all(w and w != "[MASK]" for w in expected)
+    assert [w for i, w in enumerate(words) if i not in (3, 8)] == [
+        w for i, w in enumerate(example.words) if i not in (3, 8)
+    ]

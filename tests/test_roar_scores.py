@@ -18,6 +18,7 @@ from experiments.roar.scores import (
     faithfulness_scores,
     leakage,
     performance,
+    sparsity,
     t_test,
 )
 
@@ -158,3 +159,14 @@ def test_leakage_flags_any_rise_and_marks_significant_ones():
     assert leaks[0].rise == pytest.approx(0.10) and leaks[1].rise == pytest.approx(0.01)
     assert leakage(curves(rows, levels)["ig"], tolerance=0.05)[0].end == L20
     assert len(leakage(curves(rows, levels)["ig"], tolerance=0.05)) == 1
+
+
+def test_sparsity_by_hand():
+    # |scores| sorted: 4, 3, 2, 1 (total 10) and 5, 5 (total 10); an all-zero example is skipped
+    scores = [np.array([1.0, -4.0, 2.0, 3.0]), np.array([5.0, 5.0]), np.zeros(3)]
+    out = sparsity(scores, [Level(1, "tokens"), Level(2, "tokens"), Level(50), Level(100)])
+    top1, top2, half, full = out.values()
+    assert top1.mean == pytest.approx((0.4 + 0.5) / 2) and top1.skipped == 1 and top1.n == 2
+    assert top2.mean == pytest.approx((0.7 + 1.0) / 2)
+    assert half.mean == pytest.approx((0.7 + 0.5) / 2)  # floor(4 * 0.5) = 2 words, floor(2 * 0.5) = 1 word
+    assert full.mean == pytest.approx(1.0)

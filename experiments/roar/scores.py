@@ -32,6 +32,11 @@ not depend on the method (nothing or everything is removed); their rows carry th
   paper asks to flag "any increase"); the flag is ``significant`` when the rise clears both
   95% intervals (the lower end at the later level is above the upper end at the earlier one).
   The random baseline is checked like any method (a rise there is noise or a dataset bias).
+* **Sparsity** (``sparsity``), paper 001, Appendix E (Figs. 5 and 6): the share of an
+  example's total importance held by its top-k words (k up to 10) or top-x% of words, averaged
+  over examples. Importance is the absolute score (paper 001's measures are magnitudes); the
+  words in the top x% are counted with the job's rounding rule; an example whose scores are all
+  zero has no share and is skipped.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.roar.removal import Level
+from experiments.roar.removal import Level, n_to_remove
 from metrics.base import Summary, mean_interval
 
 SHARED = "*"  # method of the 0% and 100% units, shared by every method
@@ -223,3 +228,20 @@ def leakage(curve: Sequence[Cell], tolerance: float = 0.0) -> list[Leak]:
         if np.isfinite(rise) and rise > tolerance:
             leaks.append(Leak(after.method, before.level, after.level, float(rise), bool(after.low > before.high)))
     return leaks
+
+
+def sparsity(scores: Sequence[np.ndarray], levels: Sequence[Level], rounding: str = "paper001") -> dict[Level, Summary]:
+    """Paper 001's Appendix E: per level (``k`` tokens or ``x``%), the mean share of the total
+    absolute importance held by each example's top words, with its 95% interval."""
+    shares: dict[Level, list[float]] = {level: [] for level in levels}
+    skipped = 0
+    for example_scores in scores:
+        magnitude = np.sort(np.abs(np.asarray(example_scores, dtype=np.float64)))[::-1]
+        total = magnitude.sum()
+        if not total > 0:
+            skipped += 1
+            continue
+        cumulative = np.r_[0.0, np.cumsum(magnitude)] / total
+        for level in levels:
+            shares[level].append(float(cumulative[n_to_remove(len(magnitude), level, rounding)]))
+    return {level: Summary.of(values, skipped) for level, values in shares.items()}
