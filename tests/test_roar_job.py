@@ -3,6 +3,7 @@ counted once), what each unit is explained with, and the cost estimate, all by h
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -110,6 +111,17 @@ def test_cost_estimate_by_hand():
 def test_invalid_jobs_fail_with_one_line_naming_the_value(changes, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         paper_000_job(**changes)
+
+
+def test_json_round_trip():
+    for job in (paper_000_job(removal="mlm"), paper_000_job(levels=ONE_TOKEN_LEVELS, recursive=True)):
+        data = job.to_json()
+        assert json.loads(json.dumps(data)) == data
+        assert RoarJob.from_json(data) == job
+    assert paper_000_job().to_json()["levels"] == ["10%", "20%", "30%"]
+    assert paper_000_job().to_json()["train_steps"] == 300
+    with pytest.raises(ValueError, match="unknown job settings colour"):
+        RoarJob.from_json(paper_000_job().to_json() | {"colour": "red"})
 
 
 def test_estimate_errors():

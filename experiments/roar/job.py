@@ -164,6 +164,20 @@ class RoarJob:
         ):
             object.__setattr__(self, name, value)
 
+    def to_json(self) -> dict:
+        """The job's settings, resolved, as plain JSON values (levels as ``10%`` / ``3 tokens``)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return out | {"methods": list(self.methods), "levels": [level.label for level in self.levels]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> RoarJob:
+        """A job from ``to_json``'s output (validated again)."""
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown job settings {', '.join(unknown)}")
+        levels = tuple(Level.parse(label) for label in data.get("levels", ()))
+        return cls(**(data | {"methods": tuple(data.get("methods", ())), "levels": levels}))
+
     @property
     def middle_levels(self) -> tuple[Level, ...]:
         """The levels each method retrains at (strictly between 0% and 100%)."""

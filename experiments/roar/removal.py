@@ -95,7 +95,7 @@ class Level:
 
     @classmethod
     def parse(cls, text: str) -> Level:
-        """``"10%"`` or ``"10"`` (percent), ``"3t"`` or ``"3 tokens"`` (tokens)."""
+        """``"10%"`` or ``"10"`` (percent), ``"3t"`` or ``"3 tokens"`` (tokens); ``label`` reads back."""
         match = re.fullmatch(r"\s*(\d+)\s*(%|t|tok|tokens?)?\s*", text)
         if match is None:
             raise ValueError(f"cannot read {text!r} as a level; write 10% or 3t")
