@@ -35,7 +35,7 @@ def test_defaults_resolved_and_random_added():
     masked = paper_000_job(removal="mask")
     assert (masked.rounding, masked.order) == ("paper001", "absolute")
     assert paper_000_job(removal="mask", rounding="paper000", order="signed").rounding == "paper000"
-    hub = RoarJob(methods=("saliency",), model="bert-base-uncased", dataset="sst2", train_steps=50)
+    hub = RoarJob(methods=("saliency",), model="bert-base-uncased", dataset="hub:sst2", train_steps=50)
     assert hub.task is None and hub.methods == ("saliency", "random")
 
 
@@ -96,6 +96,7 @@ def test_cost_estimate_by_hand():
             {"task": None, "model": "m", "dataset": "sst2", "train_steps": None},
             "train_steps is needed for a model and dataset",
         ),
+        ({"task": None, "model": "m", "dataset": "imdb"}, "unknown dataset 'imdb'; choose one of sst2, esnli,"),
         ({"methods": ("loo_empty", "shap")}, "unknown method 'shap'; choose from loo_empty,"),
         ({"methods": ("random",)}, "give at least one method besides the random baseline"),
         ({"removal": "erase"}, "unknown removal 'erase'; choose one of delete, mask, mlm"),
