@@ -165,6 +165,7 @@ def remove_top(
     candidates by ``scores`` until ``n_to_remove`` words are removed. Booleans over
     ``example.words``. ``scores`` are over ``example.words``; values at removed words are ignored
     (they may be NaN), any other non-finite candidate score is an error."""
+    check_choice(order, ORDERS, "order")
     n = len(example.words)
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (n,):
@@ -183,7 +184,7 @@ def remove_top(
     if not np.all(np.isfinite(values)):
         bad = int(open_[~np.isfinite(values)][0])
         raise ValueError(f"score {scores[bad]} for word {bad} ({example.words[bad]!r}) of {example.id!r}")
-    key = np.abs(values) if check_choice(order, ORDERS, "order") == "absolute" else values
+    key = np.abs(values) if order == "absolute" else values
     out[open_[np.argsort(-key, kind="stable")[:need]]] = True
     return out
 
