@@ -189,7 +189,6 @@ def readme_api_example() -> str:
     return blocks[0]
 
 
-@pytest.mark.slow
 def test_readme_api_example_runs_as_written(capsys) -> None:
     namespace: dict = {}
     exec(compile(readme_api_example(), "README.md", "exec"), namespace)  # noqa: S102
