@@ -202,3 +202,14 @@ def test_readme_api_example_runs_as_written(capsys) -> None:
 def test_every_registered_method_through_the_api(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
     result = api.explain(toy_bert_loaded, "the film was fun", "all", params=FAST, seed=1, mlm=toy_mlm)
     assert result.errors == {} and list(result.attributions) == list(explainers.REGISTRY)
+
+
+def test_console_script_entry_point_runs(capsys) -> None:
+    import importlib
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "attribution-explorer"
+    module, _, function = project["scripts"]["attrx"].partition(":")
+    assert getattr(importlib.import_module(module), function)(["methods"]) == 0
+    assert capsys.readouterr().out.split()[0] == next(iter(explainers.REGISTRY))
