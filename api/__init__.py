@@ -107,16 +107,7 @@ def explain(
         mlm=masked_lm,
         progress=progress,
     )
-    return ExplanationResult(
-        model=loaded.name,
-        label_names=loaded.label_names,
-        example=result.example,
-        probabilities=result.prediction.probabilities,
-        target=result.target,
-        attributions=result.attributions,
-        dropped_words=result.dropped_words,
-        errors=result.errors,
-    )
+    return ExplanationResult(loaded.name, loaded.label_names, result)
 
 
 def evaluate(

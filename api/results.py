@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, decode_json, encode_json, read_record
 from engine.evaluate import SliceEvaluation, mean_curves, metric_summaries
+from engine.explain import Explanation, Prediction
 from ui.heatmap import heatmap_html
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ EXPLANATION_SCHEMA = "explanation/1"
 
 @dataclass(frozen=True)
 class ExplanationResult:
-    """Every requested method's attribution of one text, with the model's prediction.
+    """The engine's ``Explanation`` of one text, with the model it came from.
 
     ``example`` is the text as explained (cut to the model's length: ``dropped_words`` words were
     dropped from its end); ``errors`` holds the message of each method that refused it.
@@ -33,16 +34,35 @@ class ExplanationResult:
 
     model: str
     label_names: tuple[str, ...]
-    example: Example
-    probabilities: tuple[float, ...]
-    target: int
-    attributions: Mapping[str, Attribution]
-    dropped_words: int = 0
-    errors: Mapping[str, str] = field(default_factory=dict)
+    explanation: Explanation
+
+    @property
+    def example(self) -> Example:
+        return self.explanation.example
+
+    @property
+    def probabilities(self) -> tuple[float, ...]:
+        return self.explanation.prediction.probabilities
 
     @property
     def predicted(self) -> int:
-        return max(range(len(self.probabilities)), key=self.probabilities.__getitem__)
+        return self.explanation.prediction.predicted
+
+    @property
+    def target(self) -> int:
+        return self.explanation.target
+
+    @property
+    def attributions(self) -> dict[str, Attribution]:
+        return self.explanation.attributions
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return self.explanation.errors
+
+    @property
+    def dropped_words(self) -> int:
+        return self.explanation.dropped_words
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -102,6 +122,7 @@ class ExplanationResult:
             "label_names": list(self.label_names),
             "example": self.example.to_json(),
             "probabilities": [encode_json(float(p)) for p in self.probabilities],
+            "predicted": self.predicted,
             "target": self.target,
             "attributions": {key: a.to_json() for key, a in self.attributions.items()},
             "dropped_words": self.dropped_words,
@@ -112,16 +133,16 @@ class ExplanationResult:
     def from_json(cls, data: Mapping[str, Any] | str) -> ExplanationResult:
         """The result written by ``to_json`` (a dict, or its JSON text)."""
         record = read_record(data, EXPLANATION_SCHEMA)
-        return cls(
-            model=record["model"],
-            label_names=tuple(record["label_names"]),
+        probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
+        explanation = Explanation(
             example=Example.from_json(record["example"]),
-            probabilities=tuple(float(decode_json(p)) for p in record["probabilities"]),
+            prediction=Prediction(probabilities, int(record["predicted"])),
             target=int(record["target"]),
             attributions={key: Attribution.from_json(a) for key, a in record["attributions"].items()},
             dropped_words=int(record["dropped_words"]),
             errors=dict(record["errors"]),
         )
+        return cls(record["model"], tuple(record["label_names"]), explanation)
 
 
 @dataclass(frozen=True)

@@ -368,6 +368,12 @@ class Classifier:
         with torch.inference_mode():
             out = self.model(**batch, output_attentions=True)
         self.forward_passes += 1
+        if not out.attentions or any(a is None for a in out.attentions):
+            implementation = getattr(self.model.config, "_attn_implementation", None)
+            raise ValueError(
+                f"{self.name} returns no attention weights with {implementation!r} attention: "
+                "load it with attn_implementation='eager'"
+            )
         return torch.stack([a[0] for a in out.attentions]).float().cpu()
 
 

@@ -18,7 +18,7 @@ import explainers
 from core.classifier import Classifier, classifier_from_model
 from core.types import Example
 from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries
-from engine.explain import explain_example
+from engine.explain import Explanation, explain_example
 from tests.test_evaluate_cli import toy_model_dir  # noqa: F401  (a fixture: the toy BERT saved to a folder)
 from tests.test_explainers import FAST, toy_mlm, toy_probabilities  # noqa: F401  (toy_mlm is a fixture)
 from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_tokenizer
@@ -92,9 +92,8 @@ def test_html_is_the_app_heatmap_escaped(toy_linear_loaded) -> None:
     assert heatmap_html(hostile.words, hostile.segment_ids, result.attributions) in page
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&amp;amp;" in page and page.count('class="hm-row"') == 2
-    failed = api.ExplanationResult(
-        result.model, result.label_names, hostile, result.probabilities, 1, {}, errors={"x<b>": "bad <i>"}
-    )
+    refused = Explanation(hostile, result.explanation.prediction, 1, {}, errors={"x<b>": "bad <i>"})
+    failed = api.ExplanationResult(result.model, result.label_names, refused)
     assert "x&lt;b&gt;</b> failed: bad &lt;i&gt;" in failed.html()
 
 
@@ -213,3 +212,16 @@ def test_console_script_entry_point_runs(capsys) -> None:
     module, _, function = project["scripts"]["attrx"].partition(":")
     assert getattr(importlib.import_module(module), function)(["methods"]) == 0
     assert capsys.readouterr().out.split()[0] == next(iter(explainers.REGISTRY))
+
+
+def test_attention_methods_ask_for_eager_attention() -> None:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(
+        vocab_size=len(toy_tokenizer()), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64, attn_implementation="sdpa",
+    )  # fmt: skip
+    model = BertForSequenceClassification(config)
+    result = api.explain(model, "the film was fun", ["attention_mean", "loo_empty"], tokenizer=toy_tokenizer())
+    assert set(result.attributions) == {"loo_empty"}
+    assert result.errors["attention_mean"].endswith("with 'sdpa' attention: load it with attn_implementation='eager'")
