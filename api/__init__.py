@@ -200,10 +200,12 @@ def examples_from_dataset(
         if text_pair_column is not None:
             segments.append(_words(row[text_pair_column]))
         label = row[label_column] if label_column is not None else None
+        if label is not None and (isinstance(label, bool) or not isinstance(label, int)):
+            raise ValueError(f"label {label!r} of row {index} in {label_column!r} is not a class index")
         examples.append(
             Example(
                 segments=tuple(segments),
-                label=None if label is None or int(label) < 0 else int(label),
+                label=None if label is None or label < 0 else label,
                 label_names=names,
                 dataset="dataset",
                 split=prefix,

@@ -179,6 +179,13 @@ def test_evaluate_a_bundled_dataset_by_name(toy_linear_loaded) -> None:
         api.evaluate(toy_linear_loaded, "examples", ["random"], ["deletion"])
     with pytest.raises(ValueError, match="no column 'text' in the dataset; its columns: sentence, label"):
         api.evaluate(toy_linear_loaded, toy_dataset(), ["random"], ["deletion"])
+    from datasets import Dataset
+
+    named = Dataset.from_dict({"text": ["great", "bad"], "label": ["positive", "negative"]})
+    with pytest.raises(ValueError, match="label 'positive' of row 0 in 'label' is not a class index"):
+        api.evaluate(toy_linear_loaded, named, ["random"], ["deletion"])
+    unlabelled = Dataset.from_dict({"text": ["great", "bad"], "label": [-1, -1]})
+    assert [e.label for e in api.examples_from_dataset(unlabelled)] == [None, None]
 
 
 def readme_api_example() -> str:
