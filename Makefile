@@ -10,6 +10,10 @@ export ATTRIBUTION_DATA_DIR
 HF_HUB_OFFLINE ?= 1
 export HF_HUB_OFFLINE
 PORT ?= 8501
+# `make run SHARE=1` serves the app on every network interface (shared mode); by default it listens
+# on 127.0.0.1 only (.streamlit/config.toml).
+SHARE ?=
+ADDRESS := $(if $(SHARE),0.0.0.0,127.0.0.1)
 
 .PHONY: install browser run test bench lint
 
@@ -30,8 +34,9 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
 
-run: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+run: install browser
+	ATTRIBUTION_SHARED=$(if $(SHARE),1,$${ATTRIBUTION_SHARED:-}) \
+	  $(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
 
 test: install browser
 	$(PYTHON) -m pytest -q

@@ -15,8 +15,42 @@ def add_model(parser: argparse.ArgumentParser) -> None:
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
     parser.add_argument("--dataset", required=required, help="dataset name (see `python -m cli datasets`)")
     parser.add_argument("--split", help="split of the dataset")
-    parser.add_argument("--limit", type=int, help="first N examples only")
+    parser.add_argument("--limit", type=positive_int, help="first N examples only")
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def read_jsonl(path: str, fields: tuple[str, ...] = ("text",)) -> list[dict[str, Any]]:
+    """The records of a JSON Lines file, each a dict with a string ``text`` (blank lines skipped);
+    parsed, never evaluated. ``ValueError`` names the file and line of any bad record."""
+    from pathlib import Path
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text (byte {error.start}: {error.reason})") from None
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")  # noqa: TRY004
+        records.append({**record, "line": number})
+    return records
 
 
 def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:

@@ -15,6 +15,8 @@ from engine.evaluate import (
     ProgressFn,
     evaluate_slice,
     example_json,
+    finite,
+    mean_curves,
     metric_params,
     needs_mlm,
     rationale_references,
@@ -98,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
         "metrics_s": evaluation.metrics_s,
         "forward_passes": evaluation.forward_passes,
         "errors": evaluation.errors,
+        "mean_curves": {
+            method: {
+                metric: {key: [finite(v) for v in values] for key, values in curve.items()}
+                for metric, curve in per.items()
+            }
+            for method, per in mean_curves(evaluation).items()
+        },
     }
     payload.update(rationale_references(evaluation, params_by_metric))
     if args.per_example:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from cli.common import print_json
+from cli.common import print_json, read_jsonl
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,13 +15,7 @@ def run(args: argparse.Namespace) -> int:
     if args.text:
         texts = [args.text]
     else:
-        texts = []
-        for number, line in enumerate(Path(args.texts).read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                record = json.loads(line)
-                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                    raise ValueError(f"{args.texts}:{number}: each line needs a string field 'text'")
-                texts.append(record["text"])
+        texts = [record["text"] for record in read_jsonl(args.texts)]
     mlm = MaskedLM.load(args.model)
     # Accept the generic "[MASK]" in texts for any masked LM.
     texts = [t.replace("[MASK]", mlm.tokenizer.mask_token) for t in texts]

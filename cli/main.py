@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (ValueError, OSError) as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
+
+
+def one_line(error: Exception) -> str:
+    """The message of ``error`` on one line (library messages often span several)."""
+    text = str(error) if not isinstance(error, OSError) or not error.filename else f"{error.strerror}: {error.filename}"
+    return " ".join(text.split())

@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from cli.common import add_dataset, add_model, load_dataset_examples, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, print_json, read_jsonl
 
 
 def read_texts(path: str) -> list:
-    """JSON Lines with ``text`` and, for pairs, ``text_b``; parsed, never evaluated."""
+    """JSON Lines with ``text`` and, for pairs, ``text_b``."""
     from core.datasets import split_words
     from core.types import Example
 
     examples = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")  # noqa: TRY004
+    for record in read_jsonl(path):
         segments = [split_words(record["text"])]
         if record.get("text_b"):
             segments.append(split_words(str(record["text_b"])))
-        examples.append(Example(segments=tuple(segments), id=f"{path}:{number}"))
+        examples.append(Example(segments=tuple(segments), id=f"{path}:{record['line']}"))
     return examples
 
 

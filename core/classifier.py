@@ -10,7 +10,8 @@ decoding text and tokenizing it again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -88,6 +89,7 @@ class LoadedClassifier:
     tokenizer: object
     device: torch.device
     pair: bool | None = None  # None: unknown (hub models accept one or two segments)
+    # Serialises the requests that must briefly touch the model's hooks (``Classifier.attentions``).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -109,11 +111,17 @@ class LoadedClassifier:
 def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
     """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as
     ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""
+    from safetensors import SafetensorError
+
     from core.models import load_sequence_classifier, load_tokenizer, model_info
 
     try:
         model = load_sequence_classifier(name_or_path)
         tokenizer = load_tokenizer(name_or_path)
+    except SafetensorError as error:
+        raise ValueError(
+            f"cannot load {name_or_path!r} as a sequence classifier: the weights file is damaged ({error})"
+        ) from error
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
     chosen = torch.device(device) if device is not None else best_device()
@@ -363,9 +371,15 @@ class Classifier:
         return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
 
     def attentions(self, variant: Variant) -> torch.Tensor:
-        """Attention weights of every layer, shape (layers, heads, seq, seq)."""
+        """Attention weights of every layer, shape (layers, heads, seq, seq).
+
+        They come from the model's own outputs (``output_attentions=True``); transformers
+        captures them with forward hooks it installs on first use and keeps. The shared model
+        must carry nothing from a request, so the hooks installed by this call are removed
+        before it returns, under the model's lock (two attention requests never overlap).
+        """
         batch = self._batch_tensors([variant])
-        with torch.inference_mode():
+        with self.loaded.lock, _request_hooks_removed(self.model), torch.inference_mode():
             out = self.model(**batch, output_attentions=True)
         self.forward_passes += 1
         if not out.attentions or any(a is None for a in out.attentions):
@@ -375,6 +389,31 @@ class Classifier:
                 "load it with attn_implementation='eager'"
             )
         return torch.stack([a[0] for a in out.attentions]).float().cpu()
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks")
+_CAPTURE_FLAG = "_output_capturing_hooks_installed"  # transformers' mark of a model whose hooks are installed
+
+
+@contextmanager
+def _request_hooks_removed(model: torch.nn.Module) -> Iterator[None]:
+    """Run a block, then remove every hook it registered on ``model`` and reset transformers'
+    "hooks installed" mark, leaving the model's hooks as they were."""
+    modules = list(model.modules())
+    before = [{name: set(getattr(m, name)) for name in _HOOK_DICTS} for m in modules]
+    flags = [m.__dict__.get(_CAPTURE_FLAG, None) for m in modules]
+    try:
+        yield
+    finally:
+        for module, known, flag in zip(modules, before, flags, strict=True):
+            for name in _HOOK_DICTS:
+                hooks = getattr(module, name)
+                for key in [k for k in hooks if k not in known[name]]:
+                    del hooks[key]
+            if flag is None:
+                module.__dict__.pop(_CAPTURE_FLAG, None)
+            else:
+                module.__dict__[_CAPTURE_FLAG] = flag
 
 
 def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:

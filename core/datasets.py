@@ -377,12 +377,25 @@ _LOCAL: dict[str, tuple[Callable[[Path, str], list[Example]], dict[str, str]]] =
     "multirc": (_load_multirc, {"train": "multirc/train.json", "dev": "multirc/dev.json"}),
 }
 DATASET_NAMES = (*_LOCAL, "examples")
+# Hub versions of the datasets (``core.hub_datasets``): ``hub:sst2``, ``hub:movies`` ... load with
+# ``datasets.load_dataset`` and need the network (or the hub cache); offered when HF_HUB_OFFLINE is off.
+HUB_PREFIX = "hub:"
+
+
+def hub_online() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() not in ("1", "true", "yes", "on")
 
 
 def available_splits(name: str, root: str | os.PathLike | None = None) -> list[str]:
     """Splits of ``name`` present in the data folder (bundled examples: one split per task)."""
     if name == "examples":
         return ["all", *sorted({e.split for e in load_bundled_examples()})]
+    if name.startswith(HUB_PREFIX):
+        from core.hub_datasets import HUB_SOURCES
+
+        if name[len(HUB_PREFIX) :] not in HUB_SOURCES:
+            raise ValueError(f"unknown hub dataset {name!r}; known: {', '.join(HUB_PREFIX + n for n in HUB_SOURCES)}")
+        return list(HUB_SOURCES[name[len(HUB_PREFIX) :]].splits)
     folder = data_dir(root)
     if name not in _LOCAL:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
@@ -392,16 +405,29 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
 
 
 def available_datasets(root: str | os.PathLike | None = None) -> dict[str, list[str]]:
-    """``{dataset: [splits]}`` for every dataset with at least one split present."""
-    found = {name: available_splits(name, root) for name in DATASET_NAMES}
+    """``{dataset: [splits]}`` for every dataset with at least one split present, then (online)
+    the hub versions."""
+    names = list(DATASET_NAMES)
+    if hub_online():
+        from core.hub_datasets import HUB_SOURCES
+
+        names += [HUB_PREFIX + name for name in HUB_SOURCES]
+    found = {name: available_splits(name, root) for name in names}
     return {name: splits for name, splits in found.items() if splits}
 
 
 def load_examples(
     name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None
 ) -> list[Example]:
-    """Load a split of a dataset as ``Example``s (first ``limit`` when given)."""
+    """Load a split of a dataset as ``Example``s (first ``limit`` when given); ``hub:NAME`` loads
+    the hub version (``core.hub_datasets``)."""
+    if name.startswith(HUB_PREFIX):
+        from core.hub_datasets import load_hub_examples
+
+        return load_hub_examples(name[len(HUB_PREFIX) :], split, limit=limit)
     if name == "examples":
+        if split not in available_splits("examples"):
+            raise ValueError(f"unknown split {split!r} of examples; known: {', '.join(available_splits('examples'))}")
         examples = load_bundled_examples(split=split)
     else:
         if name not in _LOCAL:

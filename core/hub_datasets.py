@@ -363,7 +363,7 @@ def load_hub_rows(
             return datasets.load_dataset(path, config, split=wanted, cache_dir=cache_dir, **kwargs)
         except Exception as error:  # noqa: BLE001 - try the next place, report them all
             errors.append(f"{path}{'/' + config if config else ''} {kwargs or ''}: {type(error).__name__}: {error}")
-    raise RuntimeError(f"could not load {name}/{split} from the hub (offline?):\n  " + "\n  ".join(errors))
+    raise ValueError(f"could not load {name}/{split} from the hub (offline?): " + "; ".join(errors))
 
 
 def rows_to_examples(name: str, rows: Iterable[Mapping[str, Any]], split: str) -> list[Example]:

@@ -106,6 +106,7 @@ def score_attribution(
 
     batched = {k: p for k, p in params_by_metric.items() if k in faithfulness.METRIC_KEYS}
     results = faithfulness.score_many(clf, example, attribution, batched, mlm=mlm) if batched else {}
+    results = {key: result for key, result in results.items() if "skipped" not in result.extras}
     has_rationale = example.rationale is not None or bool(example.rationales)
     for key, params in params_by_metric.items():
         if key in batched:
@@ -239,8 +240,8 @@ def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]
 
 def summary_json(summary: Summary) -> dict[str, Any]:
     return {
-        "mean": _finite(summary.mean),
-        "interval": [_finite(summary.low), _finite(summary.high)],
+        "mean": finite(summary.mean),
+        "interval": [finite(summary.low), finite(summary.high)],
         "n": summary.n,
         "skipped": summary.skipped,
     }
@@ -350,7 +351,7 @@ def select_examples(examples: Sequence[Example], random_n: int | None, seed: int
     return [examples[int(i)] for i in sorted(chosen)]
 
 
-def _finite(value: float) -> float | None:
+def finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
@@ -366,7 +367,7 @@ def example_json(result: ExampleResult) -> dict[str, Any]:
         "rationale": list(example.rationale) if example.rationale is not None else None,
         "rationales": [list(mask) for mask in example.rationales],
         "scores": {m: [float(s) for s in a.scores] for m, a in result.attributions.items()},
-        "metrics": {m: {k: _finite(r.value) for k, r in per.items()} for m, per in result.metrics.items()},
+        "metrics": {m: {k: finite(r.value) for k, r in per.items()} for m, per in result.metrics.items()},
         # The words a selecting metric (token F1, IOU-F1) picked, so an external scorer sees the
         # same selection whatever its tie-breaking.
         "selected": {

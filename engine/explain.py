@@ -51,6 +51,8 @@ def explain_example(
     (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed.
     A method that refuses the example or its parameters (``ValueError``) is recorded in
     ``errors`` and the other methods still run."""
+    if target is not None and not 0 <= target < clf.num_labels:
+        raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
     example, dropped = clf.fit_example(example)
     prediction = predict(clf, example)
     target = prediction.predicted if target is None else target

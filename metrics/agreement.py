@@ -91,3 +91,75 @@ def mean_abs_change(a, b) -> float:
     if len(a) == 0:
         return float("nan")
     return float(np.mean(np.abs(a - b)))
+
+
+# --------------------------------------------------------------------------- several methods at once
+
+# The measures a methods x methods agreement matrix can show, all symmetric in their arguments.
+MATRIX_MEASURES = ("spearman", "spearman_abs", "kendall", "top_k_overlap")
+
+
+def _measure(name: str, top_k_fraction: float):
+    if name == "spearman":
+        return spearman
+    if name == "spearman_abs":
+        return spearman_abs
+    if name == "kendall":
+        return kendall
+    if name == "top_k_overlap":
+        return lambda a, b: top_k_overlap(a, b, top_k_size(len(a), top_k_fraction), absolute=True)
+    raise ValueError(f"unknown agreement measure {name!r}; known: {', '.join(MATRIX_MEASURES)}")
+
+
+def agreement_matrix(
+    scores: dict[str, np.ndarray], measure: str = "spearman", top_k_fraction: float = 0.2
+) -> np.ndarray:
+    """``measure`` between every pair of methods' scores over the same words, as a symmetric
+    (methods x methods) array in the order of ``scores``; the diagonal is 1 (NaN where a method's
+    scores are constant and the correlation is undefined). ``top_k_overlap`` compares the top
+    ``top_k_fraction`` of the words by absolute score."""
+    compute = _measure(measure, top_k_fraction)
+    names = list(scores)
+    matrix = np.full((len(names), len(names)), np.nan)
+    for i, a in enumerate(names):
+        for j in range(i, len(names)):
+            value = compute(scores[a], scores[names[j]])
+            matrix[i, j] = matrix[j, i] = value
+    return matrix
+
+
+def mean_agreement_matrix(
+    per_example: list[dict[str, np.ndarray]], measure: str = "spearman", top_k_fraction: float = 0.2
+) -> tuple[list[str], np.ndarray]:
+    """The mean over examples of ``agreement_matrix`` (undefined values left out of each mean),
+    over the methods every example has."""
+    if not per_example:
+        raise ValueError("no examples to compare the methods on")
+    names = [m for m in per_example[0] if all(m in scores for scores in per_example)]
+    stacked = np.stack([agreement_matrix({m: s[m] for m in names}, measure, top_k_fraction) for s in per_example])
+    with np.errstate(invalid="ignore"):
+        counts = np.sum(np.isfinite(stacked), axis=0)
+        means = np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
+    return names, means
+
+
+def mean_pairwise(matrix: np.ndarray) -> float:
+    """Mean of the off-diagonal entries (undefined ones left out): how much the methods agree."""
+    off = matrix[~np.eye(len(matrix), dtype=bool)]
+    off = off[np.isfinite(off)]
+    return float(off.mean()) if len(off) else float("nan")
+
+
+def cluster_order(names: list[str], matrix: np.ndarray) -> list[str]:
+    """The methods reordered so that those that agree sit together: average-linkage clustering on
+    the distance 1 - agreement (undefined agreement counts as none), leaves in dendrogram order."""
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    if len(names) < 3:
+        return list(names)
+    distance = 1.0 - np.nan_to_num(matrix, nan=0.0)
+    distance = np.clip((distance + distance.T) / 2, 0.0, None)
+    np.fill_diagonal(distance, 0.0)
+    order = leaves_list(linkage(squareform(distance, checks=False), method="average"))
+    return [names[i] for i in order]

@@ -37,6 +37,17 @@ Conventions shared by all five:
   costs one masked-LM pass, one after the other: a deletion curve of L steps needs L passes, an
   insertion curve (which starts from the fully filled text) one per word of the text.
 
+Deletion, Deletion_BERT and insertion also take ``convention="paper000"``, which follows paper
+000's code (Kim et al. 2020's ``src/evaluation.py``; arXiv 2010.13984 for IM) so that a figure
+can be set beside its Table 1: L = ``max(2, ceil((n - 1) * fraction))`` steps (at most n), the
+unperturbed input left off the curve, the points at ``x = 1/L, ..., L/L`` (the probability after
+1..L words removed), the trapezoid area over them; with ``removal="mlm"`` each word is replaced by
+the highest-ranked of the masked LM's top-2 candidates that differs from the original word
+(special tokens skipped, [UNK] when neither qualifies), cumulatively; ``correct_only`` skips
+examples the model gets wrong (the paper's optional filter). Insertion under this convention puts
+1..L words back with the same step rule and grid (the paper defines no insertion; by analogy).
+The default (``ours``) is unchanged.
+
 Every variant of every step of every requested metric for one example and attribution goes to
 ``Classifier.predict_proba`` as one batch (``score_many``), so shared variants (deletion steps and
 comprehensiveness bins, the original input) are scored once. ``extras["inputs"]`` holds the
@@ -71,10 +82,21 @@ _PAPER_CURVES = "Arras et al. 2017; paper 000 (Deletion, Deletion_BERT)"
 _PAPER_ERASER = "DeYoung et al. 2020 (ERASER); paper 003 (MaRC bins)"
 
 
+CONVENTIONS = ("ours", "paper000")
+PAPER000_FILL_CANDIDATES = 2
+
+
 @dataclass(frozen=True)
 class CurveParams:
     removal: str = param("delete", _REMOVAL_HELP, choices=REMOVALS)
     fraction: float = param(0.2, "share of the words removed or inserted; 1.0 draws the full curve", min=0.01, max=1.0)
+    convention: str = param(
+        "ours",
+        "ours: ceil(fraction n) steps from the unperturbed input, x = 0..1; paper000: max(2, ceil((n - 1) fraction))"
+        " steps, unperturbed input off the curve, x = 1/L..1, masked-LM fill-in from the top 2 (paper 000's code)",
+        choices=CONVENTIONS,
+    )
+    correct_only: bool = param(False, "skip examples the model predicts wrongly (paper 000's optional filter)")
 
 
 @dataclass(frozen=True)
@@ -96,6 +118,11 @@ class LogOddsParams:
     fraction: float = param(0.2, "share of the top words replaced", min=0.01, max=1.0)
 
 
+def paper000_steps(fraction: float, n_words: int) -> int:
+    """Paper 000's number of deletion steps: ``max(2, ceil((n - 1) * fraction))``, at most n."""
+    return min(n_words, max(2, math.ceil(round((n_words - 1) * fraction, 9))))
+
+
 def word_count(fraction: float, n_words: int) -> int:
     """Words in ``fraction`` of a text: ``ceil(fraction * n)``, at least one, at most ``n``."""
     return min(n_words, max(1, math.ceil(round(fraction * n_words, 9))))
@@ -112,7 +139,15 @@ def ranking(scores: np.ndarray) -> tuple[int, ...]:
 class _Remover:
     """The scored variant and the displayed text of one example with some words removed."""
 
-    def __init__(self, clf: Classifier, example: Example, encoded: Encoded, removal: str, mlm: MaskedLM | None) -> None:
+    def __init__(
+        self,
+        clf: Classifier,
+        example: Example,
+        encoded: Encoded,
+        removal: str,
+        mlm: MaskedLM | None,
+        candidates: int = FILL_CANDIDATES,
+    ) -> None:
         if removal not in REMOVALS:
             raise ValueError(f"removal={removal!r} is not one of {REMOVALS}")
         if removal == "mlm" and mlm is None:
@@ -122,6 +157,7 @@ class _Remover:
         self.encoded = encoded
         self.removal = removal
         self.mlm = mlm
+        self.candidates = candidates
         self._chains: dict[tuple[int, ...], list[str | None]] = {}
         self._fill_tokens: dict[str, tuple[int, ...]] = {}
 
@@ -177,7 +213,7 @@ class _Remover:
     def _fill(self, words: list[str], position: int) -> str | None:
         split = len(self.example.segments[0])
         segments = [words[:split], words[split:]] if self.example.is_pair else [words]
-        ((fills, _),) = self.mlm.fill_words(segments, [position], k=FILL_CANDIDATES)
+        ((fills, _),) = self.mlm.fill_words(segments, [position], k=self.candidates)
         original = self.example.words[position].lower()
         special = set(self.mlm.tokenizer.all_special_ids)
         for fill in fills:
@@ -203,12 +239,20 @@ class _Context:
         self.descending = ranking(attribution.scores)
         self.ascending = self.descending[::-1]
         self.mlm = mlm
-        self._removers: dict[str, _Remover] = {}
+        self._removers: dict[tuple[str, int], _Remover] = {}
+        self._predicted: int | None = None
 
-    def remover(self, removal: str) -> _Remover:
-        if removal not in self._removers:
-            self._removers[removal] = _Remover(self.clf, self.example, self.encoded, removal, self.mlm)
-        return self._removers[removal]
+    def remover(self, removal: str, candidates: int = FILL_CANDIDATES) -> _Remover:
+        key = (removal, candidates)
+        if key not in self._removers:
+            self._removers[key] = _Remover(self.clf, self.example, self.encoded, removal, self.mlm, candidates)
+        return self._removers[key]
+
+    def predicted(self) -> int:
+        """The model's class for the unperturbed input (one extra pass, asked for only when needed)."""
+        if self._predicted is None:
+            self._predicted = int(np.argmax(self.clf.predict_proba([self.encoded.variant])[0]))
+        return self._predicted
 
 
 @dataclass(frozen=True)
@@ -223,18 +267,23 @@ class _Plan:
 
 
 def _curve_plan(ctx: _Context, params: CurveParams, insertion: bool) -> _Plan:
-    steps = word_count(params.fraction, ctx.n_words)
+    paper = params.convention == "paper000"
+    if paper and params.correct_only and ctx.example.label is not None and ctx.predicted() != ctx.example.label:
+        return _Plan([], lambda probs: MetricResult(float("nan"), extras={"skipped": "predicted wrongly"}))
+    steps = paper000_steps(params.fraction, ctx.n_words) if paper else word_count(params.fraction, ctx.n_words)
+    first = 1 if paper else 0  # paper 000 leaves the unperturbed input off the curve
     order = ctx.descending
-    remover = ctx.remover(params.removal)
-    removed_sets = [order[j:] if insertion else order[:j] for j in range(steps + 1)]
+    remover = ctx.remover(params.removal, PAPER000_FILL_CANDIDATES if paper else FILL_CANDIDATES)
+    removed_sets = [order[j:] if insertion else order[:j] for j in range(first, steps + 1)]
     built = [remover.apply(order, removed) for removed in removed_sets]
 
     def finish(probs: np.ndarray) -> MetricResult:
         # probs[0] is the original input, probs[1:] the curve.
         curve = probs[1:]
-        x = np.arange(steps + 1) / steps
+        x = np.arange(first, steps + 1) / steps
         extras = {
             "removal": params.removal,
+            "convention": params.convention,
             "n_steps": steps,
             "order": list(order[:steps]),
             "inputs": [text for _, text in built],
@@ -335,7 +384,7 @@ def score_many(
             raise ValueError(f"{key!r} is not a faithfulness metric; known: {', '.join(_PLANNERS)}")
         plans[key] = _PLANNERS[key](ctx, params if params is not None else _PARAMS[key]())
     variants = [v for plan in plans.values() for v in plan.variants]
-    probs = clf.predict_proba(variants)[:, attribution.target]
+    probs = clf.predict_proba(variants)[:, attribution.target] if variants else np.zeros(0)
     results, start = {}, 0
     for key, plan in plans.items():
         results[key] = plan.finish(probs[start : start + len(plan.variants)])

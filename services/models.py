@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import streamlit as st
@@ -9,6 +10,7 @@ import streamlit as st
 from core import catalog, models
 from core.classifier import Classifier, LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
+from services import access
 
 DEFAULT_MODEL = "minilm-sst2"
 DEFAULT_MLM = "minilm-mlm"
@@ -46,6 +48,11 @@ def model_choices() -> list[ModelChoice]:
     choices = [ModelChoice(e.name, f"{e.name} (bundled)", e.description) for e in entries]
     choices += [ModelChoice(name, f"{name} (bundled)") for name in sorted(present - known) if _is_classifier(name)]
     choices += [ModelChoice(e.name, f"{e.name} (hub)", e.description) for e in catalog.classifiers("hub")]
+    policy = access.policy()
+    if policy.shared:  # only the allow-list, in its order after the bundled models
+        listed = {c.name for c in choices}
+        extra = [ModelChoice(name, f"{name} (offered here)") for name in policy.allowed_models if name not in listed]
+        choices = [c for c in choices if c.name in policy.allowed_models] + extra
     return choices
 
 
@@ -73,11 +80,33 @@ def loaded(name: str) -> LoadedClassifier:
     name = name.strip()
     if not name:
         raise ValueError("no model given: pick a bundled model or type a hub id or a local folder")
+    access.check_model(name)
     try:
         return _loaded_classifier(name)
     except _LOAD_ERRORS as error:
-        message = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        raise ValueError(f"cannot load {name!r} as a sequence classifier: {message}") from error
+        raise ValueError(load_error_message(name, error)) from error
+
+
+_SEGMENT = r"\.?[\w+-]+(?:\.[\w+-]+)*"
+_PATH = re.compile(rf"(?<![\w.:/])/(?:{_SEGMENT}/)*{_SEGMENT}")  # an absolute path, not a URL
+
+
+def load_error_message(name: str, error: Exception) -> str:
+    """One line naming what the user typed: the engine's own "cannot load ..." message is kept as
+    it is (not wrapped twice), other errors are prefixed once, and host paths other than the typed
+    name are hidden."""
+    message = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+    prefix = f"cannot load {name!r} as a sequence classifier: "
+    while message.startswith(prefix + prefix):
+        message = message[len(prefix) :]
+    if not message.startswith(f"cannot load {name!r}"):
+        message = prefix + message
+    return _hide_paths(message, name)
+
+
+def _hide_paths(message: str, name: str) -> str:
+    message = _PATH.sub(lambda m: m.group(0) if m.group(0) == name else "<path>", message)
+    return " ".join(message.split())
 
 
 def model_info(name: str) -> ModelInfo:
@@ -100,11 +129,14 @@ def mlm_choices() -> list[str]:
     """Bundled masked LMs that are present (the default first), then the catalog's hub ones."""
     present = set(models.bundled_names())
     bundled = [e.name for e in catalog.masked_lms("bundled") if e.name in present]
-    return bundled + [e.name for e in catalog.masked_lms("hub")]
+    choices = bundled + [e.name for e in catalog.masked_lms("hub")]
+    policy = access.policy()
+    return [name for name in choices if name in policy.allowed_models] if policy.shared else choices
 
 
 def masked_lm(name: str = DEFAULT_MLM) -> MaskedLM:
+    access.check_model(name)
     try:
         return _loaded_masked_lm(name)
     except _LOAD_ERRORS as error:
-        raise ValueError(f"cannot load the masked language model {name!r}: {error}") from error
+        raise ValueError(_hide_paths(f"cannot load the masked language model {name!r}: {error}", name)) from error

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+import torch
 
 from core.classifier import Classifier
 from core.types import Example
-from tests.toy import toy_bert, toy_linear
+from tests.toy import VOCAB, toy_bert, toy_linear, toy_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -34,3 +36,26 @@ def bert_clf(toy_bert_loaded) -> Classifier:
 @pytest.fixture
 def toy_example() -> Example:
     return Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny BERT classifier and masked LM saved as local folders (clf, mlm)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    root = tmp_path_factory.mktemp("models")
+    loaded = toy_bert(seed=2)
+    loaded.model.save_pretrained(root / "clf")
+    toy_tokenizer().save_pretrained(root / "clf")
+    torch.manual_seed(3)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    BertForMaskedLM(config).save_pretrained(root / "mlm")
+    toy_tokenizer().save_pretrained(root / "mlm")
+    return root / "clf", root / "mlm"

@@ -19,8 +19,7 @@ from core.classifier import Classifier, classifier_from_model
 from core.types import Example
 from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries
 from engine.explain import Explanation, explain_example
-from tests.test_evaluate_cli import toy_model_dir  # noqa: F401  (a fixture: the toy BERT saved to a folder)
-from tests.test_explainers import FAST, toy_mlm, toy_probabilities  # noqa: F401  (toy_mlm is a fixture)
+from tests.test_explainers import FAST, toy_probabilities
 from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,14 +72,18 @@ def test_pipeline_wraps_the_same_model() -> None:
     assert set(result.attributions) == {"attention_rollout", "loo_empty"}
 
 
-def test_local_folder_loads_like_the_cli(toy_model_dir) -> None:  # noqa: F811
+def test_local_folders_load_like_the_cli(model_dirs) -> None:
     from core.classifier import load_classifier
+    from core.masked_lm import MaskedLM
 
-    result = api.explain(toy_model_dir, ("a man sleeps", "a dog runs"), ["loo_empty"], target=1)
+    clf_dir, mlm_dir = (str(d) for d in model_dirs)
+    result = api.explain(clf_dir, ("a man sleeps", "a dog runs"), ["loo_empty", "im"], target=1, mlm=mlm_dir)
     direct = explain_example(
-        Classifier(load_classifier(toy_model_dir)), result.example, ["loo_empty"], target=1
-    ).attributions["loo_empty"]
-    assert result.example.is_pair and result["loo_empty"].scores.tobytes() == direct.scores.tobytes()
+        Classifier(load_classifier(clf_dir)), result.example, ["loo_empty", "im"], target=1, mlm=MaskedLM.load(mlm_dir)
+    ).attributions
+    assert result.example.is_pair and result.model == clf_dir and result.errors == {}
+    for key in ("loo_empty", "im"):
+        assert result[key].scores.tobytes() == direct[key].scores.tobytes()
 
 
 def test_html_is_the_app_heatmap_escaped(toy_linear_loaded) -> None:
@@ -205,8 +208,8 @@ def test_readme_api_example_runs_as_written(capsys) -> None:
     assert set(namespace["evaluation"].summary().index.get_level_values("method")) == {"loo_empty", "random"}
 
 
-def test_every_registered_method_through_the_api(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
-    result = api.explain(toy_bert_loaded, "the film was fun", "all", params=FAST, seed=1, mlm=toy_mlm)
+def test_every_registered_method_through_the_api(toy_bert_loaded, model_dirs) -> None:
+    result = api.explain(toy_bert_loaded, "the film was fun", "all", params=FAST, seed=1, mlm=str(model_dirs[1]))
     assert result.errors == {} and list(result.attributions) == list(explainers.REGISTRY)
 
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import explainers
 from cli.main import main
-from tests.toy import VOCAB, toy_bert, toy_tokenizer
 
 FAST = [
     "--param",
@@ -31,28 +28,6 @@ FAST = [
     "--param",
     "aml.n_epochs=1",
 ]
-
-
-@pytest.fixture(scope="module")
-def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
-    from transformers import BertConfig, BertForMaskedLM
-
-    root = tmp_path_factory.mktemp("models")
-    loaded = toy_bert(seed=2)
-    loaded.model.save_pretrained(root / "clf")
-    toy_tokenizer().save_pretrained(root / "clf")
-    torch.manual_seed(3)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    BertForMaskedLM(config).save_pretrained(root / "mlm")
-    toy_tokenizer().save_pretrained(root / "mlm")
-    return root / "clf", root / "mlm"
 
 
 def run_json(capsys, *argv: str) -> dict:

@@ -438,17 +438,44 @@ def test_load_hub_examples_reports_every_attempt(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(RuntimeError, match="could not load hatexplain/test") as info:
+    with pytest.raises(ValueError, match="could not load hatexplain/test") as info:
         hub.load_hub_examples("hatexplain", "test", limit=5)
     assert len(calls) == 3 and "no network" in str(info.value)
     calls.clear()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError):
         hub.load_hub_examples("esnli", "dev")
     assert calls[0][0] == "csv"
     with pytest.raises(ValueError, match="unknown split"):
         hub.load_hub_examples("sst2", "nonsense")
     with pytest.raises(ValueError, match="unknown hub dataset"):
         hub.load_hub_examples("multirc", "dev")
+
+
+def test_hub_datasets_are_reachable_by_name_where_a_local_one_is(monkeypatch):
+    """``hub:NAME`` goes through ``load_examples`` (so the CLI's --dataset and the sidebar take
+    it) and is listed only when the hub is online."""
+    import datasets
+
+    from core.datasets import available_datasets, load_examples
+
+    rows = [{"sentence": "a fine film", "label": 1, "idx": 0}, {"sentence": "dull", "label": 0, "idx": 1}]
+    seen = []
+
+    def fake_hub(path, name=None, split=None, **kwargs):
+        seen.append((path, name, split))
+        return rows
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_hub)
+    examples = load_examples("hub:sst2", "dev", limit=2)
+    assert [e.words for e in examples] == [("a", "fine", "film"), ("dull",)]
+    assert [e.label for e in examples] == [1, 0]
+    assert seen[0][2] == "validation[:2]"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert available_datasets()["hub:sst2"] == ["train", "validation", "test"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert not any(name.startswith("hub:") for name in available_datasets())
+    with pytest.raises(ValueError, match="unknown hub dataset"):
+        load_examples("hub:nonsense", "dev")
 
 
 # --------------------------------------------------------------------------- bundled examples

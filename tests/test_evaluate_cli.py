@@ -267,3 +267,36 @@ def test_human_ceiling_and_best_threshold_match_direct_computation(capsys):
     best = payload["best_threshold"]["loo_empty"]
     assert best["threshold"] == search.best
     assert best["iou"]["mean"] == pytest.approx(search.means[search.best])
+
+
+def test_the_app_and_the_command_line_give_the_same_slice_numbers(toy_model_dir, capsys):
+    """One implementation of dataset evaluation: the app's dataset view (services.evaluate_slice)
+    and ``evaluate --json`` agree on every mean, interval and mean curve, gold-class targets included."""
+    import services
+
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "3",
+        "--methods", "loo_empty,grad_x_input", "--metrics", "deletion,comprehensiveness",
+        "--target", "gold", "--json", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    examples = load_examples("examples", "sst2", limit=3)
+    app = services.evaluate_slice(
+        toy_model_dir,
+        examples,
+        ["loo_empty", "grad_x_input"],
+        {"deletion": {}, "comprehensiveness": {}},
+        target="gold",
+    )
+    for method in ("loo_empty", "grad_x_input"):
+        for metric in ("deletion", "comprehensiveness"):
+            cli_summary = payload["results"][method][metric]
+            app_summary = app.summary[method][metric]
+            assert cli_summary["n"] == app_summary.n == 3
+            assert cli_summary["mean"] == pytest.approx(app_summary.mean, abs=1e-12)
+            assert cli_summary["interval"] == pytest.approx([app_summary.low, app_summary.high], abs=1e-12)
+            for key, values in app.mean_curves[method][metric].items():
+                assert payload["mean_curves"][method][metric][key] == pytest.approx(values, abs=1e-12)
+    assert payload["mean_curves"]["loo_empty"]["deletion"]["x"][0] == 0.0

@@ -139,3 +139,42 @@ def test_lime_mlm_sample_texts_show_fills(linear_clf, toy_example, film_mlm):
     assert texts[0] == "the movie was great but the plot was bad ."
     assert all(len(t.split()) == 10 for t in texts) and sum("film" in t for t in texts) >= 45
     assert attribution.extras["mlm_forward_passes"] <= 49
+
+
+def brute_force_shapley(value, n: int) -> np.ndarray:
+    """Shapley values by the permutation definition: the mean marginal contribution of each word
+    over every order in which the words can arrive."""
+    import itertools
+
+    phi = np.zeros(n)
+    orders = list(itertools.permutations(range(n)))
+    for order in orders:
+        present: set[int] = set()
+        for word in order:
+            before = value(present)
+            present.add(word)
+            phi[word] += value(present) - before
+    return phi / len(orders)
+
+
+def test_kernel_shap_is_exact_when_every_coalition_fits(linear_clf, toy_bert_loaded):
+    """2^6 - 2 = 62 coalitions fit in a budget of 100: all 64 inputs are scored and the scores are
+    the Shapley values (checked by permutations, to 1e-6) that sum to f(x) - f(empty)."""
+    from explainers.loo import removal_variant
+
+    words = ("the", "plot", "was", "great", "but", "bad")
+    example = Example(segments=(words,), id="six")
+    for clf in (linear_clf, Classifier(toy_bert_loaded)):
+        attribution = run("kernel_shap", clf, example, n_samples=100)
+        encoded = clf.encode(example)
+
+        def value(present: set[int], clf=clf, encoded=encoded) -> float:
+            absent = [i for i in range(len(words)) if i not in present]
+            return float(clf.predict_proba([removal_variant(clf, encoded, absent, "delete")])[0, 1])
+
+        assert attribution.extras["exact"] is True
+        np.testing.assert_allclose(attribution.scores, brute_force_shapley(value, len(words)), atol=1e-6)
+        assert attribution.scores.sum() == pytest.approx(value(set(range(6))) - value(set()), abs=1e-9)
+        assert attribution.forward_passes <= 64
+    sampled = run("kernel_shap", linear_clf, example, n_samples=50)
+    assert sampled.extras["exact"] is False

@@ -12,8 +12,9 @@ import pytest
 
 import explainers
 from core.classifier import Classifier
+from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, decode_json, encode_json
-from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401  (toy_mlm is a fixture)
+from tests.test_explainers import _fast_params
 
 
 def same(a: Any, b: Any) -> bool:
@@ -40,13 +41,17 @@ def through_text(record: dict[str, Any]) -> str:
     return json.dumps(record, allow_nan=False)  # strict JSON: a NaN literal would fail here
 
 
+@pytest.fixture(scope="module")
+def folder_mlm(model_dirs) -> MaskedLM:
+    return MaskedLM.load(str(model_dirs[1]), "cpu")
+
+
 @pytest.mark.parametrize("key", list(explainers.REGISTRY))
-def test_every_method_round_trips_bit_exact(key: str, toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
+def test_every_method_round_trips_bit_exact(key: str, toy_bert_loaded, folder_mlm: MaskedLM) -> None:
     spec = explainers.get(key)
     example = Example(segments=(("the", "film", "was", "unbelievable", "and", "fun"),), id="toy/json")
-    original = explainers.run_explainer(
-        spec, Classifier(toy_bert_loaded), example, 1, _fast_params(spec, 3), mlm=toy_mlm
-    )
+    clf = Classifier(toy_bert_loaded)
+    original = explainers.run_explainer(spec, clf, example, 1, _fast_params(spec, 3), mlm=folder_mlm)
     text = through_text(original.to_json())
     restored = Attribution.from_json(text)
     assert_same_attribution(original, restored)

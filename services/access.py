@@ -1,0 +1,67 @@
+"""Who may do what on this server: private mode (the default) and shared mode for a class or a team.
+
+Shared mode is switched on by ``ATTRIBUTION_SHARED=1`` (``make run SHARE=1``). It offers only an
+allow-list of models, fixed when the server starts: the bundled ones plus those named in
+``ATTRIBUTION_MODELS`` (comma-separated hub ids or folders). Any other model, typed or in a query
+parameter, is refused with one message that does not depend on whether the name exists, so the
+model field cannot be used to probe the host's folders. ``ATTRIBUTION_PASSWORD``, when set, is
+asked for before anything runs and compared in constant time; it is never logged or shown.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from dataclasses import dataclass
+
+import streamlit as st
+
+from core import models
+
+SHARED_ENV = "ATTRIBUTION_SHARED"
+MODELS_ENV = "ATTRIBUTION_MODELS"
+PASSWORD_ENV = "ATTRIBUTION_PASSWORD"
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    shared: bool
+    allowed_models: tuple[str, ...]  # empty in private mode: every model may be loaded
+    password: str | None
+
+    def refusal(self, model: str) -> str | None:
+        """The message refusing ``model``, None when it may be loaded."""
+        if not self.shared or model.strip() in self.allowed_models:
+            return None
+        return f"{model.strip()!r} is not offered on this server; pick one of the listed models"
+
+
+def policy_from_env(environ: dict[str, str] | None = None) -> AccessPolicy:
+    """The policy the environment describes (read once per server: see ``policy``)."""
+    environ = dict(os.environ if environ is None else environ)
+    shared = environ.get(SHARED_ENV, "").strip().lower() in _TRUE
+    password = environ.get(PASSWORD_ENV) or None
+    if not shared:
+        return AccessPolicy(False, (), password)
+    extra = tuple(name.strip() for name in environ.get(MODELS_ENV, "").split(",") if name.strip())
+    return AccessPolicy(True, tuple(dict.fromkeys((*models.bundled_names(), *extra))), password)
+
+
+@st.cache_resource
+def policy() -> AccessPolicy:
+    """The server's policy, fixed when the first session asks for it."""
+    return policy_from_env()
+
+
+def check_model(name: str) -> None:
+    """``ValueError`` with the same message for every model outside the allow-list (shared mode)."""
+    message = policy().refusal(name)
+    if message is not None:
+        raise ValueError(message)
+
+
+def password_matches(given: str) -> bool:
+    """True when no password is set or ``given`` is it (constant-time comparison)."""
+    expected = policy().password
+    return expected is None or hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))

@@ -1,0 +1,174 @@
+"""Hostile and careless input through the command line: every case either works or stops with a
+one-line ``error: ...`` naming the bad value and a non-zero exit; never a traceback, never a hang."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from cli.main import main
+from tests.toy import VOCAB, toy_bert, toy_tokenizer
+
+MARKUP = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "[link](javascript:alert(1))", "![i](x.png)"]
+LATEX = ["\\textbf{x}", "50% & $5 #1 _a ^b ~c {d}"]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    """A tiny classifier and masked LM, and folders that are broken in every way we know."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    root = tmp_path_factory.mktemp("hostile")
+    loaded = toy_bert(seed=2)
+    loaded.model.save_pretrained(root / "clf")
+    toy_tokenizer().save_pretrained(root / "clf")
+    torch.manual_seed(3)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64,
+    )  # fmt: skip
+    BertForMaskedLM(config).save_pretrained(root / "mlm")
+    toy_tokenizer().save_pretrained(root / "mlm")
+    (root / "empty").mkdir()
+    (root / "corrupt").mkdir()
+    loaded.model.save_pretrained(root / "corrupt")
+    toy_tokenizer().save_pretrained(root / "corrupt")
+    (root / "corrupt" / "config.json").write_text("{ not json")
+    (root / "truncated").mkdir()
+    loaded.model.save_pretrained(root / "truncated")
+    toy_tokenizer().save_pretrained(root / "truncated")
+    weights = root / "truncated" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    (root / "no-tokenizer").mkdir()
+    loaded.model.save_pretrained(root / "no-tokenizer")
+    (root / "bad-utf8.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
+    (root / "not-json.jsonl").write_text('{"text": "fine"}\nnot json\n')
+    return {p.name: p for p in root.iterdir()}
+
+
+def explain(model: str, text: str, *extra: str) -> list[str]:
+    return ["explain", "--model", model, "--text", text, "--methods", "loo_empty,saliency", "--json", *extra]
+
+
+def run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own errors (unknown flag, bad int)
+        code = stop.code if isinstance(stop.code, int) else 2
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+ACCEPTED = {
+    "punctuation only": "!!! ??? ...",
+    "one character": "a",
+    "control characters": "a\x07b\x1bc \u200b d",
+    "NUL": "good\x00bad",
+    "emoji": "great 👍🏽 film 🎬",
+    "CJK": "这部电影很好",
+    "right to left": "הסרט היה נהדר",
+    "5,000 words": " ".join(["good"] * 5000),
+    **{f"markup {i}": text for i, text in enumerate(MARKUP)},
+    **{f"latex {i}": text for i, text in enumerate(LATEX)},
+}
+
+
+@pytest.mark.parametrize("text", list(ACCEPTED.values()), ids=list(ACCEPTED))
+def test_odd_text_is_explained_as_text(folders, capsys, text) -> None:
+    code, out, err = run(capsys, explain(str(folders["clf"]), text))
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["words"] and set(payload["attributions"]) == {"loo_empty", "saliency"}
+    if text in MARKUP:
+        assert any("<" in w or "[" in w or "!" in w for w in payload["words"])  # kept as words, not run
+
+
+def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
+    clf, mlm = str(folders["clf"]), str(folders["mlm"])
+    return {
+        "empty text": (explain(clf, ""), "empty"),
+        "whitespace text": (explain(clf, "   \n\t "), "empty"),
+        "nonexistent model": (explain("no-such-org/no-such-model-xyz", "fine"), "no-such-model-xyz"),
+        "nonexistent folder": (explain("/nonexistent/folder", "fine"), "/nonexistent/folder"),
+        "empty folder": (explain(str(folders["empty"]), "fine"), "cannot load"),
+        "corrupt config": (explain(str(folders["corrupt"]), "fine"), "cannot load"),
+        "truncated weights": (explain(str(folders["truncated"]), "fine"), "damaged"),
+        "no tokenizer": (explain(str(folders["no-tokenizer"]), "fine"), "cannot load"),
+        "masked LM as classifier": (explain(mlm, "fine"), "cannot load"),
+        "classifier as masked LM": (
+            ["explain", "--model", clf, "--text", "fine film", "--methods", "im", "--mlm", clf, "--json"],
+            "masked",
+        ),
+        "unknown method": (["explain", "--model", clf, "--text", "x", "--methods", "nope"], "nope"),
+        "IG steps 10^9": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "integrated_gradients"]
+            + ["--param", "integrated_gradients.n_steps=1000000000"],
+            "n_steps",
+        ),
+        "LIME samples 10^7": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "lime", "--param", "lime.n_samples=10000000"],
+            "n_samples",
+        ),
+        "NaN parameter": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "lime", "--param", "lime.kernel_width=nan"],
+            "kernel_width",
+        ),
+        "infinite parameter": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "lime", "--param", "lime.alpha=inf"],
+            "alpha",
+        ),
+        "text parameter for a number": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "integrated_gradients"]
+            + ["--param", "integrated_gradients.n_steps=many"],
+            "n_steps",
+        ),
+        "unknown parameter": (explain(clf, "x", "--param", "saliency.bogus=1"), "bogus"),
+        "malformed parameter": (explain(clf, "x", "--param", "saliency"), "KEY.NAME=VALUE"),
+        "parameter of another method": (explain(clf, "x", "--param", "lime.n_samples=10"), "lime"),
+        "target out of range": (explain(clf, "fine", "--target", "7"), "target 7"),
+        "negative target": (explain(clf, "fine", "--target", "-1"), "target -1"),
+        "bad dataset": (["evaluate", "--model", clf, "--dataset", "nope", "--split", "dev"], "nope"),
+        "bad split": (["evaluate", "--model", clf, "--dataset", "examples", "--split", "nope"], "nope"),
+        "unknown metric": (
+            ["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--metrics", "nope"],
+            "nope",
+        ),
+        "zero random": (
+            ["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--random", "0"],
+            "--random 0",
+        ),
+        "negative limit": (
+            ["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--limit", "-3"],
+            "-3",
+        ),
+        "invalid UTF-8 texts file": (["predict", "--model", clf, "--texts", str(folders["bad-utf8.jsonl"])], "UTF-8"),
+        "texts file not JSON": (["predict", "--model", clf, "--texts", str(folders["not-json.jsonl"])], "not JSON"),
+        "missing texts file": (["predict", "--model", clf, "--texts", "/nonexistent.jsonl"], "nonexistent.jsonl"),
+        "fill without a mask": (["fill", "--model", mlm, "--text", "no mask here"], "[MASK]"),
+        "non-integer flag": (["explain", "--model", clf, "--text", "x", "--target", "one"], "--target"),
+    }
+
+
+REFUSED_IDS = [
+    "empty text", "whitespace text", "nonexistent model", "nonexistent folder", "empty folder", "corrupt config",
+    "truncated weights", "masked LM as classifier", "unknown method",
+    "IG steps 10^9", "LIME samples 10^7", "text parameter for a number",
+    "unknown parameter", "malformed parameter", "parameter of another method", "target out of range",
+    "negative target", "bad dataset", "bad split", "unknown metric", "zero random", "negative limit",
+    "invalid UTF-8 texts file", "texts file not JSON", "missing texts file", "fill without a mask", "non-integer flag",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REFUSED_IDS)
+def test_bad_input_is_one_clear_line(folders, capsys, case) -> None:
+    argv, names = refused(folders)[case]
+    code, out, err = run(capsys, argv)
+    assert code != 0, f"{case} was accepted: {out[:200]}"
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert "Traceback" not in err
+    last = lines[-1]
+    assert last.startswith("error:") or ": error:" in last, err
+    assert names in last, f"{case}: {last!r} does not name {names!r}"

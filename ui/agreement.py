@@ -1,0 +1,49 @@
+"""Do the methods even agree? An annotated methods x methods matrix of rank agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.heatmap import NEGATIVE, NEUTRAL, POSITIVE
+
+MEASURE_LABELS = {
+    "spearman": "Spearman ρ (signed scores)",
+    "spearman_abs": "Spearman ρ (absolute scores)",
+    "kendall": "Kendall τ (signed scores)",
+    "top_k_overlap": "top-k overlap (absolute scores)",
+}
+
+
+def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, title: str = "") -> go.Figure:
+    """The matrix as an annotated heatmap on the heatmaps' diverging palette (-1 blue, 0 white,
+    1 red; overlap runs 0..1); undefined entries are blank and marked "n/a"."""
+    low = 0.0 if measure == "top_k_overlap" else -1.0
+    scale = [[0.0, f"rgb{NEGATIVE}"], [0.5, f"rgb{NEUTRAL}"], [1.0, f"rgb{POSITIVE}"]]
+    if low == 0.0:
+        scale = [[0.0, f"rgb{NEUTRAL}"], [1.0, f"rgb{POSITIVE}"]]
+    text = [["n/a" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
+    figure = go.Figure(
+        go.Heatmap(
+            z=np.where(np.isfinite(matrix), matrix, None).tolist(),
+            x=list(names),
+            y=list(names),
+            zmin=low,
+            zmax=1.0,
+            colorscale=scale,
+            text=text,
+            texttemplate="%{text}",
+            hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
+            colorbar={"title": {"text": MEASURE_LABELS.get(measure, measure), "side": "right"}},
+        )
+    )
+    size = 80 + 48 * len(names)
+    figure.update_layout(
+        title=title or None,
+        height=max(260, size),
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        yaxis={"autorange": "reversed"},
+    )
+    return figure
