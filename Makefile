@@ -17,9 +17,13 @@ ADDRESS := $(if $(SHARE),0.0.0.0,127.0.0.1)
 
 .PHONY: install browser run test bench lint
 
-$(VENV)/.installed: requirements.txt
+# The project itself is installed editable, without dependencies or a build environment (the
+# venv's pinned setuptools builds it), so the console script `attrx` exists and `import api` works
+# from any folder.
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
+	$(VENV)/bin/pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt -r requirements-dev.txt
+	$(VENV)/bin/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	touch $@
 
 install: $(VENV)/.installed
@@ -38,7 +42,10 @@ test: install browser
 	$(PYTHON) -m pytest -q
 
 bench: install
-	$(PYTHON) -m core bench --model minilm-sst2 --methods all --json
+	$(PYTHON) -m cli bench --model minilm-sst2 --methods all --json
 
+# ruff (api/ and engine/ select more rules in their ruff.toml) and mypy (files in pyproject.toml).
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy

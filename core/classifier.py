@@ -109,11 +109,8 @@ class LoadedClassifier:
 
 
 def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
-    """Load a sequence classifier (bundled name, hub id or local folder) for sharing.
-
-    Parameters stay frozen (``requires_grad=False``): gradient methods differentiate with respect
-    to input embeddings only, so no gradient ever lands on the shared weights.
-    """
+    """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as
+    ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""
     from safetensors import SafetensorError
 
     from core.models import load_sequence_classifier, load_tokenizer, model_info
@@ -127,14 +124,41 @@ def load_classifier(name_or_path: str, device: str | torch.device | None = None)
         ) from error
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
-    if not hasattr(model, "config") or not getattr(model.config, "num_labels", 0):
-        raise ValueError(f"{name_or_path!r} is not a sequence classifier")
     chosen = torch.device(device) if device is not None else best_device()
-    model.to(chosen).eval()
+    return classifier_from_model(
+        model, tokenizer, name=name_or_path, device=chosen, pair=model_info(name_or_path).get("pair")
+    )
+
+
+def classifier_from_model(
+    model: torch.nn.Module,
+    tokenizer: object,
+    *,
+    name: str | None = None,
+    device: str | torch.device | None = None,
+    pair: bool | None = None,
+) -> LoadedClassifier:
+    """Share an already-loaded ``transformers`` sequence classifier and its fast tokenizer.
+
+    The model is frozen in place, and changed in no other way: ``eval()`` and
+    ``requires_grad_(False)`` on every parameter (gradient methods differentiate with respect to
+    input embeddings only, so no gradient ever lands on the shared weights). It stays on its own
+    device unless ``device`` is given, when it is moved there (``Module.to``, in place).
+    """
+    config = getattr(model, "config", None)
+    if not isinstance(model, torch.nn.Module) or not getattr(config, "num_labels", 0):
+        raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config.num_labels)")
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
+    if device is not None:
+        model.to(device)
+    first = next(model.parameters(), None)
+    chosen = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
+    model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
-    info = model_info(name_or_path)
-    return LoadedClassifier(name_or_path, model, tokenizer, chosen, pair=info.get("pair"))
+    label = name or getattr(config, "name_or_path", "") or type(model).__name__
+    return LoadedClassifier(label, model, tokenizer, chosen, pair=pair)
 
 
 class Classifier:
@@ -358,6 +382,12 @@ class Classifier:
         with self.loaded.lock, _request_hooks_removed(self.model), torch.inference_mode():
             out = self.model(**batch, output_attentions=True)
         self.forward_passes += 1
+        if not out.attentions or any(a is None for a in out.attentions):
+            implementation = getattr(self.model.config, "_attn_implementation", None)
+            raise ValueError(
+                f"{self.name} returns no attention weights with {implementation!r} attention: "
+                "load it with attn_implementation='eager'"
+            )
         return torch.stack([a[0] for a in out.attentions]).float().cpu()
 
 

@@ -1,9 +1,12 @@
-"""The two records everything else passes around: ``Example`` and ``Attribution``."""
+"""The two records everything else passes around, ``Example`` and ``Attribution``, and their
+lossless JSON form (``to_json`` / ``from_json``; the schema is docs/attribution-schema.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,6 +67,36 @@ class Example:
             return None
         return self.label_names[self.label]
 
+    def to_json(self) -> dict[str, Any]:
+        """The example as a JSON-ready dict (schema ``example/1``, docs/attribution-schema.md)."""
+        return {
+            "schema": EXAMPLE_SCHEMA,
+            "segments": [list(segment) for segment in self.segments],
+            "label": self.label,
+            "label_names": list(self.label_names),
+            "rationales": [list(mask) for mask in self.rationales],
+            "rationale": None if self.rationale is None else list(self.rationale),
+            "dataset": self.dataset,
+            "split": self.split,
+            "id": self.id,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> Example:
+        """The example written by ``to_json`` (a dict, or its JSON text)."""
+        record = read_record(data, EXAMPLE_SCHEMA)
+        rationale = record["rationale"]
+        return cls(
+            segments=tuple(tuple(segment) for segment in record["segments"]),
+            label=record["label"],
+            label_names=tuple(record["label_names"]),
+            rationales=tuple(tuple(int(v) for v in mask) for mask in record["rationales"]),
+            rationale=None if rationale is None else tuple(int(v) for v in rationale),
+            dataset=record["dataset"],
+            split=record["split"],
+            id=record["id"],
+        )
+
 
 @dataclass(frozen=True)
 class Attribution:
@@ -101,32 +134,131 @@ class Attribution:
             sub.setflags(write=False)
             object.__setattr__(self, "subword_scores", sub)
 
-    def with_cost(self, runtime_s: float, forward_passes: int, backward_passes: int) -> Attribution:
-        return replace(self, runtime_s=runtime_s, forward_passes=forward_passes, backward_passes=backward_passes)
-
-    def normalized(self) -> Attribution:
-        """A copy scaled so the largest absolute score is 1 (zeros stay zeros)."""
-        peak = float(np.max(np.abs(self.scores))) if len(self.scores) else 0.0
-        return replace(self, scores=self.scores / peak if peak > 0 else self.scores.copy())
-
     def to_json(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict (schema ``attribution/1``, docs/attribution-schema.md);
+        ``Attribution.from_json`` gives back an equal record, float32 scores bit for bit."""
         return {
-            "scores": [float(s) for s in self.scores],
-            "runtime_s": self.runtime_s,
+            "schema": ATTRIBUTION_SCHEMA,
+            "method": self.method,
+            "example_id": self.example_id,
+            "target": self.target,
+            "words": list(self.words),
+            "scores": _float_list(self.scores),
+            "subwords": list(self.subwords),
+            "subword_scores": None if self.subword_scores is None else _float_list(self.subword_scores),
+            "subword_word_ids": list(self.subword_word_ids),
+            "params": encode_json(self.params),
+            "seed": self.seed,
+            "runtime_s": encode_json(self.runtime_s),
             "forward_passes": self.forward_passes,
             "backward_passes": self.backward_passes,
-            "params": self.params,
-            "extras": _jsonable(self.extras),
+            "extras": encode_json(self.extras),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> Attribution:
+        """The record written by ``to_json`` (a dict, or its JSON text)."""
+        record = read_record(data, ATTRIBUTION_SCHEMA)
+        subword_scores = record.get("subword_scores")
+        return cls(
+            method=record["method"],
+            example_id=record["example_id"],
+            target=int(record["target"]),
+            words=tuple(record["words"]),
+            scores=_float32_array(record["scores"]),
+            params=decode_json(record["params"]),
+            seed=record["seed"],
+            subwords=tuple(record["subwords"]),
+            subword_scores=None if subword_scores is None else _float32_array(subword_scores),
+            subword_word_ids=tuple(int(i) for i in record["subword_word_ids"]),
+            runtime_s=decode_json(record["runtime_s"]),
+            forward_passes=int(record["forward_passes"]),
+            backward_passes=int(record["backward_passes"]),
+            extras=decode_json(record["extras"]),
+        )
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+
+# --------------------------------------------------------------------------- JSON
+
+ATTRIBUTION_SCHEMA = "attribution/1"
+EXAMPLE_SCHEMA = "example/1"
+_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def encode_json(value: Any) -> Any:
+    """``value`` as plain JSON (no NaN literals), losslessly: what JSON lacks is written as an
+    object with one ``$``-key (docs/attribution-schema.md): ``{"$float": "nan"|"inf"|"-inf"}``,
+    ``{"$tuple": [...]}``, ``{"$ndarray": {"dtype", "shape", "data"}}``, ``{"$numpy": [dtype,
+    value]}`` for a numpy scalar, ``{"$dict": [[key, value], ...]}`` for a dict whose keys are not
+    all strings or that has a key starting with ``$``. ``decode_json`` inverts it."""
     if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"cannot write a numpy array of dtype {value.dtype} as JSON")
+        data = [encode_json(v) for v in value.ravel().tolist()]
+        return {"$ndarray": {"dtype": value.dtype.str, "shape": list(value.shape), "data": data}}
+    if isinstance(value, np.generic):  # before the Python types: np.float64 is a float
+        if value.dtype.kind not in "biufU":
+            raise TypeError(f"cannot write a numpy scalar of dtype {value.dtype} as JSON")
+        return {"$numpy": [value.dtype.str, encode_json(value.item())]}
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$float": repr(value)}
+    if isinstance(value, tuple):
+        return {"$tuple": [encode_json(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_json(v) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: encode_json(v) for k, v in value.items()}
+        return {"$dict": [[encode_json(k), encode_json(v)] for k, v in value.items()]}
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON: {value!r:.80}")
+
+
+def decode_json(value: Any) -> Any:
+    """The value ``encode_json`` wrote."""
+    if isinstance(value, list):
+        return [decode_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        ((key, inner),) = value.items()
+        if key == "$float":
+            if inner not in _NON_FINITE:
+                raise ValueError(f"$float must be one of {', '.join(_NON_FINITE)}, got {inner!r}")
+            return _NON_FINITE[inner]
+        if key == "$tuple":
+            return tuple(decode_json(v) for v in inner)
+        if key == "$ndarray":
+            data = [decode_json(v) for v in inner["data"]]
+            return np.array(data, dtype=np.dtype(inner["dtype"])).reshape(inner["shape"])
+        if key == "$numpy":
+            dtype, item = inner
+            return np.dtype(dtype).type(decode_json(item))
+        if key == "$dict":
+            return {_hashable(decode_json(k)): decode_json(v) for k, v in inner}
+        if key.startswith("$"):
+            raise ValueError(f"unknown JSON tag {key!r}")
+    return {k: decode_json(v) for k, v in value.items()}
+
+
+def _hashable(key: Any) -> Any:
+    return key if not isinstance(key, list) else tuple(key)
+
+
+def _float_list(values: np.ndarray) -> list[Any]:
+    # float32 -> float64 is exact and JSON writes float64 in full, so reading back is bit-exact.
+    return [encode_json(float(v)) for v in values]
+
+
+def _float32_array(values: list[Any]) -> np.ndarray:
+    return np.array([decode_json(v) for v in values], dtype=np.float64).astype(np.float32)
+
+
+def read_record(data: Mapping[str, Any] | str, schema: str) -> Mapping[str, Any]:
+    """``data`` (a dict, or JSON text) checked to be a record of ``schema``."""
+    record = json.loads(data) if isinstance(data, str) else data
+    if not isinstance(record, Mapping) or record.get("schema") != schema:
+        found = record.get("schema") if isinstance(record, Mapping) else type(record).__name__
+        raise ValueError(f"expected a {schema!r} record, got schema {found!r}")
+    return record

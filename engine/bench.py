@@ -169,7 +169,9 @@ def run_bench(
         "mean_tokens": statistics.mean(tokens),
         "forward_per_s": statistics.mean(r.forward for r in rates),
         "forward_backward_per_s": statistics.mean(r.forward_backward for r in rates),
-        "mlm_forward_per_s": statistics.mean(r.mlm_forward for r in rates) if mlm is not None else None,
+        "mlm_forward_per_s": statistics.mean(r.mlm_forward for r in rates if r.mlm_forward is not None)
+        if mlm is not None
+        else None,
         "single_forward_s": statistics.mean(r.single_forward_s for r in rates),
         "single_forward_backward_s": statistics.mean(r.single_forward_backward_s for r in rates),
         "methods": summary,

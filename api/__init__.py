@@ -1,0 +1,262 @@
+"""The Python API for notebooks: the engine behind the app and ``python -m cli``, one call away.
+
+``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair)
+with any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the
+app's heatmap; ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
+``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
+
+``model`` is any of: a bundled name (``"minilm-sst2"``), a hub id, a local folder, an
+already-loaded ``transformers`` sequence classifier with ``tokenizer=`` (a fast tokenizer), a
+``text-classification`` ``pipeline``, or the ``LoadedClassifier`` that ``load`` returns (load once,
+explain many times). A model object is frozen in place as the project's own loader freezes its
+models: ``eval()`` and ``requires_grad_(False)`` on every parameter, nothing else (it is not
+copied, not moved to another device unless ``device=`` is given, and its weights never change).
+The attention methods need eager attention: load such a model with
+``attn_implementation="eager"``.
+
+Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics.REGISTRY``);
+``params`` maps a method or metric key to its parameter overrides, as ``--param`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import explainers
+from api.results import EvaluationResult, ExplanationResult
+from core.classifier import Classifier, LoadedClassifier, classifier_from_model, load_classifier
+from core.datasets import load_examples, split_words
+from core.masked_lm import MaskedLM
+from core.types import Attribution, Example, ProgressFn
+from engine.evaluate import (
+    DEFAULT_METHODS,
+    DEFAULT_METRICS,
+    evaluate_slice,
+    metric_params,
+    needs_mlm,
+    resolve_metrics,
+)
+from engine.explain import explain_example
+
+if TYPE_CHECKING:
+    import torch
+    from datasets import Dataset
+
+DEFAULT_MLM = "minilm-mlm"
+
+
+def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None = None) -> LoadedClassifier:
+    """A shareable, frozen classifier from any of the ``model`` forms this API accepts."""
+    if isinstance(model, LoadedClassifier):
+        if tokenizer is not None:
+            raise ValueError("tokenizer= is for a model object; this classifier already has one")
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        if tokenizer is not None:
+            raise ValueError(f"tokenizer= is for a model object; {str(model)!r} is loaded with its own")
+        return load_classifier(str(model), device)
+    from transformers import Pipeline, TextClassificationPipeline
+
+    if isinstance(model, Pipeline):
+        if not isinstance(model, TextClassificationPipeline):
+            raise TypeError(f"a {type(model).__name__} is not a text-classification pipeline")
+        return classifier_from_model(
+            model.model, tokenizer or model.tokenizer, name=model.model.name_or_path, device=device
+        )
+    if tokenizer is None:
+        raise ValueError(f"give tokenizer= with a {type(model).__name__} model object")
+    return classifier_from_model(model, tokenizer, device=device)
+
+
+def explain(
+    model: Any,
+    text_or_pair: str | Sequence[str] | Example,
+    methods: str | Sequence[str] = "all",
+    *,
+    target: int | str | None = None,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: str | MaskedLM = DEFAULT_MLM,
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    batch_size: int = 64,
+    progress: ProgressFn | None = None,
+) -> ExplanationResult:
+    """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
+    (``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
+    predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
+    ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
+    listed in the result's ``errors``; the others still run."""
+    loaded = load(model, tokenizer, device=device)
+    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
+    unknown = set(params or {}) - set(keys)
+    if unknown:
+        raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
+    example = _example(text_or_pair)
+    clf = Classifier(loaded, batch_size=batch_size)
+    masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
+    result = explain_example(
+        clf,
+        example,
+        keys,
+        target=_class_index(target, loaded.label_names),
+        params={k: dict(v) for k, v in (params or {}).items()},
+        seed=seed,
+        mlm=masked_lm,
+        progress=progress,
+    )
+    return ExplanationResult(loaded.name, loaded.label_names, result)
+
+
+def evaluate(
+    model: Any,
+    dataset: Dataset | str | Iterable[Example],
+    methods: str | Sequence[str] = DEFAULT_METHODS,
+    metrics: str | Sequence[str] = DEFAULT_METRICS,
+    *,
+    target: str = "predicted",
+    split: str | None = None,
+    limit: int | None = None,
+    text_column: str = "text",
+    text_pair_column: str | None = None,
+    label_column: str | None = "label",
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: str | MaskedLM = DEFAULT_MLM,
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    batch_size: int = 64,
+    progress: ProgressFn | None = None,
+) -> EvaluationResult:
+    """Explain every example of ``dataset`` with ``methods`` and score every attribution with
+    ``metrics`` (the engine's ``evaluate_slice``, as ``python -m cli evaluate`` does).
+
+    ``dataset`` is a ``datasets.Dataset`` (the text in ``text_column``, the second segment of a
+    pair in ``text_pair_column``, an integer or ``ClassLabel`` label in ``label_column``, None for
+    no label), a bundled dataset name with ``split`` (``python -m cli datasets`` lists them), or
+    ``Example``s. ``limit`` keeps the first examples. ``target`` is ``"predicted"`` or ``"gold"``
+    (the label; MaRC's protocol). ``params`` maps method and metric keys to overrides."""
+    if target not in ("predicted", "gold"):
+        raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
+    loaded = load(model, tokenizer, device=device)
+    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
+    metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
+    overrides = {k: dict(v) for k, v in (params or {}).items()}
+    unknown = set(overrides) - set(keys) - set(metric_keys)
+    if unknown:
+        raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
+    if isinstance(dataset, str):
+        if split is None:
+            raise ValueError(f"give split= with the dataset name {dataset!r}")
+        examples = load_examples(dataset, split, limit=limit)
+    elif split is not None:
+        raise ValueError("split= is for a dataset name; select the split of a Dataset yourself")
+    elif _is_hf_dataset(dataset):
+        examples = examples_from_dataset(dataset, text_column, text_pair_column, label_column, limit=limit)
+    else:
+        examples = list(dataset)[:limit]
+    if not examples:
+        raise ValueError("the dataset has no examples")
+    params_by_metric = metric_params(metric_keys, overrides)
+    masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
+    evaluation = evaluate_slice(
+        Classifier(loaded, batch_size=batch_size),
+        examples,
+        keys,
+        params_by_metric,
+        method_params={k: v for k, v in overrides.items() if k in keys},
+        seed=seed,
+        mlm=masked_lm,
+        progress=progress,
+        target=target,
+    )
+    return EvaluationResult(loaded.name, evaluation)
+
+
+def examples_from_dataset(
+    dataset: Dataset,
+    text_column: str = "text",
+    text_pair_column: str | None = None,
+    label_column: str | None = "label",
+    *,
+    limit: int | None = None,
+) -> list[Example]:
+    """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
+    typed text (a column holding a list of words is taken as it is), the label's names from a
+    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``."""
+    columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
+    feature = dataset.features.get(label_column) if label_column is not None else None
+    names = tuple(getattr(feature, "names", None) or ())
+    prefix = str(dataset.split) if dataset.split is not None else "dataset"
+    rows = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
+    examples = []
+    for index, row in enumerate(rows):
+        segments = [_words(row[text_column])]
+        if text_pair_column is not None:
+            segments.append(_words(row[text_pair_column]))
+        label = row[label_column] if label_column is not None else None
+        if label is not None and (isinstance(label, bool) or not isinstance(label, int)):
+            raise ValueError(f"label {label!r} of row {index} in {label_column!r} is not a class index")
+        examples.append(
+            Example(
+                segments=tuple(segments),
+                label=None if label is None or label < 0 else label,
+                label_names=names,
+                dataset="dataset",
+                split=prefix,
+                id=f"{prefix}/{index}",
+            )
+        )
+    return examples
+
+
+def _words(value: Any) -> tuple[str, ...]:
+    return tuple(str(w) for w in value) if isinstance(value, (list, tuple)) else split_words(str(value))
+
+
+def _is_hf_dataset(value: Any) -> bool:
+    from datasets import Dataset
+
+    return isinstance(value, Dataset)
+
+
+def _example(text_or_pair: str | Sequence[str] | Example) -> Example:
+    if isinstance(text_or_pair, Example):
+        return text_or_pair
+    texts = [text_or_pair] if isinstance(text_or_pair, str) else list(text_or_pair)
+    if not 1 <= len(texts) <= 2 or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"give a text or a (premise, hypothesis) pair of texts, got {text_or_pair!r:.80}")
+    return Example(segments=tuple(split_words(t) for t in texts), id="text")
+
+
+def _class_index(target: int | str | None, label_names: Sequence[str]) -> int | None:
+    if target is None:
+        return None
+    if isinstance(target, int):
+        if not 0 <= target < len(label_names):
+            raise ValueError(f"target {target} is not a class of the model (0..{len(label_names) - 1})")
+        return target
+    if target not in label_names:
+        raise ValueError(f"unknown class {target!r}; the model's classes: {', '.join(label_names)}")
+    return list(label_names).index(target)
+
+
+def _masked_lm(mlm: str | MaskedLM, device: str | torch.device | None) -> MaskedLM:
+    return mlm if isinstance(mlm, MaskedLM) else MaskedLM.load(mlm, device)
+
+
+__all__ = [
+    "Attribution",
+    "EvaluationResult",
+    "Example",
+    "ExplanationResult",
+    "evaluate",
+    "examples_from_dataset",
+    "explain",
+    "load",
+]

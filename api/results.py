@@ -1,0 +1,192 @@
+"""What the notebook API returns: an explanation of one text and the evaluation of a slice.
+
+``ExplanationResult`` renders in Jupyter as the app's heatmap (``ui.heatmap``, every token
+escaped), converts to pandas (one row per word, one column per method) and round-trips through
+JSON without loss (schema ``explanation/1``, docs/attribution-schema.md). ``EvaluationResult``
+gives the slice's summary as a DataFrame and its mean curves.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.types import Attribution, Example, decode_json, encode_json, read_record
+from engine.evaluate import SliceEvaluation, mean_curves, metric_summaries
+from engine.explain import Explanation, Prediction
+from ui.heatmap import heatmap_html
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+EXPLANATION_SCHEMA = "explanation/1"
+
+
+@dataclass(frozen=True)
+class ExplanationResult:
+    """The engine's ``Explanation`` of one text, with the model it came from.
+
+    ``example`` is the text as explained (cut to the model's length: ``dropped_words`` words were
+    dropped from its end); ``errors`` holds the message of each method that refused it.
+    """
+
+    model: str
+    label_names: tuple[str, ...]
+    explanation: Explanation
+
+    @property
+    def example(self) -> Example:
+        return self.explanation.example
+
+    @property
+    def probabilities(self) -> tuple[float, ...]:
+        return self.explanation.prediction.probabilities
+
+    @property
+    def predicted(self) -> int:
+        return self.explanation.prediction.predicted
+
+    @property
+    def target(self) -> int:
+        return self.explanation.target
+
+    @property
+    def attributions(self) -> dict[str, Attribution]:
+        return self.explanation.attributions
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return self.explanation.errors
+
+    @property
+    def dropped_words(self) -> int:
+        return self.explanation.dropped_words
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return self.example.words
+
+    def __getitem__(self, method: str) -> Attribution:
+        if method not in self.attributions:
+            raise KeyError(f"no attribution for {method!r}; have: {', '.join(self.attributions) or 'none'}")
+        return self.attributions[method]
+
+    def html(self, *, subwords: bool = False, shared_scale: bool = False) -> str:
+        """The app's heatmap (one row per method) under a line naming the model, the prediction
+        and the explained class; failed methods are listed below it. Every text is escaped."""
+        names = self.label_names
+
+        def label(index: int) -> str:
+            return names[index] if index < len(names) else str(index)
+
+        head = (
+            f"<p><b>{html.escape(self.model)}</b>: predicted <b>{html.escape(label(self.predicted))}</b> "
+            f"(p = {self.probabilities[self.predicted]:.3f}); explaining <b>{html.escape(label(self.target))}</b>"
+            + (f"; {self.dropped_words} words past the model's length dropped" if self.dropped_words else "")
+            + "</p>"
+        )
+        body = heatmap_html(
+            self.example.words,
+            self.example.segment_ids,
+            self.attributions,
+            rationale=self.example.rationale,
+            subwords=subwords,
+            shared_scale=shared_scale,
+        )
+        failures = "".join(
+            f'<p class="hm-error"><b>{html.escape(key)}</b> failed: {html.escape(message)}</p>'
+            for key, message in self.errors.items()
+        )
+        return f'<div class="attrx-explanation">{head}{body}{failures}</div>'
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per word (``word``, ``segment``), one float32 column of scores per method."""
+        import pandas as pd
+
+        frame = pd.DataFrame({"word": list(self.example.words), "segment": list(self.example.segment_ids)})
+        for key, attribution in self.attributions.items():
+            frame[key] = attribution.scores
+        frame.index.name = "position"
+        return frame
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (schema ``explanation/1``); ``from_json`` gives back an equal result."""
+        return {
+            "schema": EXPLANATION_SCHEMA,
+            "model": self.model,
+            "label_names": list(self.label_names),
+            "example": self.example.to_json(),
+            "probabilities": [encode_json(float(p)) for p in self.probabilities],
+            "predicted": self.predicted,
+            "target": self.target,
+            "attributions": {key: a.to_json() for key, a in self.attributions.items()},
+            "dropped_words": self.dropped_words,
+            "errors": dict(self.errors),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> ExplanationResult:
+        """The result written by ``to_json`` (a dict, or its JSON text)."""
+        record = read_record(data, EXPLANATION_SCHEMA)
+        probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
+        explanation = Explanation(
+            example=Example.from_json(record["example"]),
+            prediction=Prediction(probabilities, int(record["predicted"])),
+            target=int(record["target"]),
+            attributions={key: Attribution.from_json(a) for key, a in record["attributions"].items()},
+            dropped_words=int(record["dropped_words"]),
+            errors=dict(record["errors"]),
+        )
+        return cls(record["model"], tuple(record["label_names"]), explanation)
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Metrics of several methods over a slice (``evaluation`` is the engine's full record)."""
+
+    model: str
+    evaluation: SliceEvaluation
+
+    def summary(self) -> pd.DataFrame:
+        """One row per method and metric: mean, 95% t interval (``low``, ``high``), the number of
+        examples scored and skipped, and whether higher is better."""
+        import pandas as pd
+
+        import metrics
+
+        rows = [
+            {
+                "method": method,
+                "metric": metric,
+                "mean": summary.mean,
+                "low": summary.low,
+                "high": summary.high,
+                "n": summary.n,
+                "skipped": summary.skipped,
+                "higher_is_better": metrics.get(metric).higher_is_better,
+            }
+            for method, per_metric in metric_summaries(self.evaluation).items()
+            for metric, summary in per_metric.items()
+        ]
+        return pd.DataFrame(rows).set_index(["method", "metric"])
+
+    @property
+    def mean_curves(self) -> dict[str, dict[str, dict[str, list[float]]]]:
+        """``[method][metric]``: the pointwise mean curve with its 95% band (``x``, ``mean``,
+        ``low``, ``high``) of every metric that has a curve."""
+        return mean_curves(self.evaluation)
+
+    @property
+    def errors(self) -> dict[str, list[dict[str, Any]]]:
+        """``[method]``: the examples it failed on (``index``, ``id``, ``error``)."""
+        return self.evaluation.errors
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{html.escape(self.model)}</b>, {len(self.evaluation.results)} examples</p>" + str(
+            self.summary().to_html()
+        )

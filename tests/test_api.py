@@ -1,0 +1,237 @@
+"""The notebook API (api/): every form of ``model`` gives the engine's numbers, a caller's model is
+frozen and nothing else, results render the app's escaped heatmap, convert to pandas and
+round-trip through JSON; ``evaluate`` over a ``datasets.Dataset`` equals ``evaluate_slice``. The
+README's API example runs as written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import api
+import explainers
+from core.classifier import Classifier, classifier_from_model
+from core.types import Example
+from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries
+from engine.explain import Explanation, explain_example
+from tests.test_explainers import FAST, toy_probabilities
+from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = "the movie was great but the plot was bad ."
+
+
+def fresh_toy_model() -> ToyLinearClassifier:
+    """The toy linear classifier as a user holds it: training mode, parameters trainable."""
+    model = ToyLinearClassifier(
+        ToyConfig(id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})
+    )
+    return model.train()
+
+
+def test_model_object_is_frozen_in_place_and_gives_known_answers() -> None:
+    model = fresh_toy_model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = api.explain(model, TEXT, ["loo_empty", "grad_x_input"], tokenizer=toy_tokenizer(), target="positive")
+    assert not model.training and not any(p.requires_grad for p in model.parameters())
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+    words = TEXT.split()
+    assert result.words == tuple(words) and result.target == 1 and result.errors == {}
+    # Leave-one-out by hand on the toy model (log2-odds difference, paper 000 Eq. 1).
+    full = toy_probabilities(words)[1]
+    odds = lambda p: np.log2(p / (1 - p))
+    expected = [odds(full) - odds(toy_probabilities(words[:i] + words[i + 1 :])[1]) for i in range(len(words))]
+    np.testing.assert_allclose(result["loo_empty"].scores, expected, atol=1e-5)
+    np.testing.assert_allclose(result.probabilities, toy_probabilities(words), atol=1e-6)
+    assert result.predicted == int(np.argmax(toy_probabilities(words)))
+
+
+def test_loaded_classifier_and_engine_give_identical_scores(toy_linear_loaded) -> None:
+    example = Example(segments=(tuple(TEXT.split()),), id="text")
+    direct = explain_example(Classifier(toy_linear_loaded), example, ["loo_unk", "saliency"], target=0)
+    result = api.explain(toy_linear_loaded, TEXT, "loo_unk,saliency", target=0)
+    for key, attribution in direct.attributions.items():
+        assert result[key].scores.tobytes() == attribution.scores.tobytes()
+    assert result.model == "toy-linear" and result.label_names == ("negative", "positive")
+
+
+def test_pipeline_wraps_the_same_model() -> None:
+    from transformers import pipeline
+
+    loaded = toy_bert(seed=4)
+    classify = pipeline("text-classification", model=loaded.model, tokenizer=loaded.tokenizer, device="cpu")
+    result = api.explain(classify, "the film was fun", ["attention_rollout", "loo_empty"])
+    by_label = {row["label"]: row["score"] for row in classify("the film was fun", top_k=None)}
+    np.testing.assert_allclose(result.probabilities, [by_label["negative"], by_label["positive"]], atol=1e-6)
+    assert set(result.attributions) == {"attention_rollout", "loo_empty"}
+
+
+def test_local_folders_load_like_the_cli(model_dirs) -> None:
+    from core.classifier import load_classifier
+    from core.masked_lm import MaskedLM
+
+    clf_dir, mlm_dir = (str(d) for d in model_dirs)
+    result = api.explain(clf_dir, ("a man sleeps", "a dog runs"), ["loo_empty", "im"], target=1, mlm=mlm_dir)
+    direct = explain_example(
+        Classifier(load_classifier(clf_dir)), result.example, ["loo_empty", "im"], target=1, mlm=MaskedLM.load(mlm_dir)
+    ).attributions
+    assert result.example.is_pair and result.model == clf_dir and result.errors == {}
+    for key in ("loo_empty", "im"):
+        assert result[key].scores.tobytes() == direct[key].scores.tobytes()
+
+
+def test_html_is_the_app_heatmap_escaped(toy_linear_loaded) -> None:
+    from ui.heatmap import heatmap_html
+
+    hostile = Example(segments=(("<script>alert(1)</script>", "great", "&amp;"),), id="hostile")
+    result = api.explain(toy_linear_loaded, hostile, ["loo_empty", "random"])
+    page = result._repr_html_()
+    assert heatmap_html(hostile.words, hostile.segment_ids, result.attributions) in page
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&amp;amp;" in page and page.count('class="hm-row"') == 2
+    refused = Explanation(hostile, result.explanation.prediction, 1, {}, errors={"x<b>": "bad <i>"})
+    failed = api.ExplanationResult(result.model, result.label_names, refused)
+    assert "x&lt;b&gt;</b> failed: bad &lt;i&gt;" in failed.html()
+
+
+def test_to_pandas_one_row_per_word_one_column_per_method(toy_linear_loaded) -> None:
+    result = api.explain(toy_linear_loaded, ("the film was great", "it was bad"), ["loo_empty", "grad_x_input"])
+    frame = result.to_pandas()
+    assert list(frame.columns) == ["word", "segment", "loo_empty", "grad_x_input"]
+    assert frame["word"].tolist() == ["the", "film", "was", "great", "it", "was", "bad"]
+    assert frame["segment"].tolist() == [0, 0, 0, 0, 1, 1, 1]
+    assert frame["grad_x_input"].to_numpy().tobytes() == result["grad_x_input"].scores.tobytes()
+
+
+def test_explanation_round_trips_through_json(toy_bert_loaded) -> None:
+    result = api.explain(toy_bert_loaded, TEXT, ["integrated_gradients", "lime"], params={"lime": {"n_samples": 50}})
+    text = json.dumps(result.to_json(), allow_nan=False)
+    restored = api.ExplanationResult.from_json(text)
+    assert restored.to_json() == json.loads(text)
+    assert restored.example == result.example and restored.probabilities == result.probabilities
+    for key, attribution in result.attributions.items():
+        assert restored[key].scores.tobytes() == attribution.scores.tobytes()
+        assert restored[key].subword_word_ids == attribution.subword_word_ids
+    assert restored.html() == result.html()
+
+
+def test_errors_name_the_bad_value(toy_linear_loaded) -> None:
+    with pytest.raises(ValueError, match="give tokenizer= with a ToyLinearClassifier model object"):
+        api.explain(fresh_toy_model(), TEXT, ["loo_empty"])
+    with pytest.raises(ValueError, match="unknown class 'neutral'; the model's classes: negative, positive"):
+        api.explain(toy_linear_loaded, TEXT, ["loo_empty"], target="neutral")
+    with pytest.raises(ValueError, match=r"target 2 is not a class of the model \(0..1\)"):
+        api.explain(toy_linear_loaded, TEXT, ["loo_empty"], target=2)
+    with pytest.raises(ValueError, match="unknown method 'shapley'"):
+        api.explain(toy_linear_loaded, TEXT, ["shapley"])
+    with pytest.raises(ValueError, match="params for methods not requested: lime"):
+        api.explain(toy_linear_loaded, TEXT, ["loo_empty"], params={"lime": {"n_samples": 10}})
+    with pytest.raises(ValueError, match="is not a fast tokenizer"):
+        classifier_from_model(fresh_toy_model(), object())
+    with pytest.raises(ValueError, match="'Linear' is not a sequence classifier"):
+        classifier_from_model(torch.nn.Linear(2, 2), toy_tokenizer())
+
+
+def toy_dataset():
+    from datasets import ClassLabel, Dataset, Features, Value
+
+    features = Features({"sentence": Value("string"), "label": ClassLabel(names=["negative", "positive"])})
+    rows = {
+        "sentence": ["the movie was great .", "the plot was bad", "it was good and fun", "awful , very awful"],
+        "label": [1, 0, 1, 0],
+    }
+    return Dataset.from_dict(rows, features=features, split="validation")
+
+
+def test_evaluate_a_dataset_equals_the_engine(toy_linear_loaded) -> None:
+    dataset = toy_dataset()
+    methods, metrics = ["loo_empty", "random"], ["deletion", "comprehensiveness"]
+    result = api.evaluate(toy_linear_loaded, dataset, methods, metrics, text_column="sentence", target="gold", seed=2)
+    examples = api.examples_from_dataset(dataset, "sentence")
+    assert examples[0].words == ("the", "movie", "was", "great", ".") and examples[0].label_names[1] == "positive"
+    assert [e.id for e in examples] == [f"validation/{i}" for i in range(4)] and examples[1].label == 0
+    direct = evaluate_slice(
+        Classifier(toy_linear_loaded), examples, methods, metric_params(metrics), seed=2, target="gold"
+    )
+    summary = result.summary()
+    assert summary.shape == (4, 6) and summary.loc[("loo_empty", "deletion"), "n"] == 4
+    for method, per_metric in metric_summaries(direct).items():
+        for metric, expected in per_metric.items():
+            assert summary.loc[(method, metric), "mean"] == expected.mean
+            assert summary.loc[(method, metric), "low"] == expected.low
+    assert result.mean_curves == mean_curves(direct)
+    assert set(result.mean_curves["loo_empty"]) == {"deletion", "comprehensiveness"}
+    assert not summary.loc[("loo_empty", "deletion"), "higher_is_better"]
+    # An oracle-like method beats the random ranking on comprehensiveness (ERASER; higher is better).
+    assert (
+        summary.loc[("loo_empty", "comprehensiveness"), "mean"] > summary.loc[("random", "comprehensiveness"), "mean"]
+    )
+
+
+def test_evaluate_a_bundled_dataset_by_name(toy_linear_loaded) -> None:
+    result = api.evaluate(toy_linear_loaded, "examples", ["random"], ["deletion"], split="sst2", limit=3)
+    assert len(result.evaluation.results) == 3
+    assert all(r.example.id.startswith("examples/sst2/") for r in result.evaluation.results)
+    with pytest.raises(ValueError, match="give split= with the dataset name 'examples'"):
+        api.evaluate(toy_linear_loaded, "examples", ["random"], ["deletion"])
+    with pytest.raises(ValueError, match="no column 'text' in the dataset; its columns: sentence, label"):
+        api.evaluate(toy_linear_loaded, toy_dataset(), ["random"], ["deletion"])
+    from datasets import Dataset
+
+    named = Dataset.from_dict({"text": ["great", "bad"], "label": ["positive", "negative"]})
+    with pytest.raises(ValueError, match="label 'positive' of row 0 in 'label' is not a class index"):
+        api.evaluate(toy_linear_loaded, named, ["random"], ["deletion"])
+    unlabelled = Dataset.from_dict({"text": ["great", "bad"], "label": [-1, -1]})
+    assert [e.label for e in api.examples_from_dataset(unlabelled)] == [None, None]
+
+
+def readme_api_example() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python api-example\n(.*?)```", readme, flags=re.DOTALL)
+    assert len(blocks) == 1, "README.md needs exactly one ```python api-example block"
+    return blocks[0]
+
+
+def test_readme_api_example_runs_as_written(capsys) -> None:
+    namespace: dict = {}
+    exec(compile(readme_api_example(), "README.md", "exec"), namespace)  # noqa: S102
+    result = namespace["result"]
+    assert isinstance(result, api.ExplanationResult) and result.errors == {}
+    assert result.label_names[result.predicted] == "positive"
+    assert "beautifully" in capsys.readouterr().out
+    assert set(namespace["evaluation"].summary().index.get_level_values("method")) == {"loo_empty", "random"}
+
+
+def test_every_registered_method_through_the_api(toy_bert_loaded, model_dirs) -> None:
+    result = api.explain(toy_bert_loaded, "the film was fun", "all", params=FAST, seed=1, mlm=str(model_dirs[1]))
+    assert result.errors == {} and list(result.attributions) == list(explainers.REGISTRY)
+
+
+def test_console_script_entry_point_runs(capsys) -> None:
+    import importlib
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "attribution-explorer"
+    module, _, function = project["scripts"]["attrx"].partition(":")
+    assert getattr(importlib.import_module(module), function)(["methods"]) == 0
+    assert capsys.readouterr().out.split()[0] == next(iter(explainers.REGISTRY))
+
+
+def test_attention_methods_ask_for_eager_attention() -> None:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(
+        vocab_size=len(toy_tokenizer()), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64, attn_implementation="sdpa",
+    )  # fmt: skip
+    model = BertForSequenceClassification(config)
+    result = api.explain(model, "the film was fun", ["attention_mean", "loo_empty"], tokenizer=toy_tokenizer())
+    assert set(result.attributions) == {"loo_empty"}
+    assert result.errors["attention_mean"].endswith("with 'sdpa' attention: load it with attn_implementation='eager'")
