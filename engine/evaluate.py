@@ -77,7 +77,7 @@ def resolve_metrics(metrics_arg: str) -> list[str]:
 def metric_params(keys: Sequence[str], overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Each metric's params dataclass with the overrides for its key applied."""
     import metrics
-    from explainers.base import params_from
+    from core.params import params_from
 
     return {key: params_from(metrics.get(key).params_cls, (overrides or {}).get(key, {})) for key in keys}
 

@@ -40,8 +40,9 @@ import torch
 from torch import nn
 
 from core.classifier import Classifier, Encoded, ProgressFn, Variant
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers.base import Steps, make_attribution
 
 # MaRC's early-stop rule (authors' code): checked every 50 steps, on the change of the mean mask.
 _STOP_EVERY = 50
@@ -808,4 +809,31 @@ def explain_aml(
         subword_scores=maps[selected][positions],
         subword_word_ids=tuple(encoded.word_ids[t] for t in positions),
         extras=extras,
+    )
+
+
+# Per-step costs in units of one batch-2 forward+backward pass of the classifier, calibrated with
+# `python -m cli bench` on the bundled models (BENCHMARKS.md): a MaRC step is one such pass; an
+# fAML step also runs the attribution encoder (same size) and its selection; pAML pre-training
+# costs about 1.6 such passes per training example and epoch.
+MARC_STEP_COST = 1.0
+AML_STEP_COST = 4.0
+AML_PRETRAIN_COST = 1.6
+
+
+def marc_steps(params: MarcParams) -> Steps:
+    """Cost model of MaRC: at most ``n_steps`` steps."""
+    note = f"at most {params.n_steps} optimisation steps" + (
+        "; the early stop often ends sooner" if params.early_stop else ""
+    )
+    return Steps(run=params.n_steps * MARC_STEP_COST, note=note)
+
+
+def aml_steps(params: AmlParams) -> Steps:
+    """Cost model of AML: fAML's fine-tuning steps plus one pass, and pAML's one-off pre-training."""
+    finetune = (params.n_steps if params.mode == "fine_tune" else 0) * AML_STEP_COST + 1.0
+    return Steps(
+        run=finetune,
+        pretrain=params.n_train * params.n_epochs * AML_PRETRAIN_COST,
+        note=f"pre-training on {params.n_train} examples once per model",
     )

@@ -19,9 +19,10 @@ import torch
 from captum.attr import KernelShap
 
 from core.classifier import Classifier, ProgressFn
+from core.params import param
+from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
-from explainers.loo import REMOVALS, removal_variant
+from explainers.base import Passes, make_attribution
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,8 @@ def explain(
     values = np.concatenate(scored)
     extras = {"full_value": float(values[0]), "empty_value": float(values[1]), "sum_of_scores": float(scores.sum())}
     return make_attribution(example, target, scores, extras=extras)
+
+
+def passes(n_words: int, params: KernelShapParams) -> Passes:
+    """Cost model: one classifier pass per sampled coalition."""
+    return Passes(classifier=params.n_samples)

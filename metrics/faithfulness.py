@@ -54,9 +54,9 @@ import numpy as np
 
 from core.classifier import Classifier, Encoded, Variant
 from core.masked_lm import MaskedLM
+from core.params import param
+from core.perturb import removal_variant
 from core.types import Attribution, Example
-from explainers.base import param
-from explainers.loo import removal_variant
 from metrics.base import MetricResult, MetricSpec, mean_interval
 
 REMOVALS = ("delete", "mask", "unk", "pad", "mlm")

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import param
 from metrics.base import MetricResult, MetricSpec, Summary
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
