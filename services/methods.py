@@ -70,14 +70,20 @@ def _method_info(spec: explainers.ExplainerSpec) -> MethodInfo:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricInfo:
+    """A registered metric described for pages and ``ui`` (the spec's fields, metrics/base.py)."""
+
     key: str
+    label: str
     description: str
     family: str
     higher_is_better: bool
     paper: str
     needs_rationale: bool
+    thresholded: bool
+    in_table: bool
+    value_range: tuple[float, float] | None
     fields: tuple[ParamField, ...]
 
 
@@ -85,13 +91,17 @@ def metric_infos(family: str | None = None) -> list[MetricInfo]:
     """Registered metrics (of one family when given), in registry order."""
     return [
         MetricInfo(
-            spec.key,
-            spec.description,
-            spec.family,
-            spec.higher_is_better,
-            spec.paper,
-            spec.needs_rationale,
-            tuple(
+            key=spec.key,
+            label=spec.label,
+            description=spec.description,
+            family=spec.family,
+            higher_is_better=spec.higher_is_better,
+            paper=spec.paper,
+            needs_rationale=spec.needs_rationale,
+            thresholded=spec.thresholded,
+            in_table=spec.in_table,
+            value_range=spec.value_range,
+            fields=tuple(
                 ParamField(f.name, getattr(spec.params_cls(), f.name), **f.metadata)
                 for f in dataclasses.fields(spec.params_cls)
             ),
