@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_example
+from engine.resources import Resources
 from metrics.base import MetricResult, Summary
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def evaluate_slice(
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
     target: str = "predicted",
+    resources: Resources | None = None,
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
     A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
@@ -145,7 +147,14 @@ def evaluate_slice(
         start = time.perf_counter()
         explained = example.label if target == "gold" else None
         explanation = explain_example(
-            clf, example, list(methods), target=explained, params=method_params, seed=seed, mlm=mlm
+            clf,
+            example,
+            list(methods),
+            target=explained,
+            params=method_params,
+            seed=seed,
+            mlm=mlm,
+            resources=resources,
         )
         for method, message in explanation.errors.items():
             evaluation.errors.setdefault(method, []).append({"index": index, "id": example.id, "error": message})

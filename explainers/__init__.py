@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from core.params import NoParams
-from explainers import attention, gradients, input_marginalization, lime, loo, mask_optimization, random_baseline, shap
+from explainers import aml, attention, gradients, input_marginalization, lime, loo, marc, random_baseline, shap
 from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer
 
 _LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM in paper 000")
@@ -138,25 +138,26 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ),
     ExplainerSpec(
         key="marc",
-        explain=mask_optimization.explain_marc,
-        params_cls=mask_optimization.MarcParams,
+        explain=marc.explain_marc,
+        params_cls=marc.MarcParams,
         description="MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
         family="mask optimization",
         paper=Paper(authors="Brinner & Zarrieß", year=2023, note="paper 003"),
         mask_optimiser=True,
         mask_filler="[PAD]",
-        steps=mask_optimization.marc_steps,
+        steps=marc.steps,
     ),
     ExplainerSpec(
         key="aml",
-        explain=mask_optimization.explain_aml,
-        params_cls=mask_optimization.AmlParams,
+        explain=aml.explain_aml,
+        params_cls=aml.AmlParams,
         description="AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
         family="mask optimization",
         paper=Paper(authors="Barkan et al.", year=2024, note="paper 004"),
         mask_optimiser=True,
         mask_filler="[MASK]",
-        steps=mask_optimization.aml_steps,
+        steps=aml.steps,
+        takes_resources=True,
     ),
     ExplainerSpec(
         key="random",

@@ -68,7 +68,8 @@ class ExplainerSpec:
     recomputes it with ``create_graph``; the embedding attack takes these). ``sampling``: a
     perturbation method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
     word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is
-    blended toward. ``stochastic``: its parameters have a ``seed``.
+    blended toward. ``stochastic``: its parameters have a ``seed``. ``takes_resources``: its
+    function takes the caller's ``resources`` (pre-trained models, training data; AML's).
     """
 
     key: str
@@ -85,6 +86,7 @@ class ExplainerSpec:
     mask_filler: str | None = None
     passes: PassesFn | None = None
     steps: StepsFn | None = None
+    takes_resources: bool = False
 
     def __post_init__(self) -> None:
         if self.sampling != (self.passes is not None):
@@ -114,8 +116,10 @@ def run_explainer(
     *,
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
+    resources: Any = None,
 ) -> Attribution:
-    """Run one explainer and record its runtime and the passes it spent on the classifier."""
+    """Run one explainer and record its runtime and the passes it spent on the classifier.
+    ``resources`` (the engine's, engine/resources.py) reaches the methods that take them."""
     if not 0 <= target < clf.num_labels:
         raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
     if spec.needs_mlm and mlm is None:
@@ -125,7 +129,8 @@ def run_explainer(
     forward0, backward0 = clf.forward_passes, clf.backward_passes
     mlm0 = mlm.forward_passes if mlm is not None else 0
     start = time.perf_counter()
-    attribution = spec.explain(clf, example, target, params, mlm=mlm, progress=progress)
+    extra = {"resources": resources} if spec.takes_resources else {}
+    attribution = spec.explain(clf, example, target, params, mlm=mlm, progress=progress, **extra)
     runtime = time.perf_counter() - start
     extras = dict(attribution.extras)
     if mlm is not None and mlm.forward_passes > mlm0:

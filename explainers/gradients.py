@@ -11,6 +11,12 @@ The target output is the softmax probability of the target class (or its logit, 
 Subword scores are native; a word's score is the sum of its subwords' scores (for ``l2``
 saliency, the L2 norm of all its subwords' gradients). The shared model is never modified:
 its parameters are frozen and gradients are taken with ``torch.autograd.grad``.
+
+``word_scores`` recomputes any of the three on given input embeddings, optionally keeping the
+graph (``create_graph``) so the scores can be differentiated again: the embedding attack of
+Ghorbani et al. 2019 (arXiv:1710.10547, experiments/attacks/embedding.py) uses it. Its
+integrated gradients use Captum's quadrature nodes (``quadrature``, from
+``numpy.polynomial.legendre.leggauss`` for Gauss-Legendre).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from core.classifier import Classifier, Encoded
 from core.params import param
 from core.types import Attribution, Example
+from explainers._masking import embed_ids
 from explainers.base import make_attribution
 
 OUTPUTS = ("probability", "logit")
@@ -60,8 +67,7 @@ def _target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tens
 
 def embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:
     """The input word embeddings of ``encoded``, (1, seq, dim), detached from the model."""
-    with torch.no_grad():
-        return clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()  # (1, seq, dim)
+    return embed_ids(clf, list(encoded.input_ids))
 
 
 def _input_gradient(
@@ -144,13 +150,8 @@ def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> tor
         token = clf.special_tokens[baseline]
         if token is None:
             raise ValueError(f"{clf.name} has no [{baseline.upper()}] token for the baseline")
-        embeds[0, positions] = _embed_ids(clf, [token])[0, 0]
+        embeds[0, positions] = embed_ids(clf, [token])[0, 0]
     return embeds
-
-
-def _embed_ids(clf: Classifier, ids: list[int]) -> torch.Tensor:
-    with torch.no_grad():
-        return clf.input_embeddings(torch.tensor([ids]))
 
 
 def explain_integrated_gradients(

@@ -71,6 +71,7 @@ def attack_example(
     mlm: MaskedLM | None = None,
     explainer_params: dict[str, dict[str, Any]] | None = None,
     progress: ProgressFn | None = None,
+    resources: Any = None,
 ) -> dict[str, AttackResult]:
     """Attack each method's explanation of one example; progress is spread over the methods."""
     if attack == "substitution" and mlm is None:
@@ -87,7 +88,7 @@ def attack_example(
             results[method] = embedding_attack(clf, example, method, params, explainer_params=own, progress=step)
         elif attack == "substitution":
             results[method] = substitution_attack(
-                clf, example, method, mlm, params, explainer_params=own, progress=step
+                clf, example, method, mlm, params, explainer_params=own, progress=step, resources=resources
             )
         else:
             raise ValueError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")

@@ -95,6 +95,7 @@ def substitution_attack(
     *,
     explainer_params: dict[str, Any] | None = None,
     progress: ProgressFn | None = None,
+    resources: Any = None,
 ) -> AttackResult:
     """Substitute up to ``budget`` non-top-k words by masked-LM fill-ins (see module)."""
     params = params or SubstitutionAttackParams()
@@ -109,7 +110,7 @@ def substitution_attack(
 
     probabilities = clf.predict_proba([clf.encode(example).variant])[0]
     target = int(np.argmax(probabilities))
-    original = explainers.run_explainer(spec, clf, example, target, method_params, mlm=mlm)
+    original = explainers.run_explainer(spec, clf, example, target, method_params, mlm=mlm, resources=resources)
     k = k_for(len(example.words), params.top_fraction)
     top = top_k(original.scores, k)
     positions = [i for i in range(len(example.words)) if i not in set(top.tolist())]
@@ -134,7 +135,9 @@ def substitution_attack(
         for key, attacked, probs in zip(proposals, examples, scored):
             if int(np.argmax(probs)) != target or abs(probs[target] - probabilities[target]) > params.tolerance:
                 continue
-            attribution = explainers.run_explainer(spec, clf, attacked, target, method_params, mlm=mlm)
+            attribution = explainers.run_explainer(
+                spec, clf, attacked, target, method_params, mlm=mlm, resources=resources
+            )
             out.append(_State(key, attacked, attribution, probs, _demotion(attribution.scores, top)))
         return sorted(out, key=lambda s: s.score, reverse=True)
 
