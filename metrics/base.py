@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,8 @@ class MetricSpec:
     call it through ``compute``, which checks the contract: a classifier is given when
     ``needs_classifier``, and the value lies in ``value_range`` (when declared) or is NaN with a
     reason in ``extras["skipped"]``. ``higher_is_better`` gives the direction shown in tables,
-    ``label`` the column name; ``in_table`` is False for a diagnostic the family's table leaves out.
+    ``label`` the column name; ``in_table`` is False for a diagnostic the family's table leaves out;
+    ``thresholded`` marks the metrics computed on the map binarized at tau.
     """
 
     key: str
@@ -46,15 +46,11 @@ class MetricSpec:
     needs_classifier: bool = True
     needs_rationale: bool = False
     in_table: bool = True
+    thresholded: bool = False  # binarizes the map at its ``threshold`` parameter (tau)
 
     def __post_init__(self) -> None:
         if self.value_range is not None and not self.value_range[0] < self.value_range[1]:
             raise ValueError(f"{self.key}: value_range {self.value_range} is empty")
-
-    @property
-    def thresholded(self) -> bool:
-        """Whether the metric binarizes the map at a ``threshold`` parameter."""
-        return "threshold" in {f.name for f in dataclasses.fields(self.params_cls)}
 
     def compute(self, clf: Any, example: Any, attribution: Any, params: Any = None, *, mlm: Any = None) -> MetricResult:
         """The metric's result for one explanation, checked against the spec (see the class)."""

@@ -316,9 +316,11 @@ def _rank_metric(key: str) -> MapScore:
 
 
 def _spec(**kwargs: Any) -> MetricSpec:
-    """A plausibility entry: compared with human rationales, no classifier needed."""
+    """A plausibility entry: compared with human rationales, no classifier needed; the metrics
+    taking ``ThresholdParams`` binarize the map at tau."""
     return MetricSpec(
         family="plausibility",
+        thresholded=kwargs["params_cls"] is ThresholdParams,
         needs_classifier=False,
         needs_rationale=True,
         **kwargs,
@@ -440,6 +442,7 @@ METRICS = (
 )
 KEYS = tuple(spec.key for spec in METRICS)
 _BY_KEY = {spec.key: spec for spec in METRICS}
+THRESHOLD_KEYS = tuple(spec.key for spec in METRICS if spec.thresholded)
 # A binary mask ranks its words only by position, so the rank metrics have no human ceiling.
 CEILING_KEYS = tuple(key for key in KEYS if key not in ("gt_overlap", "mean_rank"))
 
@@ -513,10 +516,12 @@ def at_threshold(
     pairs: Sequence[tuple[Example, Attribution]],
     threshold: float,
     annotator: str = "majority",
-    keys: Sequence[str] = ("iou", "precision", "recall", "f1", "coverage"),
+    keys: Sequence[str] | None = None,
 ) -> dict[str, Summary]:
-    """The threshold metrics ``keys`` over a slice at one tau (typically ``best_threshold``'s)."""
+    """The threshold metrics ``keys`` (all of them by default) over a slice at one tau (typically
+    ``best_threshold``'s)."""
     params = ThresholdParams(annotator=annotator, threshold=threshold)
+    keys = THRESHOLD_KEYS if keys is None else keys
     return {key: summarize(_BY_KEY[key].compute(None, e, a, params) for e, a in pairs) for key in keys}
 
 
