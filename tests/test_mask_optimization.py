@@ -308,3 +308,36 @@ def test_aml_on_the_bundled_model(sst2_clf):
     assert metric[attribution.extras["selected_step"]] == max(metric) >= metric[0]  # fAML never worse than pAML
     top3 = {SENTENCE[i] for i in np.argsort(-attribution.scores)[:3]}
     assert top3 & {"grim", "flat", "boring", "refuses"}
+
+
+def test_resources_train_once_per_key_and_keys_do_not_wait_for_each_other(linear_clf, toy_example, monkeypatch):
+    import threading
+    import time
+
+    import engine.resources as resources_module
+
+    calls: list[tuple[int, float, float]] = []
+
+    def fake_pretrain(clf, examples, source, params, backbone, progress=None):
+        start = time.perf_counter()
+        time.sleep(0.3)
+        calls.append((params.seed, start, time.perf_counter()))
+        return object()
+
+    monkeypatch.setattr(resources_module, "pretrain_aml", fake_pretrain)
+    resources = Resources()
+    spec = explainers.get("aml")
+    same, other = spec.make_params({"seed": 1}), spec.make_params({"seed": 2})
+    got: dict[int, list[object]] = {1: [], 2: []}
+    threads = [
+        threading.Thread(target=lambda p=p: got[p.seed].append(resources.pretrained(linear_clf, toy_example, p)))
+        for p in (same, same, other)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(seed for seed, *_ in calls) == [1, 2]  # the shared key trained once
+    assert len(got[1]) == 2 and got[1][0] is got[1][1]  # both seed-1 callers got the one model
+    (_, start_1, end_1), (_, start_2, end_2) = sorted(calls)
+    assert start_2 < end_1 and start_1 < end_2  # the two keys trained at the same time
