@@ -20,7 +20,6 @@ from ui.heatmap import heatmap_html
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, run_or_stop
 
-GRADIENT_METHODS = ("saliency", "grad_x_input", "integrated_gradients")
 ATTACKS = {
     "embedding": "embedding perturbation (thesis)",
     "substitution": "word substitution (masked LM)",
@@ -86,9 +85,9 @@ if attack == "embedding":
         horizontal=True,
         help="quick: 60 steps (interactive); paper: the thesis's 500 steps, learning rate halved every 200.",
     )
-allowed = [k for k in infos if attack == "substitution" or k in GRADIENT_METHODS]
+allowed = [k for k, m in infos.items() if attack == "substitution" or m.gradient]
 if "adversarial.methods" not in st.session_state:
-    st.session_state["adversarial.methods"] = list(GRADIENT_METHODS)
+    st.session_state["adversarial.methods"] = [k for k, m in infos.items() if m.gradient]
 st.session_state["adversarial.methods"] = [k for k in st.session_state["adversarial.methods"] if k in allowed]
 chosen = st.multiselect(
     "Methods",

@@ -30,14 +30,9 @@ REMOVALS = {
     "mlm": "masked-LM fill-in (Deletion_BERT)",
 }
 BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"}
-TABLE_METRICS = ("deletion", "insertion", "comprehensiveness", "sufficiency", "log_odds")
-LABELS = {
-    "deletion": "deletion AUC",
-    "insertion": "insertion AUC",
-    "comprehensiveness": "comprehensiveness",
-    "sufficiency": "sufficiency",
-    "log_odds": "log-odds",
-}
+metric_infos = {m.key: m for m in services.metric_infos("faithfulness")}
+TABLE_METRICS = tuple(k for k, m in metric_infos.items() if m.in_table)
+LABELS = {k: m.label for k, m in metric_infos.items()}
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
 # Okabe-Ito, colour-blind safe; the random baseline is always grey and dashed.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -456,7 +451,6 @@ if selection.error:
     st.stop()
 
 infos = {m.key: m for m in services.methods()}
-metric_infos = {m.key: m for m in services.metric_infos("faithfulness")}
 view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view") or VIEWS[0]
 methods = st.multiselect(
     "Methods",

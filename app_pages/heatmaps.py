@@ -57,16 +57,14 @@ if not chosen:
     st.info("Choose at least one method.")
     st.stop()
 
-SAMPLING_METHODS = ("im", "lime", "lime_mlm", "kernel_shap")
-for key in (k for k in chosen if k in SAMPLING_METHODS):
+for key in (k for k in chosen if infos[k].sampling):
     cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
     mlm = f"{cost.mlm_passes:,} masked-LM and " if cost.mlm_passes else ""
     st.caption(
         f"Estimated time for **{key}**: about {cost.seconds:.1f} s ({mlm}at most {cost.classifier_passes:,} "
         "classifier forward passes)."
     )
-MASK_METHODS = ("marc", "aml")
-for key in (k for k in chosen if k in MASK_METHODS):
+for key in (k for k in chosen if infos[k].mask_optimiser):
     estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
     pretrain = f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
     detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""

@@ -23,20 +23,10 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.runs import explain_selected, requested, run_or_stop
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
-METRICS = ("iou", "precision", "recall", "f1", "token_f1", "iou_f1", "auprc", "gt_overlap", "mean_rank", "coverage")
-LABELS = {
-    "iou": "IoU",
-    "precision": "precision",
-    "recall": "recall",
-    "f1": "F1",
-    "token_f1": "token F1",
-    "iou_f1": "IOU-F1",
-    "auprc": "AUPRC",
-    "gt_overlap": "GT overlap",
-    "mean_rank": "mean rank",
-    "coverage": "coverage",
-}
-THRESHOLD_METRICS = ("iou", "precision", "recall", "f1", "coverage")
+metric_infos = {m.key: m for m in services.metric_infos("plausibility")}
+METRICS = tuple(k for k, m in metric_infos.items() if m.in_table)
+LABELS = {k: m.label for k, m in metric_infos.items()}
+THRESHOLD_METRICS = tuple(k for k in METRICS if metric_infos[k].thresholded)
 VIEWS = ("This example", "Dataset slice")
 CEILING_ROW = "humans (each vs the others)"
 BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
@@ -343,7 +333,6 @@ if selection.error:
     st.stop()
 
 infos = {m.key: m for m in services.methods()}
-metric_infos = {m.key: m for m in services.metric_infos("plausibility")}
 st.session_state.setdefault("rationales.view", VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view") or VIEWS[0]
 methods = st.multiselect(

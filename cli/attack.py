@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from core.classifier import Classifier, load_classifier
     from core.datasets import split_words
     from core.types import Example
+    from engine.resources import Resources
     from experiments.attacks import attack_example, make_params, summarize
 
     if (args.text is None) == (args.dataset is None):
@@ -48,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     rows, results = [], []
+    resources = Resources()  # one per command: AML pre-trains once for all the examples
     for example in examples:
-        per_method = attack_example(clf, example, methods, args.attack, params, mlm=mlm, explainer_params=given)
+        per_method = attack_example(
+            clf, example, methods, args.attack, params, mlm=mlm, explainer_params=given, resources=resources
+        )
         results.append(per_method)
         rows.append({"id": example.id, "results": {m: r.to_json() for m, r in per_method.items()}})
         if not args.json:

@@ -16,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from core.classifier import Classifier, load_classifier
     from core.datasets import load_examples
     from engine.bench import run_bench
+    from engine.resources import Resources
 
     methods = explainers.resolve(args.methods)
     dataset, split = args.dataset or "sst2", args.split or ("dev" if not args.dataset else None)
@@ -31,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
         from core.masked_lm import MaskedLM
 
         mlm = MaskedLM.load(args.mlm)
-    result = run_bench(clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result = run_bench(
+        clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True), resources=Resources()
+    )
     result.update(
         {
             "model": args.model,

@@ -24,6 +24,7 @@ from engine.evaluate import (
     select_examples,
     summarize,
 )
+from engine.resources import Resources
 
 
 def _stderr_progress(start: float) -> ProgressFn:
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         mlm=mlm,
         progress=None if args.quiet else _stderr_progress(start),
         target=args.target,
+        resources=Resources(),
     )
     summary = summarize(evaluation)
     payload: dict[str, Any] = {

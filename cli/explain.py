@@ -13,6 +13,7 @@ def run(args: argparse.Namespace) -> int:
     from core.datasets import split_words
     from core.types import Example
     from engine.explain import explain_example
+    from engine.resources import Resources
 
     methods = explainers.resolve(args.methods)
     params = parse_params(args.param)
@@ -29,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
         from core.masked_lm import MaskedLM
 
         mlm = MaskedLM.load(args.mlm)
-    result = explain_example(clf, example, methods, target=args.target, params=params, seed=args.seed, mlm=mlm)
+    result = explain_example(
+        clf, example, methods, target=args.target, params=params, seed=args.seed, mlm=mlm, resources=Resources()
+    )
     payload = {
         "model": args.model,
         "words": list(result.example.words),

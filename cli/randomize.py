@@ -77,6 +77,7 @@ def _stderr_progress(start: float) -> Callable[[float, str], None]:
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, load_classifier
+    from engine.resources import Resources
     from experiments.randomization import run_randomization
 
     methods = explainers.resolve(args.methods)
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         top_k_fraction=args.top_k,
         mlm=mlm,
         progress=None if args.quiet else _stderr_progress(time.perf_counter()),
+        resources=Resources(),
     )
     if not args.json:
         _print_table(result)

@@ -19,6 +19,7 @@ import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
 from core.types import Example
+from engine.resources import Resources
 
 FORWARD_BATCHES = (1, 8, 32, 64, 128)
 BACKWARD_BATCHES = (1, 8, 32, 50)
@@ -123,6 +124,7 @@ def run_bench(
     methods: list[str],
     mlm: MaskedLM | None = None,
     progress: Callable[[str], None] | None = None,
+    resources: Resources | None = None,
 ) -> dict:
     """Per method: time per example (median, min, max), passes, floor and ratio to the floor."""
     rows: dict[str, dict[str, list[float]]] = {
@@ -137,7 +139,7 @@ def run_bench(
         target = int(clf.predict_proba([clf.encode(example).variant])[0].argmax())
         for key in methods:
             spec = explainers.get(key)
-            attribution = explainers.run_explainer(spec, clf, example, target, mlm=mlm)
+            attribution = explainers.run_explainer(spec, clf, example, target, mlm=mlm, resources=resources)
             mlm_passes = int(attribution.extras.get("mlm_forward_passes", 0))
             row = rows[key]
             row["time"].append(attribution.runtime_s)

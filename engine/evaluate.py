@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_example
+from engine.resources import Resources
 from metrics.base import MetricResult, Summary
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def resolve_metrics(metrics_arg: str) -> list[str]:
 def metric_params(keys: Sequence[str], overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Each metric's params dataclass with the overrides for its key applied."""
     import metrics
-    from explainers.base import params_from
+    from core.params import params_from
 
     return {key: params_from(metrics.get(key).params_cls, (overrides or {}).get(key, {})) for key in keys}
 
@@ -131,6 +132,7 @@ def evaluate_slice(
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
     target: str = "predicted",
+    resources: Resources | None = None,
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
     A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
@@ -146,7 +148,14 @@ def evaluate_slice(
         start = time.perf_counter()
         explained = example.label if target == "gold" else None
         explanation = explain_example(
-            clf, example, list(methods), target=explained, params=method_params, seed=seed, mlm=mlm
+            clf,
+            example,
+            list(methods),
+            target=explained,
+            params=method_params,
+            seed=seed,
+            mlm=mlm,
+            resources=resources,
         )
         for method, message in explanation.errors.items():
             evaluation.errors.setdefault(method, []).append({"index": index, "id": example.id, "error": message})

@@ -11,6 +11,7 @@ import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
+from engine.resources import Resources
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,13 @@ def explain_example(
     seed: int | None = None,
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
+    resources: Resources | None = None,
 ) -> Explanation:
     """Fit the example to the model, predict, and run each method on the target class
     (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed.
     A method that refuses the example or its parameters (``ValueError``) is recorded in
-    ``errors`` and the other methods still run."""
+    ``errors`` and the other methods still run. ``resources`` (engine/resources.py) hold the
+    pre-trained models of the methods that train (AML); the caller owns and reuses them."""
     if target is not None and not 0 <= target < clf.num_labels:
         raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
     example, dropped = clf.fit_example(example)
@@ -73,7 +76,7 @@ def explain_example(
 
         try:
             results[key] = explainers.run_explainer(
-                spec, clf, example, target, method_params[key], mlm=mlm, progress=step
+                spec, clf, example, target, method_params[key], mlm=mlm, progress=step, resources=resources
             )
         except ValueError as error:
             errors[key] = str(error)

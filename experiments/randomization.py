@@ -307,6 +307,7 @@ def _explain_all(
     seed: int,
     mlm: MaskedLM | None,
     tick,
+    resources: Any = None,
 ) -> list[dict[str, Attribution]]:
     out = []
     for example, target in zip(examples, targets):
@@ -316,7 +317,9 @@ def _explain_all(
             overrides = dict(params.get(key, {}))
             if spec.stochastic:
                 overrides.setdefault("seed", seed)
-            row[key] = explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides), mlm=mlm)
+            row[key] = explainers.run_explainer(
+                spec, clf, example, target, spec.make_params(overrides), mlm=mlm, resources=resources
+            )
             tick(f"{key} on example {len(out) + 1}/{len(examples)}")
         out.append(row)
     return out
@@ -335,6 +338,7 @@ def run_randomization(
     top_k_fraction: float = 0.2,
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
+    resources: Any = None,
 ) -> RandomizationResult:
     """Explain every example with every method on the original model and after each
     randomisation step, and compare each step's scores with the original ones.
@@ -373,7 +377,7 @@ def run_randomization(
                 progress(done / total, f"{name}: {message}")
 
         if step.name == ORIGINAL:
-            per_step.append(_explain_all(clf, fitted, targets, methods, params, seed, mlm, tick))
+            per_step.append(_explain_all(clf, fitted, targets, methods, params, seed, mlm, tick, resources))
             continue
         if mode == "cascading":
             working = copy.deepcopy(clf.model) if working is None else working
@@ -383,7 +387,7 @@ def run_randomization(
         else:
             model = randomized_copy(clf.model, step.randomized, seed)
         step_clf = step_classifier(clf, model, f"randomized: {', '.join(step.randomized)}")
-        per_step.append(_explain_all(step_clf, fitted, targets, methods, params, seed, mlm, tick))
+        per_step.append(_explain_all(step_clf, fitted, targets, methods, params, seed, mlm, tick, resources))
         passes[0] += step_clf.forward_passes
         passes[1] += step_clf.backward_passes
     results = tuple(

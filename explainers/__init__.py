@@ -1,4 +1,7 @@
-"""The explainer registry: one key per method, each an ``ExplainerSpec``.
+"""The explainer registry: one key per method, each an ``ExplainerSpec`` written with keyword
+arguments. Its flags and cost models are what the command line, the app's method picker, forms
+and estimates, the attacks and the contract test read: adding a method is its module plus one
+entry here (docs/ARCHITECTURE.md, "Adding an explainer").
 
 Variants of one method (the leave-one-out family) are the same function registered under their
 own keys with other default parameters.
@@ -6,114 +9,165 @@ own keys with other default parameters.
 
 from __future__ import annotations
 
-from explainers import attention, gradients, input_marginalization, lime, loo, mask_optimization, random_baseline, shap
-from explainers.base import ExplainerSpec, NoParams, run_explainer
+from types import MappingProxyType
 
+from core.params import NoParams
+from explainers import aml, attention, gradients, input_marginalization, lime, loo, marc, random_baseline, shap
+from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer
+
+_LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM in paper 000")
 _LOO = "leave-one-out (paper 000)"
-
-REGISTRY: dict[str, ExplainerSpec] = {
-    spec.key: spec
-    for spec in (
-        ExplainerSpec(
-            "loo_empty", loo.explain, loo.LooParams, "leave-one-out: delete the word", _LOO, {"removal": "delete"}
-        ),
-        ExplainerSpec(
-            "loo_unk", loo.explain, loo.LooParams, "leave-one-out: replace the word by [UNK]", _LOO, {"removal": "unk"}
-        ),
-        ExplainerSpec(
-            "loo_pad", loo.explain, loo.LooParams, "leave-one-out: replace the word by [PAD]", _LOO, {"removal": "pad"}
-        ),
-        ExplainerSpec(
-            "loo_mask",
-            loo.explain,
-            loo.LooParams,
-            "leave-one-out: replace the word by [MASK]",
-            _LOO,
-            {"removal": "mask"},
-        ),
-        ExplainerSpec(
-            "loo_zero",
-            loo.explain,
-            loo.LooParams,
-            "leave-one-out: zero the word's input embedding",
-            _LOO,
-            {"removal": "zero"},
-        ),
-        ExplainerSpec(
-            "saliency",
-            gradients.explain_saliency,
-            gradients.SaliencyParams,
-            "gradient of the target w.r.t. the input embedding (L2 norm or sum)",
-            "gradient",
-            gradient=True,
-        ),
-        ExplainerSpec(
-            "grad_x_input",
-            gradients.explain_grad_x_input,
-            gradients.GradXInputParams,
-            "dot product of input embedding and its gradient",
-            "gradient",
-            gradient=True,
-        ),
-        ExplainerSpec(
-            "integrated_gradients",
-            gradients.explain_integrated_gradients,
-            gradients.IntegratedGradientsParams,
-            "integrated gradients from a [PAD]/[MASK]/zero baseline (Captum)",
-            "gradient",
-            gradient=True,
-        ),
-        ExplainerSpec(
-            "attention_mean",
-            attention.explain_mean,
-            NoParams,
-            "attention received, averaged over layers, heads and queries",
-            "attention",
-        ),
-        ExplainerSpec(
-            "attention_rollout",
-            attention.explain_rollout,
-            attention.RolloutParams,
-            "attention rollout across layers (Abnar & Zuidema)",
-            "attention",
-        ),
-        ExplainerSpec(
-            "im",
-            input_marginalization.explain,
-            input_marginalization.ImParams,
-            "input marginalization over masked-LM fill-ins (Kim et al. 2020; paper 000)",
-            "input marginalization (paper 000)",
-            needs_mlm=True,
-        ),
-        ExplainerSpec("lime", lime.explain, lime.LimeParams, "LIME: ridge surrogate on random word removals", "LIME"),
-        ExplainerSpec(
-            "lime_mlm",
-            lime.explain_mlm,
-            lime.LimeMlmParams,
-            "LIME with removed words filled by the masked LM's top-1 (paper 000's LIME_BERT)",
-            "LIME",
-            needs_mlm=True,
-        ),
-        ExplainerSpec("kernel_shap", shap.explain, shap.KernelShapParams, "KernelSHAP over words (Captum)", "SHAP"),
-        ExplainerSpec(
-            "marc",
-            mask_optimization.explain_marc,
-            mask_optimization.MarcParams,
-            "MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
-            "mask optimization",
-        ),
-        ExplainerSpec(
-            "aml",
-            mask_optimization.explain_aml,
-            mask_optimization.AmlParams,
-            "AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
-            "mask optimization",
-        ),
-        ExplainerSpec(
-            "random", random_baseline.explain, random_baseline.RandomParams, "seeded random baseline", "baseline"
-        ),
-    )
+_LOO_REMOVALS = {
+    "empty": ("delete", "delete the word"),
+    "unk": ("unk", "replace the word by [UNK]"),
+    "pad": ("pad", "replace the word by [PAD]"),
+    "mask": ("mask", "replace the word by [MASK]"),
+    "zero": ("zero", "zero the word's input embedding"),
 }
+_GRADIENT = "gradient"
+_IM_PAPER = Paper(authors="Kim et al.", year=2020, arxiv="2010.13984", note="re-examined in paper 000")
+
+
+def _registry(*specs: ExplainerSpec) -> MappingProxyType[str, ExplainerSpec]:
+    """A read-only mapping key -> spec; a key registered twice is an error."""
+    registry: dict[str, ExplainerSpec] = {}
+    for spec in specs:
+        if spec.key in registry:
+            raise ValueError(f"explainer {spec.key!r} is registered twice")
+        registry[spec.key] = spec
+    return MappingProxyType(registry)
+
+
+REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
+    *(
+        ExplainerSpec(
+            key=f"loo_{name}",
+            explain=loo.explain,
+            params_cls=loo.LooParams,
+            description=f"leave-one-out: {what}",
+            family=_LOO,
+            paper=_LOO_PAPER,
+            defaults={"removal": removal},
+        )
+        for name, (removal, what) in _LOO_REMOVALS.items()
+    ),
+    ExplainerSpec(
+        key="saliency",
+        explain=gradients.explain_saliency,
+        params_cls=gradients.SaliencyParams,
+        description="gradient of the target w.r.t. the input embedding (L2 norm or sum)",
+        family=_GRADIENT,
+        paper=Paper(authors="Simonyan et al.", year=2014, arxiv="1312.6034"),
+        gradient=True,
+    ),
+    ExplainerSpec(
+        key="grad_x_input",
+        explain=gradients.explain_grad_x_input,
+        params_cls=gradients.GradXInputParams,
+        description="dot product of input embedding and its gradient",
+        family=_GRADIENT,
+        paper=Paper(authors="Shrikumar et al.", year=2016, arxiv="1605.01713"),
+        gradient=True,
+    ),
+    ExplainerSpec(
+        key="integrated_gradients",
+        explain=gradients.explain_integrated_gradients,
+        params_cls=gradients.IntegratedGradientsParams,
+        description="integrated gradients from a [PAD]/[MASK]/zero baseline (Captum)",
+        family=_GRADIENT,
+        paper=Paper(authors="Sundararajan et al.", year=2017, arxiv="1703.01365"),
+        gradient=True,
+    ),
+    ExplainerSpec(
+        key="attention_mean",
+        explain=attention.explain_mean,
+        params_cls=NoParams,
+        description="attention received, averaged over layers, heads and queries",
+        family="attention",
+        paper=Paper(authors="Jain & Wallace", year=2019, arxiv="1902.10186", note="attention as explanation"),
+    ),
+    ExplainerSpec(
+        key="attention_rollout",
+        explain=attention.explain_rollout,
+        params_cls=attention.RolloutParams,
+        description="attention rollout across layers (Abnar & Zuidema)",
+        family="attention",
+        paper=Paper(authors="Abnar & Zuidema", year=2020, arxiv="2005.00928"),
+    ),
+    ExplainerSpec(
+        key="im",
+        explain=input_marginalization.explain,
+        params_cls=input_marginalization.ImParams,
+        description="input marginalization over masked-LM fill-ins (Kim et al. 2020; paper 000)",
+        family="input marginalization (paper 000)",
+        paper=_IM_PAPER,
+        needs_mlm=True,
+        sampling=True,
+        passes=input_marginalization.passes,
+    ),
+    ExplainerSpec(
+        key="lime",
+        explain=lime.explain,
+        params_cls=lime.LimeParams,
+        description="LIME: ridge surrogate on random word removals",
+        family="LIME",
+        paper=Paper(authors="Ribeiro et al.", year=2016, arxiv="1602.04938"),
+        sampling=True,
+        passes=lime.passes,
+    ),
+    ExplainerSpec(
+        key="lime_mlm",
+        explain=lime.explain_mlm,
+        params_cls=lime.LimeMlmParams,
+        description="LIME with removed words filled by the masked LM's top-1 (paper 000's LIME_BERT)",
+        family="LIME",
+        paper=Paper(authors="Pham et al.", year=2022, note="paper 000, LIME_BERT"),
+        needs_mlm=True,
+        sampling=True,
+        passes=lime.passes_mlm,
+    ),
+    ExplainerSpec(
+        key="kernel_shap",
+        explain=shap.explain,
+        params_cls=shap.KernelShapParams,
+        description="KernelSHAP over words (Captum)",
+        family="SHAP",
+        paper=Paper(authors="Lundberg & Lee", year=2017, arxiv="1705.07874"),
+        sampling=True,
+        passes=shap.passes,
+    ),
+    ExplainerSpec(
+        key="marc",
+        explain=marc.explain_marc,
+        params_cls=marc.MarcParams,
+        description="MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
+        family="mask optimization",
+        paper=Paper(authors="Brinner & Zarrieß", year=2023, note="paper 003"),
+        mask_optimiser=True,
+        mask_filler="[PAD]",
+        steps=marc.steps,
+    ),
+    ExplainerSpec(
+        key="aml",
+        explain=aml.explain_aml,
+        params_cls=aml.AmlParams,
+        description="AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
+        family="mask optimization",
+        paper=Paper(authors="Barkan et al.", year=2024, note="paper 004"),
+        mask_optimiser=True,
+        mask_filler="[MASK]",
+        steps=aml.steps,
+        takes_resources=True,
+    ),
+    ExplainerSpec(
+        key="random",
+        explain=random_baseline.explain,
+        params_cls=random_baseline.RandomParams,
+        description="seeded random baseline",
+        family="baseline",
+        paper=Paper(authors="Adebayo et al.", year=2018, arxiv="1810.03292", note="random attribution as a control"),
+    ),
+)
 
 
 def get(key: str) -> ExplainerSpec:
@@ -133,4 +187,4 @@ def resolve(methods: str | list[str]) -> list[str]:
     return list(methods)
 
 
-__all__ = ["REGISTRY", "ExplainerSpec", "get", "resolve", "run_explainer"]
+__all__ = ["REGISTRY", "ExplainerSpec", "Paper", "Passes", "Steps", "get", "resolve", "run_explainer"]

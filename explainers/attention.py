@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import torch
 
 from core.classifier import Classifier
+from core.params import NoParams, param
 from core.types import Attribution, Example
-from explainers.base import NoParams, param
 from explainers.gradients import _to_attribution
 
 

@@ -15,37 +15,89 @@ from typing import Any
 
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import MaskedLM
+from core.params import params_from
 from core.types import Attribution, Example
-
-
-def param(
-    default: Any, help: str, *, choices: tuple | None = None, min: float | None = None, max: float | None = None
-) -> Any:
-    """A dataclass field carrying its UI/CLI description."""
-    meta = {"help": help, "choices": choices, "min": min, "max": max}
-    return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
-
-
-@dataclass(frozen=True)
-class NoParams:
-    pass
-
 
 ExplainFn = Callable[..., Attribution]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Paper:
+    """Where a method comes from: ``Paper(authors="Kim et al.", year=2020, arxiv="2010.04920")``."""
+
+    authors: str
+    year: int
+    arxiv: str | None = None
+    note: str = ""  # e.g. the project's seed paper it is compared in
+
+    def __str__(self) -> str:
+        arxiv = f", arXiv:{self.arxiv}" if self.arxiv else ""
+        note = f"; {self.note}" if self.note else ""
+        return f"{self.authors} {self.year}{arxiv}{note}"
+
+
 @dataclass(frozen=True)
+class Passes:
+    """Forward passes a run needs: on the classifier (at most: duplicates are scored once) and on
+    the masked language model."""
+
+    classifier: int
+    mlm: int = 0
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Cost of a mask optimiser in units of one batch-2 forward and backward pass of the classifier
+    (``python -m cli bench`` measures the unit): the run itself and a one-off pre-training."""
+
+    run: float
+    pretrain: float = 0.0
+    note: str = ""
+
+
+PassesFn = Callable[[int, Any], Passes]
+StepsFn = Callable[[Any], Steps]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ExplainerSpec:
-    """A registry entry: the function, its parameter class and the defaults for this key."""
+    """A registry entry: the function, its parameter class, the defaults for this key, and what
+    the rest of the project needs to know about the method without naming it.
+
+    ``gradient``: differentiable in the input embeddings (``explainers.gradients.word_scores``
+    recomputes it with ``create_graph``; the embedding attack takes these). ``sampling``: a
+    perturbation method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
+    word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is
+    blended toward. ``stochastic``: its parameters have a ``seed``. ``takes_resources``: its
+    function takes the caller's ``resources`` (pre-trained models, training data; AML's).
+    """
 
     key: str
     explain: ExplainFn
     params_cls: type
     description: str
     family: str
+    paper: Paper
     defaults: dict[str, Any] = field(default_factory=dict)
     needs_mlm: bool = False
     gradient: bool = False
+    sampling: bool = False
+    mask_optimiser: bool = False
+    mask_filler: str | None = None
+    passes: PassesFn | None = None
+    steps: StepsFn | None = None
+    takes_resources: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sampling != (self.passes is not None):
+            raise ValueError(f"{self.key}: a sampling method needs a passes cost model, and only it has one")
+        if self.mask_optimiser != (self.steps is not None):
+            raise ValueError(f"{self.key}: a mask optimiser needs a steps cost model, and only it has one")
+        if self.mask_filler is not None and not self.mask_optimiser:
+            raise ValueError(f"{self.key}: mask_filler is for mask optimisers")
+        unknown = set(self.defaults) - {f.name for f in dataclasses.fields(self.params_cls)}
+        if unknown:
+            raise ValueError(f"{self.key}: defaults name unknown parameters {sorted(unknown)}")
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> Any:
         return params_from(self.params_cls, {**self.defaults, **(overrides or {})})
@@ -53,45 +105,6 @@ class ExplainerSpec:
     @property
     def stochastic(self) -> bool:
         return "seed" in {f.name for f in dataclasses.fields(self.params_cls)}
-
-
-def params_from(params_cls: type, values: dict[str, Any]) -> Any:
-    """Build a params dataclass from values (strings from the command line are converted)."""
-    fields = {f.name: f for f in dataclasses.fields(params_cls)}
-    converted = {}
-    for name, value in values.items():
-        if name not in fields:
-            raise ValueError(
-                f"unknown parameter {name!r} for {params_cls.__name__}; known: {', '.join(fields) or 'none'}"
-            )
-        converted[name] = _convert(fields[name], value)
-    params = params_cls(**converted)
-    for f in dataclasses.fields(params):
-        value = getattr(params, f.name)
-        meta = f.metadata
-        if "choices" in meta and value not in meta["choices"]:
-            raise ValueError(f"{f.name}={value!r} is not one of {meta['choices']}")
-        if "min" in meta and value < meta["min"] or "max" in meta and value > meta["max"]:
-            raise ValueError(f"{f.name}={value!r} is outside [{meta.get('min')}, {meta.get('max')}]")
-    return params
-
-
-def _convert(f: dataclasses.Field, value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    kind = type(f.default)
-    if kind is bool:
-        if value.lower() in {"1", "true", "yes", "on"}:
-            return True
-        if value.lower() in {"0", "false", "no", "off"}:
-            return False
-        raise ValueError(f"{f.name} expects true or false, got {value!r}")
-    if kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError as error:
-            raise ValueError(f"{f.name} expects a {kind.__name__}, got {value!r}") from error
-    return value
 
 
 def run_explainer(
@@ -103,8 +116,10 @@ def run_explainer(
     *,
     mlm: MaskedLM | None = None,
     progress: ProgressFn | None = None,
+    resources: Any = None,
 ) -> Attribution:
-    """Run one explainer and record its runtime and the passes it spent on the classifier."""
+    """Run one explainer and record its runtime and the passes it spent on the classifier.
+    ``resources`` (the engine's, engine/resources.py) reaches the methods that take them."""
     if not 0 <= target < clf.num_labels:
         raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
     if spec.needs_mlm and mlm is None:
@@ -114,7 +129,8 @@ def run_explainer(
     forward0, backward0 = clf.forward_passes, clf.backward_passes
     mlm0 = mlm.forward_passes if mlm is not None else 0
     start = time.perf_counter()
-    attribution = spec.explain(clf, example, target, params, mlm=mlm, progress=progress)
+    extra = {"resources": resources} if spec.takes_resources else {}
+    attribution = spec.explain(clf, example, target, params, mlm=mlm, progress=progress, **extra)
     runtime = time.perf_counter() - start
     extras = dict(attribution.extras)
     if mlm is not None and mlm.forward_passes > mlm0:

@@ -11,6 +11,12 @@ The target output is the softmax probability of the target class (or its logit, 
 Subword scores are native; a word's score is the sum of its subwords' scores (for ``l2``
 saliency, the L2 norm of all its subwords' gradients). The shared model is never modified:
 its parameters are frozen and gradients are taken with ``torch.autograd.grad``.
+
+``word_scores`` recomputes any of the three on given input embeddings, optionally keeping the
+graph (``create_graph``) so the scores can be differentiated again: the embedding attack of
+Ghorbani et al. 2019 (arXiv:1710.10547, experiments/attacks/embedding.py) uses it. Its
+integrated gradients use Captum's quadrature nodes (``quadrature``, from
+``numpy.polynomial.legendre.leggauss`` for Gauss-Legendre).
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from core.classifier import Classifier, Encoded
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers._masking import embed_ids
+from explainers.base import make_attribution
 
 OUTPUTS = ("probability", "logit")
 
@@ -56,18 +65,29 @@ def _target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tens
     return torch.softmax(logits, dim=-1)[:, target] if output == "probability" else logits[:, target]
 
 
-def _embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:
-    with torch.no_grad():
-        return clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()  # (1, seq, dim)
+def embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:
+    """The input word embeddings of ``encoded``, (1, seq, dim), detached from the model."""
+    return embed_ids(clf, list(encoded.input_ids))
+
+
+def _input_gradient(
+    clf: Classifier, encoded: Encoded, embeds: torch.Tensor, target: int, output: str, create_graph: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gradient of the target output w.r.t. ``embeds``, logits) from one forward and backward
+    pass; with ``create_graph`` the gradient stays differentiable w.r.t. what ``embeds`` depends on."""
+    inputs = embeds if create_graph else embeds.detach().requires_grad_(True)
+    with torch.enable_grad():
+        logits = clf.forward_embeds(inputs, encoded.variant)
+        value = _target_output(logits, target, output).sum()
+        (grad,) = torch.autograd.grad(value, inputs, create_graph=create_graph)
+    return grad, logits
 
 
 def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(embeddings, gradient), each (seq, dim), from one forward and backward pass."""
-    embeds = _embed(clf, encoded).requires_grad_(True)
-    with torch.enable_grad():
-        value = _target_output(clf.forward_embeds(embeds, encoded.variant), target, output).sum()
-        (grad,) = torch.autograd.grad(value, embeds)
-    return embeds.detach()[0], grad[0]
+    embeds = embed(clf, encoded)
+    grad, _ = _input_gradient(clf, encoded, embeds, target, output, create_graph=False)
+    return embeds[0], grad[0]
 
 
 def _to_attribution(
@@ -122,7 +142,7 @@ def explain_grad_x_input(
 
 def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> torch.Tensor:
     """(1, seq, dim): word tokens replaced by the [PAD]/[MASK] embedding or zeros; specials kept."""
-    embeds = _embed(clf, encoded).clone()
+    embeds = embed(clf, encoded).clone()
     positions = encoded.scored_positions
     if baseline == "zero":
         embeds[0, positions] = 0.0
@@ -130,13 +150,8 @@ def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> tor
         token = clf.special_tokens[baseline]
         if token is None:
             raise ValueError(f"{clf.name} has no [{baseline.upper()}] token for the baseline")
-        embeds[0, positions] = _embed_ids(clf, [token])[0, 0]
+        embeds[0, positions] = embed_ids(clf, [token])[0, 0]
     return embeds
-
-
-def _embed_ids(clf: Classifier, ids: list[int]) -> torch.Tensor:
-    with torch.no_grad():
-        return clf.input_embeddings(torch.tensor([ids]))
 
 
 def explain_integrated_gradients(
@@ -145,7 +160,7 @@ def explain_integrated_gradients(
     from captum.attr import IntegratedGradients
 
     encoded = clf.encode(example)
-    inputs = _embed(clf, encoded)
+    inputs = embed(clf, encoded)
     baselines = baseline_embeddings(clf, encoded, params.baseline)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
@@ -162,3 +177,102 @@ def explain_integrated_gradients(
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
     return _to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
+
+
+# ---------------------------------------------------------------------------------- differentiable word scores
+
+
+def quadrature(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(weights, points in [0, 1]) of integrated gradients' path integral, as Captum builds them:
+    Gauss-Legendre nodes (``numpy.polynomial.legendre.leggauss`` rescaled to [0, 1]) or the
+    trapezoid / midpoint Riemann sums."""
+    if method == "gausslegendre":
+        nodes, weights = np.polynomial.legendre.leggauss(n_steps)
+        return 0.5 * weights, 0.5 * (1.0 + nodes)
+    if method == "riemann_trapezoid":
+        weights = np.full(n_steps, 1.0 / n_steps)
+        weights[[0, -1]] /= 2
+        return weights, np.linspace(0.0, 1.0, n_steps)
+    if method == "riemann_middle":
+        return np.full(n_steps, 1.0 / n_steps), np.linspace(1 / (2 * n_steps), 1 - 1 / (2 * n_steps), n_steps)
+    raise ValueError(f"unknown integral approximation {method!r}")
+
+
+def word_scores(
+    clf: Classifier,
+    encoded: Encoded,
+    embeds: torch.Tensor,
+    target: int,
+    params: SaliencyParams | GradXInputParams | IntegratedGradientsParams,
+    *,
+    create_graph: bool = False,
+    n_steps: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A gradient method's word scores (n_words,) and the class probabilities (n_labels,) at the
+    input word embeddings ``embeds`` (1, seq, dim); the method is the one ``params`` belongs to.
+
+    The scores equal the registry explainer's (integrated gradients with the same quadrature
+    nodes as Captum). With ``create_graph`` both stay differentiable with respect to whatever
+    ``embeds`` depends on (double back-propagation, used by the embedding attack of Ghorbani et
+    al. 2019, arXiv:1710.10547); ``n_steps`` overrides integrated gradients' step count.
+    """
+    if not create_graph:
+        embeds = embeds.detach()
+    matrix = _word_matrix(encoded, embeds.dtype, embeds.device)
+    # The math attention kernel is the one with a second derivative on every device.
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH):
+        if isinstance(params, IntegratedGradientsParams):
+            scores, probs = _integrated_gradients(
+                clf, encoded, embeds, target, params, matrix, create_graph, n_steps or params.n_steps
+            )
+        else:
+            grad, logits = _input_gradient(clf, encoded, embeds, target, params.output, create_graph)
+            probs = torch.softmax(logits, dim=-1)[0]
+            if isinstance(params, GradXInputParams):
+                scores = matrix @ (embeds[0] * grad[0]).sum(-1)
+            elif params.reduction == "sum":
+                scores = matrix @ grad[0].sum(-1)
+            else:
+                # A word's L2 saliency: the norm of all its subword gradients (clamped: sqrt has no slope at 0).
+                scores = (matrix @ (grad[0] ** 2).sum(-1)).clamp_min(1e-24).sqrt()
+    return (scores, probs) if create_graph else (scores.detach(), probs.detach())
+
+
+def _word_matrix(encoded: Encoded, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """(n_words, seq) 0/1 matrix summing token values into their word (special tokens dropped)."""
+    matrix = torch.zeros((encoded.n_words, len(encoded.input_ids)), dtype=dtype, device=device)
+    for t, w in enumerate(encoded.word_ids):
+        if w is not None:
+            matrix[w, t] = 1.0
+    return matrix
+
+
+def _integrated_gradients(
+    clf: Classifier,
+    encoded: Encoded,
+    embeds: torch.Tensor,
+    target: int,
+    params: IntegratedGradientsParams,
+    matrix: torch.Tensor,
+    create_graph: bool,
+    n_steps: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    weights, points = (
+        torch.tensor(v, dtype=embeds.dtype, device=embeds.device) for v in quadrature(params.method, n_steps)
+    )
+    baseline = baseline_embeddings(clf, encoded, params.baseline).to(embeds.dtype)  # (1, seq, dim)
+    difference = embeds - baseline
+    path = baseline + points.view(-1, 1, 1) * difference  # (n_steps, seq, dim)
+    if not create_graph:
+        path = path.detach().requires_grad_(True)
+    logits = torch.cat(
+        [
+            clf.forward_embeds(path[i : i + clf.batch_size], encoded.variant)
+            for i in range(0, path.shape[0], clf.batch_size)
+        ]
+    )
+    value = _target_output(logits, target, params.output).sum()
+    (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
+    average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)
+    probs = torch.softmax(clf.forward_embeds(embeds, encoded.variant), dim=-1)[0]
+    return matrix @ (difference[0] * average).sum(-1), probs

@@ -24,8 +24,9 @@ import numpy as np
 
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import Fill, MaskedLM
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers.base import Passes, make_attribution
 from explainers.loo import OUTPUTS, output_space
 
 SELECTIONS = ("topk", "threshold")
@@ -149,3 +150,9 @@ def explain(
             len(f) == params.max_candidates and f[-1].probability >= params.threshold for f, _ in filled
         ]
     return make_attribution(example, target, scores, extras=extras)
+
+
+def passes(n_words: int, params: ImParams) -> Passes:
+    """Cost model: one masked-LM pass per word, one classifier pass per kept fill-in plus the original."""
+    per_word = params.k if params.selection == "topk" else params.max_candidates
+    return Passes(classifier=1 + n_words * per_word, mlm=n_words)

@@ -24,10 +24,11 @@ import numpy as np
 
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import Fill, MaskedLM
+from core.params import param
+from core.perturb import REMOVALS, removal_variant, replaced_segments, sample_text
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers.base import Passes, make_attribution
 from explainers.input_marginalization import fill_converter
-from explainers.loo import REMOVALS, removal_variant
 
 FILLS = ("all_at_once", "one_at_a_time")
 GALLERY_SIZE = 50  # perturbed samples kept in the extras for display
@@ -89,24 +90,6 @@ def fit_ridge(features: np.ndarray, targets: np.ndarray, weights: np.ndarray, al
     explained, total_variance = float(weights @ residual**2), float(weights @ centred_y**2)
     r2 = 1.0 - explained / total_variance if total_variance > 0 else float(explained == 0)
     return Surrogate(coef, intercept, r2)
-
-
-def replaced_segments(example: Example, replacements: dict[int, str | None]) -> tuple[tuple[str, ...], ...]:
-    """The example's segments with flat word positions replaced (None deletes the word)."""
-    out, flat = [], 0
-    for segment in example.segments:
-        words = []
-        for word in segment:
-            new = replacements.get(flat, word)
-            if new is not None:
-                words.append(new)
-            flat += 1
-        out.append(tuple(words))
-    return tuple(out)
-
-
-def sample_text(segments: tuple[tuple[str, ...], ...]) -> str:
-    return " || ".join(" ".join(segment) for segment in segments)
 
 
 def _removed_text(clf: Classifier, removal: str) -> str | None:
@@ -232,3 +215,15 @@ def explain_mlm(
     ]
     probabilities = clf.predict_proba(variants, progress=_stage(progress, 0.5, 1.0))
     return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+
+
+def passes(n_words: int, params: LimeParams) -> Passes:
+    """Cost model of ``lime``: one classifier pass per sample (the original included)."""
+    return Passes(classifier=params.n_samples)
+
+
+def passes_mlm(n_words: int, params: LimeMlmParams) -> Passes:
+    """Cost model of ``lime_mlm``: a sample removes 1..n words (mean (n + 1) / 2), filled in one
+    masked-LM pass or one pass per removed word."""
+    per_sample = 1.0 if params.fill == "all_at_once" else (n_words + 1) / 2
+    return Passes(classifier=params.n_samples, mlm=round((params.n_samples - 1) * per_sample))

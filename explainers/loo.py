@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.classifier import Classifier, Encoded, Variant, log2_odds
+from core.classifier import Classifier, log2_odds
+from core.params import param
+from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers.base import make_attribution
 
-REMOVALS = ("delete", "unk", "pad", "mask", "zero")
 OUTPUTS = ("log_odds", "probability")
 
 
@@ -24,18 +25,6 @@ OUTPUTS = ("log_odds", "probability")
 class LooParams:
     removal: str = param("delete", "how the word is removed", choices=REMOVALS)
     output: str = param("log_odds", "score space: log2-odds difference or probability difference", choices=OUTPUTS)
-
-
-def removal_variant(clf: Classifier, encoded: Encoded, words: list[int], removal: str) -> Variant:
-    """The input with ``words`` removed in the given way (shared with the faithfulness metrics)."""
-    if removal == "zero":
-        return encoded.perturb(zero_words=words)
-    if removal == "delete":
-        return encoded.perturb({w: () for w in words})
-    token = clf.special_tokens[removal]
-    if token is None:
-        raise ValueError(f"{clf.name} has no [{removal.upper()}] token")
-    return encoded.perturb({w: (token,) for w in words})
 
 
 def output_space(probabilities: np.ndarray, output: str) -> np.ndarray:

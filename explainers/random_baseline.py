@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.classifier import Classifier
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
+from explainers.base import make_attribution
 
 
 @dataclass(frozen=True)

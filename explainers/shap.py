@@ -24,9 +24,10 @@ import torch
 from captum.attr import KernelShap
 
 from core.classifier import Classifier, ProgressFn
+from core.params import param
+from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import make_attribution, param
-from explainers.loo import REMOVALS, removal_variant
+from explainers.base import Passes, make_attribution
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,12 @@ def explain(
         "exact": exact,
     }
     return make_attribution(example, target, scores, extras=extras)
+
+
+def passes(n_words: int, params: KernelShapParams) -> Passes:
+    """Cost model: one classifier pass per sampled coalition, or all 2^n coalitions when they fit
+    in the budget (exact Shapley values)."""
+    return Passes(classifier=2**n_words if 2**n_words - 2 <= params.n_samples else params.n_samples)
 
 
 def coalitions(n: int) -> np.ndarray:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+from types import MappingProxyType
 
 from metrics.base import MetricResult, MetricSpec, Summary, mean_interval
 
 _FAMILIES = ("faithfulness", "plausibility")
 
 
-def _collect() -> dict[str, MetricSpec]:
+def _collect() -> MappingProxyType[str, MetricSpec]:
+    """The family modules' ``METRICS`` in order, read-only; a key registered twice is an error."""
     registry: dict[str, MetricSpec] = {}
     for family in _FAMILIES:
         try:
@@ -19,11 +21,13 @@ def _collect() -> dict[str, MetricSpec]:
                 raise
             continue
         for spec in module.METRICS:
+            if spec.key in registry:
+                raise ValueError(f"metric {spec.key!r} is registered twice")
             registry[spec.key] = spec
-    return registry
+    return MappingProxyType(registry)
 
 
-REGISTRY: dict[str, MetricSpec] = _collect()
+REGISTRY: MappingProxyType[str, MetricSpec] = _collect()
 
 
 def get(key: str) -> MetricSpec:

@@ -22,24 +22,57 @@ class MetricResult:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricSpec:
-    """A registry entry.
+    """A registry entry, written with keyword arguments.
 
-    ``compute(clf, example, attribution, params, *, mlm=None) -> MetricResult``; plausibility
-    metrics ignore ``clf``. ``higher_is_better`` gives the direction shown in tables.
+    ``function(clf, example, attribution, params, *, mlm=None) -> MetricResult`` is the metric;
+    call it through ``compute``, which checks the contract: a classifier is given when
+    ``needs_classifier``, and the value lies in ``value_range`` (when declared) or is NaN with a
+    reason in ``extras["skipped"]``. ``higher_is_better`` gives the direction shown in tables,
+    ``label`` the column name; ``in_table`` is False for a diagnostic the family's table leaves out;
+    ``thresholded`` marks the metrics computed on the map binarized at tau.
     """
 
     key: str
-    compute: Callable[..., MetricResult]
+    function: Callable[..., MetricResult]
     params_cls: type
     description: str
-    higher_is_better: bool
+    label: str
     family: str
     paper: str
+    higher_is_better: bool
     value_range: tuple[float, float] | None = None
     needs_classifier: bool = True
     needs_rationale: bool = False
+    in_table: bool = True
+    thresholded: bool = False  # binarizes the map at its ``threshold`` parameter (tau)
+
+    def __post_init__(self) -> None:
+        if self.value_range is not None and not self.value_range[0] < self.value_range[1]:
+            raise ValueError(f"{self.key}: value_range {self.value_range} is empty")
+
+    def compute(self, clf: Any, example: Any, attribution: Any, params: Any = None, *, mlm: Any = None) -> MetricResult:
+        """The metric's result for one explanation, checked against the spec (see the class)."""
+        if self.needs_classifier and clf is None:
+            raise ValueError(f"metric {self.key} needs a classifier")
+        params = params if params is not None else self.params_cls()
+        return self.checked(self.function(clf, example, attribution, params, mlm=mlm))
+
+    def checked(self, result: MetricResult) -> MetricResult:
+        """``result`` unchanged, or a ValueError naming the value that breaks the contract."""
+        value = result.value
+        if np.isnan(value):
+            if not result.extras.get("skipped"):
+                raise ValueError(f"metric {self.key} returned NaN without a reason in extras['skipped']")
+        elif self.value_range is not None:
+            low, high = self.value_range
+            if not low - _RANGE_TOLERANCE <= value <= high + _RANGE_TOLERANCE:
+                raise ValueError(f"metric {self.key} returned {value!r}, outside its range [{low}, {high}]")
+        return result
+
+
+_RANGE_TOLERANCE = 1e-9  # rounding of sums of probabilities
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,9 @@ import numpy as np
 
 from core.classifier import Classifier, Encoded, Variant
 from core.masked_lm import MaskedLM
+from core.params import param
+from core.perturb import removal_variant
 from core.types import Attribution, Example
-from explainers.base import param
-from explainers.loo import removal_variant
 from metrics.base import MetricResult, MetricSpec, mean_interval
 
 REMOVALS = ("delete", "mask", "unk", "pad", "mlm")
@@ -382,12 +382,12 @@ def score_many(
     for key, params in params_by_key.items():
         if key not in _PLANNERS:
             raise ValueError(f"{key!r} is not a faithfulness metric; known: {', '.join(_PLANNERS)}")
-        plans[key] = _PLANNERS[key](ctx, params if params is not None else _PARAMS[key]())
+        plans[key] = _PLANNERS[key](ctx, params if params is not None else _BY_KEY[key].params_cls())
     variants = [v for plan in plans.values() for v in plan.variants]
     probs = clf.predict_proba(variants)[:, attribution.target] if variants else np.zeros(0)
     results, start = {}, 0
     for key, plan in plans.items():
-        results[key] = plan.finish(probs[start : start + len(plan.variants)])
+        results[key] = _BY_KEY[key].checked(plan.finish(probs[start : start + len(plan.variants)]))
         start += len(plan.variants)
     return results
 
@@ -426,62 +426,61 @@ def mean_curve(curves: Sequence[Sequence[tuple[float, float]]], n_points: int = 
 
 METRIC_KEYS = tuple(_PLANNERS)
 
-_PARAMS: dict[str, type] = {
-    "deletion": CurveParams,
-    "insertion": CurveParams,
-    "comprehensiveness": BinParams,
-    "sufficiency": BinParams,
-    "log_odds": LogOddsParams,
-}
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
-        "deletion",
-        _compute("deletion"),
-        CurveParams,
-        "area under the target probability as top-ranked words are removed (x = step / steps)",
+        key="deletion",
+        function=_compute("deletion"),
+        params_cls=CurveParams,
+        description="area under the target probability as top-ranked words are removed (x = step / steps)",
+        label="deletion AUC",
         higher_is_better=False,
         family="faithfulness",
         paper=_PAPER_CURVES,
         value_range=(0.0, 1.0),
     ),
     MetricSpec(
-        "insertion",
-        _compute("insertion"),
-        CurveParams,
-        "area under the target probability as top-ranked words are put back into the removed input",
+        key="insertion",
+        function=_compute("insertion"),
+        params_cls=CurveParams,
+        description="area under the target probability as top-ranked words are put back into the removed input",
+        label="insertion AUC",
         higher_is_better=True,
         family="faithfulness",
         paper=_PAPER_CURVES,
         value_range=(0.0, 1.0),
     ),
     MetricSpec(
-        "comprehensiveness",
-        _compute("comprehensiveness"),
-        BinParams,
-        "mean drop of the target probability when the top-k% words are removed",
+        key="comprehensiveness",
+        function=_compute("comprehensiveness"),
+        params_cls=BinParams,
+        description="mean drop of the target probability when the top-k% words are removed",
+        label="comprehensiveness",
         higher_is_better=True,
         family="faithfulness",
         paper=_PAPER_ERASER,
         value_range=(-1.0, 1.0),
     ),
     MetricSpec(
-        "sufficiency",
-        _compute("sufficiency"),
-        BinParams,
-        "mean drop of the target probability when only the top-k% words are kept",
+        key="sufficiency",
+        function=_compute("sufficiency"),
+        params_cls=BinParams,
+        description="mean drop of the target probability when only the top-k% words are kept",
+        label="sufficiency",
         higher_is_better=False,
         family="faithfulness",
         paper=_PAPER_ERASER,
         value_range=(-1.0, 1.0),
     ),
     MetricSpec(
-        "log_odds",
-        _compute("log_odds"),
-        LogOddsParams,
-        "ln p(target) after replacing the top-k% words minus ln p(target) before",
+        key="log_odds",
+        function=_compute("log_odds"),
+        params_cls=LogOddsParams,
+        description="ln p(target) after replacing the top-k% words minus ln p(target) before",
+        label="log-odds",
         higher_is_better=False,
         family="faithfulness",
-        paper="Shrikumar et al. 2017; paper 004 (AML)",
+        paper="Shrikumar et al. 2017, arXiv:1704.02685; paper 004 (AML)",
     ),
 )
+_BY_KEY = {spec.key: spec for spec in METRICS}

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from core.params import param
 from core.types import Attribution, Example
-from explainers.base import param
 from metrics.base import MetricResult, MetricSpec, Summary
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
@@ -315,15 +315,12 @@ def _rank_metric(key: str) -> MapScore:
     return score
 
 
-def _spec(
-    key: str, compute: Callable[..., MetricResult], params_cls: type, description: str, **kwargs: Any
-) -> MetricSpec:
+def _spec(**kwargs: Any) -> MetricSpec:
+    """A plausibility entry: compared with human rationales, no classifier needed; the metrics
+    taking ``ThresholdParams`` binarize the map at tau."""
     return MetricSpec(
-        key=key,
-        compute=compute,
-        params_cls=params_cls,
-        description=description,
         family="plausibility",
+        thresholded=kwargs["params_cls"] is ThresholdParams,
         needs_classifier=False,
         needs_rationale=True,
         **kwargs,
@@ -332,100 +329,112 @@ def _spec(
 
 METRICS = (
     _spec(
-        "iou",
-        _threshold_metric("iou"),
-        ThresholdParams,
-        "IoU of the binarized map and the human mask",
+        key="iou",
+        function=_threshold_metric("iou"),
+        params_cls=ThresholdParams,
+        description="IoU of the binarized map and the human mask",
+        label="IoU",
         higher_is_better=True,
         paper=_PAPER_000,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "precision",
-        _threshold_metric("precision"),
-        ThresholdParams,
-        "share of the binarized map's words that humans marked",
+        key="precision",
+        function=_threshold_metric("precision"),
+        params_cls=ThresholdParams,
+        description="share of the binarized map's words that humans marked",
+        label="precision",
         higher_is_better=True,
         paper=_PAPER_000,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "recall",
-        _threshold_metric("recall"),
-        ThresholdParams,
-        "share of the human words the binarized map selects",
+        key="recall",
+        function=_threshold_metric("recall"),
+        params_cls=ThresholdParams,
+        description="share of the human words the binarized map selects",
+        label="recall",
         higher_is_better=True,
         paper=_PAPER_000,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "f1",
-        _threshold_metric("f1"),
-        ThresholdParams,
-        "F1 of the binarized map against the human mask",
+        key="f1",
+        function=_threshold_metric("f1"),
+        params_cls=ThresholdParams,
+        description="F1 of the binarized map against the human mask",
+        label="F1",
         higher_is_better=True,
         paper=_PAPER_000,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "token_f1",
-        _against_human(_token_f1),
-        SelectionParams,
-        "token F1 of the top-k words (k = human length)",
+        key="token_f1",
+        function=_against_human(_token_f1),
+        params_cls=SelectionParams,
+        description="token F1 of the top-k words (k = human length)",
+        label="token F1",
         higher_is_better=True,
         paper=_ERASER,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "iou_f1",
-        _against_human(_iou_f1),
-        SelectionParams,
-        "span F1, a predicted span matching a human one at IoU >= 0.5",
+        key="iou_f1",
+        function=_against_human(_iou_f1),
+        params_cls=SelectionParams,
+        description="span F1, a predicted span matching a human one at IoU >= 0.5",
+        label="IOU-F1",
         higher_is_better=True,
         paper=_ERASER,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "auprc",
-        _against_human(_auprc),
-        RankingParams,
-        "area under the precision-recall curve of the scores",
+        key="auprc",
+        function=_against_human(_auprc),
+        params_cls=RankingParams,
+        description="area under the precision-recall curve of the scores",
+        label="AUPRC",
         higher_is_better=True,
         paper=_ERASER,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "gt_overlap",
-        _against_human(_rank_metric("gt_overlap")),
-        RankingParams,
-        "share of the top-|L| words that humans marked",
+        key="gt_overlap",
+        function=_against_human(_rank_metric("gt_overlap")),
+        params_cls=RankingParams,
+        description="share of the top-|L| words that humans marked",
+        label="GT overlap",
         higher_is_better=True,
         paper=_THESIS,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "mean_rank",
-        _against_human(_rank_metric("mean_rank")),
-        RankingParams,
-        "share of the ranking needed to cover every human word",
+        key="mean_rank",
+        function=_against_human(_rank_metric("mean_rank")),
+        params_cls=RankingParams,
+        description="share of the ranking needed to cover every human word",
+        label="mean rank",
         higher_is_better=False,
         paper=_THESIS,
         value_range=(0.0, 1.0),
     ),
     _spec(
-        "contiguity",
-        _against_human(_contiguity),
-        SelectionParams,
-        "words per span of the top-k words (k = human length; the humans' own figure in extras)",
+        key="contiguity",
+        function=_against_human(_contiguity),
+        params_cls=SelectionParams,
+        description="words per span of the top-k words (k = human length; the humans' own figure in extras)",
+        label="contiguity",
+        in_table=False,
         higher_is_better=True,
         paper=_ERASER,
         value_range=None,
     ),
     _spec(
-        "coverage",
-        _against_human(_coverage),
-        ThresholdParams,
-        "share of words the binarized map selects (human share in extras; no better direction)",
+        key="coverage",
+        function=_against_human(_coverage),
+        params_cls=ThresholdParams,
+        description="share of words the binarized map selects (human share in extras; no better direction)",
+        label="coverage",
         higher_is_better=False,
         paper=_PAPER_000,
         value_range=(0.0, 1.0),
@@ -433,6 +442,7 @@ METRICS = (
 )
 KEYS = tuple(spec.key for spec in METRICS)
 _BY_KEY = {spec.key: spec for spec in METRICS}
+THRESHOLD_KEYS = tuple(spec.key for spec in METRICS if spec.thresholded)
 # A binary mask ranks its words only by position, so the rank metrics have no human ceiling.
 CEILING_KEYS = tuple(key for key in KEYS if key not in ("gt_overlap", "mean_rank"))
 
@@ -506,10 +516,12 @@ def at_threshold(
     pairs: Sequence[tuple[Example, Attribution]],
     threshold: float,
     annotator: str = "majority",
-    keys: Sequence[str] = ("iou", "precision", "recall", "f1", "coverage"),
+    keys: Sequence[str] | None = None,
 ) -> dict[str, Summary]:
-    """The threshold metrics ``keys`` over a slice at one tau (typically ``best_threshold``'s)."""
+    """The threshold metrics ``keys`` (all of them by default) over a slice at one tau (typically
+    ``best_threshold``'s)."""
     params = ThresholdParams(annotator=annotator, threshold=threshold)
+    keys = THRESHOLD_KEYS if keys is None else keys
     return {key: summarize(_BY_KEY[key].compute(None, e, a, params) for e, a in pairs) for key in keys}
 
 

@@ -34,37 +34,19 @@ def passes_per_second(attribution: Attribution) -> float | None:
 
 
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
-    """Passes of ``im``, ``lime``, ``lime_mlm`` or ``kernel_shap`` on ``n_words`` words; the time
-    assumes a masked-LM pass costs about one classifier pass (true of the bundled MiniLMs)."""
-    p = explainers.get(method).make_params(params)
-    mlm_passes = 0
-    if method == "im":
-        per_word = p.k if p.selection == "topk" else p.max_candidates
-        mlm_passes, classifier_passes = n_words, 1 + n_words * per_word
-    elif method in ("lime", "lime_mlm", "kernel_shap"):
-        classifier_passes = p.n_samples
-        if method == "lime_mlm":
-            # lime removes 1..n words (mean (n + 1) / 2); one_at_a_time needs a pass per removed word.
-            per_sample = 1.0 if p.fill == "all_at_once" else (n_words + 1) / 2
-            mlm_passes = round((p.n_samples - 1) * per_sample)
-    else:
-        raise ValueError(f"no cost estimate for {method!r}")
-    seconds = (mlm_passes + classifier_passes) / rate if rate else None
-    return CostEstimate(mlm_passes, classifier_passes, seconds)
-
-
-# Per-step cost of the mask optimisers relative to one batch-2 forward+backward pass of the
-# classifier, calibrated with `python -m cli bench` on the bundled models (BENCHMARKS.md): a MaRC
-# step is one such pass; an fAML step also runs the attribution encoder (same size) and its
-# selection; pAML pre-training costs about 1.6 such passes per training example and epoch.
-MARC_STEP_COST = 1.0
-AML_STEP_COST = 4.0
-AML_PRETRAIN_COST = 1.6
+    """Passes of a sampling method (its spec's ``passes`` cost model) on ``n_words`` words; the
+    time assumes a masked-LM pass costs about one classifier pass (true of the bundled MiniLMs)."""
+    spec = explainers.get(method)
+    if spec.passes is None:
+        raise ValueError(f"no cost estimate for {method!r}: it is not a sampling method")
+    passes = spec.passes(n_words, spec.make_params(params))
+    seconds = (passes.mlm + passes.classifier) / rate if rate else None
+    return CostEstimate(passes.mlm, passes.classifier, seconds)
 
 
 @dataclass(frozen=True)
 class MaskCostEstimate:
-    """Seconds a MaRC or AML run should take; ``pretrain_s`` is AML's one-off pre-training."""
+    """Seconds a mask optimiser's run should take; ``pretrain_s`` is a one-off pre-training (AML's)."""
 
     seconds: float
     pretrain_s: float = 0.0
@@ -94,16 +76,11 @@ def estimate_perturbation_cost(model: str, example: Example, method: str, params
 
 
 def estimate_mask_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> MaskCostEstimate:
-    """Time estimate for ``marc`` or ``aml`` on this example, from one timed optimisation step."""
+    """Time estimate for a mask optimiser on this example: its spec's ``steps`` cost model times
+    one timed optimisation step."""
+    spec = explainers.get(method)
+    if spec.steps is None:
+        raise ValueError(f"no mask-optimisation estimate for {method!r}: it is not a mask optimiser")
+    steps = spec.steps(spec.make_params(params))
     step = _step_seconds(model, store.example_key(example), example)
-    p = explainers.get(method).make_params(params)
-    if method == "marc":
-        note = f"at most {p.n_steps} optimisation steps" + (
-            "; the early stop often ends sooner" if p.early_stop else ""
-        )
-        return MaskCostEstimate(p.n_steps * MARC_STEP_COST * step, note=note)
-    if method == "aml":
-        finetune = (p.n_steps if p.mode == "fine_tune" else 0) * AML_STEP_COST * step + step
-        pretrain = p.n_train * p.n_epochs * AML_PRETRAIN_COST * step
-        return MaskCostEstimate(finetune, pretrain, f"pre-training on {p.n_train} examples once per model")
-    raise ValueError(f"no mask-optimisation estimate for {method!r}")
+    return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)

@@ -12,6 +12,7 @@ from core.types import Example, ProgressFn
 from experiments import attacks as _adversarial
 from experiments import randomization as _randomization
 from services import models, store
+from services.resources import resources
 
 # =========================================================================== sanity checks
 # Section owned by the layer-randomisation sanity checks (app_pages/sanity_checks.py): whole runs
@@ -73,6 +74,7 @@ def randomize(
         targets=targets,
         params=params,
         top_k_fraction=top_k_fraction,
+        resources=resources(),
         mlm=mlm,
         progress=progress,
     )
@@ -138,6 +140,7 @@ def attack(
                 chosen,
                 mlm=models.masked_lm(mlm_name) if needs_mlm else None,
                 explainer_params=params,
+                resources=resources(),
                 progress=step,
             )
             cache.put(key, cached)

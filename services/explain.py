@@ -11,6 +11,7 @@ import explainers
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_example, predict
 from services import models, store
+from services.resources import resources
 
 # --------------------------------------------------------------------------- explanations
 
@@ -65,7 +66,14 @@ def _attribution(
     clf = models.classifier(model)
     mlm = models.masked_lm(mlm_name) if mlm_name else None
     explanation = explain_example(
-        clf, example, [method], target=target, params={method: params}, mlm=mlm, progress=progress
+        clf,
+        example,
+        [method],
+        target=target,
+        params={method: params},
+        mlm=mlm,
+        progress=progress,
+        resources=resources(),
     )
     if method in explanation.errors:
         raise ValueError(explanation.errors[method])

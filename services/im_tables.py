@@ -7,9 +7,8 @@ from typing import Any
 
 import streamlit as st
 
+from core.perturb import removal_variant, replaced_segments, sample_text
 from core.types import Attribution, Example
-from explainers.lime import replaced_segments, sample_text
-from explainers.loo import removal_variant
 from services import models, store
 
 

@@ -25,13 +25,22 @@ class ParamField:
     max: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MethodInfo:
+    """An explainer (or an attack's form) described for pages and ``ui``, which may not import
+    ``explainers``: its capability flags are the registry spec's (explainers/base.py)."""
+
     key: str
     description: str
     family: str
     needs_mlm: bool
     fields: tuple[ParamField, ...]  # parameters the user may change (those fixing a variant are left out)
+    paper: str = ""
+    gradient: bool = False
+    sampling: bool = False
+    mask_optimiser: bool = False
+    mask_filler: str | None = None
+    stochastic: bool = False
 
 
 def methods() -> list[MethodInfo]:
@@ -46,17 +55,35 @@ def _method_info(spec: explainers.ExplainerSpec) -> MethodInfo:
         for f in dataclasses.fields(spec.params_cls)
         if f.name not in spec.defaults
     )
-    return MethodInfo(spec.key, spec.description, spec.family, spec.needs_mlm, fields)
+    return MethodInfo(
+        key=spec.key,
+        description=spec.description,
+        family=spec.family,
+        needs_mlm=spec.needs_mlm,
+        fields=fields,
+        paper=str(spec.paper),
+        gradient=spec.gradient,
+        sampling=spec.sampling,
+        mask_optimiser=spec.mask_optimiser,
+        mask_filler=spec.mask_filler,
+        stochastic=spec.stochastic,
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricInfo:
+    """A registered metric described for pages and ``ui`` (the spec's fields, metrics/base.py)."""
+
     key: str
+    label: str
     description: str
     family: str
     higher_is_better: bool
     paper: str
     needs_rationale: bool
+    thresholded: bool
+    in_table: bool
+    value_range: tuple[float, float] | None
     fields: tuple[ParamField, ...]
 
 
@@ -64,13 +91,17 @@ def metric_infos(family: str | None = None) -> list[MetricInfo]:
     """Registered metrics (of one family when given), in registry order."""
     return [
         MetricInfo(
-            spec.key,
-            spec.description,
-            spec.family,
-            spec.higher_is_better,
-            spec.paper,
-            spec.needs_rationale,
-            tuple(
+            key=spec.key,
+            label=spec.label,
+            description=spec.description,
+            family=spec.family,
+            higher_is_better=spec.higher_is_better,
+            paper=spec.paper,
+            needs_rationale=spec.needs_rationale,
+            thresholded=spec.thresholded,
+            in_table=spec.in_table,
+            value_range=spec.value_range,
+            fields=tuple(
                 ParamField(f.name, getattr(spec.params_cls(), f.name), **f.metadata)
                 for f in dataclasses.fields(spec.params_cls)
             ),
@@ -88,4 +119,11 @@ def attack_info(attack: str, preset: str = "quick") -> MethodInfo:
         for f in dataclasses.fields(defaults)
         if f.name != "objective"
     )
-    return MethodInfo(f"attack_{attack}", f"{attack} attack", "adversarial", attack == "substitution", fields)
+    return MethodInfo(
+        key=f"attack_{attack}",
+        description=f"{attack} attack",
+        family="adversarial",
+        needs_mlm=attack == "substitution",
+        fields=fields,
+        paper=str(_adversarial.PAPER),
+    )

@@ -17,6 +17,7 @@ from metrics.base import Summary
 from metrics.plausibility import ThresholdSearch
 from services import models, store
 from services.data import dataset_example
+from services.resources import resources
 
 
 @st.cache_resource
@@ -47,6 +48,7 @@ def _evaluate(
         mlm=mlm,
         progress=progress,
         target=target,
+        resources=resources(),
     )
     return evaluation, params_by_metric, time.perf_counter() - start
 

@@ -1,4 +1,4 @@
-"""Attacks on explanations (metrics/adversarial.py), checked on the toy models with hand answers.
+"""Attacks on explanations (experiments/attacks/), checked on the toy models with hand answers.
 
 The linear toy with gradient x input on the logit gives ``a_t = x_t . (1, -1, 0, 0)`` whatever the
 context, so the attacks' outcomes can be worked out by hand: "great" (3, 0, 0, 0) scores 3, "bad"
@@ -18,20 +18,21 @@ import explainers
 from core.classifier import Classifier
 from core.masked_lm import Fill
 from core.types import Example
-from experiments import attacks as adversarial
 from experiments.attacks import (
     embedding_attack,
-    explain_embeddings,
     k_for,
     make_params,
     rank_change,
+    substitution,
     substitution_attack,
     summarize,
     topk_sum_change,
 )
+from explainers.gradients import word_scores
 from tests.toy import VOCAB, WEIGHT, toy_linear, toy_tokenizer
 
 LOGIT = {"output": "logit"}
+GRADIENT_METHODS = [key for key, spec in explainers.REGISTRY.items() if spec.gradient]
 P_ORIGINAL = 1 / (1 + np.exp(-4.4))
 
 
@@ -78,7 +79,7 @@ def test_k_is_fifteen_percent_rounded_down_at_least_one(n_words, k):
 # ------------------------------------------------------------------ embedding attack
 
 
-@pytest.mark.parametrize("method", adversarial.GRADIENT_METHODS)
+@pytest.mark.parametrize("method", GRADIENT_METHODS)
 def test_differentiable_explanation_equals_the_registry_explainer(bert_clf, toy_example, method):
     spec = explainers.get(method)
     params = spec.make_params({"n_steps": 16} if method == "integrated_gradients" else None)
@@ -86,7 +87,7 @@ def test_differentiable_explanation_equals_the_registry_explainer(bert_clf, toy_
     registry = explainers.run_explainer(spec, bert_clf, toy_example, target, params)
     encoded = bert_clf.encode(toy_example)
     embeds = bert_clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()
-    scores, probs = explain_embeddings(bert_clf, encoded, embeds, target, method, params)
+    scores, probs = word_scores(bert_clf, encoded, embeds, target, params)
     np.testing.assert_allclose(scores.numpy(), registry.scores, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(probs.numpy(), bert_clf.predict_proba([encoded.variant])[0], atol=1e-5)
 
@@ -193,21 +194,21 @@ def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method
     spec = explainers.get(method)
     target, top = result.target, np.array(result.top_k)
     p0 = result.original_probabilities[target]
-    best = adversarial._demotion(result.original.scores, top)
+    best = substitution._demotion(result.original.scores, top)
     for position in range(len(toy_example.words)):
         for word in words:
             if position in top or word == toy_example.words[position]:
                 continue
-            attacked = adversarial._substituted(toy_example, [(position, word)])
+            attacked = substitution._substituted(toy_example, [(position, word)])
             probs = bert_clf.predict_proba([bert_clf.encode(attacked).variant])[0]
             if int(np.argmax(probs)) == target and abs(probs[target] - p0) <= 0.2:
                 scores = explainers.run_explainer(spec, bert_clf, attacked, target).scores
-                best = max(best, adversarial._demotion(scores, top))
-    assert adversarial._demotion(result.attacked.scores, top) == best
+                best = max(best, substitution._demotion(scores, top))
+    assert substitution._demotion(result.attacked.scores, top) == best
     if result.substitutions:
         # The reported attacked explanation is the registry's explanation of the attacked text.
         ((position, _, word),) = result.substitutions
-        attacked = adversarial._substituted(toy_example, [(position, word)])
+        attacked = substitution._substituted(toy_example, [(position, word)])
         recomputed = explainers.run_explainer(spec, bert_clf, attacked, target).scores
         np.testing.assert_allclose(result.attacked.scores, recomputed)
         assert result.rank_change == pytest.approx(rank_change(result.original.scores, recomputed, result.k))
@@ -229,7 +230,7 @@ def test_beam_search_does_at_least_as_well_as_greedy(bert_clf, toy_example):
         search="beam",
     )
     top = np.array(greedy.top_k)
-    assert adversarial._demotion(beam.attacked.scores, top) >= adversarial._demotion(greedy.attacked.scores, top)
+    assert substitution._demotion(beam.attacked.scores, top) >= substitution._demotion(greedy.attacked.scores, top)
     for result in (greedy, beam):
         assert result.attacked_predicted == result.target
         assert abs(result.probability_change) <= 0.2
@@ -294,7 +295,7 @@ def test_attack_command_rejects_a_method_the_embedding_attack_cannot_take(monkey
 def test_pair_examples_keep_their_segments(linear_clf):
     example = Example(segments=(("the", "film", "was", "great"), ("it", "is", "bad")), id="pair")
     result = _substitute(linear_clf, example, ["film", "good"], budget=1)
-    assert [len(s) for s in adversarial._substituted(example, [(5, "good")]).segments] == [4, 3]
+    assert [len(s) for s in substitution._substituted(example, [(5, "good")]).segments] == [4, 3]
     assert result.attacked_predicted == result.target
 
 
@@ -349,7 +350,7 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     app.button(key="adversarial.run").click().run()
     assert not app.exception
     measures = measures_table(app)
-    assert list(measures.index) == list(adversarial.GRADIENT_METHODS)
+    assert list(measures.index) == list(GRADIENT_METHODS)
     assert (measures["steps"] <= 3).all()
     bodies = [h.proto.body for h in app.get("html")]
     heatmaps = [b for b in bodies if 'class="hm-row"' in b]

@@ -183,3 +183,59 @@ def test_registry_contract(key: str, toy_bert_loaded, toy_mlm: MaskedLM) -> None
     for name, tensor in toy_bert_loaded.model.state_dict().items():
         assert torch.equal(tensor, before[name]), f"{key} changed {name}"
     assert all(p.grad is None for p in toy_bert_loaded.model.parameters())
+    _check_capabilities(spec, first, toy_bert_loaded, example)
+
+
+def _check_capabilities(spec: explainers.ExplainerSpec, first, loaded, example: Example) -> None:
+    """The spec's flags and cost models hold on the run they describe."""
+    import dataclasses
+
+    from explainers.gradients import word_scores
+
+    assert spec.paper.authors and 1990 < spec.paper.year < 2100, spec.key
+    assert all(f.metadata.get("help") for f in dataclasses.fields(spec.params_cls)), f"{spec.key}: a field has no help"
+    params = _fast_params(spec, 3)
+    if spec.sampling:
+        passes = spec.passes(len(example.words), params)
+        assert 0 < first.forward_passes <= passes.classifier, (spec.key, first.forward_passes, passes)
+        assert first.extras.get("mlm_forward_passes", 0) <= passes.mlm, spec.key
+    if spec.mask_optimiser:
+        steps = spec.steps(params)
+        assert steps.run > 0 and steps.pretrain >= 0 and spec.mask_filler, spec.key
+    if spec.needs_mlm:
+        with pytest.raises(ValueError, match="needs a masked language model"):
+            explainers.run_explainer(spec, Classifier(loaded), example, 1, params)
+    if spec.gradient:
+        # The differentiable recomputation the embedding attack uses gives the explainer's scores.
+        clf = Classifier(loaded)
+        encoded = clf.encode(example)
+        embeds = clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()
+        scores, _ = word_scores(clf, encoded, embeds, 1, params)
+        np.testing.assert_allclose(scores.numpy(), first.scores, rtol=1e-4, atol=1e-6)
+
+
+def test_registry_is_read_only_and_rejects_duplicates() -> None:
+    spec = explainers.get("random")
+    with pytest.raises(TypeError):
+        explainers.REGISTRY["copy"] = spec  # type: ignore[index]
+    with pytest.raises(ValueError, match="'random' is registered twice"):
+        explainers._registry(spec, spec)
+
+
+def test_spec_cost_models_match_their_flags() -> None:
+    import dataclasses
+
+    lime = explainers.get("lime")
+    with pytest.raises(ValueError, match="sampling method needs a passes cost model"):
+        dataclasses.replace(lime, passes=None)
+    with pytest.raises(ValueError, match="mask optimiser needs a steps cost model"):
+        dataclasses.replace(explainers.get("marc"), steps=None)
+    # im on 4 words, top-10: one masked-LM pass per word and 1 + 4 x 10 classifier passes.
+    im = explainers.get("im")
+    assert im.passes(4, im.make_params()) == explainers.Passes(classifier=41, mlm=4)
+    lime_mlm = explainers.get("lime_mlm")
+    one_by_one = lime_mlm.passes(5, lime_mlm.make_params({"n_samples": 101, "fill": "one_at_a_time"}))
+    assert one_by_one == explainers.Passes(classifier=101, mlm=300)  # 100 samples x mean (5 + 1) / 2 words
+    aml = explainers.get("aml")
+    steps = aml.steps(aml.make_params({"n_steps": 5, "n_train": 10, "n_epochs": 2}))
+    assert steps.run == pytest.approx(21.0) and steps.pretrain == pytest.approx(32.0)

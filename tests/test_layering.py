@@ -23,7 +23,7 @@ ALLOWED = {
     "api": {"api", "engine", "experiments", "metrics", "explainers", "core", "ui"},
     "engine": {"engine", "experiments", "metrics", "explainers", "core"},
     "experiments": {"experiments", "metrics", "explainers", "core"},
-    "metrics": {"metrics", "explainers", "core"},
+    "metrics": {"metrics", "core"},
     "explainers": {"explainers", "core"},
     "core": {"core"},
 }

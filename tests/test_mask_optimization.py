@@ -1,4 +1,4 @@
-"""MaRC and AML (explainers/mask_optimization.py) on the toy models, and their UI panels.
+"""MaRC and AML (explainers/marc.py, explainers/aml/) on the toy models, and their UI panels.
 
 The toy linear classifier sums its tokens' embeddings; only 'great' (+3 toward positive), 'awful',
 'good' and 'bad' (+1 toward negative in the example) carry any signal, so the planted word of
@@ -17,7 +17,8 @@ import torch
 import explainers
 from core.classifier import Classifier
 from core.types import Example
-from explainers import mask_optimization as mo
+from engine.resources import Resources, training_examples
+from explainers import _masking, marc
 from ui import mask_panels
 
 GREAT, BAD = 3, 8
@@ -25,9 +26,9 @@ FAST_MARC = {"n_steps": 100, "lr": 0.1}
 FAST_AML = {"lr": 0.01, "n_train": 64, "n_epochs": 2, "train_batch_size": 8, "n_steps": 5}
 
 
-def _run(key: str, clf: Classifier, example: Example, target: int, **overrides):
+def _run(key: str, clf: Classifier, example: Example, target: int, resources: Resources | None = None, **overrides):
     spec = explainers.get(key)
-    return explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides))
+    return explainers.run_explainer(spec, clf, example, target, spec.make_params(overrides), resources=resources)
 
 
 def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -48,22 +49,22 @@ def test_span_mask_matches_the_gaussian_formula():
     weights = torch.tensor([1.2, 1.2, 1.2])
     widths = torch.tensor([2.0, 2.0, 2.0])
     sigmoid = lambda x: 1 / (1 + math.exp(-x))
-    paper = mo.span_mask(weights, widths, "sigma")  # exp(-d^2 / s)
+    paper = marc.span_mask(weights, widths, "sigma")  # exp(-d^2 / s)
     assert paper[0].item() == pytest.approx(sigmoid(1.2 * (1 + math.exp(-1 / 2) + math.exp(-4 / 2))), abs=1e-6)
     assert paper[1].item() == pytest.approx(sigmoid(1.2 * (1 + 2 * math.exp(-1 / 2))), abs=1e-6)
-    code = mo.span_mask(weights, widths, "sigma_squared")  # exp(-d^2 / s^2)
+    code = marc.span_mask(weights, widths, "sigma_squared")  # exp(-d^2 / s^2)
     assert code[0].item() == pytest.approx(sigmoid(1.2 * (1 + math.exp(-1 / 4) + math.exp(-4 / 4))), abs=1e-6)
     # One large weight spreads to its neighbours, less with a narrower width.
-    wide = mo.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 4.0), "sigma")
-    narrow = mo.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 0.5), "sigma")
+    wide = marc.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 4.0), "sigma")
+    narrow = marc.span_mask(torch.tensor([0.0, 0.0, 4.0, 0.0, 0.0]), torch.full((5,), 0.5), "sigma")
     assert wide[1].item() == pytest.approx(sigmoid(4 * math.exp(-1 / 4)), abs=1e-6)
     assert narrow[1].item() == pytest.approx(sigmoid(4 * math.exp(-1 / 0.5)), abs=1e-6)
 
 
 def test_rationale_spans_are_maximal_runs():
-    assert mo.rationale_spans(np.array([0.1, 0.6, 0.7, 0.2, 0.9]), 0.5) == [(1, 3), (4, 5)]
-    assert mo.rationale_spans(np.array([0.5, 0.5]), 0.5) == [(0, 2)]
-    assert mo.rationale_spans(np.array([0.1, 0.2]), 0.5) == []
+    assert _masking.rationale_spans(np.array([0.1, 0.6, 0.7, 0.2, 0.9]), 0.5) == [(1, 3), (4, 5)]
+    assert _masking.rationale_spans(np.array([0.5, 0.5]), 0.5) == [(0, 2)]
+    assert _masking.rationale_spans(np.array([0.1, 0.2]), 0.5) == []
 
 
 # --------------------------------------------------------------------------- MaRC on the toy model
@@ -128,8 +129,8 @@ def test_marc_leaves_the_shared_model_unchanged(bert_clf, toy_example):
 
 
 def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
-    mo.PRETRAINED.clear()
-    tuned = _run("aml", linear_clf, toy_example, 1, **FAST_AML)
+    resources = Resources()
+    tuned = _run("aml", linear_clf, toy_example, 1, resources, **FAST_AML)
     assert int(np.argmax(tuned.scores)) == GREAT
     assert np.all((tuned.scores >= 0) & (tuned.scores <= 1))
     trace = tuned.extras["trace"]
@@ -155,7 +156,7 @@ def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
     assert len(pretraining["trace"]["loss"]) == 2 * 64 // 8
     assert pretraining["trace"]["loss"][-1] < pretraining["trace"]["loss"][0]
 
-    one_pass = _run("aml", linear_clf, toy_example, 1, **{**FAST_AML, "mode": "pretrained"})
+    one_pass = _run("aml", linear_clf, toy_example, 1, resources, **{**FAST_AML, "mode": "pretrained"})
     assert int(np.argmax(one_pass.scores)) == GREAT
     assert len(one_pass.extras["trace"]["loss"]) == 1 and one_pass.backward_passes == 0
     # One prediction plus one (masked, complement) pair; pre-training is cached and not charged again.
@@ -168,22 +169,24 @@ def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
 def test_aml_same_seed_same_mask_and_cached_model_unchanged(bert_clf, toy_example):
     settings = {**FAST_AML, "n_train": 16, "n_epochs": 1, "n_steps": 2}
     params = explainers.get("aml").make_params(settings)
-    mo.PRETRAINED.clear()
-    first = _run("aml", bert_clf, toy_example, 0, **settings)
-    pretrained = mo.pretrained_aml(bert_clf, toy_example, params)  # the cached model
+    resources = Resources()
+    first = _run("aml", bert_clf, toy_example, 0, resources, **settings)
+    pretrained = resources.pretrained(bert_clf, toy_example, params)  # the cached model
     cached = _state(pretrained.model)
-    again = _run("aml", bert_clf, toy_example, 0, **settings)
+    again = _run("aml", bert_clf, toy_example, 0, resources, **settings)
     _assert_same_state(cached, pretrained.model)  # fAML fine-tunes a copy
     np.testing.assert_array_equal(first.scores, again.scores)
-    mo.PRETRAINED.clear()  # retrained from scratch with the same seed: the same mask
-    retrained = _run("aml", bert_clf, toy_example, 0, **settings)
-    assert mo.pretrained_aml(bert_clf, toy_example, params) is not pretrained
+    resources.clear()  # retrained from scratch with the same seed: the same mask
+    retrained = _run("aml", bert_clf, toy_example, 0, resources, **settings)
+    assert resources.pretrained(bert_clf, toy_example, params) is not pretrained
+    # Without resources AML trains on the example each time, from the same seed: the same mask.
+    uncached = _run("aml", bert_clf, toy_example, 0, **settings)
+    np.testing.assert_allclose(first.scores, uncached.scores, atol=1e-6)
     np.testing.assert_allclose(first.scores, retrained.scores, atol=1e-6)
     assert first.extras["pretraining"]["backbone"] == "copy of toy-bert's encoder"
 
 
 def test_aml_leaves_the_shared_model_unchanged(linear_clf, bert_clf, toy_example):
-    mo.PRETRAINED.clear()
     for clf in (linear_clf, bert_clf):
         before = _state(clf.model)
         _run("aml", clf, toy_example, 1, **{**FAST_AML, "n_train": 16, "n_epochs": 1, "n_steps": 2})
@@ -191,7 +194,7 @@ def test_aml_leaves_the_shared_model_unchanged(linear_clf, bert_clf, toy_example
 
 
 def test_aml_training_slice_rule(linear_clf, toy_example):
-    examples, source = mo.training_examples(linear_clf, toy_example, 5, seed=0)
+    examples, source = training_examples(linear_clf, toy_example, 5, seed=0)
     assert source == "the explained example" and examples == [toy_example] * 5
 
 
@@ -287,16 +290,15 @@ def test_marc_spans_are_fewer_and_longer_than_saliency_top_k(sst2_clf):
     saliency = _run("saliency", sst2_clf, example, 0)
     top = np.zeros(len(TWO_PLACES))
     top[np.argsort(-saliency.scores, kind="stable")[:kept]] = 1
-    saliency_spans = mo.rationale_spans(top, 0.5)
+    saliency_spans = _masking.rationale_spans(top, 0.5)
     assert len(marc.extras["rationale_spans"]) < len(saliency_spans)
     assert kept / len(marc.extras["rationale_spans"]) > kept / len(saliency_spans)
 
 
 @pytest.mark.slow
 def test_aml_on_the_bundled_model(sst2_clf):
-    mo.PRETRAINED.clear()
     example = Example(segments=(SENTENCE,), id="sentence")
-    attribution = _run("aml", sst2_clf, example, 0)
+    attribution = _run("aml", sst2_clf, example, 0, Resources())
     # fAML: one prediction, 6 (masked, complement) pairs, at most 5 selection variants per step.
     assert 13 <= attribution.forward_passes <= 1 + 12 + 6 * 5 and attribution.backward_passes == 10
     assert attribution.extras["pretraining"]["source"].startswith("sst2/")
@@ -306,3 +308,36 @@ def test_aml_on_the_bundled_model(sst2_clf):
     assert metric[attribution.extras["selected_step"]] == max(metric) >= metric[0]  # fAML never worse than pAML
     top3 = {SENTENCE[i] for i in np.argsort(-attribution.scores)[:3]}
     assert top3 & {"grim", "flat", "boring", "refuses"}
+
+
+def test_resources_train_once_per_key_and_keys_do_not_wait_for_each_other(linear_clf, toy_example, monkeypatch):
+    import threading
+    import time
+
+    import engine.resources as resources_module
+
+    calls: list[tuple[int, float, float]] = []
+
+    def fake_pretrain(clf, examples, source, params, backbone, progress=None):
+        start = time.perf_counter()
+        time.sleep(0.3)
+        calls.append((params.seed, start, time.perf_counter()))
+        return object()
+
+    monkeypatch.setattr(resources_module, "pretrain_aml", fake_pretrain)
+    resources = Resources()
+    spec = explainers.get("aml")
+    same, other = spec.make_params({"seed": 1}), spec.make_params({"seed": 2})
+    got: dict[int, list[object]] = {1: [], 2: []}
+    threads = [
+        threading.Thread(target=lambda p=p: got[p.seed].append(resources.pretrained(linear_clf, toy_example, p)))
+        for p in (same, same, other)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(seed for seed, *_ in calls) == [1, 2]  # the shared key trained once
+    assert len(got[1]) == 2 and got[1][0] is got[1][1]  # both seed-1 callers got the one model
+    (_, start_1, end_1), (_, start_2, end_2) = sorted(calls)
+    assert start_2 < end_1 and start_1 < end_2  # the two keys trained at the same time

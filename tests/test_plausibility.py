@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import metrics
+from core.params import params_from
 from core.types import Attribution, Example
-from explainers.base import params_from
 from metrics import plausibility as pl
 
 DATA_DIR = "/work/shared/data"

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
+import services
 from core.types import Attribution
 from ui.heatmap import NEGATIVE, POSITIVE
 
@@ -154,10 +155,6 @@ def summary_rows(attribution: Attribution) -> list[dict[str, Any]]:
     return rows
 
 
-# What a masked word is blended toward, per method (for the preview's filler text).
-FILLERS = {"marc": "[PAD]", "aml": "[MASK]"}
-
-
 def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | None = None) -> None:
     """One expander for a MaRC or AML attribution: its rationale spans drawn as phrases, the input
     with the masked words greyed out (and as the classifier sees it), the trace chart and a summary."""
@@ -176,7 +173,7 @@ def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | No
         st.html(spans_html(attribution.words, extras["rationale_spans"], attribution.scores, segment_ids))
         st.markdown("**Masked input** (greyed words are blended toward the filler token; hover for the mask)")
         st.html(masked_preview_html(attribution.words, attribution.scores, threshold, None, segment_ids))
-        filler = FILLERS.get(key)
+        filler = next((m.mask_filler for m in services.methods() if m.key == key), None)
         if filler is not None:
             st.caption("As the classifier sees it, words below the threshold replaced:")
             st.html(masked_preview_html(attribution.words, attribution.scores, threshold, filler, segment_ids))

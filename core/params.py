@@ -1,0 +1,64 @@
+"""Parameter dataclasses shared by explainers, metrics and experiments.
+
+A method's parameters are a frozen dataclass whose fields are declared with ``param``: the
+field metadata (``help``, ``choices``, ``min``, ``max``) drives the UI's generated forms and the
+command line's ``--param`` parsing, and ``params_from`` builds and validates an instance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def param(
+    default: Any, help: str, *, choices: tuple | None = None, min: float | None = None, max: float | None = None
+) -> Any:
+    """A dataclass field carrying its UI/CLI description."""
+    meta = {"help": help, "choices": choices, "min": min, "max": max}
+    return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class NoParams:
+    pass
+
+
+def params_from(params_cls: type, values: dict[str, Any]) -> Any:
+    """Build a params dataclass from values (strings from the command line are converted)."""
+    fields = {f.name: f for f in dataclasses.fields(params_cls)}
+    converted = {}
+    for name, value in values.items():
+        if name not in fields:
+            raise ValueError(
+                f"unknown parameter {name!r} for {params_cls.__name__}; known: {', '.join(fields) or 'none'}"
+            )
+        converted[name] = _convert(fields[name], value)
+    params = params_cls(**converted)
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        meta = f.metadata
+        if "choices" in meta and value not in meta["choices"]:
+            raise ValueError(f"{f.name}={value!r} is not one of {meta['choices']}")
+        if "min" in meta and value < meta["min"] or "max" in meta and value > meta["max"]:
+            raise ValueError(f"{f.name}={value!r} is outside [{meta.get('min')}, {meta.get('max')}]")
+    return params
+
+
+def _convert(f: dataclasses.Field, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    kind = type(f.default)
+    if kind is bool:
+        if value.lower() in {"1", "true", "yes", "on"}:
+            return True
+        if value.lower() in {"0", "false", "no", "off"}:
+            return False
+        raise ValueError(f"{f.name} expects true or false, got {value!r}")
+    if kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError as error:
+            raise ValueError(f"{f.name} expects a {kind.__name__}, got {value!r}") from error
+    return value

@@ -1,0 +1,115 @@
+"""What explainers that train take from their caller (``ExplainerSpec.takes_resources``): AML's
+pre-trained attribution models (Barkan et al. 2024, paper 004), with the training data and the
+encoder they are built from.
+
+A ``Resources`` object is owned by its caller, never by a module: the app keeps one per server
+process (services/resources.py, ``st.cache_resource``), each command-line command builds one per
+run. Its cache keeps a few pre-trained models (least recently used dropped), keyed by the
+classifier object, the pre-training parameters and the training slice; a model is trained once
+per key under that key's own lock, so two sessions explaining with other settings do not wait
+for each other.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+from torch import nn
+
+from core.classifier import Classifier, ProgressFn
+from core.types import Example
+from explainers.aml import (
+    FALLBACK_SOURCE,
+    PRETRAIN_FIELDS,
+    AmlParams,
+    PretrainedAml,
+    pretrain_aml,
+    select_training_examples,
+)
+from explainers.aml.model import own_backbone
+
+_SPLIT_PREFERENCE = ("train", "validation", "dev", "val", "dev_highlighted")
+
+
+def training_split(clf: Classifier) -> tuple[str, str] | None:
+    """(dataset, split) pAML trains on, or None: the dataset the classifier was trained for (its
+    bundled card's ``dataset``, else its catalog entry's), first split present in the data folder
+    among train / validation / dev / val / dev_highlighted."""
+    from core import catalog, datasets
+    from core.models import model_info
+
+    entry = catalog.find(clf.name)
+    dataset = model_info(clf.name).get("dataset") or (entry.dataset if entry is not None else None)
+    if dataset not in datasets.DATASET_NAMES or dataset == "examples":
+        return None
+    splits = datasets.available_splits(dataset)
+    split = next((s for s in _SPLIT_PREFERENCE if s in splits), None)
+    return (dataset, split) if split is not None else None
+
+
+def training_examples(clf: Classifier, example: Example, n_train: int, seed: int) -> tuple[list[Example], str]:
+    """pAML's training slice and its name: ``select_training_examples`` from ``training_split``;
+    without one (no data folder, no known dataset), the explained example repeated ``n_train`` times."""
+    from core import datasets
+
+    found = training_split(clf)
+    if found is not None:
+        chosen, from_pool = select_training_examples(clf, datasets.load_examples(*found), example, n_train, seed)
+        if from_pool:
+            return chosen, "/".join(found)
+    return [example] * n_train, FALLBACK_SOURCE
+
+
+def backbone(clf: Classifier) -> tuple[nn.Module, str]:
+    """The attribution model's encoder: for the bundled models, the packaged pre-trained MiniLM
+    they were fine-tuned from (the paper's choice: the pre-trained, not fine-tuned, version of the
+    explained architecture); otherwise the classifier's own encoder copied (``own_backbone``)."""
+    from core.models import delta_folder, encoder_path
+
+    if delta_folder(clf.name) is not None:
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(encoder_path()), "packaged pre-trained MiniLM encoder"
+    return own_backbone(clf)
+
+
+class Resources:
+    """The caller's AML resources (``explainers.aml.AmlResources``): a small cache of pre-trained
+    attribution models with one lock per key."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple, tuple[weakref.ref, PretrainedAml]] = OrderedDict()
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._guard = threading.Lock()  # held only to read or change the two dictionaries
+
+    def pretrained(
+        self, clf: Classifier, example: Example, params: AmlParams, progress: ProgressFn | None = None
+    ) -> PretrainedAml:
+        """The pre-trained attribution model for this classifier and parameters, trained on first use."""
+        settings = tuple(getattr(params, name) for name in PRETRAIN_FIELDS)
+        slice_key = example.words if training_split(clf) is None else None
+        key = (id(clf.loaded.model), clf.name, str(clf.device), settings, slice_key)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._guard:
+                found = self._entries.get(key)
+                if found is not None and found[0]() is clf.loaded.model:
+                    self._entries.move_to_end(key)
+                    return found[1]
+            examples, source = training_examples(clf, example, params.n_train, params.seed)
+            trained = pretrain_aml(clf, examples, source, params, backbone, progress)
+            with self._guard:
+                self._entries[key] = (weakref.ref(clf.loaded.model), trained)
+                while len(self._entries) > self.size:
+                    dropped, _ = self._entries.popitem(last=False)
+                    self._locks.pop(dropped, None)
+            return trained
+
+    def clear(self) -> None:
+        with self._guard:
+            self._entries.clear()
+            self._locks.clear()

@@ -1,0 +1,187 @@
+"""The substitution attack, a readable variant of the embedding attack (after Ghorbani et al.
+2019, arXiv:1710.10547).
+
+It replaces up to ``budget`` words (never the original top-k words) with masked-LM fill-ins,
+keeping the predicted class and its probability within ``tolerance``, and searches greedily or
+by beam for the substitutions that push the original top-k words furthest down the new
+explanation's ranking. Any registered method can be attacked this way, perturbation methods at
+their cost; stochastic explainers get the attack's ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import explainers
+from core.classifier import Classifier, ProgressFn
+from core.masked_lm import MaskedLM
+from core.params import param
+from core.types import Attribution, Example
+from experiments.attacks.result import AttackResult, k_for
+from metrics.agreement import top_k
+
+
+@dataclass(frozen=True)
+class SubstitutionAttackParams:
+    budget: int = param(3, "most words replaced", min=1, max=64)
+    n_candidates: int = param(8, "masked-LM fill-ins tried per word", min=1, max=100)
+    tolerance: float = param(0.05, "largest allowed change of the predicted class's probability", min=0.0, max=1.0)
+    search: str = param(
+        "greedy", "greedy: best single substitution per round; beam: keep beam_width states", choices=("greedy", "beam")
+    )
+    beam_width: int = param(3, "states kept per round by the beam search", min=1, max=32)
+    top_fraction: float = param(0.15, "k = this share of the words, rounded down, at least 1", min=0.01, max=1.0)
+    seed: int = param(0, "seed passed to stochastic explainers")
+
+
+@dataclass(frozen=True)
+class _State:
+    """A set of substitutions, the attacked example, its explanation, probabilities and score."""
+
+    substitutions: tuple[tuple[int, str], ...]
+    example: Example
+    attribution: Attribution
+    probabilities: np.ndarray
+    score: tuple[float, float]
+
+
+def _demotion(scores: np.ndarray, top: np.ndarray) -> tuple[float, float]:
+    """How far the original top-k words fell: the sum of their ranks in ``scores`` (0 = highest),
+    then the negated share of the peak absolute score they keep (to break ties)."""
+    order = top_k(scores, len(scores))
+    ranks = np.empty(len(scores), dtype=np.float64)
+    ranks[order] = np.arange(len(scores))
+    peak = float(np.max(np.abs(scores))) or 1.0
+    return float(ranks[top].sum()), -float(np.sum(scores[top])) / peak
+
+
+def _substituted(example: Example, substitutions: Sequence[tuple[int, str]]) -> Example:
+    words = list(example.words)
+    for index, word in substitutions:
+        words[index] = word
+    split = len(example.segments[0])
+    segments = (tuple(words[:split]), tuple(words[split:])) if example.is_pair else (tuple(words),)
+    return dataclasses.replace(example, segments=segments)
+
+
+def _candidates(mlm: MaskedLM, example: Example, positions: list[int], n_candidates: int) -> dict[int, list[str]]:
+    """Masked-LM fill-ins per position: whole words only, never the original word or a special token."""
+    specials = set(mlm.tokenizer.all_special_tokens)
+    out: dict[int, list[str]] = {}
+    for position, (fills, _) in zip(positions, mlm.fill_words(example.segments, positions, k=n_candidates)):
+        original = example.words[position].lower()
+        words = []
+        for fill in fills:
+            text = mlm.token_text(fill.token)
+            if fill.token in specials or text.startswith("##") or not text or text.lower() == original or text in words:
+                continue
+            words.append(text)
+        out[position] = words
+    return out
+
+
+def substitution_attack(
+    clf: Classifier,
+    example: Example,
+    method: str,
+    mlm: MaskedLM,
+    params: SubstitutionAttackParams | None = None,
+    *,
+    explainer_params: dict[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+    resources: Any = None,
+) -> AttackResult:
+    """Substitute up to ``budget`` non-top-k words by masked-LM fill-ins (see module)."""
+    params = params or SubstitutionAttackParams()
+    spec = explainers.get(method)
+    overrides = dict(explainer_params or {})
+    if spec.stochastic:
+        overrides.setdefault("seed", params.seed)
+    method_params = spec.make_params(overrides)
+    example, _ = clf.fit_example(example)
+    passes0 = clf.forward_passes, clf.backward_passes, mlm.forward_passes
+    start = time.perf_counter()
+
+    probabilities = clf.predict_proba([clf.encode(example).variant])[0]
+    target = int(np.argmax(probabilities))
+    original = explainers.run_explainer(spec, clf, example, target, method_params, mlm=mlm, resources=resources)
+    k = k_for(len(example.words), params.top_fraction)
+    top = top_k(original.scores, k)
+    positions = [i for i in range(len(example.words)) if i not in set(top.tolist())]
+    candidates = _candidates(mlm, example, positions, params.n_candidates) if positions else {}
+
+    def expand(states: list[_State]) -> list[_State]:
+        seen: set[tuple[tuple[int, str], ...]] = set()
+        proposals = []
+        for state in states:
+            used = {i for i, _ in state.substitutions}
+            for position in positions:
+                for word in candidates.get(position, []) if position not in used else []:
+                    key = tuple(sorted((*state.substitutions, (position, word))))
+                    if key not in seen:
+                        seen.add(key)
+                        proposals.append(key)
+        examples = [_substituted(example, key) for key in proposals]
+        scored = (
+            clf.predict_proba([clf.encode(e).variant for e in examples]) if examples else np.empty((0, clf.num_labels))
+        )
+        out = []
+        for key, attacked, probs in zip(proposals, examples, scored):
+            if int(np.argmax(probs)) != target or abs(probs[target] - probabilities[target]) > params.tolerance:
+                continue
+            attribution = explainers.run_explainer(
+                spec, clf, attacked, target, method_params, mlm=mlm, resources=resources
+            )
+            out.append(_State(key, attacked, attribution, probs, _demotion(attribution.scores, top)))
+        return sorted(out, key=lambda s: s.score, reverse=True)
+
+    initial = _State((), example, original, probabilities, _demotion(original.scores, top))
+    best = beam_search(initial, expand, params, progress)
+    return AttackResult(
+        attack="substitution",
+        method=method,
+        example=example,
+        k=k,
+        original=original,
+        attacked=best.attribution,
+        changed=tuple(a != b for a, b in zip(example.words, best.example.words)),
+        original_probabilities=tuple(float(p) for p in probabilities),
+        attacked_probabilities=tuple(float(p) for p in best.probabilities),
+        params=dataclasses.asdict(params),
+        runtime_s=time.perf_counter() - start,
+        forward_passes=clf.forward_passes - passes0[0],
+        backward_passes=clf.backward_passes - passes0[1],
+        mlm_forward_passes=mlm.forward_passes - passes0[2],
+        steps=len(best.substitutions),
+        substitutions=tuple((i, example.words[i], w) for i, w in best.substitutions),
+    )
+
+
+def beam_search(
+    initial: _State,
+    expand: Callable[[list[_State]], list[_State]],
+    params: SubstitutionAttackParams,
+    progress: ProgressFn | None,
+) -> _State:
+    """Greedy (one state, stop when nothing improves) or beam search over substitution sets; the
+    best state seen is returned (the initial one when no substitution is allowed)."""
+    width = 1 if params.search == "greedy" else params.beam_width
+    beam, best = [initial], initial
+    for round_ in range(params.budget):
+        if progress is not None:
+            progress(round_ / params.budget, f"substitution round {round_ + 1} of {params.budget}")
+        expanded = expand(beam)
+        if params.search == "greedy":
+            expanded = [s for s in expanded if s.score > beam[0].score]
+        if not expanded:
+            break
+        beam = expanded[:width]
+        if beam[0].score > best.score:
+            best = beam[0]
+    return best

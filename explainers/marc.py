@@ -1,0 +1,214 @@
+"""MaRC: a word mask learned by input mask optimisation (Brinner & Zarrieß 2023, "Model
+Interpretability and Rationale Extraction by Input Mask Optimization", paper 003).
+
+One mask value per word (a word's subwords share it), parameterised by Gaussian spans: word
+``i`` carries a weight ``w_i`` and a width ``s_i``, and the mask of word ``j`` is
+``sigmoid(sum_i w_i exp(-(i-j)^2 / s_i))`` (``s_i^2`` in the authors' code, a parameter). The
+word embeddings are blended toward the [PAD] embedding, ``mask * x + (1 - mask) * pad``, and
+Adam minimises ``-score(c | masked) + complement term + alpha_mask * mean(mask)^2
+- alpha_width * mean(log s)``, with Gaussian noise on the blended embeddings and random 0/1
+flips of a few mask values at every step. The continuous mask is the attribution; the words
+whose mask exceeds ``span_threshold`` form the rationale spans. The shared classifier is never
+modified (the optimised tensors are the mask parameters; gradients via ``torch.autograd.grad``);
+the optimisation trace is reported in ``extras``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from core.classifier import Classifier, ProgressFn
+from core.params import param
+from core.types import Attribution, Example
+from explainers._masking import (
+    EPS,
+    blend,
+    embed_ids,
+    span_extras,
+    special_embedding,
+    token_word_index,
+    trace_row,
+)
+from explainers.base import Steps, make_attribution
+
+# MaRC's early-stop rule (authors' code): checked every 50 steps, on the change of the mean mask.
+_STOP_EVERY = 50
+_STOP_MIN_STEP = 199
+_MIN_WIDTH = 0.05
+# Cost of a step in units of one batch-2 forward+backward pass of the classifier (`python -m cli
+# bench`, BENCHMARKS.md): a MaRC step is one such pass.
+STEP_COST = 1.0
+
+
+@dataclass(frozen=True)
+class MarcParams:
+    n_steps: int = param(300, "maximum optimisation steps (the authors' code allows 900)", min=1, max=5000)
+    lr: float = param(0.03, "Adam learning rate of the span weights and widths", min=1e-5, max=1.0)
+    alpha_mask: float = param(1.0, "weight of the sparsity term (mean mask)^2", min=0.0, max=100.0)
+    alpha_width: float = param(1.2, "weight of the span-width reward -mean(log width)", min=0.0, max=100.0)
+    init_weight: float = param(1.2, "initial span weight of every word", min=-10.0, max=10.0)
+    init_width: float = param(2.0, "initial span width of every word", min=0.1, max=100.0)
+    kernel: str = param(
+        "sigma",
+        "Gaussian spread exp(-d^2/s) as printed in the paper or exp(-d^2/s^2) as in the authors' code",
+        choices=("sigma", "sigma_squared"),
+    )
+    score: str = param(
+        "log_softmax",
+        "class score: log-likelihood (class-discriminative), log-sigmoid of the logit "
+        "(class-indicative) or log(0.9 sigmoid + 0.1 softmax)",
+        choices=("log_softmax", "log_sigmoid", "mixed"),
+    )
+    complement: str = param(
+        "log_one_minus",
+        "complement term: -log(1 - p(c | complement)) as in the authors' code, "
+        "+log p(c | complement) as in Eq. 4, or none (ablation)",
+        choices=("log_one_minus", "log_prob", "none"),
+    )
+    noise_std: float = param(
+        0.03, "std of the Gaussian noise on the blended embeddings, relative to the embeddings' std", min=0.0, max=1.0
+    )
+    flip_fraction: float = param(
+        0.05, "fraction of mask values set to 0 (and, independently, to 1) per step", min=0.0, max=0.5
+    )
+    early_stop: bool = param(True, "stop when the mean mask settles (the authors' rule, checked every 50 steps)")
+    span_threshold: float = param(0.5, "mask value from which a word belongs to a rationale span", min=0.0, max=1.0)
+    seed: int = param(0, "random seed of the noise and the flips")
+
+
+def _class_prob(logits: torch.Tensor, target: int, score: str) -> torch.Tensor:
+    """(batch,) probability-like value of the target under the scoring function."""
+    if score == "log_softmax":
+        return torch.softmax(logits, -1)[:, target]
+    if score == "log_sigmoid":
+        return torch.sigmoid(logits[:, target])
+    return 0.9 * torch.sigmoid(logits[:, target]) + 0.1 * torch.softmax(logits, -1)[:, target]
+
+
+def _class_log_score(logits: torch.Tensor, target: int, score: str) -> torch.Tensor:
+    if score == "log_softmax":
+        return torch.log_softmax(logits, -1)[:, target]
+    if score == "log_sigmoid":
+        return nn.functional.logsigmoid(logits[:, target])
+    return torch.log(_class_prob(logits, target, score).clamp_min(EPS))
+
+
+def _complement_term(logits: torch.Tensor, target: int, score: str, complement: str) -> torch.Tensor:
+    if complement == "none":
+        return logits.new_zeros(())
+    if complement == "log_prob":
+        return _class_log_score(logits, target, score)[0]
+    return -torch.log1p(-_class_prob(logits, target, score)[0].clamp(max=1 - EPS))
+
+
+def span_mask(weights: torch.Tensor, widths: torch.Tensor, kernel: str) -> torch.Tensor:
+    """MaRC's Gaussian span parameterisation (Eq. 5-6): (n,) weights and widths -> (n,) mask in (0, 1)."""
+    positions = torch.arange(len(weights), device=weights.device, dtype=weights.dtype)
+    distance2 = (positions[None, :] - positions[:, None]) ** 2  # (source i, target j)
+    scale = widths**2 if kernel == "sigma_squared" else widths
+    spread = weights[:, None] * torch.exp(-distance2 / scale[:, None])
+    return torch.sigmoid(spread.sum(0))
+
+
+def _flip(mask: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
+    """Set a random ``fraction`` of values to 0 and, independently, to 1 (a value drawn by both stays)."""
+    if fraction == 0:
+        return mask
+    draws = torch.rand((2, len(mask)), generator=generator).to(mask.device)
+    to_zero, to_one = draws[0] < fraction, draws[1] < fraction
+    mask = torch.where(to_zero & ~to_one, torch.zeros_like(mask), mask)
+    return torch.where(to_one & ~to_zero, torch.ones_like(mask), mask)
+
+
+def _should_stop(step: int, mean: float, previous: float) -> bool:
+    change = abs(previous - mean)
+    settled = change < 1 / 200 or (change < 1 / 80 and mean < 0.2)
+    return settled and (step >= _STOP_MIN_STEP or mean < 0.3) and mean < 0.45
+
+
+def explain_marc(
+    clf: Classifier, example: Example, target: int, params: MarcParams, *, mlm=None, progress: ProgressFn | None = None
+) -> Attribution:
+    """MaRC: optimise per-word Gaussian-span mask parameters so the kept words alone keep the
+    target class and the removed words alone lose it, with as little kept as possible."""
+    encoded = clf.encode(example)
+    device = clf.device
+    generator = torch.Generator().manual_seed(params.seed)
+    embeds = embed_ids(clf, list(encoded.input_ids))[0]  # (seq, dim)
+    pad = special_embedding(clf, ("pad",))
+    word_index = token_word_index(encoded, device)
+    words_only = embeds[word_index < encoded.n_words]
+    noise_scale = params.noise_std * float(words_only.std()) if len(words_only) > 1 else params.noise_std
+
+    weights = torch.full((encoded.n_words,), params.init_weight, device=device, requires_grad=True)
+    widths = torch.full((encoded.n_words,), params.init_width, device=device, requires_grad=True)
+    optimizer = torch.optim.Adam([weights, widths], lr=params.lr)
+    trace: dict[str, list[float]] = {}
+    previous_mean, stopped_at = 1.0, None
+    with torch.enable_grad():
+        for step in range(params.n_steps):
+            mask = span_mask(weights, widths, params.kernel)  # (n_words,)
+            mean = mask.detach().mean().item()
+            if params.early_stop and step > 0 and step % _STOP_EVERY == 0:
+                if _should_stop(step, mean, previous_mean):
+                    stopped_at = step
+                    break
+                previous_mean = mean
+            keep = torch.cat([_flip(mask, params.flip_fraction, generator), mask.new_ones(1)])[word_index]  # (seq,)
+            batch = torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)])  # (2, seq, dim)
+            batch = batch + noise_scale * torch.randn(batch.shape, generator=generator).to(device)
+            logits = clf.forward_embeds(batch, encoded.variant).float()
+            sufficiency = -_class_log_score(logits[:1], target, params.score)[0]
+            complement = _complement_term(logits[1:], target, params.score, params.complement)
+            sparsity = params.alpha_mask * mask.mean() ** 2
+            width = -params.alpha_width * torch.log(widths).mean()
+            loss = sufficiency + complement + sparsity + width
+            weights.grad, widths.grad = torch.autograd.grad(loss, [weights, widths])
+            optimizer.step()
+            with torch.no_grad():
+                widths.clamp_(min=_MIN_WIDTH)
+            probs = torch.softmax(logits.detach(), -1)[:, target]
+            trace_row(
+                trace,
+                step=step,
+                loss=loss.item(),
+                sufficiency=sufficiency.item(),
+                complement=complement.item(),
+                sparsity=sparsity.item(),
+                width=width.item(),
+                p_masked=probs[0].item(),
+                p_complement=probs[1].item(),
+                mean_mask=mean,
+            )
+            if progress is not None and (step % 10 == 0 or step == params.n_steps - 1):
+                progress((step + 1) / params.n_steps, f"mask step {step + 1}/{params.n_steps}")
+    with torch.no_grad():  # the final mask, without noise or flips, on the masked and the complement input
+        mask = span_mask(weights, widths, params.kernel)
+        keep = torch.cat([mask, mask.new_ones(1)])[word_index]
+        logits = clf.forward_embeds(
+            torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)]), encoded.variant
+        )
+        final_probs = torch.softmax(logits.float(), -1)[:, target].tolist()
+        final = mask.cpu().double().numpy()
+    extras = {
+        "trace": trace,
+        "trace_terms": ["sufficiency", "complement", "sparsity", "width"],
+        "n_steps_run": len(trace.get("step", [])),
+        "early_stopped": stopped_at is not None,
+        "p_masked": final_probs[0],
+        "p_complement": final_probs[1],
+        "widths": widths.detach().cpu().double().numpy().tolist(),
+        **span_extras(final, params.span_threshold),
+    }
+    return make_attribution(example, target, final, extras=extras)
+
+
+def steps(params: MarcParams) -> Steps:
+    """Cost model: at most ``n_steps`` steps."""
+    note = f"at most {params.n_steps} optimisation steps" + (
+        "; the early stop often ends sooner" if params.early_stop else ""
+    )
+    return Steps(run=params.n_steps * STEP_COST, note=note)
