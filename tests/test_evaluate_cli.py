@@ -49,7 +49,12 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert "3 examples done" in err
     payload = json.loads(out)
     assert payload["n_examples"] == 3
-    assert payload["metrics"]["deletion"]["params"] == {"removal": "delete", "fraction": 1.0}
+    assert payload["metrics"]["deletion"]["params"] == {
+        "removal": "delete",
+        "fraction": 1.0,
+        "convention": "ours",
+        "correct_only": False,
+    }
     assert payload["metrics"]["comprehensiveness"]["params"]["bins"] == "marc"
     assert payload["metrics"]["deletion"]["higher_is_better"] is False
     summary = payload["results"]["loo_empty"]["deletion"]
