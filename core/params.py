@@ -8,6 +8,7 @@ command line's ``--param`` parsing, and ``params_from`` builds and validates an 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,8 @@ def params_from(params_cls: type, values: dict[str, Any]) -> Any:
         meta = f.metadata
         if "choices" in meta and value not in meta["choices"]:
             raise ValueError(f"{f.name}={value!r} is not one of {meta['choices']}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{f.name}={value!r} is not a finite number")
         if "min" in meta and value < meta["min"] or "max" in meta and value > meta["max"]:
             raise ValueError(f"{f.name}={value!r} is outside [{meta.get('min')}, {meta.get('max')}]")
     return params

@@ -155,7 +155,7 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
 REFUSED_IDS = [
     "empty text", "whitespace text", "nonexistent model", "nonexistent folder", "empty folder", "corrupt config",
     "truncated weights", "masked LM as classifier", "unknown method",
-    "IG steps 10^9", "LIME samples 10^7", "text parameter for a number",
+    "IG steps 10^9", "LIME samples 10^7", "NaN parameter", "infinite parameter", "text parameter for a number",
     "unknown parameter", "malformed parameter", "parameter of another method", "target out of range",
     "negative target", "bad dataset", "bad split", "unknown metric", "zero random", "negative limit",
     "invalid UTF-8 texts file", "texts file not JSON", "missing texts file", "fill without a mask", "non-integer flag",
