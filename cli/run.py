@@ -44,14 +44,23 @@ def run(args: argparse.Namespace) -> int:
     opened = open_run(spec, store, resume=args.resume)
     if not args.quiet:
         print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
-    outcome = execute(
-        opened,
-        store,
-        executor=args.executor,
-        address=args.address,
-        actors=args.actors,
-        progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
-    )
+    try:
+        outcome = execute(
+            opened,
+            store,
+            executor=args.executor,
+            address=args.address,
+            actors=args.actors,
+            progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
+        )
+    except KeyboardInterrupt:
+        info = store.get(opened.info.run_id)
+        print(
+            f"\n{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
+            f" continue it with `python -m cli run --resume {info.run_id}`",
+            file=sys.stderr,
+        )
+        return 130
     if outcome.computed_units == 0 and not args.quiet:
         print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
@@ -83,7 +92,9 @@ def register(sub) -> None:
     parser.add_argument(
         "--address", help="Ray cluster to use, e.g. ray://host:10001 (default: $RAY_ADDRESS, else a local Ray)"
     )
-    parser.add_argument("--actors", type=int, help="CPU model actors (default 1; one per GPU on a GPU cluster)")
+    parser.add_argument(
+        "--actors", type=int, help="model actors (default: one per CPU, one thread each; one per GPU on a GPU cluster)"
+    )
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
     parser.add_argument("--batch-size", type=int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")

@@ -338,7 +338,10 @@ def run_ray(
             options: dict[str, Any] = {"num_gpus": 1, "num_cpus": max(1, cpus // n_actors)}
             threads, device = options["num_cpus"], "cuda"
         else:
-            n_actors = max(1, min(actors or 1, cpus))
+            # One single-threaded actor per CPU by default: on a shared CPU, torch's threads
+            # spin-wait at each barrier and two of them in one process ran 5-20x slower than one
+            # (BENCHMARKS.md, "Dataset runs").
+            n_actors = max(1, min(actors or cpus, cpus))
             options = {"num_cpus": cpus // n_actors}
             threads, device = cpus // n_actors, None
         n_actors = min(n_actors, max(1, len(units)))

@@ -364,56 +364,59 @@ class RunStore:
         self._require_writer()
         key = run_key(new.key_fields)
         run_id = run_id_of(key)
-        now = _now()
+        version = code_version()
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
             found = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [run_id]).fetchone()
-            if found is not None:
-                con.execute("COMMIT")
-                if found[0] != key:
-                    raise ValueError(f"run id {run_id} is taken by another key; the catalogue is inconsistent")
-                return self.get(run_id), False
-            units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
-            con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    run_id,
-                    key,
-                    new.kind,
-                    new.model,
-                    new.model_fingerprint,
-                    new.dataset,
-                    new.split,
-                    json.dumps(new.selection),
-                    list(new.methods),
-                    list(new.metrics),
-                    json.dumps(new.params),
-                    json.dumps(new.overrides),
-                    new.seed,
-                    new.target,
-                    list(new.label_names),
-                    code_version(),
-                    "running",
-                    None,
-                    now,
-                    now,
-                    new.chunk_size,
-                    new.rows_total,
-                    0,
-                    units_total,
-                    0,
-                    0.0,
-                    0.0,
-                    0.0,
-                    0,
-                    "",
-                    socket.gethostname(),
-                    os.getpid(),
-                ],
-            )
+            if found is None:
+                self._insert(con, run_id, key, new, version)
             con.execute("COMMIT")
-        return self.get(run_id), True
+        if found is not None and found[0] != key:
+            raise ValueError(f"run id {run_id} is taken by another key; the catalogue is inconsistent")
+        return self.get(run_id), found is None
+
+    @staticmethod
+    def _insert(con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str) -> None:
+        now = _now()
+        units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                key,
+                new.kind,
+                new.model,
+                new.model_fingerprint,
+                new.dataset,
+                new.split,
+                json.dumps(new.selection),
+                list(new.methods),
+                list(new.metrics),
+                json.dumps(new.params),
+                json.dumps(new.overrides),
+                new.seed,
+                new.target,
+                list(new.label_names),
+                version,
+                "running",
+                None,
+                now,
+                now,
+                new.chunk_size,
+                new.rows_total,
+                0,
+                units_total,
+                0,
+                0.0,
+                0.0,
+                0.0,
+                0,
+                "",
+                socket.gethostname(),
+                os.getpid(),
+            ],
+        )
 
     def mark_running(self, run_id: str, executor: str) -> None:
         """Claim a run for this process (a resume)."""
