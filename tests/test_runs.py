@@ -260,6 +260,7 @@ def test_two_readers_in_other_processes_while_a_writer_writes(tmp_path):
     assert RunStore(root, read_only=True).get(run_id).units_done == 20
 
 
+@pytest.mark.slow  # a subprocess that loads torch: 30 s on a quiet machine, 156 s on a busy one
 def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_model_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTRIBUTION_RESULTS_DIR": str(tmp_path / "results")}
     spec = toy_spec(toy_model_dir, limit=12, chunk_size=1, methods=("loo_empty", "integrated_gradients"))
