@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from core.types import ProgressFn
+
 
 def add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="bundled model name, hub id or local folder")
@@ -76,3 +78,49 @@ def load_dataset_examples(args: argparse.Namespace):
     if not args.split:
         raise ValueError("--split is needed with --dataset")
     return load_examples(args.dataset, args.split, args.data_dir, limit=args.limit)
+
+
+def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> ProgressFn | None:
+    """A ``ProgressFn`` drawing a tqdm bar on stderr over ``total`` items (rate per second and
+    ETA; the message as postfix); the bar closes when the fraction reaches 1. The first call
+    sets the starting point, so a resumed run's rate counts only the work done now. None when
+    not ``enabled`` (``--quiet``)."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    bars: list[tqdm] = []
+
+    def report(fraction: float, message: str) -> None:
+        n = round(fraction * total)
+        if not bars:
+            bars.append(tqdm(total=total, initial=n, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True))
+        bar = bars[0]
+        if bar.disable:
+            return
+        bar.set_postfix_str(message, refresh=False)
+        bar.update(n - bar.n)
+        if fraction >= 1.0:
+            bar.close()
+
+    return report
+
+
+def print_summary_table(payload: dict[str, Any]) -> None:
+    """The human-readable form of ``engine.evaluate.slice_report``: mean [95% interval] n per
+    method and metric, the cost, and each method's first failure."""
+    summary = payload["results"]
+    metric_keys = list(payload["metrics"])
+    arrows = ["↑" if payload["metrics"][k]["higher_is_better"] else "↓" for k in metric_keys]
+    width = max(map(len, summary), default=6)
+    print(f"{'method':<{width}}  " + "  ".join(f"{k + a:>24}" for k, a in zip(metric_keys, arrows)))
+    for method, per in summary.items():
+        cells = []
+        for key in metric_keys:
+            s = per[key]
+            low, high = s["interval"]
+            cells.append("—" if s["mean"] is None else f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}")
+        print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
+    print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
+    for method, failures in payload["errors"].items():
+        print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")

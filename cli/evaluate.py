@@ -4,44 +4,24 @@ work is ``engine.evaluate``)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import sys
 import time
-from typing import Any
 
 from engine.evaluate import (
     DEFAULT_METHODS,
     DEFAULT_METRICS,
-    ProgressFn,
     evaluate_slice,
-    example_json,
-    finite,
-    mean_curves,
     metric_params,
     needs_mlm,
-    rationale_references,
     resolve_metrics,
     select_examples,
-    summarize,
+    slice_report,
 )
 from engine.resources import Resources
 
 
-def _stderr_progress(start: float) -> ProgressFn:
-    def report(fraction: float, message: str) -> None:
-        print(
-            f"\r[{fraction:6.1%}] {message} ({time.perf_counter() - start:.0f} s)", end="", file=sys.stderr, flush=True
-        )
-        if fraction >= 1.0:
-            print(file=sys.stderr)
-
-    return report
-
-
 def run(args: argparse.Namespace) -> int:
     import explainers
-    import metrics
-    from cli.common import parse_params, print_json
+    from cli.common import parse_params, print_json, print_summary_table, progress_bar
     from core.classifier import Classifier, load_classifier
     from core.datasets import load_examples
 
@@ -75,66 +55,25 @@ def run(args: argparse.Namespace) -> int:
         method_params=method_params,
         seed=args.seed,
         mlm=mlm,
-        progress=None if args.quiet else _stderr_progress(start),
+        progress=progress_bar(len(examples), enabled=not args.quiet),
         target=args.target,
         resources=Resources(),
     )
-    summary = summarize(evaluation)
-    payload: dict[str, Any] = {
+    header = {
         "model": args.model,
         "dataset": args.dataset,
         "split": args.split,
         "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
         "target": args.target,
-        "n_examples": len(examples),
-        "methods": methods,
-        "metrics": {
-            key: {
-                "params": dataclasses.asdict(params),
-                "higher_is_better": metrics.get(key).higher_is_better,
-                "family": metrics.get(key).family,
-            }
-            for key, params in params_by_metric.items()
-        },
-        "results": summary,
-        "runtime_s": time.perf_counter() - start,
-        "explain_s": evaluation.explain_s,
-        "metrics_s": evaluation.metrics_s,
-        "forward_passes": evaluation.forward_passes,
-        "errors": evaluation.errors,
-        "mean_curves": {
-            method: {
-                metric: {key: [finite(v) for v in values] for key, values in curve.items()}
-                for metric, curve in per.items()
-            }
-            for method, per in mean_curves(evaluation).items()
-        },
     }
-    payload.update(rationale_references(evaluation, params_by_metric))
-    if args.per_example:
-        payload["examples"] = [example_json(r) for r in evaluation.results]
+    payload = slice_report(
+        evaluation, params_by_metric, header, time.perf_counter() - start, per_example=args.per_example
+    )
     if args.json:
         print_json(payload)
     else:
-        _print_table(summary, payload)
+        print_summary_table(payload)
     return 0
-
-
-def _print_table(summary: dict[str, dict[str, dict[str, Any]]], payload: dict[str, Any]) -> None:
-    metric_keys = list(payload["metrics"])
-    arrows = ["↑" if payload["metrics"][k]["higher_is_better"] else "↓" for k in metric_keys]
-    width = max(map(len, summary), default=6)
-    print(f"{'method':<{width}}  " + "  ".join(f"{k + a:>24}" for k, a in zip(metric_keys, arrows)))
-    for method, per in summary.items():
-        cells = []
-        for key in metric_keys:
-            s = per[key]
-            low, high = s["interval"]
-            cells.append("—" if s["mean"] is None else f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}")
-        print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
-    print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
-    for method, failures in payload["errors"].items():
-        print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")
 
 
 def register(sub) -> None:

@@ -1,6 +1,6 @@
 """Command line of the engine: ``python -m cli <command>`` (see ``--help`` of each command).
 
-Each command lives in ``core/commands/<name>.py`` with a ``register(subparsers)`` function.
+Each command lives in ``cli/<name>.py`` with a ``register(subparsers)`` function.
 """
 
 from __future__ import annotations
@@ -9,7 +9,21 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("methods", "explain", "predict", "fill", "datasets", "train", "bench", "evaluate", "randomize", "attack")
+COMMANDS = (
+    "methods",
+    "explain",
+    "predict",
+    "fill",
+    "datasets",
+    "train",
+    "bench",
+    "evaluate",
+    "run",
+    "runs",
+    "show",
+    "randomize",
+    "attack",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

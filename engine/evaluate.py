@@ -360,6 +360,52 @@ def select_examples(examples: Sequence[Example], random_n: int | None, seed: int
     return [examples[int(i)] for i in sorted(chosen)]
 
 
+def slice_report(
+    evaluation: SliceEvaluation,
+    params_by_metric: dict[str, Any],
+    header: dict[str, Any],
+    runtime_s: float,
+    *,
+    per_example: bool = False,
+) -> dict[str, Any]:
+    """The command line's JSON of an evaluated slice (``evaluate``, ``run`` and ``show`` print
+    it): ``header`` (model, dataset, split, selection, target), the metrics with their
+    parameters, ``summarize``, costs, errors, ``rationale_references`` and, with
+    ``per_example``, every example's ``example_json``."""
+    import metrics
+
+    payload: dict[str, Any] = {
+        **header,
+        "n_examples": len(evaluation.results),
+        "methods": list(evaluation.methods),
+        "metrics": {
+            key: {
+                "params": dataclasses.asdict(params),
+                "higher_is_better": metrics.get(key).higher_is_better,
+                "family": metrics.get(key).family,
+            }
+            for key, params in params_by_metric.items()
+        },
+        "results": summarize(evaluation),
+        "runtime_s": runtime_s,
+        "explain_s": evaluation.explain_s,
+        "metrics_s": evaluation.metrics_s,
+        "forward_passes": evaluation.forward_passes,
+        "errors": evaluation.errors,
+        "mean_curves": {
+            method: {
+                metric: {key: [finite(v) for v in values] for key, values in curve.items()}
+                for metric, curve in per.items()
+            }
+            for method, per in mean_curves(evaluation).items()
+        },
+    }
+    payload.update(rationale_references(evaluation, params_by_metric))
+    if per_example:
+        payload["examples"] = [example_json(r) for r in evaluation.results]
+    return payload
+
+
 def finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 

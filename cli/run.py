@@ -1,0 +1,105 @@
+"""``python -m cli run``: a dataset evaluation kept in the run store, on Ray or in-process (the
+work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`` prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
+from engine.runs.executor import DEFAULT_CHUNK_SIZE, EXECUTORS
+
+
+def run(args: argparse.Namespace) -> int:
+    import explainers
+    from cli.common import parse_params, progress_bar
+    from cli.show import print_run
+    from engine.evaluate import resolve_metrics
+    from engine.runs.executor import RunSpec, execute, open_run, resume_spec
+    from engine.runs.store import RunStore
+
+    store = RunStore(args.results_dir)
+    if args.resume is not None:
+        spec = resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
+    else:
+        if not args.model or not args.dataset or not args.split:
+            raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
+        if args.limit is None and not args.all:
+            raise ValueError("give --limit N or --all (the whole split)")
+        spec = RunSpec(
+            model=args.model,
+            dataset=args.dataset,
+            split=args.split,
+            limit=args.limit,
+            methods=tuple(explainers.resolve(args.methods)),
+            metrics=tuple(resolve_metrics(args.metrics)),
+            overrides=parse_params(args.param),
+            seed=args.seed,
+            target=args.target,
+            mlm=args.mlm,
+            data_dir=args.data_dir,
+            chunk_size=args.chunk_size,
+            batch_size=args.batch_size,
+        )
+    opened = open_run(spec, store, resume=args.resume)
+    if not args.quiet:
+        print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
+    try:
+        outcome = execute(
+            opened,
+            store,
+            executor=args.executor,
+            address=args.address,
+            actors=args.actors,
+            progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
+        )
+    except KeyboardInterrupt:
+        info = store.get(opened.info.run_id)
+        print(
+            f"\n{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
+            f" continue it with `python -m cli run --resume {info.run_id}`",
+            file=sys.stderr,
+        )
+        return 130
+    if outcome.computed_units == 0 and not args.quiet:
+        print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
+    return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
+    parser.add_argument("--model", help="bundled model name, hub id or local folder")
+    parser.add_argument("--dataset", help="dataset name (see `python -m cli datasets`)")
+    parser.add_argument("--split", help="split of the dataset")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--limit", type=int, help="the first N examples of the split")
+    size.add_argument("--all", action="store_true", help="the whole split")
+    parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
+    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
+    parser.add_argument(
+        "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
+    )
+    parser.add_argument("--seed", type=int, help="seed for stochastic methods")
+    parser.add_argument(
+        "--target",
+        choices=("predicted", "gold"),
+        default="predicted",
+        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
+    )
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+    parser.add_argument("--executor", choices=EXECUTORS, default="ray", help="ray (default) or serial (in-process)")
+    parser.add_argument(
+        "--address", help="Ray cluster to use, e.g. ray://host:10001 (default: $RAY_ADDRESS, else a local Ray)"
+    )
+    parser.add_argument(
+        "--actors", type=int, help="model actors (default: one per CPU, one thread each; one per GPU on a GPU cluster)"
+    )
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
+    parser.add_argument("--batch-size", type=int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
+    parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,35 @@
+"""``python -m cli runs``: the run store's catalogue, newest first."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.common import print_json
+    from cli.show import run_json
+    from engine.runs.store import RunStore
+
+    store = RunStore(args.results_dir, read_only=True)
+    infos = store.infos()
+    if args.json:
+        print_json([run_json(info) for info in infos])
+        return 0
+    if not infos:
+        print(f"no runs in {store.root}")
+        return 0
+    print(f"{'run':<16}  {'status':<8}  {'rows':>11}  {'wall':>8}  {'created (UTC)':<19}  model / data / methods")
+    for info in infos:
+        status = "killed" if info.writer_gone else info.status
+        print(
+            f"{info.run_id:<16}  {status:<8}  {info.rows_done:>5}/{info.rows_total:<5}  {info.wall_s:>7.1f}s"
+            f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {info.dataset}:{info.split} / {','.join(info.methods)}"
+        )
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("runs", help="the stored runs (id, status, progress, model, data, methods)")
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
+    parser.add_argument("--json", action="store_true", help="print one JSON array")
+    parser.set_defaults(run=run)

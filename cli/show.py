@@ -1,0 +1,81 @@
+"""``python -m cli show RUN_ID``: a stored run read back, summarised from its stored rows with the
+code ``evaluate`` uses, so it prints what ``evaluate`` prints for the same slice."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
+    """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
+    from cli.common import print_json, print_summary_table
+    from engine.evaluate import slice_report
+    from engine.runs.executor import read_evaluation, resume_spec
+
+    info, evaluation = read_evaluation(store, run_id)
+    header = {
+        "model": info.model,
+        "dataset": info.dataset,
+        "split": info.split,
+        "selection": {"random": None, "limit": info.selection.get("limit"), "seed": info.seed},
+        "target": info.target,
+    }
+    params_by_metric = resume_spec(store, run_id).params_by_metric()
+    payload = slice_report(evaluation, params_by_metric, header, info.wall_s, per_example=per_example)
+    payload["run"] = run_json(info)
+    if as_json:
+        print_json(payload)
+    else:
+        print(f"{info.run_id}: {info.status}, {info.rows_done} of {info.rows_total} examples")
+        print_summary_table(payload)
+    if info.status != "done":
+        print(f"{info.run_id} is {info.status}: resume it with `python -m cli run --resume {run_id}`", file=sys.stderr)
+    return 0
+
+
+def run_json(info) -> dict:
+    """A catalogue entry as JSON."""
+    return {
+        "run_id": info.run_id,
+        "status": info.status,
+        "error": info.error,
+        "kind": info.kind,
+        "model": info.model,
+        "model_fingerprint": info.model_fingerprint,
+        "dataset": info.dataset,
+        "split": info.split,
+        "selection": info.selection,
+        "methods": list(info.methods),
+        "metrics": list(info.metrics),
+        "params": info.params,
+        "seed": info.seed,
+        "target": info.target,
+        "code_version": info.code_version,
+        "created": info.created.isoformat(),
+        "updated": info.updated.isoformat(),
+        "rows_done": info.rows_done,
+        "rows_total": info.rows_total,
+        "units_done": info.units_done,
+        "units_total": info.units_total,
+        "wall_s": info.wall_s,
+        "forward_passes": info.forward_passes,
+        "executor": info.executor,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.runs.store import RunStore
+
+    return print_run(
+        RunStore(args.results_dir, read_only=True), args.run_id, per_example=args.per_example, as_json=args.json
+    )
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("show", help="a stored run read back (the summary `evaluate` prints)")
+    parser.add_argument("run_id", metavar="RUN_ID", help="run id (see `python -m cli runs`)")
+    parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

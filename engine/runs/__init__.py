@@ -1,0 +1,16 @@
+"""Dataset runs that are kept: the run store and the executor (issue 15).
+
+Reading runs (what the app's explorer and the command line use):
+
+- ``RunStore(root=None, read_only=True)`` (``engine.runs.store``): ``list_runs()`` -> the
+  catalogue as a pandas DataFrame; ``get(run_id)`` / ``progress(run_id)`` -> ``RunInfo``
+  (status, rows done / total, ``fraction``, wall time, passes, ``writer_gone``);
+  ``read_table(run_id)`` -> the finished rows as an Arrow table.
+- ``engine.runs.rows``: ``to_frame(table)`` -> one pandas row per example (columns in that
+  module's docstring); ``example_of(row, ...)`` and ``attribution_of(row, method, example)`` ->
+  an example's ``Example`` and ``Attribution`` records, as the heatmap page needs them.
+- ``engine.runs.executor.read_evaluation(store, run_id)`` -> ``(RunInfo, SliceEvaluation)``, for
+  ``engine.evaluate``'s ``summarize``, ``mean_curves``, ``rationale_references``, ``example_json``.
+
+Writing runs: ``engine.runs.executor.execute(RunSpec(...), RunStore(), executor="ray"|"serial")``.
+"""

@@ -1,0 +1,530 @@
+"""The run store: a DuckDB catalogue of dataset runs and one Parquet file per finished unit.
+
+Layout under the results folder (``$ATTRIBUTION_RESULTS_DIR``, default ``./results``)::
+
+    catalogue.duckdb           tables ``runs`` (one row per run) and ``units`` (one per finished unit)
+    runs/<run_id>/unit-00003.parquet
+
+A unit is a chunk of consecutive examples of the run's selection, explained by every method and
+scored by every metric (``engine.runs.rows`` gives the columns). Writing a unit is atomic: its
+Parquet file is written under a temporary name and renamed, then the ``units`` row and the run's
+progress counters are committed in one DuckDB transaction. Readers only read the files the
+catalogue lists, so a run killed at any moment (even between the rename and the commit) leaves no
+half-written unit readable, and resuming recomputes exactly the units that are not listed.
+
+Concurrency. DuckDB lets one process hold a database file for writing and refuses every other
+process meanwhile, readers included. So no process keeps the catalogue open: the writer opens it
+for one short transaction per unit, readers open it read-only for one query and copy the result
+out, and both retry with a short back-off while another process holds it. Parquet files are never
+changed after their rename (a resumed run may replace a listed unit's file with one holding the
+same rows, atomically), so a reader never needs the catalogue while it reads them.
+
+A run's identity is its key: the model's fingerprint (a hash of its weight, adapter, config and
+tokenizer files, so a changed model is a new key), dataset, split, selection, methods, metrics,
+resolved parameters, seed and target. The run id is derived from the key, so starting the same
+run twice finds the stored one instead of computing it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+    from core.types import Attribution, Example
+
+RESULTS_ENV = "ATTRIBUTION_RESULTS_DIR"
+CATALOGUE = "catalogue.duckdb"
+STATUSES = ("running", "done", "failed", "stopped")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    run_key VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    model_fingerprint VARCHAR NOT NULL,
+    dataset VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    selection VARCHAR NOT NULL,       -- JSON
+    methods VARCHAR[] NOT NULL,
+    metrics VARCHAR[] NOT NULL,
+    params VARCHAR NOT NULL,          -- JSON: resolved parameters of every method and metric
+    overrides VARCHAR NOT NULL,       -- JSON: the --param values as given
+    seed INTEGER,
+    target VARCHAR NOT NULL,
+    label_names VARCHAR[] NOT NULL,
+    code_version VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    error VARCHAR,
+    created TIMESTAMP NOT NULL,
+    updated TIMESTAMP NOT NULL,
+    chunk_size INTEGER NOT NULL,
+    rows_total INTEGER NOT NULL,
+    rows_done INTEGER NOT NULL,
+    units_total INTEGER NOT NULL,
+    units_done INTEGER NOT NULL,
+    wall_s DOUBLE NOT NULL,
+    explain_s DOUBLE NOT NULL,
+    metrics_s DOUBLE NOT NULL,
+    forward_passes BIGINT NOT NULL,
+    executor VARCHAR NOT NULL,
+    host VARCHAR NOT NULL,
+    pid INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS units (
+    run_id VARCHAR NOT NULL,
+    unit INTEGER NOT NULL,
+    first_row INTEGER NOT NULL,
+    n_rows INTEGER NOT NULL,
+    path VARCHAR NOT NULL,            -- relative to the results folder
+    forward_passes BIGINT NOT NULL,
+    explain_s DOUBLE NOT NULL,
+    metrics_s DOUBLE NOT NULL,
+    finished TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, unit)
+);
+"""
+
+# One catalogue connection at a time within a process: DuckDB refuses a second connection to the
+# same file with another configuration (read-only next to read-write) in one process.
+_PROCESS_LOCK = threading.Lock()
+
+
+def results_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The results folder: ``explicit``, else ``$ATTRIBUTION_RESULTS_DIR``, else ``./results``."""
+    return Path(explicit or os.environ.get(RESULTS_ENV) or "results").expanduser()
+
+
+def run_key(fields: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a run's identifying fields."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def run_id_of(key: str) -> str:
+    return f"run-{key[:12]}"
+
+
+def code_version() -> str:
+    """``git describe --always --dirty`` of the project when it is a git checkout, else "unknown"."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        described = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return described.stdout.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One catalogue row (``selection``, ``params`` and ``overrides`` decoded from JSON)."""
+
+    run_id: str
+    run_key: str
+    kind: str
+    model: str
+    model_fingerprint: str
+    dataset: str
+    split: str
+    selection: dict[str, Any]
+    methods: tuple[str, ...]
+    metrics: tuple[str, ...]
+    params: dict[str, dict[str, Any]]
+    overrides: dict[str, dict[str, str]]
+    seed: int | None
+    target: str
+    label_names: tuple[str, ...]
+    code_version: str
+    status: str
+    error: str | None
+    created: dt.datetime
+    updated: dt.datetime
+    chunk_size: int
+    rows_total: int
+    rows_done: int
+    units_total: int
+    units_done: int
+    wall_s: float
+    explain_s: float
+    metrics_s: float
+    forward_passes: int
+    executor: str
+    host: str
+    pid: int
+
+    @property
+    def fraction(self) -> float:
+        return self.rows_done / self.rows_total if self.rows_total else 1.0
+
+    @property
+    def writer_gone(self) -> bool:
+        """A run marked ``running`` whose writing process on this host no longer exists (it was
+        killed): resume it with ``--resume``."""
+        if self.status != "running" or self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+@dataclass(frozen=True)
+class UnitStats:
+    """What the executor reports with a finished unit."""
+
+    unit: int
+    first_row: int
+    n_rows: int
+    forward_passes: int
+    explain_s: float
+    metrics_s: float
+
+
+@dataclass
+class NewRun:
+    """Everything the catalogue needs to create a run (the key fields and the descriptive ones)."""
+
+    key_fields: dict[str, Any]
+    kind: str
+    model: str
+    model_fingerprint: str
+    dataset: str
+    split: str
+    selection: dict[str, Any]
+    methods: Sequence[str]
+    metrics: Sequence[str]
+    params: dict[str, dict[str, Any]]
+    overrides: dict[str, dict[str, str]]
+    seed: int | None
+    target: str
+    label_names: Sequence[str]
+    chunk_size: int
+    rows_total: int
+
+
+class RunStore:
+    """The run store under one results folder. Create it freely: it holds no open connection.
+
+    ``read_only=True`` never creates anything and opens the catalogue read-only (app sessions);
+    readers and the writer may live in different processes (see the module docstring).
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, *, read_only: bool = False, timeout_s: float = 60.0):
+        self.root = results_dir(root)
+        self.read_only = read_only
+        self.timeout_s = timeout_s
+        if not read_only:
+            (self.root / "runs").mkdir(parents=True, exist_ok=True)
+            with self._connect() as con:
+                con.execute(_SCHEMA)
+
+    @property
+    def catalogue_path(self) -> Path:
+        return self.root / CATALOGUE
+
+    # ------------------------------------------------------------------ connections
+
+    @contextlib.contextmanager
+    def _connect(self, read_only: bool | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A catalogue connection held for one block, retried while another process holds the file."""
+        import duckdb
+
+        read_only = self.read_only if read_only is None else read_only
+        deadline = time.monotonic() + self.timeout_s
+        delay = 0.01
+        with _PROCESS_LOCK:
+            while True:
+                try:
+                    con = duckdb.connect(str(self.catalogue_path), read_only=read_only)
+                    break
+                except duckdb.IOException as error:
+                    if "lock" not in str(error).lower() or time.monotonic() > deadline:
+                        raise
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.2)
+            try:
+                yield con
+            finally:
+                con.close()
+
+    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> pd.DataFrame:
+        if not self.catalogue_path.exists():
+            import pandas as pd
+
+            return pd.DataFrame()
+        with self._connect() as con:
+            return con.execute(sql, list(parameters)).df()
+
+    # ------------------------------------------------------------------ reading
+
+    def list_runs(self) -> pd.DataFrame:
+        """The catalogue, newest first: one row per run with every ``RunInfo`` field (JSON fields
+        as text), an empty frame when the store has no catalogue yet."""
+        return self._query("SELECT * FROM runs ORDER BY created DESC")
+
+    def infos(self) -> list[RunInfo]:
+        """The catalogue as ``RunInfo`` records, newest first."""
+        return [_run_info(row) for row in self.list_runs().to_dict("records")]
+
+    def find(self, run_id: str) -> RunInfo | None:
+        frame = self._query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        return None if frame.empty else _run_info(frame.iloc[0].to_dict())
+
+    def get(self, run_id: str) -> RunInfo:
+        info = self.find(run_id)
+        if info is None:
+            raise ValueError(f"no run {run_id!r} in {self.root}")
+        return info
+
+    def progress(self, run_id: str) -> RunInfo:
+        """The run's catalogue row, read now: ``status``, ``rows_done`` / ``rows_total``,
+        ``fraction``, ``wall_s``, ``writer_gone``."""
+        return self.get(run_id)
+
+    def units(self, run_id: str) -> pd.DataFrame:
+        """The run's finished units in row order."""
+        return self._query("SELECT * FROM units WHERE run_id = ? ORDER BY first_row", [run_id])
+
+    def done_units(self, run_id: str) -> set[int]:
+        frame = self.units(run_id)
+        return set() if frame.empty else {int(u) for u in frame["unit"]}
+
+    def read_table(self, run_id: str, columns: Sequence[str] | None = None) -> pa.Table:
+        """Every finished row of the run, by position (the files the catalogue lists, and only
+        those: a unit written but not committed is invisible)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.get(run_id)
+        units = self.units(run_id)
+        tables = [pq.read_table(self.root / path, columns=columns) for path in units.get("path", [])]
+        if not tables:
+            return pa.table({})
+        return pa.concat_tables(tables, promote_options="default")
+
+    def rows(self, run_id: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """The finished rows as a pandas DataFrame, one per example, by position (the columns
+        are listed in ``engine.runs.rows``)."""
+        from engine.runs.rows import to_frame
+
+        return to_frame(self.read_table(run_id, columns))
+
+    def example(self, run_id: str, position: int) -> tuple[Example, dict[str, Attribution]]:
+        """One stored example (as the model saw it) and its methods' ``Attribution`` records,
+        read from its unit's file alone (methods that failed on it are absent)."""
+        import pyarrow.parquet as pq
+
+        from engine.runs.rows import attribution_of, example_of
+
+        info = self.get(run_id)
+        units = self.units(run_id)
+        hit = units[(units["first_row"] <= position) & (units["first_row"] + units["n_rows"] > position)]
+        if hit.empty:
+            raise ValueError(f"row {position} of {run_id} is not stored (rows done: {info.rows_done})")
+        table = pq.read_table(self.root / hit.iloc[0]["path"], filters=[("position", "=", position)])
+        row = table.to_pylist()[0]
+        example = example_of(row, info.dataset, info.split, info.label_names)
+        found = {m: attribution_of(row, m, example) for m in info.methods}
+        return example, {m: a for m, a in found.items() if a is not None}
+
+    # ------------------------------------------------------------------ writing
+
+    def _require_writer(self) -> None:
+        if self.read_only:
+            raise ValueError(f"the run store at {self.root} was opened read-only")
+
+    def create_or_resume(self, new: NewRun) -> tuple[RunInfo, bool]:
+        """The run with ``new``'s key: created when absent (``True``), else the stored one
+        (``False``), untouched. The caller resumes it if it is not done."""
+        self._require_writer()
+        key = run_key(new.key_fields)
+        run_id = run_id_of(key)
+        version = code_version()
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            found = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if found is None:
+                self._insert(con, run_id, key, new, version)
+            con.execute("COMMIT")
+        if found is not None and found[0] != key:
+            raise ValueError(f"run id {run_id} is taken by another key; the catalogue is inconsistent")
+        return self.get(run_id), found is None
+
+    @staticmethod
+    def _insert(con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str) -> None:
+        now = _now()
+        units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                key,
+                new.kind,
+                new.model,
+                new.model_fingerprint,
+                new.dataset,
+                new.split,
+                json.dumps(new.selection),
+                list(new.methods),
+                list(new.metrics),
+                json.dumps(new.params),
+                json.dumps(new.overrides),
+                new.seed,
+                new.target,
+                list(new.label_names),
+                version,
+                "running",
+                None,
+                now,
+                now,
+                new.chunk_size,
+                new.rows_total,
+                0,
+                units_total,
+                0,
+                0.0,
+                0.0,
+                0.0,
+                0,
+                "",
+                socket.gethostname(),
+                os.getpid(),
+            ],
+        )
+
+    def mark_running(self, run_id: str, executor: str) -> None:
+        """Claim a run for this process (a resume)."""
+        self._update(
+            run_id, status="running", error=None, executor=executor, host=socket.gethostname(), pid=os.getpid()
+        )
+
+    def finish(self, run_id: str, status: str, wall_s: float, error: str | None = None) -> None:
+        """Close this session of a run: its status and its total wall time so far."""
+        if status not in STATUSES:
+            raise ValueError(f"unknown run status {status!r}; known: {', '.join(STATUSES)}")
+        self._update(run_id, status=status, error=error, wall_s=wall_s)
+
+    def _update(self, run_id: str, **values: Any) -> None:
+        self._require_writer()
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        with self._connect() as con:
+            con.execute(
+                f"UPDATE runs SET {assignments}, updated = ? WHERE run_id = ?", [*values.values(), _now(), run_id]
+            )
+
+    def commit_unit(self, run_id: str, stats: UnitStats, table: pa.Table, wall_s: float) -> None:
+        """Write one finished unit atomically: Parquet under a temporary name, renamed, then the
+        unit row and the run's counters (recounted from the unit rows, so committing the same unit
+        twice counts it once) in one transaction. ``wall_s`` is the run's wall time so far."""
+        import pyarrow.parquet as pq
+
+        self._require_writer()
+        relative = Path("runs") / run_id / f"unit-{stats.unit:05d}.parquet"
+        final = self.root / relative
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temporary = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        pq.write_table(table, temporary)
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+        now = _now()
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(
+                "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    run_id,
+                    stats.unit,
+                    stats.first_row,
+                    stats.n_rows,
+                    relative.as_posix(),
+                    stats.forward_passes,
+                    stats.explain_s,
+                    stats.metrics_s,
+                    now,
+                ],
+            )
+            con.execute(
+                """UPDATE runs SET
+                       rows_done = t.rows, units_done = t.units, forward_passes = t.passes,
+                       explain_s = t.explain, metrics_s = t.metrics, wall_s = ?, updated = ?
+                   FROM (SELECT count(*) AS units, sum(n_rows) AS rows, sum(forward_passes) AS passes,
+                                sum(explain_s) AS explain, sum(metrics_s) AS metrics
+                         FROM units WHERE run_id = ?) AS t
+                   WHERE runs.run_id = ?""",
+                [wall_s, now, run_id, run_id],
+            )
+            con.execute("COMMIT")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _run_info(row: dict[str, Any]) -> RunInfo:
+    import pandas as pd
+
+    def plain(value: Any) -> Any:
+        return None if value is None or pd.isna(value) else value
+
+    seed = plain(row["seed"])
+    return RunInfo(
+        run_id=row["run_id"],
+        run_key=row["run_key"],
+        kind=row["kind"],
+        model=row["model"],
+        model_fingerprint=row["model_fingerprint"],
+        dataset=row["dataset"],
+        split=row["split"],
+        selection=json.loads(row["selection"]),
+        methods=tuple(row["methods"]),
+        metrics=tuple(row["metrics"]),
+        params=json.loads(row["params"]),
+        overrides=json.loads(row["overrides"]),
+        seed=None if seed is None else int(seed),
+        target=row["target"],
+        label_names=tuple(row["label_names"]),
+        code_version=row["code_version"],
+        status=row["status"],
+        error=plain(row["error"]),
+        created=pd.Timestamp(row["created"]).to_pydatetime(),
+        updated=pd.Timestamp(row["updated"]).to_pydatetime(),
+        chunk_size=int(row["chunk_size"]),
+        rows_total=int(row["rows_total"]),
+        rows_done=int(row["rows_done"]),
+        units_total=int(row["units_total"]),
+        units_done=int(row["units_done"]),
+        wall_s=float(row["wall_s"]),
+        explain_s=float(row["explain_s"]),
+        metrics_s=float(row["metrics_s"]),
+        forward_passes=int(row["forward_passes"]),
+        executor=row["executor"],
+        host=row["host"],
+        pid=int(row["pid"]),
+    )
