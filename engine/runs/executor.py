@@ -271,7 +271,7 @@ class UnitWorker:
                 self.halvings += 1
                 _empty_device_cache()
         _shift(evaluation, first_row)
-        dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results)]
+        dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results, strict=True)]
         stats = UnitStats(
             unit, first_row, len(examples), self.clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
         )

@@ -136,7 +136,7 @@ def example_of(row: dict[str, Any], dataset: str, split: str, label_names: Seque
     """The (cut) ``Example`` a stored row was computed on."""
     words, segment_ids = row["words"], row["segment_ids"]
     n_segments = max(segment_ids) + 1 if segment_ids else 1
-    segments = tuple(tuple(w for w, s in zip(words, segment_ids) if s == k) for k in range(n_segments))
+    segments = tuple(tuple(w for w, s in zip(words, segment_ids, strict=True) if s == k) for k in range(n_segments))
     rationale = row["rationale"]
     return Example(
         segments=segments,
