@@ -15,6 +15,7 @@ import json
 import random
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -151,7 +152,10 @@ def save_adapter(model: nn.Module, out: Path, info: dict) -> Path:
     card = out / "README.md"
     kept = card.read_text() if card.exists() else None
     model.peft_config["default"].base_model_name_or_path = ENCODER_ID  # not this machine's path
-    model.save_pretrained(str(out))
+    with warnings.catch_warnings():
+        # peft 0.21 reads the masked LM's 1-D ``lora_B`` biases as unsharded ZeRO-3/FSDP factors
+        warnings.filterwarnings("ignore", message=r".*LoRA tensor\(s\) have invalid shape")
+        model.save_pretrained(str(out), save_embedding_layers=False)  # the embeddings are not adapted
     if kept is None:
         card.unlink()
     else:
