@@ -321,7 +321,15 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
     # prediction: they train in full next to the head (``lora_config``).
     model, trainable = _adapt(base_model(info), cfg, info["architecture"])
     tokenizer = load_tokenizer(encoder_path())
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # The output bias trains as ``scale * lora_B.bias`` (``MLM_DECODER``): a learning rate divided
+    # and a weight decay multiplied by ``scale`` give it the steps of a plain trainable bias.
+    decoder = model.base_model.model.get_submodule(MLM_DECODER)
+    bias, scale = decoder.lora_B["default"].bias, decoder.scaling["default"]
+    groups = [
+        {"params": [p for p in trainable if p is not bias]},
+        {"params": [bias], "lr": cfg.lr / scale, "weight_decay": cfg.weight_decay * scale},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()
     rng = random.Random(cfg.seed)
