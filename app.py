@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui import sidebar
+from ui.access import require_password
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
@@ -19,6 +20,7 @@ PAGES = (
     ("app_pages/rationales.py", "Human rationales", ":material/person_check:"),
     ("app_pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
     ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
+    ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
 )
 
 st.set_page_config(page_title="Attribution explorer", page_icon=":material/grid_on:", layout="wide")
@@ -29,5 +31,6 @@ pages = [
     st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0)) for i, (path, title, icon) in enumerate(PAGES)
 ]
 router = st.navigation(pages)
+require_password()
 sidebar.render()
 router.run()

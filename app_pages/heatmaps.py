@@ -70,7 +70,15 @@ for key in (k for k in chosen if infos[k].mask_optimiser):
     detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
     st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
 
-result = explain_selected(selection, chosen, params)
+stored = services.runs.stored_for(
+    st.session_state.get("heatmaps.stored"), selection.model, selection.dataset, selection.split, selection.index
+)
+if stored is not None:
+    st.info(f"The scores stored by run `{st.session_state['heatmaps.stored'][0]}` (nothing recomputed).")
+    if st.button("Recompute with the settings above", key="heatmaps.recompute"):
+        st.session_state.pop("heatmaps.stored")
+        st.rerun()
+result = stored if stored is not None else explain_selected(selection, chosen, params)
 
 prediction = result.prediction
 example = prediction.example

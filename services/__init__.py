@@ -7,6 +7,10 @@ forward and backward passes. Results come back as plain picklable records. Engin
 them with ``st.error``.
 """
 
+from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
+from services import runs
+from services.access import shared_mode
+from services.agreement import method_agreement, run_agreement
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -68,6 +72,8 @@ __all__ = [
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
     "FREE_TEXT",
+    "RUN_METHODS",
+    "RUN_METRICS",
     "CostEstimate",
     "FaithfulnessResult",
     "HeatmapResult",
@@ -107,6 +113,7 @@ __all__ = [
     "lime_counterfactual_rows",
     "loo_counterfactual_rows",
     "masked_lm",
+    "method_agreement",
     "methods",
     "metric_infos",
     "mlm_choices",
@@ -121,7 +128,14 @@ __all__ = [
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",
+    "run_agreement",
+    "runs",
     "score_attribution",
+    "shared_mode",
     "slice_examples",
     "slice_indices",
 ]
+
+# The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).
+RUN_METHODS = tuple(DEFAULT_METHODS.split(","))
+RUN_METRICS = tuple(DEFAULT_METRICS.split(","))

@@ -54,6 +54,10 @@ def policy() -> AccessPolicy:
     return policy_from_env()
 
 
+def shared_mode() -> bool:
+    return policy().shared
+
+
 def check_model(name: str) -> None:
     """``ValueError`` with the same message for every model outside the allow-list (shared mode)."""
     message = policy().refusal(name)

@@ -96,11 +96,16 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
         on_change=_follow_model_task,
         args=(options,),
     )
-    typed = st.text_input(
-        "…or any hub id or local folder",
-        key="sidebar.model_path",
-        placeholder="e.g. textattack/bert-base-uncased-SST-2",
-    )
+    if services.shared_mode():
+        # Shared mode offers the allow-list only; a model named in a link is still checked (and
+        # refused with the one message of services.access) rather than silently replaced.
+        typed = str(st.session_state.get("sidebar.model_path", ""))
+    else:
+        typed = st.text_input(
+            "…or any hub id or local folder",
+            key="sidebar.model_path",
+            placeholder="e.g. textattack/bert-base-uncased-SST-2",
+        )
     return typed.strip() or selected
 
 
@@ -147,6 +152,18 @@ def _example_picker(options: dict[str, list[str]]):
     rationale = " · has a human rationale" if example.rationale is not None else ""
     st.caption(f"`{example.id}`{gold}{rationale}")
     return dataset, split, index, example, None
+
+
+def select_example(model: str, dataset: str, split: str, index: int) -> None:
+    """Point the sidebar at one dataset example (used before switching page); takes effect when
+    the sidebar renders next."""
+    choices = {c.name for c in services.model_choices()}
+    st.session_state["sidebar.model" if model in choices else "sidebar.model_path"] = model
+    if model in choices:
+        st.session_state["sidebar.model_path"] = ""
+    st.session_state["sidebar.dataset"] = dataset
+    st.session_state["sidebar.split"] = split
+    st.session_state["sidebar.index"] = index
 
 
 def _pick_random(dataset: str, split: str) -> None:

@@ -1,0 +1,131 @@
+"""Dataset explorer: runs of every method and metric over whole splits, kept in the run store.
+
+Pick a stored run, or start one on the sidebar's model and dataset (it runs in its own process
+and goes on when the page is left). A sortable, filterable table of the examples, each one click
+from its heatmap with the run's own scores; metric distributions, mean curves with 95% bands, and
+whether the methods agree at all.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import services
+from ui import sidebar, state
+from ui.agreement import MEASURE_LABELS, agreement_figure
+from ui.explorer import distribution_figure, mean_curve_figure, progress_line
+from ui.heatmap import heatmap_html
+
+selection = state.current()
+st.title("Dataset explorer")
+st.caption("Whole-split runs kept in the run store (`ATTRIBUTION_RESULTS_DIR`), shared by every session.")
+catalogue = services.runs.catalogue()
+
+with st.expander("Start a run on the sidebar's model and dataset", expanded=catalogue.empty):
+    if not selection.dataset or selection.error:
+        st.info("Pick a model and a dataset split in the sidebar (not free text) to run over it.")
+    else:
+        size = services.dataset_size(selection.dataset, selection.split)
+        with st.form("explorer.start"):
+            methods = st.multiselect("Methods", [m.key for m in services.methods()], list(services.RUN_METHODS))
+            metrics = st.multiselect("Metrics", [m.key for m in services.metric_infos()], list(services.RUN_METRICS))
+            limit = st.number_input(f"First N examples of {size:,}", 1, size, min(100, size), key="explorer.limit")
+            target = st.radio("Explain", ["predicted", "gold"], horizontal=True, key="explorer.target")
+            start = st.form_submit_button("Start the run", type="primary")
+        if start:
+            try:
+                run_id = services.runs.start_run(
+                    selection.model, selection.dataset, selection.split,
+                    None if limit == size else int(limit), methods, metrics, target,
+                )  # fmt: skip
+            except ValueError as error:
+                st.error(str(error))
+            else:
+                st.session_state["explorer.run"] = run_id
+                st.success(f"Run `{run_id}` goes on in the background; its progress shows below.")
+                catalogue = services.runs.catalogue()
+
+if catalogue.empty:
+    st.info("No stored run yet: start one above, or with `python -m cli run`.")
+    st.stop()
+labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
+wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
+run_id = st.selectbox(
+    "Stored run", list(labels), index=list(labels).index(wanted) if wanted in labels else 0,
+    format_func=labels.get, key="explorer.run_picker",
+)  # fmt: skip
+st.session_state["explorer.run"] = run_id
+st.query_params["run"] = run_id
+
+
+@st.fragment(run_every=2.0)
+def live_progress(run_id: str) -> None:
+    """The run's progress, read from the store every two seconds while it is being written."""
+    info = services.runs.info(run_id)
+    st.progress(info.fraction, text=progress_line(info))
+    seen = st.session_state.setdefault("explorer.rows_seen", {})
+    if seen.get(run_id) not in (None, info.rows_done):
+        seen[run_id] = info.rows_done
+        st.rerun(scope="app")
+    seen[run_id] = info.rows_done
+
+
+live_progress(run_id)
+info = services.runs.info(run_id)
+if info.rows_done == 0:
+    st.info("No example of this run is finished yet.")
+    st.stop()
+
+table = services.runs.example_table(run_id)
+st.subheader("Examples")
+show = st.segmented_control("Show", ["all", "correct", "wrong"], default="all", key="explorer.filter")
+shown = table if show in (None, "all") else table[table["correct"] == (show == "correct")]
+picked = st.dataframe(
+    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
+    column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
+)  # fmt: skip
+positions = list(shown["position"])
+if picked is not None and picked.selection.rows:
+    st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
+if st.session_state.get("explorer.position") not in positions:
+    st.session_state.pop("explorer.position", None)
+position = st.selectbox("Example", positions, key="explorer.position", help="Or click a row of the table.")
+stored = services.runs.stored_heatmap(run_id, int(position))
+example = stored.prediction.example
+st.markdown(f"**Example {position}**: the scores stored by `{run_id}` (nothing recomputed)")
+st.html(heatmap_html(example.words, example.segment_ids, stored.attributions, rationale=example.rationale))
+
+
+def open_on_heatmaps(methods: list[str]) -> None:
+    """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
+    sidebar.select_example(info.model, info.dataset, info.split, int(position))
+    st.session_state["heatmaps.stored"] = (run_id, int(position))
+    st.session_state["heatmaps.methods"] = methods
+
+
+if st.button(
+    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),)
+):
+    st.switch_page("app_pages/heatmaps.py")
+
+st.subheader("Per run")
+left, right = st.columns(2)
+values = services.runs.metric_values(run_id)
+metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric")
+left.plotly_chart(distribution_figure(values[values["metric"] == metric], metric), key="explorer.distribution")
+curves = services.runs.mean_curves(run_id)
+curve_metrics = sorted({k for per in curves.values() for k in per})
+if curve_metrics:
+    curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve")
+    right.plotly_chart(mean_curve_figure(curves, curve_metric), key="explorer.curves")
+
+st.subheader("Do the methods agree?")
+a, b = st.columns(2)
+measure = a.selectbox("Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure")
+clustered = b.toggle("Order by clustering", key="explorer.clustered")
+names, matrix, disputes = services.runs.run_agreement(run_id, measure, clustered)
+title = f"mean over {len(disputes)} examples"
+st.plotly_chart(agreement_figure(names, matrix, measure, title), key="explorer.agreement")
+st.markdown("**Most disputed examples**: lowest mean pairwise agreement (pick one above to see it)")
+disputed = table.assign(agreement=disputes).nsmallest(10, "agreement")[["position", "text", "agreement"]]
+st.dataframe(disputed, hide_index=True, key="explorer.disputed")

@@ -1,0 +1,76 @@
+"""The dataset explorer on a stored run: the table of examples, a stored example's heatmap,
+the per-run plots and the agreement matrix, then one click to the heatmap page, which shows the
+run's own scores without recomputing them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.runs.executor import RunSpec, execute, open_run
+from engine.runs.store import RunStore
+from tests.toy import toy_bert
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+METHODS = ("loo_empty", "grad_x_input", "random")
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory) -> tuple[str, str, Path]:
+    """A finished 4-example run of a tiny BERT in its own results folder."""
+    folder = tmp_path_factory.mktemp("toy-bert")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    results = tmp_path_factory.mktemp("results")
+    spec = RunSpec(
+        model=str(folder), dataset="examples", split="sst2", limit=4, methods=METHODS,
+        metrics=("deletion", "comprehensiveness"), seed=0, chunk_size=2,
+    )  # fmt: skip
+    store = RunStore(results)
+    outcome = execute(open_run(spec, store), store, executor="serial")
+    assert outcome.info.status == "done"
+    return outcome.info.run_id, str(folder), results
+
+
+def open_explorer(stored_run, monkeypatch) -> AppTest:
+    run_id, model, results = stored_run
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = model
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    at.run()
+    at.switch_page("app_pages/explorer.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_explorer_shows_a_stored_run(stored_run, monkeypatch) -> None:
+    run_id, _, results = stored_run
+    at = open_explorer(stored_run, monkeypatch)
+    assert at.selectbox(key="explorer.run_picker").value == run_id
+    table = at.dataframe(key="explorer.table").value
+    assert list(table["position"]) == [0, 1, 2, 3]
+    assert {"loo_empty · deletion", "random · comprehensiveness", "disagreement", "correct"} <= set(table.columns)
+    stored = RunStore(results, read_only=True).rows(run_id)
+    np.testing.assert_allclose(table["loo_empty · deletion"], stored["value/loo_empty/deletion"].astype(float))
+    assert 'data-role="heatmap"' in "".join(h.value for h in at.html)
+    assert len(at.get("plotly_chart")) == 3  # distribution, mean curve, agreement
+    assert not at.error
+
+
+def test_a_row_opens_on_the_heatmap_page_with_the_runs_scores(stored_run, monkeypatch) -> None:
+    run_id, _, results = stored_run
+    at = open_explorer(stored_run, monkeypatch)
+    at.selectbox(key="explorer.position").set_value(2).run()
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    assert any(run_id in info.value for info in at.info), [i.value for i in at.info]
+    _, attributions = RunStore(results, read_only=True).example(run_id, 2)
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    for method in METHODS:
+        assert f'data-method="{method}"' in shown
+    assert set(attributions) == set(METHODS)

@@ -1,0 +1,89 @@
+"""Figures of the dataset explorer: metric distributions per method, mean curves with 95% bands,
+and the one-line progress of a stored run."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+# Okabe-Ito, colour-blind safe; the random baseline is grey and dashed.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+RANDOM_COLOUR = "#8c8c8c"
+
+
+def method_colour(method: str, index: int) -> str:
+    return RANDOM_COLOUR if method == "random" else PALETTE[index % len(PALETTE)]
+
+
+def progress_line(info) -> str:
+    """ "412 of 872 examples · running · 95 s" for a stored run's catalogue entry."""
+    status = "stopped (its process is gone: resume it)" if info.writer_gone else info.status
+    return f"{info.rows_done:,} of {info.rows_total:,} examples · {status} · {info.wall_s:.0f} s"
+
+
+def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
+    """One box (with the points) per method of ``values`` (columns method, value)."""
+    figure = go.Figure()
+    for index, (method, group) in enumerate(values.groupby("method", sort=False)):
+        figure.add_trace(
+            go.Box(
+                y=group["value"],
+                name=method,
+                boxpoints="outliers",
+                marker_color=method_colour(method, index),
+                boxmean=True,
+                hovertemplate=f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title={"text": f"{metric} per example", "font": {"size": 15}},
+        height=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        showlegend=False,
+    )
+    return figure
+
+
+def mean_curve_figure(curves: dict[str, dict[str, dict[str, list[float]]]], metric: str) -> go.Figure:
+    """The mean ``metric`` curve of every method with its 95% band (``engine.evaluate.mean_curves``)."""
+    figure = go.Figure()
+    for index, (method, per) in enumerate(curves.items()):
+        curve = per.get(metric)
+        if not curve:
+            continue
+        line = method_colour(method, index)
+        r, g, b = (int(line[i : i + 2], 16) for i in (1, 3, 5))
+        figure.add_trace(
+            go.Scatter(
+                x=curve["x"] + curve["x"][::-1],
+                y=curve["high"] + curve["low"][::-1],
+                fill="toself",
+                fillcolor=f"rgba({r},{g},{b},0.15)",
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=method,
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=curve["x"],
+                y=curve["mean"],
+                mode="lines",
+                name=method,
+                legendgroup=method,
+                line={"color": line, "dash": "dash" if method == "random" else "solid"},
+                hovertemplate=f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title={"text": f"mean {metric} curve (95% band)", "font": {"size": 15}},
+        height=380,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": "fraction of the words", "tickformat": ".0%"},
+        yaxis={"title": "probability of the explained class"},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure
