@@ -37,7 +37,7 @@ def stored_run(tmp_path_factory) -> tuple[str, str, Path]:
 
 
 def open_explorer(stored_run, monkeypatch) -> AppTest:
-    run_id, model, results = stored_run
+    _, model, results = stored_run
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
     at = AppTest.from_file(str(APP), default_timeout=300)
     at.session_state["sidebar.model_path"] = model
