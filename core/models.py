@@ -88,11 +88,27 @@ def _offline_kwargs() -> dict:
     return {"local_files_only": True} if os.environ.get("HF_HUB_OFFLINE") == "1" else {}
 
 
+# A local model folder needs one of these to carry its tokenizer (transformers would otherwise
+# build an empty default tokenizer that maps every word to [UNK]).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
+
 def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
     folder = delta_folder(name_or_path)
     source = encoder_path() if folder is not None else name_or_path
+    local = Path(source)
+    if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(f"{name_or_path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES[:3])}, ...)")
     tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True, **_offline_kwargs())
     if not tokenizer.is_fast:
         raise ValueError(f"{name_or_path}: a fast tokenizer is needed to map words to subwords")
@@ -128,6 +144,12 @@ def load_masked_lm(name_or_path: str):
 
     folder = delta_folder(name_or_path)
     if folder is None:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+        architectures = getattr(config, "architectures", None) or []
+        if architectures and not any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in architectures):
+            raise ValueError(f"{name_or_path} is a {architectures[0]}, not a masked language model")
         return AutoModelForMaskedLM.from_pretrained(name_or_path, **_offline_kwargs()).eval()
     architecture = read_task(folder)["architecture"]
     if architecture != "masked-lm":

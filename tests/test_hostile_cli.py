@@ -154,7 +154,7 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
 
 REFUSED_IDS = [
     "empty text", "whitespace text", "nonexistent model", "nonexistent folder", "empty folder", "corrupt config",
-    "truncated weights", "masked LM as classifier", "unknown method",
+    "truncated weights", "no tokenizer", "masked LM as classifier", "classifier as masked LM", "unknown method",
     "IG steps 10^9", "LIME samples 10^7", "NaN parameter", "infinite parameter", "text parameter for a number",
     "unknown parameter", "malformed parameter", "parameter of another method", "target out of range",
     "negative target", "bad dataset", "bad split", "unknown metric", "zero random", "negative limit",
