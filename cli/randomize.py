@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
-from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json, progress_bar
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
@@ -64,16 +61,6 @@ def _print_table(result) -> None:
     print(f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes")
 
 
-def _stderr_progress(start: float) -> Callable[[float, str], None]:
-    def report(fraction: float, message: str) -> None:
-        elapsed = time.perf_counter() - start
-        print(f"\r[{fraction:6.1%}] {message} ({elapsed:.0f} s)\033[K", end="", file=sys.stderr, flush=True)
-        if fraction >= 1.0:
-            print(file=sys.stderr)
-
-    return report
-
-
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, load_classifier
@@ -105,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         top_k_fraction=args.top_k,
         mlm=mlm,
-        progress=None if args.quiet else _stderr_progress(time.perf_counter()),
+        progress=progress_bar(100, enabled=not args.quiet, unit="%"),
         resources=Resources(),
     )
     if not args.json:
