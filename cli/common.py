@@ -55,6 +55,39 @@ def read_jsonl(path: str, fields: tuple[str, ...] = ("text",)) -> list[dict[str,
     return records
 
 
+def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed for stochastic methods") -> None:
+    """The options every dataset evaluation takes (``evaluate`` and ``run``): methods, metrics,
+    their parameters, the seed, the explained class and the masked LM."""
+    from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
+
+    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
+    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
+    parser.add_argument(
+        "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
+    )
+    parser.add_argument("--seed", type=int, help=seed_help)
+    parser.add_argument(
+        "--target",
+        choices=("predicted", "gold"),
+        default="predicted",
+        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
+    )
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+
+
+def methods_and_params(methods_arg: str, param_items: list[str] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The validated method keys and their ``--param`` values; a parameter of a method that was
+    not asked for is refused."""
+    import explainers
+
+    methods = explainers.resolve(methods_arg)
+    params = parse_params(param_items)
+    unknown = set(params) - set(methods)
+    if unknown:
+        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    return methods, params
+
+
 def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:
     """``["im.k=5", "lime.n_samples=200"]`` -> ``{"im": {"k": "5"}, "lime": {"n_samples": "200"}}``."""
     out: dict[str, dict[str, str]] = {}

@@ -7,8 +7,6 @@ import argparse
 import time
 
 from engine.evaluate import (
-    DEFAULT_METHODS,
-    DEFAULT_METRICS,
     evaluate_slice,
     metric_params,
     needs_mlm,
@@ -77,26 +75,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from cli.common import add_dataset, add_model
+    from cli.common import add_dataset, add_model, add_slice_options
 
     parser = sub.add_parser("evaluate", help="faithfulness and plausibility metrics over a dataset slice")
     add_model(parser)
     add_dataset(parser, required=True)
     parser.add_argument("--random", type=int, metavar="N", help="N examples drawn at random (seeded by --seed)")
-    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
-    parser.add_argument(
-        "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
-    )
+    add_slice_options(parser, "seed for stochastic methods and for --random")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
-    parser.add_argument("--seed", type=int, help="seed for stochastic methods and for --random")
-    parser.add_argument(
-        "--target",
-        choices=("predicted", "gold"),
-        default="predicted",
-        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
-    )
-    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_model, parse_params, print_json
+from cli.common import add_model, methods_and_params, print_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,11 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.explain import explain_example
     from engine.resources import Resources
 
-    methods = explainers.resolve(args.methods)
-    params = parse_params(args.param)
-    unknown = set(params) - set(methods)
-    if unknown:
-        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    methods, params = methods_and_params(args.methods, args.param)
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:

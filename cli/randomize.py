@@ -12,7 +12,7 @@ import argparse
 import math
 from typing import Any
 
-from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json, progress_bar
+from cli.common import add_dataset, add_model, load_dataset_examples, methods_and_params, print_json, progress_bar
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
@@ -67,11 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.resources import Resources
     from experiments.randomization import run_randomization
 
-    methods = explainers.resolve(args.methods)
-    params = parse_params(args.param)
-    unknown = set(params) - set(methods)
-    if unknown:
-        raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")
+    methods, params = methods_and_params(args.methods, args.param)
     examples = _examples(args)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
     mlm = None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from engine.runs.executor import DEFAULT_CHUNK_SIZE, EXECUTORS
 
 
@@ -67,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    from cli.common import add_slice_options
+
     parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
     parser.add_argument("--dataset", help="dataset name (see `python -m cli datasets`)")
@@ -75,19 +76,7 @@ def register(sub) -> None:
     size.add_argument("--limit", type=int, help="the first N examples of the split")
     size.add_argument("--all", action="store_true", help="the whole split")
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
-    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
-    parser.add_argument(
-        "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
-    )
-    parser.add_argument("--seed", type=int, help="seed for stochastic methods")
-    parser.add_argument(
-        "--target",
-        choices=("predicted", "gold"),
-        default="predicted",
-        help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
-    )
-    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+    add_slice_options(parser)
     parser.add_argument("--executor", choices=EXECUTORS, default="ray", help="ray (default) or serial (in-process)")
     parser.add_argument(
         "--address", help="Ray cluster to use, e.g. ray://host:10001 (default: $RAY_ADDRESS, else a local Ray)"
