@@ -7,7 +7,10 @@ import streamlit as st
 
 import services
 from ui import state
+from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.charts import probability_chart
+from ui.downloads import download_row
+from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
@@ -118,8 +121,26 @@ if attributions:
             shared_scale=shared_scale,
         )
     )
+    name = f"heatmap-{example.id or 'text'}"
+    drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
+    json_export = {method: a.to_json() for method, a in attributions.items()}
+    download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export)
     for attribution in attributions.values():
         if has_mask_extras(attribution):
             render_mask_extras(attribution, example.segment_ids)
+    if len(attributions) > 1:
+        st.subheader("Do the methods agree on this example?")
+        left, right = st.columns(2)
+        measure = left.selectbox(
+            "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="heatmaps.measure"
+        )
+        clustered = right.toggle("Order by clustering", key="heatmaps.clustered")
+        scores = {method: attribution.scores for method, attribution in attributions.items()}
+        names, matrix = services.method_agreement(scores, measure, clustered=clustered)
+        figure = agreement_figure(names, matrix, measure)
+        st.plotly_chart(figure, key="heatmaps.agreement")
+        download_row("heatmaps.agreement.download", name="method-agreement", figure=figure)
     st.subheader("Cost per method")
-    st.dataframe(pd.DataFrame(cost_rows(attributions)), hide_index=True, key="heatmaps.costs")
+    costs = pd.DataFrame(cost_rows(attributions))
+    st.dataframe(costs, hide_index=True, key="heatmaps.costs")
+    download_row("heatmaps.costs.download", name="cost-per-method", table=costs)

@@ -245,3 +245,14 @@ def test_pairs_are_drawn_as_premise_then_hypothesis() -> None:
     body = heatmap_html(words, (0, 0, 0, 1, 1, 1), {"m": record("m", words, [0, 1, 0, 0, 1, 0])})
     assert body.index(">Premise<") < body.index(">dog<") < body.index(">Hypothesis<") < body.index(">animal<")
     assert body.count('<table class="hm-block"') == 2
+
+
+def test_downloads_and_the_agreement_matrix_of_the_example() -> None:
+    """Two methods: the heatmap's HTML / PNG / LaTeX / JSON buttons, the agreement matrix (with
+    its own image buttons) and the cost table's CSV / Parquet buttons."""
+    at = run_app(methods="random,attention_mean")
+    assert not at.exception and not at.error
+    keys = {b.key for b in at.get("download_button")}
+    assert {"heatmaps.download.heatmap.html", "heatmaps.download.heatmap.tex", "heatmaps.download.json"} <= keys
+    assert {"heatmaps.costs.download.table.csv", "heatmaps.agreement.download.figure.png"} <= keys
+    assert any(c.key == "heatmaps.agreement" for c in at.get("plotly_chart"))
