@@ -13,6 +13,7 @@ import streamlit as st
 import services
 from ui import sidebar, state
 from ui.agreement import MEASURE_LABELS, agreement_figure
+from ui.downloads import download_row
 from ui.explorer import distribution_figure, mean_curve_figure, progress_line
 from ui.heatmap import heatmap_html
 
@@ -84,6 +85,7 @@ picked = st.dataframe(
     shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
 )  # fmt: skip
+download_row("explorer.table.download", name=f"{run_id}-examples", table=shown)
 positions = list(shown["position"])
 if picked is not None and picked.selection.rows:
     st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
@@ -112,12 +114,18 @@ st.subheader("Per run")
 left, right = st.columns(2)
 values = services.runs.metric_values(run_id)
 metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric")
-left.plotly_chart(distribution_figure(values[values["metric"] == metric], metric), key="explorer.distribution")
+distribution = distribution_figure(values[values["metric"] == metric], metric)
+left.plotly_chart(distribution, key="explorer.distribution")
 curves = services.runs.mean_curves(run_id)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
     curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve")
-    right.plotly_chart(mean_curve_figure(curves, curve_metric), key="explorer.curves")
+    curve_figure = mean_curve_figure(curves, curve_metric)
+    right.plotly_chart(curve_figure, key="explorer.curves")
+    with right:
+        download_row("explorer.curves.download", name=f"{run_id}-{curve_metric}-curve", figure=curve_figure)
+with left:
+    download_row("explorer.distribution.download", name=f"{run_id}-{metric}", figure=distribution)
 
 st.subheader("Do the methods agree?")
 a, b = st.columns(2)
@@ -125,7 +133,9 @@ measure = a.selectbox("Measure", list(MEASURE_LABELS), format_func=MEASURE_LABEL
 clustered = b.toggle("Order by clustering", key="explorer.clustered")
 names, matrix, disputes = services.runs.run_agreement(run_id, measure, clustered)
 title = f"mean over {len(disputes)} examples"
-st.plotly_chart(agreement_figure(names, matrix, measure, title), key="explorer.agreement")
+agreement = agreement_figure(names, matrix, measure, title)
+st.plotly_chart(agreement, key="explorer.agreement")
+download_row("explorer.agreement.download", name=f"{run_id}-agreement", figure=agreement)
 st.markdown("**Most disputed examples**: lowest mean pairwise agreement (pick one above to see it)")
 disputed = table.assign(agreement=disputes).nsmallest(10, "agreement")[["position", "text", "agreement"]]
 st.dataframe(disputed, hide_index=True, key="explorer.disputed")
