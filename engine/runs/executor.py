@@ -116,7 +116,7 @@ class RunSpec:
         out: dict[str, dict[str, Any]] = {}
         for key in self.methods:
             spec = explainers.get(key)
-            overrides = dict(self.method_overrides.get(key, {}))
+            overrides: dict[str, Any] = dict(self.method_overrides.get(key, {}))
             if self.seed is not None and spec.stochastic:
                 overrides.setdefault("seed", self.seed)
             out[key] = dataclasses.asdict(spec.make_params(overrides))
@@ -347,7 +347,7 @@ def run_ray(
         n_actors = min(n_actors, max(1, len(units)))
         remote = ray.remote(UnitWorker)
         workers = [remote.options(**options).remote(spec, device, threads) for _ in range(n_actors)]
-        ray.get([w.batch_size.remote() for w in workers])  # wait for the models to load
+        ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
         startup_s = time.perf_counter() - start
         if progress is not None:
             progress(0.0, f"{n_actors} actor(s) ready after {startup_s:.1f} s")
