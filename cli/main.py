@@ -9,7 +9,19 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("methods", "explain", "predict", "fill", "datasets", "train", "bench", "evaluate", "randomize", "attack")
+COMMANDS = (
+    "methods",
+    "explain",
+    "predict",
+    "fill",
+    "datasets",
+    "train",
+    "bench",
+    "evaluate",
+    "randomize",
+    "attack",
+    "reproduce",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
