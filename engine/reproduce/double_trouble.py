@@ -405,7 +405,7 @@ REPRODUCTIONS = (
             "threshold": "paper 000's best tau over 0.05..0.95 by mean IoU, per method",
             "correct_only": True,
         },
-        default_limit=12,
+        default_limit=8,
         compute=table3,
         check=check_table3,
         differences=(
@@ -428,7 +428,7 @@ REPRODUCTIONS = (
             "replacement": "the highest-ranked of the masked LM's top 2 that differs from the word (Deletion_BERT's rule)",
             "half": f"floor(n/2) words (at least 1) deleted at random, {HALF_DRAWS} draws per example, seed 0",
         },
-        default_limit=150,
+        default_limit=100,
         compute=table4,
         check=check_table4,
         differences=(

@@ -208,7 +208,7 @@ REPRODUCTIONS = (
             },
             "target": "predicted",
         },
-        default_limit=60,
+        default_limit=40,
         compute=aml_table1,
         check=check_aml,
         differences=(
