@@ -23,6 +23,7 @@ COMMANDS = (
     "show",
     "randomize",
     "attack",
+    "reproduce",
 )
 
 

@@ -1,0 +1,102 @@
+"""``python -m cli reproduce``: the papers' headline findings re-run on the bundled models and
+data, set beside the published values (the work is ``engine.reproduce``).
+
+``--list`` names every reproduction with its paper, table and claim; ``reproduce NAME`` prints row
+by row the published value, ours (mean, 95% interval, n), the convention used and whether the
+finding holds, with the reasons ours may differ. Results are cached under
+``$ATTRIBUTION_RESULTS_DIR`` (default ./results); ``--refresh`` recomputes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.common import print_json
+    from engine import reproduce
+
+    if args.list:
+        if args.json:
+            print_json(
+                [
+                    {
+                        "name": r.name,
+                        "paper": r.paper.cite(),
+                        "table": r.table,
+                        "claim": r.claim,
+                        "default_limit": r.default_limit,
+                    }
+                    for r in reproduce.REGISTRY.values()
+                ]
+            )
+        else:
+            for r in reproduce.REGISTRY.values():
+                print(f"{r.name}\t{r.paper.cite()}\t{r.table}\t{r.claim}")
+        return 0
+    if not args.name:
+        raise ValueError(f"give a reproduction name or --list; choose one of {', '.join(reproduce.REGISTRY)}")
+    reproduce.get(args.name)
+    start = time.perf_counter()
+    payload, cached = reproduce.cached_run(
+        args.name, args.limit, refresh=args.refresh, progress=None if args.quiet else _progress(start)
+    )
+    if args.json:
+        print_json({**payload, "cached": cached})
+    else:
+        _print(payload, cached)
+    return 0
+
+
+def _progress(start: float):
+    def report(fraction: float, message: str) -> None:
+        print(
+            f"\r[{fraction:6.1%}] {message} ({time.perf_counter() - start:.0f} s)", end="", file=sys.stderr, flush=True
+        )
+        if fraction >= 1.0:
+            print(file=sys.stderr)
+
+    return report
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _print(payload: dict[str, Any], cached: bool) -> None:
+    print(f"{payload['paper']}, {payload['title']}, {payload['table']}")
+    print(f"claim: {payload['claim']}")
+    print(f"published: {payload['published_note']}")
+    width = max((len(row["label"]) for row in payload["rows"]), default=10)
+    print(f"{'row':<{width}}  {'published':>9}  {'ours':>9}  {'95% interval':>21}  {'n':>4}")
+    for row in payload["rows"]:
+        interval = "—" if row["low"] is None else f"[{_number(row['low'])}, {_number(row['high'])}]"
+        print(
+            f"{row['label']:<{width}}  {_number(row['published']):>9}  {_number(row['mean']):>9}  {interval:>21}  {row['n']:>4}"
+        )
+    print(f"settings: {payload['settings']}")
+    finding = payload["finding"]
+    print(f"finding: {'HOLDS' if finding['holds'] else 'DOES NOT HOLD'}: {finding['reason']}")
+    print("ours may differ because:")
+    for reason in payload["differences"]:
+        print(f"  - {reason}")
+    source = "cached" if cached else "computed"
+    print(f"{payload['limit']} examples per split, {payload['runtime_s']} s ({source}; code {payload['code_version']})")
+
+
+def register(sub) -> None:
+    from cli.common import positive_int
+
+    parser = sub.add_parser("reproduce", help="re-run a paper's headline finding beside its published table")
+    parser.add_argument("name", nargs="?", help="reproduction name (see --list)")
+    parser.add_argument("--list", action="store_true", help="name every reproduction with its paper, table and claim")
+    parser.add_argument(
+        "--limit", type=positive_int, help="first N examples of each split (default: the entry's slice)"
+    )
+    parser.add_argument("--refresh", action="store_true", help="recompute even when a cached result exists")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,227 @@
+"""The reproductions of the papers' findings (``engine.reproduce``, ``python -m cli reproduce``):
+the registry's contract, every finding check on hand-made rows (holds and does not hold), one
+reproduction end to end on the bundled masked LM, the command line's bad input and the cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from cli.main import main
+from engine import reproduce
+from engine.reproduce import base, double_trouble, mask_papers
+from engine.reproduce.base import Row
+
+
+def rows(*cells: tuple[tuple[str, ...], float]) -> list[Row]:
+    return [Row(" · ".join(key), key, None, mean, mean, mean, 2) for key, mean in cells]
+
+
+# --------------------------------------------------------------------------- registry contract
+
+
+def test_registry_covers_the_brief():
+    assert set(reproduce.REGISTRY) == {
+        "double-trouble-table1",
+        "double-trouble-table3",
+        "double-trouble-table4",
+        "double-trouble-tableA3",
+        "double-trouble-tableA5",
+        "marc-table1",
+        "aml-table1",
+    }
+
+
+@pytest.mark.parametrize("name", list(reproduce.REGISTRY))
+def test_every_entry_is_complete(name):
+    entry = reproduce.REGISTRY[name]
+    assert entry.paper.authors and 2000 < entry.paper.year < 2030 and entry.table
+    assert entry.claim.endswith(".") and entry.published_note and entry.settings and entry.differences
+    assert entry.default_limit >= 2
+    assert callable(entry.compute) and callable(entry.check)
+
+    def numbers(value):
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in numbers(v)]
+        if isinstance(value, tuple):
+            return [n for v in value for n in numbers(v)]
+        return [value] if isinstance(value, float) else []
+
+    printed = numbers(entry.published)
+    assert len(printed) >= 4 and all(math.isfinite(v) for v in printed)
+
+
+def test_double_trouble_cites_its_arxiv_id():
+    assert double_trouble.PAPER.cite() == "Pham, Bui, Mai & Nguyen 2022, arXiv 2110.11929"
+
+
+# --------------------------------------------------------------------------- finding checks
+
+
+def table1_rows(sst_bert_best: str) -> list[Row]:
+    cells = []
+    for dataset in ("SST-2", "e-SNLI"):
+        cells += [((dataset, "Deletion", m), v) for m, v in (("IM", 0.47), ("LOO_unk", 0.45), ("LOO_empty", 0.42))]
+        bert = {"IM": 0.49, "LOO_unk": 0.50, "LOO_empty": 0.51}
+        if dataset == "SST-2" and sst_bert_best == "LOO_empty":
+            bert["LOO_empty"] = 0.40
+        cells += [((dataset, "Deletion_BERT", m), v) for m, v in bert.items()]
+    return rows(*cells)
+
+
+def test_table1_flip_holds_when_the_winner_changes():
+    finding = double_trouble.check_table1(table1_rows("IM"))
+    assert finding.holds
+    assert "SST-2: best under Deletion LOO_empty, under Deletion_BERT IM" in finding.reason
+
+
+def test_table1_flip_fails_when_one_dataset_keeps_its_winner():
+    finding = double_trouble.check_table1(table1_rows("LOO_empty"))
+    assert not finding.holds and "does not flip" in finding.reason
+
+
+def test_table3_check():
+    good = rows((("iou", "IM"), 0.30), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
+    assert double_trouble.check_table3(good).holds
+    bad = rows((("iou", "IM"), 0.40), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
+    finding = double_trouble.check_table3(bad)
+    assert not finding.holds and "iou LOO_empty 0.340 vs IM 0.400" in finding.reason
+
+
+def test_table4_ratio_check():
+    names = double_trouble.TABLE4_ROWS
+    good = rows(*[(("SST-2", n), v) for n, v in zip(names, (3.0, 2.0, 16.0))])
+    assert double_trouble.check_table4(good).holds
+    # 9 points is more than half of 16: the single-word change is not "much smaller".
+    bad = rows(*[(("SST-2", n), v) for n, v in zip(names, (9.0, 2.0, 16.0))])
+    assert not double_trouble.check_table4(bad).holds
+
+
+def test_table_a3_thresholds():
+    good = rows((("SST-2", "exact_all"), 40.0), (("SST-2", "likelihood"), 0.6))
+    assert double_trouble.check_table_a3(good).holds
+    assert not double_trouble.check_table_a3(rows((("SST-2", "exact_all"), 20.0), (("SST-2", "likelihood"), 0.9))).holds
+    assert not double_trouble.check_table_a3(rows((("SST-2", "exact_all"), 40.0), (("SST-2", "likelihood"), 0.4))).holds
+
+
+def test_table_a5_ordering():
+    good = rows((("SST-2", "sign_change", "LOO_empty"), 70.0), (("SST-2", "sign_change", "IM"), 60.0))
+    assert double_trouble.check_table_a5(good).holds
+    bad = rows((("SST-2", "sign_change", "LOO_empty"), 50.0), (("SST-2", "sign_change", "IM"), 60.0))
+    assert not double_trouble.check_table_a5(bad).holds
+
+
+def test_marc_check_needs_both_human_metrics():
+    cells = [
+        (("token_f1", "MaRC"), 0.47),
+        (("token_f1", "LIME"), 0.43),
+        (("iou_f1", "MaRC"), 0.16),
+        (("iou_f1", "LIME"), 0.08),
+    ]
+    assert mask_papers.check_marc(rows(*cells)).holds
+    cells[3] = (("iou_f1", "LIME"), 0.2)
+    finding = mask_papers.check_marc(rows(*cells))
+    assert not finding.holds and "best IoU F1: LIME 0.200" in finding.reason
+
+
+def test_aml_check_directions():
+    cells = [
+        (("log_odds", "fAML"), -2.0),
+        (("log_odds", "IG"), -0.9),
+        (("sufficiency", "fAML"), 0.02),
+        (("sufficiency", "IG"), 0.07),
+        (("comprehensiveness", "fAML"), 0.29),
+        (("comprehensiveness", "IG"), 0.19),
+    ]
+    assert mask_papers.check_aml(rows(*cells)).holds
+    cells[3] = (("sufficiency", "IG"), 0.01)  # lower sufficiency is better: IG wins it
+    assert not mask_papers.check_aml(rows(*cells)).holds
+
+
+def test_a_check_without_scored_rows_does_not_hold():
+    finding = double_trouble.check_table_a5(rows((("SST-2", "sign_change", "IM"), 60.0)))
+    assert not finding.holds and "no scored examples" in finding.reason
+
+
+# --------------------------------------------------------------------------- end to end and cache
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setenv(base.RESULTS_ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_table_a3_end_to_end_then_cached(results, capsys, monkeypatch):
+    assert main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--json", "--quiet"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["cached"] is False and payload["limit"] == 2
+    by_key = {tuple(r["key"]): r for r in payload["rows"]}
+    assert by_key[("SST-2", "exact_all")]["published"] == 48.94
+    for row in payload["rows"]:
+        assert row["n"] == 2 and row["low"] <= row["mean"] <= row["high"]
+    # Top-10 mass holds the top-1 probability, so it is at least the exact matches' likelihood share.
+    assert 0 < by_key[("SST-2", "exact_all")]["mean"] < 100
+    assert by_key[("e-SNLI", "top10_mass")]["mean"] <= 100
+    assert isinstance(payload["finding"]["holds"], bool) and payload["finding"]["reason"]
+    files = list((results / "reproduce").iterdir())
+    assert [f.name for f in files] == [f"double-trouble-tableA3-limit2-{base.code_version()}.json"]
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("the cached result should have been used")
+
+    monkeypatch.setattr(reproduce, "run", no_compute)
+    assert main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["cached"] is True and again["rows"] == payload["rows"]
+    with pytest.raises(AssertionError, match="cached result"):
+        main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--refresh"])
+
+
+def test_unknown_name_is_one_line_naming_the_choices(results, capsys):
+    assert main(["reproduce", "table9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "unknown reproduction 'table9'" in err and "double-trouble-table1" in err
+    assert not (results / "reproduce").exists()
+
+
+def test_slice_too_small_for_an_interval(results, capsys):
+    assert main(["reproduce", "marc-table1", "--limit", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --limit 1 is too small for a 95% interval: give 2 or more"
+    assert not (results / "reproduce").exists()
+
+
+def test_list_names_paper_table_and_claim(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(reproduce.REGISTRY)
+    assert lines[0].split("\t")[:3] == ["double-trouble-table1", double_trouble.PAPER.cite(), "Table 1 (a)"]
+
+
+def test_save_is_atomic(tmp_path):
+    path = tmp_path / "reproduce" / "x.json"
+    base.save_atomic(path, {"value": 1})
+    with pytest.raises(ValueError):
+        base.save_atomic(path, {"value": float("nan")})  # not JSON: fails half-way through the dump
+    assert json.loads(path.read_text()) == {"value": 1}
+    assert os.listdir(path.parent) == ["x.json"]
+
+
+def test_damaged_cache_is_recomputed(results, monkeypatch):
+    path = base.cache_path("double-trouble-tableA3", 2)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"rows": [')  # a truncated file, e.g. from another tool
+    monkeypatch.setattr(reproduce, "run", lambda name, limit, progress=None: {"name": name, "limit": limit})
+    _, cached = reproduce.cached_run("double-trouble-tableA3", 2)
+    assert not cached and json.loads(path.read_text()) == {"name": "double-trouble-tableA3", "limit": 2}
+
+
+def test_cache_key_names_reproduction_slice_and_code_version(results):
+    one = base.cache_path("aml-table1", 5, "abc")
+    assert one.name == "aml-table1-limit5-abc.json"
+    assert base.cache_path("aml-table1", 6, "abc") != one != base.cache_path("aml-table1", 5, "abd")
+    assert len(base.code_version()) == 12
