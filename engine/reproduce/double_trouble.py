@@ -251,7 +251,10 @@ def fill_statistics(mlm, example) -> dict[str, float | None]:
     the mean top-1 likelihood over the exact matches, the mean top-10 mass (in %)."""
     fills = mlm.fill_words(example.segments, list(range(len(example.words))), k=10)
     exact = np.array(
-        [mlm.token_text(top[0].token).lower() == word.lower() for (top, _), word in zip(fills, example.words)]
+        [
+            mlm.token_text(top[0].token).lower() == word.lower()
+            for (top, _), word in zip(fills, example.words, strict=True)
+        ]
     )
     likelihood = np.array([top[0].probability for top, _ in fills])
     mass = np.array([sum(f.probability for f in top) for top, _ in fills])
