@@ -223,7 +223,7 @@ def check_table4(rows: Sequence[Row]) -> Finding:
     parts, holds = [], True
     for dataset in sorted({row.key[0] for row in rows}):
         one, replaced, half = (value(rows, dataset, name) for name in TABLE4_ROWS)
-        if None in (one, replaced, half):
+        if one is None or replaced is None or half is None:
             return Finding(False, f"{dataset}: a row has no scored examples")
         holds &= max(one, replaced) < 0.5 * half
         parts.append(f"{dataset}: {one:.2f} and {replaced:.2f} points vs {half:.2f} for half the words")
@@ -233,7 +233,7 @@ def check_table4(rows: Sequence[Row]) -> Finding:
 
 # --------------------------------------------------------------------------- Table A3
 
-TABLE_A3 = {
+TABLE_A3: dict[str, dict[str, float | None]] = {
     "SST-2": {"exact_all": 48.94, "exact_human": None, "likelihood": 0.8229, "top10_mass": 81.0},
     "e-SNLI": {"exact_all": 59.43, "exact_human": 42.74, "likelihood": 0.8146, "top10_mass": 90.0},
 }
