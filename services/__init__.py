@@ -9,7 +9,7 @@ them with ``st.error``.
 
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from services import runs
-from services.access import shared_mode
+from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
 from services.data import (
     FREE_TEXT,
@@ -105,6 +105,7 @@ __all__ = [
     "explain",
     "faithfulness",
     "free_text_example",
+    "heavy_slot",
     "human_outline",
     "human_rows",
     "im_candidate_rows",

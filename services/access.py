@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import hmac
 import os
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import streamlit as st
 
@@ -65,7 +68,52 @@ def check_model(name: str) -> None:
         raise ValueError(message)
 
 
+@dataclass
+class HeavyQueue:
+    """Shared mode's queue for long requests: one at a time per session, at most ``slots`` at once
+    on the server (the others wait their turn), so one visitor cannot starve the rest."""
+
+    slots: int
+    _free: threading.BoundedSemaphore = field(init=False)
+    _busy: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._free = threading.BoundedSemaphore(self.slots)
+
+    @contextmanager
+    def slot(self, session: str) -> Iterator[None]:
+        """Hold a slot for ``session``; ``ValueError`` when that session already runs one."""
+        with self._lock:
+            if session in self._busy:
+                raise ValueError("this session is already running a long request: wait for it to finish")
+            self._busy.add(session)
+        try:
+            with self._free:
+                yield
+        finally:
+            with self._lock:
+                self._busy.discard(session)
+
+
+@st.cache_resource
+def heavy_queue() -> HeavyQueue:
+    """The server's queue of long requests (slots: the CPU cores)."""
+    return HeavyQueue(max(1, os.cpu_count() or 1))
+
+
 def password_matches(given: str) -> bool:
     """True when no password is set or ``given`` is it (constant-time comparison)."""
     expected = policy().password
     return expected is None or hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+@contextmanager
+def heavy_slot(session: str) -> Iterator[None]:
+    """A slot of the server's queue in shared mode (one long request per session, at most one
+    per core at once); nothing to wait for in private mode."""
+    if not policy().shared:
+        yield
+        return
+    with heavy_queue().slot(session):
+        yield

@@ -81,3 +81,28 @@ def test_damaged_weights_file_gives_one_clear_error(tmp_path, damage) -> None:
         load_classifier(str(tmp_path))
     message = str(info.value)
     assert message.count("cannot load") == 1 and "\n" not in message
+
+
+def test_the_shared_queue_runs_one_long_request_per_session_and_bounds_the_server() -> None:
+    import threading
+    import time
+
+    queue = access.HeavyQueue(slots=1)
+    with queue.slot("alice"):
+        with pytest.raises(ValueError, match="already running"), queue.slot("alice"):
+            pass
+        order: list[str] = []
+
+        def bob() -> None:
+            with queue.slot("bob"):
+                order.append("bob")
+
+        waiting = threading.Thread(target=bob)
+        waiting.start()
+        time.sleep(0.2)
+        assert order == []  # the one slot is alice's: bob waits his turn
+        order.append("alice done")
+    waiting.join(timeout=5)
+    assert order == ["alice done", "bob"]
+    with queue.slot("alice"):  # alice may start again once her first request ended
+        pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -19,18 +20,25 @@ def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
     """``task(*args, progress=..., **kwargs)`` with a progress bar that is removed when it ends.
 
     A ``ValueError`` (empty text, a model that cannot be used, bad settings) is shown as an error
-    and stops the page; any other exception is a bug and propagates."""
+    and stops the page; any other exception is a bug and propagates. In shared mode the call
+    waits for a slot of the server's queue, one long request per session at a time."""
     bar = st.progress(0.0, text="Starting…")
     try:
-        result = task(
-            *args, progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message), **kwargs
-        )
+        with services.heavy_slot(_session_id()):
+            result = task(
+                *args, progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message), **kwargs
+            )
     except ValueError as error:
         bar.empty()
         st.error(str(error))
         st.stop()
     bar.empty()
     return result
+
+
+def _session_id() -> str:
+    """This browser session's id for the shared-mode queue (random, kept in its session state)."""
+    return st.session_state.setdefault("runs.session_id", uuid.uuid4().hex)
 
 
 def explain_selected(
