@@ -125,7 +125,9 @@ def test_mask_optimisers_show_estimate_spans_preview_and_trace() -> None:
     captions = " ".join(c.value for c in at.caption)
     assert re.search(r"Estimated time for \*\*marc\*\*: about [0-9.]+ s \(at most 12 optimisation steps", captions)
     assert re.search(r"Estimated time for \*\*aml\*\*: about [0-9.]+ s \(\+ about [0-9]+ s the first time", captions)
-    assert len(at.get("plotly_chart")) == 3  # the probabilities, then one optimisation trace per method
+    charts = [c.key for c in at.get("plotly_chart")]
+    # the probabilities, one optimisation trace per method, then the methods' agreement
+    assert charts == ["heatmaps.probabilities", "heatmaps.trace.marc", "heatmaps.trace.aml", "heatmaps.agreement"]
     assert sum("Rationale spans" in m.value for m in at.markdown) == 2
     # per method: the spans, the greyed masked input, and the input as the classifier sees it
     panels = [h.value for h in at.html if h.value.startswith("<div style='line-height:2.1")]
