@@ -1,0 +1,85 @@
+"""End to end in a real browser: a stored run opened on the Dataset explorer page, one example
+sent to the heatmap page with the run's own scores; and the app requests nothing outside the
+machine while it does so."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_browser import OUTPUT, TIMEOUT_MS, browser, free_port, open_page, rows, wait_until_healthy  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ("loo_empty", "random")
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory) -> tuple[str, Path]:
+    """A finished 3-example run of the bundled SST-2 model in its own results folder."""
+    from engine.runs.executor import RunSpec, execute, open_run
+    from engine.runs.store import RunStore
+
+    results = tmp_path_factory.mktemp("results")
+    spec = RunSpec(
+        model="minilm-sst2", dataset="examples", split="sst2", limit=3, methods=METHODS, metrics=("deletion",), seed=0
+    )
+    store = RunStore(results)
+    return execute(open_run(spec, store), store, executor="serial").info.run_id, results
+
+
+@pytest.fixture(scope="module")
+def explorer_url(stored) -> Iterator[str]:
+    OUTPUT.mkdir(exist_ok=True)
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command += ["--server.fileWatcherType", "none"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ATTRIBUTION_RESULTS_DIR": str(stored[1])}
+    with open(OUTPUT / "streamlit-explorer.log", "w") as log:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_healthy(url, server)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def test_open_a_stored_run_and_land_on_its_heatmap(explorer_url: str, browser, stored) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    run_id, _ = stored
+    page = open_page(browser, f"{explorer_url}/explorer?run={run_id}&model=minilm-sst2&dataset=examples", 1600)
+    outside: list[str] = []
+    page.on("request", lambda request: outside.append(request.url) if not _local(request.url) else None)
+    expect(page.get_by_role("heading", name="Dataset explorer")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text(f"scores stored by {run_id}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(rows(page, "loo_empty").first).to_be_visible()
+    expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+    page.screenshot(path=str(OUTPUT / "explorer.png"), full_page=True)
+    page.get_by_role("button", name="Open on the heatmap page").click()
+    expect(page.get_by_role("heading", name=re.compile("^Token attribution heatmaps"))).to_be_visible(
+        timeout=TIMEOUT_MS
+    )
+    expect(page.get_by_text(f"The scores stored by run {run_id}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
+    for method in METHODS:
+        expect(rows(page, method).first).to_be_visible()
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.wait_for_timeout(1000)
+    assert outside == [], outside
+    page.close()
+
+
+def _local(url: str) -> bool:
+    return url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:"))
