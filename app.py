@@ -23,7 +23,8 @@ PAGES = (
     ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
 )
 
-st.set_page_config(page_title="Attribution explorer", page_icon=":material/grid_on:", layout="wide")
+# A local favicon: a Material icon name here makes the browser fetch it from fonts.gstatic.com.
+st.set_page_config(page_title="Attribution explorer", page_icon=str(ROOT / "assets" / "icon.png"), layout="wide")
 style = ROOT / "assets" / "style.css"
 if style.is_file():
     st.html(style)
