@@ -14,6 +14,7 @@ def run(args: argparse.Namespace) -> int:
     from core.types import Example
     from engine.explain import explain_example
     from engine.resources import Resources
+    from engine.windows import Windows
 
     methods, params = methods_and_params(args.methods, args.param)
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
@@ -26,8 +27,17 @@ def run(args: argparse.Namespace) -> int:
         from core.masked_lm import MaskedLM
 
         mlm = MaskedLM.load(args.mlm)
+    windows = Windows(overlap=args.window_overlap, stitch=args.stitch) if args.windows else None
     result = explain_example(
-        clf, example, methods, target=args.target, params=params, seed=args.seed, mlm=mlm, resources=Resources()
+        clf,
+        example,
+        methods,
+        target=args.target,
+        params=params,
+        seed=args.seed,
+        mlm=mlm,
+        resources=Resources(),
+        windows=windows,
     )
     payload = {
         "model": args.model,
@@ -38,18 +48,32 @@ def run(args: argparse.Namespace) -> int:
         "predicted": result.prediction.predicted,
         "target": result.target,
         "dropped_words": result.dropped_words,
+        "windows": [list(span) for span in result.windows],
         "attributions": {key: a.to_json() for key, a in result.attributions.items()},
         "errors": result.errors,
     }
     if args.json:
         print_json(payload)
     else:
+        print(_coverage(len(result.example.words), result.dropped_words, len(result.windows)))
         for key, attribution in result.attributions.items():
             pairs = " ".join(f"{w}:{s:+.3f}" for w, s in zip(attribution.words, attribution.scores))
             print(f"{key}: {pairs}")
         for key, message in result.errors.items():
             print(f"{key}: failed: {message}")
     return 1 if result.errors and not result.attributions else 0
+
+
+def _coverage(explained: int, dropped: int, n_windows: int) -> str:
+    """The line that says how much of the text the scores cover."""
+    if n_windows:
+        return f"explained all {explained} words in {n_windows} sliding windows"
+    if dropped:
+        return (
+            f"explained the first {explained} of {explained + dropped} words (the model's length limit); "
+            "--windows explains all of them"
+        )
+    return f"explained all {explained} words"
 
 
 def register(sub) -> None:
@@ -63,5 +87,12 @@ def register(sub) -> None:
     parser.add_argument("--seed", type=int, help="seed for every stochastic method")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--windows",
+        action="store_true",
+        help="explain a single text longer than the model accepts in overlapping windows (windowable methods only)",
+    )
+    parser.add_argument("--window-overlap", type=float, default=0.5, help="share of a window's words the next repeats")
+    parser.add_argument("--stitch", default="central", help="central (the window with most context) or mean")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

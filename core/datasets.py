@@ -248,10 +248,45 @@ def movie_example(row: dict, split: str, index: int, dataset: str = "movies") ->
 
 
 def _load_movies(root: Path, split: str) -> list[Example]:
+    return [movie_example(row, split, i) for i, row in enumerate(_movie_rows(root, split))]
+
+
+def _load_movie_reviews(root: Path, split: str) -> list[Example]:
+    """ERASER movie reviews as documents: each review's sentences that the sentence-level data
+    holds (those with a human evidence span), joined in their order in the review, with the spans
+    as one rationale. Reviews run to several hundred words, longer than the model accepts, so this
+    is the dataset for sliding windows (engine/windows.py). It is not the whole review: sentences
+    without evidence are not in the data."""
+    by_review: dict[str, list[tuple[int, Example]]] = {}
+    for example, row in zip(_load_movies(root, split), _movie_rows(root, split), strict=True):
+        evidence = row.get("evidence") or {}
+        by_review.setdefault(evidence.get("docid") or example.id, []).append(
+            (int(evidence.get("start_sentence") or 0), example)
+        )
+    reviews = []
+    for docid, parts in by_review.items():
+        sentences = [example for _, example in sorted(parts, key=lambda part: part[0])]
+        words = tuple(w for e in sentences for w in e.words)
+        mask = tuple(m for e in sentences for m in (e.rationale or (0,) * len(e.words)))
+        reviews.append(
+            Example(
+                segments=(words,),
+                label=sentences[0].label,
+                label_names=MOVIES_LABELS,
+                rationales=(mask,) if any(mask) else (),
+                rationale=mask if any(mask) else None,
+                dataset="movie-reviews",
+                split=split,
+                id=f"movie-reviews/{split}/{docid}",
+            )
+        )
+    return reviews
+
+
+def _movie_rows(root: Path, split: str):
     from datasets import load_from_disk
 
-    table = load_from_disk(str(root / "movies" / split))
-    return [movie_example(row, split, i) for i, row in enumerate(table)]
+    return load_from_disk(str(root / "movies" / split))
 
 
 # --------------------------------------------------------------------------- HateXplain
@@ -373,6 +408,7 @@ _LOCAL: dict[str, tuple[Callable[[Path, str], list[Example]], dict[str, str]]] =
     "sst2": (_load_sst2, {"train": "sst2/train.tsv", "dev": "sst2/dev.tsv", "test": "sst2/test.tsv"}),
     "esnli": (_load_esnli, {"dev_highlighted": "esnli/highlights", "dev": "esnli/s1.dev", "test": "esnli/s1.test"}),
     "movies": (_load_movies, {s: f"movies/{s}" for s in ("train", "validation", "test")}),
+    "movie-reviews": (_load_movie_reviews, {s: f"movies/{s}" for s in ("train", "validation", "test")}),
     "hatexplain": (_load_hatexplain, {"val": "hatexplain/val.csv", "test": "hatexplain/test.csv"}),
     "multirc": (_load_multirc, {"train": "multirc/train.json", "dev": "multirc/dev.json"}),
 }

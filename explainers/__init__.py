@@ -48,6 +48,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
             family=_LOO,
             paper=_LOO_PAPER,
             defaults={"removal": removal},
+            windowable=True,
         )
         for name, (removal, what) in _LOO_REMOVALS.items()
     ),
@@ -59,6 +60,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family=_GRADIENT,
         paper=Paper(authors="Simonyan et al.", year=2014, arxiv="1312.6034"),
         gradient=True,
+        windowable=True,
     ),
     ExplainerSpec(
         key="grad_x_input",
@@ -68,6 +70,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family=_GRADIENT,
         paper=Paper(authors="Shrikumar et al.", year=2016, arxiv="1605.01713"),
         gradient=True,
+        windowable=True,
     ),
     ExplainerSpec(
         key="integrated_gradients",
@@ -77,6 +80,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family=_GRADIENT,
         paper=Paper(authors="Sundararajan et al.", year=2017, arxiv="1703.01365"),
         gradient=True,
+        windowable=True,
     ),
     ExplainerSpec(
         key="attention_mean",
@@ -104,6 +108,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         needs_mlm=True,
         sampling=True,
         passes=input_marginalization.passes,
+        windowable=True,
     ),
     ExplainerSpec(
         key="lime",
@@ -166,6 +171,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         description="seeded random baseline",
         family="baseline",
         paper=Paper(authors="Adebayo et al.", year=2018, arxiv="1810.03292", note="random attribution as a control"),
+        windowable=True,
     ),
 )
 

@@ -70,6 +70,8 @@ class ExplainerSpec:
     word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is
     blended toward. ``stochastic``: its parameters have a ``seed``. ``takes_resources``: its
     function takes the caller's ``resources`` (pre-trained models, training data; AML's).
+    ``windowable``: a word's score is read off its neighbourhood (leave-one-out, gradients), so a
+    long document can be explained in sliding windows whose scores are stitched (engine/windows.py).
     """
 
     key: str
@@ -87,6 +89,7 @@ class ExplainerSpec:
     passes: PassesFn | None = None
     steps: StepsFn | None = None
     takes_resources: bool = False
+    windowable: bool = False
 
     def __post_init__(self) -> None:
         if self.sampling != (self.passes is not None):
