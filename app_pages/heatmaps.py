@@ -14,7 +14,7 @@ from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
-from ui.runs import explain_selected
+from ui.runs import coverage_note, explain_selected, long_text_toggle
 
 FAST_METHODS = (
     "loo_empty",
@@ -81,15 +81,12 @@ if stored is not None:
     if st.button("Recompute with the settings above", key="heatmaps.recompute"):
         st.session_state.pop("heatmaps.stored")
         st.rerun()
-result = stored if stored is not None else explain_selected(selection, chosen, params)
+windows = long_text_toggle(selection)
+result = stored if stored is not None else explain_selected(selection, chosen, params, windows=windows)
 
 prediction = result.prediction
 example = prediction.example
-if prediction.dropped_words:
-    st.warning(
-        f"The text is longer than {selection.model} accepts: the last {prediction.dropped_words} words were "
-        "dropped and are not explained."
-    )
+coverage_note(selection.model, prediction)
 for key, message in result.errors.items():
     st.error(f"{key}: {message}")
 

@@ -97,6 +97,15 @@ def explain_example(
     return Explanation(example, prediction, target, results, dropped, errors)
 
 
+def predict_in_windows(clf: Classifier, example: Example, options: Windows) -> tuple[Prediction, list[tuple[int, int]]]:
+    """The prediction of a text read in sliding windows (the mean of the windows' probabilities)
+    and the windows' word ranges."""
+    spans = windowing.plan(clf, example, options.overlap)
+    parts = [windowing.window_example(example, span, i) for i, span in enumerate(spans)]
+    probabilities = clf.predict_proba([clf.encode(part).variant for part in parts]).mean(axis=0)
+    return Prediction(tuple(float(p) for p in probabilities), int(np.argmax(probabilities))), spans
+
+
 def _explain_in_windows(
     clf: Classifier,
     example: Example,
@@ -114,10 +123,8 @@ def _explain_in_windows(
             f"{', '.join(refused)} cannot be explained in sliding windows (each fits one model of the whole "
             "input); allowed: " + ", ".join(k for k, s in explainers.REGISTRY.items() if s.windowable)
         )
-    spans = windowing.plan(clf, example, options.overlap)
+    prediction, spans = predict_in_windows(clf, example, options)
     parts = [windowing.window_example(example, span, i) for i, span in enumerate(spans)]
-    probabilities = clf.predict_proba([clf.encode(part).variant for part in parts]).mean(axis=0)
-    prediction = Prediction(tuple(float(p) for p in probabilities), int(np.argmax(probabilities)))
     target = prediction.predicted if target is None else target
     results = []
     for index, part in enumerate(parts):

@@ -9,7 +9,8 @@ import streamlit as st
 
 import explainers
 from core.types import Attribution, Example, ProgressFn
-from engine.explain import explain_example, predict
+from engine.explain import explain_example, predict, predict_in_windows
+from engine.windows import Windows
 from services import models, store
 from services.resources import resources
 
@@ -25,6 +26,7 @@ class PredictionResult:
     predicted: int
     label_names: tuple[str, ...]
     dropped_words: int
+    windows: tuple[tuple[int, int], ...] = ()  # word ranges when read in sliding windows
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,15 @@ def _prediction(model: str, example_key: str, _example: Example) -> PredictionRe
     return PredictionResult(fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _windowed_prediction(model: str, example_key: str, _example: Example) -> PredictionResult:
+    clf = models.classifier(model)
+    prediction, spans = predict_in_windows(clf, _example, Windows())
+    return PredictionResult(
+        _example, prediction.probabilities, prediction.predicted, clf.label_names, 0, tuple(spans)
+    )
+
+
 @st.cache_resource
 def _result_cache() -> store.ResultStore:
     return store.ResultStore()
@@ -56,9 +67,11 @@ def _attribution(
     params: dict[str, Any],
     mlm_name: str | None,
     progress: ProgressFn | None,
+    windows: bool = False,
 ) -> Attribution:
-    """One method's attribution, computed once per (model, example, method, target, params, masked LM)."""
-    key = (model, store.example_key(example), method, target, store.params_key(params), mlm_name)
+    """One method's attribution, computed once per (model, example, method, target, params, masked
+    LM, windows)."""
+    key = (model, store.example_key(example), method, target, store.params_key(params), mlm_name, windows)
     cache = _result_cache()
     cached = cache.get(key)
     if cached is not None:
@@ -74,6 +87,7 @@ def _attribution(
         mlm=mlm,
         progress=progress,
         resources=resources(),
+        windows=Windows() if windows else None,
     )
     if method in explanation.errors:
         raise ValueError(explanation.errors[method])
@@ -82,11 +96,16 @@ def _attribution(
     return attribution
 
 
-def predict_example(model: str, example: Example) -> PredictionResult:
-    """Prediction for ``example``; ``ValueError`` for empty text or a pair/single mismatch."""
+def predict_example(model: str, example: Example, windows: bool = False) -> PredictionResult:
+    """Prediction for ``example``; ``ValueError`` for empty text or a pair/single mismatch. With
+    ``windows``, a single text longer than the model accepts is read whole in sliding windows
+    (engine/windows.py)."""
     clf = models.classifier(model)
     clf.check_example(example)
-    return _prediction(model, store.example_key(example), example)
+    prediction = _prediction(model, store.example_key(example), example)
+    if windows and prediction.dropped_words and not example.is_pair:
+        return _windowed_prediction(model, store.example_key(example), example)
+    return prediction
 
 
 def explain(
@@ -98,13 +117,15 @@ def explain(
     params: dict[str, dict[str, Any]] | None = None,
     mlm_name: str = models.DEFAULT_MLM,
     progress: ProgressFn | None = None,
+    windows: bool = False,
 ) -> HeatmapResult:
-    """Every method's attribution for the target class (the predicted one when None).
+    """Every method's attribution for the target class (the predicted one when None); with
+    ``windows`` a text too long for the model is explained whole in sliding windows.
 
     The prediction's problems (empty text, pair mismatch, unloadable model) raise ``ValueError``;
     a method that fails records its message in ``errors`` and the others still run.
     """
-    prediction = predict_example(model, example)
+    prediction = predict_example(model, example, windows)
     target = prediction.predicted if target is None else target
     if not 0 <= target < len(prediction.label_names):
         raise ValueError(f"target {target} is not a class of {model} (0..{len(prediction.label_names) - 1})")
@@ -121,7 +142,14 @@ def explain(
         try:
             needs_mlm = explainers.get(key).needs_mlm
             attributions[key] = _attribution(
-                model, prediction.example, key, target, method_params, mlm_name if needs_mlm else None, step
+                model,
+                prediction.example,
+                key,
+                target,
+                method_params,
+                mlm_name if needs_mlm else None,
+                step,
+                bool(prediction.windows),
             )
         except ValueError as error:
             errors[key] = str(error)

@@ -111,3 +111,21 @@ def test_cli_explains_every_word_with_windows(model_dirs, capsys) -> None:
     assert main(base) == 0
     first_line = capsys.readouterr().out.splitlines()[0]
     assert first_line.startswith("explained the first ") and "of 150 words" in first_line
+
+
+def test_heatmap_page_explains_a_long_text_in_windows() -> None:
+    from tests.test_app_heatmaps import rows, run_app
+
+    text = " ".join(["a", "dull", "film", "with", "a", "great", "cast", "."] * 90)  # 720 words
+    state = {"sidebar.dataset": "free text", "sidebar.text": text}
+    cut = run_app(state, methods="saliency,random")
+    assert not cut.exception
+    warning = " ".join(w.value for w in cut.warning)
+    assert "the first" in warning and "of 720 words are explained" in warning
+    assert [t.label for t in cut.toggle if "sliding windows" in t.label]
+    whole = run_app({**state, "runs.windows": True}, methods="saliency,random,lime")
+    assert not whole.exception
+    assert any("All 720 words explained in" in i.value for i in whole.info)
+    cells = rows(whole)
+    assert set(cells) == {"saliency", "random"} and all(len(c) == 720 for c in cells.values())
+    assert any("lime cannot be explained in sliding windows" in e.value for e in whole.error)

@@ -42,10 +42,11 @@ def _session_id() -> str:
 
 
 def explain_selected(
-    selection, methods: list[str], params: dict | None = None, mlm_name: str | None = None
+    selection, methods: list[str], params: dict | None = None, mlm_name: str | None = None, windows: bool = False
 ) -> services.HeatmapResult:
     """The selected example explained by ``methods`` for the selected target, under a progress bar
-    (``mlm_name`` defaults to the sidebar's masked LM)."""
+    (``mlm_name`` defaults to the sidebar's masked LM; ``windows``: a text too long for the model is
+    explained whole in sliding windows)."""
     return run_or_stop(
         services.explain,
         selection.model,
@@ -54,6 +55,7 @@ def explain_selected(
         target=selection.target,
         params=params,
         mlm_name=mlm_name or selection.mlm,
+        windows=windows,
     )
 
 
@@ -85,3 +87,37 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
         help=help,
     )
     return scope, int(count)
+
+
+def long_text_toggle(selection) -> bool:
+    """For a single text longer than the model accepts, a toggle to explain all of it in sliding
+    windows (engine/windows.py); False when the text fits or is a pair."""
+    if selection.example is None or selection.example.is_pair:
+        return False
+    try:
+        dropped = services.predict_example(selection.model, selection.example).dropped_words
+    except ValueError:
+        return False  # the explanation call shows the error
+    if not dropped:
+        return False
+    return st.toggle(
+        "Explain the whole text in sliding windows",
+        key="runs.windows",
+        help="Overlapping windows that each fit the model, every window explained on its own, each word's score "
+        "taken from the window where it has the most context. Leave-one-out, IM, gradient and random methods "
+        "only: methods that fit one surrogate or mask over the whole input are refused.",
+    )
+
+
+def coverage_note(model: str, prediction: services.PredictionResult) -> None:
+    """Say how much of the text the scores cover."""
+    n_words = len(prediction.example.words)
+    if prediction.windows:
+        st.info(f"All {n_words} words explained in {len(prediction.windows)} sliding windows.")
+    elif prediction.dropped_words:
+        st.warning(
+            f"The text is longer than {model} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
+            "words are explained, the last "
+            f"{prediction.dropped_words} were dropped"
+            + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
+        )

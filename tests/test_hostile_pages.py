@@ -1,0 +1,77 @@
+"""Hostile and careless input through every page of the app (AppTest): odd texts are shown as
+text, never as markup, and a model that cannot be used gives one ``st.error`` naming the problem;
+no page raises. The command-line half of the table is tests/test_hostile_cli.py.
+
+The texts run on a tiny BERT saved as a local folder (64 tokens), so even the pages that compute
+at once (heatmaps with the random baseline, Input Marginalization) stay fast."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.test_hostile_cli import ACCEPTED, MARKUP, folders  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py") if p.name != "__init__.py")
+TEXTS = {"empty": "", "whitespace": "  \n\t ", **ACCEPTED}
+# Markdown that would become a link or an image if user text reached st.markdown unescaped.
+MARKDOWN = [t for t in MARKUP if t.startswith(("[", "!["))]
+BAD_MODELS = {
+    # folder fixture name (or a path) -> what the one-line error must name
+    "nonexistent id": ("no-such-org/no-such-model-xyz", "no-such-model-xyz"),
+    "nonexistent folder": ("/nonexistent/folder", "/nonexistent/folder"),
+    "empty folder": ("empty", "cannot load"),
+    "corrupt config": ("corrupt", "cannot load"),
+    "truncated weights": ("truncated", "damaged"),
+    "no tokenizer": ("no-tokenizer", "cannot load"),
+    "masked LM as classifier": ("mlm", "cannot load"),
+}
+
+
+def run_page(page: str, state: dict[str, object]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params.update({"methods": "random"})
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(page).run() if page != "app_pages/heatmaps.py" else at
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_odd_text_on_every_page(folders, page: str, name: str) -> None:  # noqa: F811
+    text = TEXTS[name]
+    state = {"sidebar.model_path": str(folders["clf"]), "sidebar.dataset": "free text", "sidebar.text": text}
+    at = run_page(page, state)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    if not text.strip():
+        assert any("empty" in e for e in errors), errors
+    for error in errors:
+        assert "\n" not in error.strip() and "Traceback" not in error, error
+    raw_html = [e.value for e in at.html] + [e.value for e in at.markdown if e.proto.allow_html]
+    for markup in MARKUP:
+        if markup in text:  # HTML that the browser would run never reaches it unescaped
+            assert not any("<script" in h or "<img src=x" in h for h in raw_html)
+    for markdown in MARKDOWN:
+        if markdown in text:
+            for kind in ("markdown", "caption", "info", "warning", "error", "success"):
+                for element in getattr(at, kind):
+                    assert markdown not in str(element.value), (kind, element.value)
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("case", list(BAD_MODELS))
+def test_unusable_model_is_one_clear_error_on_every_page(folders, page: str, case: str) -> None:  # noqa: F811
+    model, named = BAD_MODELS[case]
+    path = str(folders[model]) if model in folders else model
+    at = run_page(page, {"sidebar.model_path": path, "sidebar.dataset": "free text", "sidebar.text": "fine film"})
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1, errors
+    assert named in errors[0] and "\n" not in errors[0].strip(), errors[0]
+    assert not re.search(r"/tmp/|/work/|site-packages", errors[0].replace(path, "")), errors[0]  # no host paths
