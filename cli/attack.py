@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, print_json
+from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, positive_int, print_json, seed_int
 
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
@@ -119,8 +119,8 @@ def register(sub) -> None:
         metavar="KEY.NAME=VALUE",
         help="attack.NAME=VALUE for the attack, METHOD.NAME=VALUE for an explainer; repeatable",
     )
-    parser.add_argument("--seed", type=int, help="seed of stochastic explainers (substitution attack)")
+    parser.add_argument("--seed", type=seed_int, help="seed of stochastic explainers (substitution attack)")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for the substitution attack")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

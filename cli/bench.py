@@ -6,7 +6,7 @@ import argparse
 import platform
 import sys
 
-from cli.common import add_dataset, add_model, print_json
+from cli.common import add_dataset, add_model, positive_int, print_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +56,6 @@ def register(sub) -> None:
     parser.add_argument("--min-words", type=int, default=18, help="only examples with at least this many words")
     parser.add_argument("--max-words", type=int, default=22, help="only examples with at most this many words")
     parser.add_argument("--mlm", default="minilm-mlm")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

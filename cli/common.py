@@ -32,6 +32,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_int(text: str) -> int:
+    """An argparse type: a random seed (a whole number in [0, 2**32 - 1], as numpy takes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed must be in [0, 2**32 - 1], got {value}")
+    return value
+
+
 def read_jsonl(path: str, fields: tuple[str, ...] = ("text",)) -> list[dict[str, Any]]:
     """The records of a JSON Lines file, each a dict with a string ``text`` (blank lines skipped);
     parsed, never evaluated. ``ValueError`` names the file and line of any bad record."""
@@ -52,6 +63,8 @@ def read_jsonl(path: str, fields: tuple[str, ...] = ("text",)) -> list[dict[str,
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise ValueError(f"{path}:{number}: each line needs a string field 'text'")  # noqa: TRY004
         records.append({**record, "line": number})
+    if not records:
+        raise ValueError(f"{path} holds no records: one JSON object with a 'text' field per line")
     return records
 
 
@@ -65,7 +78,7 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
     parser.add_argument(
         "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
     )
-    parser.add_argument("--seed", type=int, help=seed_help)
+    parser.add_argument("--seed", type=seed_int, help=seed_help)
     parser.add_argument(
         "--target",
         choices=("predicted", "gold"),
@@ -81,6 +94,8 @@ def methods_and_params(methods_arg: str, param_items: list[str] | None) -> tuple
     import explainers
 
     methods = explainers.resolve(methods_arg)
+    if not methods:
+        raise ValueError(f"no methods in --methods {methods_arg!r}: name at least one (see `methods`) or 'all'")
     params = parse_params(param_items)
     unknown = set(params) - set(methods)
     if unknown:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from cli.common import add_dataset, add_model, add_slice_options
+    from cli.common import add_dataset, add_model, add_slice_options, positive_int
 
     parser = sub.add_parser("evaluate", help="faithfulness and plausibility metrics over a dataset slice")
     add_model(parser)
@@ -83,7 +83,7 @@ def register(sub) -> None:
     parser.add_argument("--random", type=int, metavar="N", help="N examples drawn at random (seeded by --seed)")
     add_slice_options(parser, "seed for stochastic methods and for --random")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_model, methods_and_params, print_json
+from cli.common import add_model, methods_and_params, positive_int, print_json, seed_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,9 +84,9 @@ def register(sub) -> None:
     parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")
     parser.add_argument("--methods", default="all", help="'all' or comma-separated keys (see `methods`)")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
-    parser.add_argument("--seed", type=int, help="seed for every stochastic method")
+    parser.add_argument("--seed", type=seed_int, help="seed for every stochastic method")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument(
         "--windows",
         action="store_true",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_dataset, add_model, load_dataset_examples, print_json, read_jsonl
+from cli.common import add_dataset, add_model, load_dataset_examples, positive_int, print_json, read_jsonl
 
 
 def read_texts(path: str) -> list:
@@ -52,6 +52,6 @@ def register(sub) -> None:
     add_model(parser)
     add_dataset(parser)
     parser.add_argument("--texts", help="JSON Lines file with 'text' (and 'text_b' for pairs)")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

@@ -12,7 +12,16 @@ import argparse
 import math
 from typing import Any
 
-from cli.common import add_dataset, add_model, load_dataset_examples, methods_and_params, print_json, progress_bar
+from cli.common import (
+    add_dataset,
+    add_model,
+    load_dataset_examples,
+    methods_and_params,
+    positive_int,
+    print_json,
+    progress_bar,
+    seed_int,
+)
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
@@ -112,14 +121,14 @@ def register(sub) -> None:
     )
     parser.add_argument("--mode", choices=("cascading", "independent"), default="cascading")
     parser.add_argument("--components", help="comma-separated subset, e.g. 'head' or 'head,block 6' (default: all)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and of stochastic methods")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the random weights and of stochastic methods")
     parser.add_argument(
         "--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)"
     )
     parser.add_argument("--target", type=int, help="class to explain (default: each example's predicted class)")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--per-example", action="store_true", help="with --json and --dataset: every example's scores")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")

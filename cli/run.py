@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from cli.common import add_slice_options
+    from cli.common import add_slice_options, positive_int
 
     parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
@@ -85,7 +85,7 @@ def register(sub) -> None:
         "--actors", type=int, help="model actors (default: one per CPU, one thread each; one per GPU on a GPU cluster)"
     )
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
-    parser.add_argument("--batch-size", type=int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
+    parser.add_argument("--batch-size", type=positive_int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")
     parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")

@@ -127,9 +127,15 @@ def load_sequence_classifier(name_or_path: str):
         architectures = getattr(config, "architectures", None) or []
         if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
             raise ValueError(f"{name_or_path} is a {architectures[0]}, not a sequence classifier")
-        model = AutoModelForSequenceClassification.from_pretrained(
-            name_or_path, attn_implementation="eager", **_offline_kwargs()
+        model, loading = AutoModelForSequenceClassification.from_pretrained(
+            name_or_path, attn_implementation="eager", output_loading_info=True, **_offline_kwargs()
         )
+        missing = sorted(loading.get("missing_keys") or ())
+        if missing:  # transformers would fill them with random values and explain noise
+            raise ValueError(
+                f"the weights file lacks {len(missing)} of the model's weights (e.g. {missing[0]}): "
+                "an incomplete file, or a model without a trained classification head"
+            )
     else:
         architecture = read_task(folder)["architecture"]
         if architecture != "sequence-classification":

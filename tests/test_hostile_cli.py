@@ -44,6 +44,16 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     weights.write_bytes(weights.read_bytes()[:100])
     (root / "no-tokenizer").mkdir()
     loaded.model.save_pretrained(root / "no-tokenizer")
+    for name, content in (
+        ("empty-weights", b""),  # "header too small"
+        ("huge-header", (10**9).to_bytes(8, "little") + b"{}"),  # "header too large"
+        ("no-tensors", (2).to_bytes(8, "little") + b"{}"),  # valid, but none of the model's weights
+    ):
+        (root / name).mkdir()
+        loaded.model.save_pretrained(root / name)
+        toy_tokenizer().save_pretrained(root / name)
+        (root / name / "model.safetensors").write_bytes(content)
+    (root / "empty.jsonl").write_text("\n")
     (root / "bad-utf8.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
     (root / "not-json.jsonl").write_text('{"text": "fine"}\nnot json\n')
     return {p.name: p for p in root.iterdir()}
@@ -149,6 +159,40 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "missing texts file": (["predict", "--model", clf, "--texts", "/nonexistent.jsonl"], "nonexistent.jsonl"),
         "fill without a mask": (["fill", "--model", mlm, "--text", "no mask here"], "[MASK]"),
         "non-integer flag": (["explain", "--model", clf, "--text", "x", "--target", "one"], "--target"),
+        "empty weights file": (explain(str(folders["empty-weights"]), "fine"), "damaged"),
+        "weights header too large": (explain(str(folders["huge-header"]), "fine"), "damaged"),
+        "weights without tensors": (explain(str(folders["no-tensors"]), "fine"), "lacks"),
+        "batch size 0": (explain(clf, "x", "--batch-size", "0"), "--batch-size"),
+        "window overlap 1.5": (explain(clf, "x", "--windows", "--window-overlap", "1.5"), "overlap 1.5"),
+        "unknown stitch rule": (explain(clf, "x", "--windows", "--stitch", "max"), "'max'"),
+        "windows with LIME": (
+            ["explain", "--model", clf, "--text", " ".join(["good"] * 200), "--methods", "lime", "--windows"],
+            "lime cannot be explained in sliding windows",
+        ),
+        "missing masked LM": (
+            ["explain", "--model", clf, "--text", "fine film", "--methods", "im", "--mlm", "/nonexistent/mlm"],
+            "/nonexistent/mlm",
+        ),
+        "IG steps 0": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "integrated_gradients"]
+            + ["--param", "integrated_gradients.n_steps=0"],
+            "n_steps=0",
+        ),
+        "negative LIME samples": (
+            ["explain", "--model", clf, "--text", "x", "--methods", "lime", "--param", "lime.n_samples=-5"],
+            "n_samples=-5",
+        ),
+        "no methods": (["explain", "--model", clf, "--text", "x", "--methods", ""], "--methods"),
+        "only commas as methods": (["explain", "--model", clf, "--text", "x", "--methods", ",,"], "',,'"),
+        "huge target": (explain(clf, "fine", "--target", str(10**20)), str(10**20)),
+        "negative seed": (explain(clf, "x", "--seed", "-1"), "-1"),
+        "text seed": (explain(clf, "x", "--seed", "abc"), "'abc'"),
+        "empty texts file": (["predict", "--model", clf, "--texts", str(folders["empty.jsonl"])], "no records"),
+        "unknown hub dataset": (["evaluate", "--model", clf, "--dataset", "hub:nope", "--split", "dev"], "nope"),
+        "limit 0": (["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--limit", "0"], "got 0"),
+        "unknown command": (["frobnicate"], "frobnicate"),
+        "unknown reproduction": (["reproduce", "nope"], "nope"),
+        "classifier given to fill": (["fill", "--model", clf, "--text", "a [MASK]"], "not a masked language model"),
     }
 
 
@@ -159,6 +203,10 @@ REFUSED_IDS = [
     "unknown parameter", "malformed parameter", "parameter of another method", "target out of range",
     "negative target", "bad dataset", "bad split", "unknown metric", "zero random", "negative limit",
     "invalid UTF-8 texts file", "texts file not JSON", "missing texts file", "fill without a mask", "non-integer flag",
+    "empty weights file", "weights header too large", "weights without tensors", "batch size 0", "window overlap 1.5",
+    "unknown stitch rule", "windows with LIME", "missing masked LM", "IG steps 0", "negative LIME samples", "no methods",
+    "only commas as methods", "huge target", "negative seed", "text seed", "empty texts file", "unknown hub dataset",
+    "limit 0", "unknown command", "unknown reproduction", "classifier given to fill",
 ]  # fmt: skip
 
 
