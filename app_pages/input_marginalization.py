@@ -15,9 +15,10 @@ import services
 from ui import state
 from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
-from ui.marginalization import cost_line, duration, estimate_line, plain, word_panel
+from ui.marginalization import cost_line, duration, estimate_line, word_panel
 from ui.params import params_form
 from ui.runs import explain_selected, gate
+from ui.text import plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
 FOUR_PLACES = ("IM", "LOO_empty", "top-1 likelihood", "likelihood of the word", "candidate mass", "expectation")

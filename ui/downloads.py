@@ -150,8 +150,11 @@ def show_table(
     frame: pd.DataFrame, *, key: str, name: str, shown: Any = None, container: Any = None, **options: Any
 ) -> None:
     """``st.dataframe`` of ``shown`` (a styled view, default ``frame``) with a download row of
-    ``frame`` (CSV, Parquet) under it."""
+    ``frame`` (CSV, Parquet) under it; an index that labels the rows (methods, say) becomes the
+    file's first column."""
     where = container if container is not None else st.container()
+    labelled = not isinstance(frame.index, pd.RangeIndex)
+    table = frame.rename_axis([n or "row" for n in frame.index.names]).reset_index() if labelled else frame
     with where:
         st.dataframe(frame if shown is None else shown, key=key, **options)
-        download_row(f"{key}.download", name=name, table=frame)
+        download_row(f"{key}.download", name=name, table=table)

@@ -5,19 +5,12 @@ one word's fill-ins (its expectation, IM and leave-one-out scores, the exact-mat
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
 import services
+from ui.text import plain
 
 HIGH_LIKELIHOOD = 0.8  # paper 000: exact-match top-1 fill-ins average 0.82 likelihood on SST
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
-def plain(text: str) -> str:
-    """Text shown literally inside markdown (markdown and HTML characters escaped)."""
-    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def duration(seconds: float | None) -> str:

@@ -66,11 +66,12 @@ def gate(
     auto: bool = False,
     memory: str | None = None,
     help: str | None = None,
+    hint: bool = True,
 ) -> bool:
     """The one Run gate of every page: True once the button ``label`` (widget ``key``, drawn in
     ``container``) was pressed for exactly these settings (``request``, remembered across reruns
     under ``memory``, default ``{key}.request``), or at once, without a button, when ``auto`` (a
-    run short enough to start without a click)."""
+    run short enough to start without a click); while it waits, ``hint`` says to press it."""
     name = memory or f"{key}.request"
     signature = json.dumps(request, sort_keys=True, default=str)
     if auto:
@@ -79,7 +80,8 @@ def gate(
         st.session_state[name] = signature
     if st.session_state.get(name) == signature:
         return True
-    st.info(f"Press **{label}** to compute these settings.")
+    if hint:
+        st.info(f"Press **{label}** to compute these settings.")
     return False
 
 
