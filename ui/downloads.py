@@ -138,6 +138,14 @@ def download_row(
             )
 
 
+def with_row_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with an index that labels its rows turned into its first column(s) (named after
+    the index, else "row"), since the exported files carry no index; a plain 0..n-1 index is dropped."""
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame
+    return frame.rename_axis([name or "row" for name in frame.index.names]).reset_index()
+
+
 def show_figure(figure: go.Figure, *, key: str, name: str, container: Any = None, **options: Any) -> None:
     """``st.plotly_chart`` (widget ``key``, in ``container``) with its download row under it."""
     where = container if container is not None else st.container()
@@ -153,8 +161,6 @@ def show_table(
     ``frame`` (CSV, Parquet) under it; an index that labels the rows (methods, say) becomes the
     file's first column."""
     where = container if container is not None else st.container()
-    labelled = not isinstance(frame.index, pd.RangeIndex)
-    table = frame.rename_axis([n or "row" for n in frame.index.names]).reset_index() if labelled else frame
     with where:
         st.dataframe(frame if shown is None else shown, key=key, **options)
-        download_row(f"{key}.download", name=name, table=table)
+        download_row(f"{key}.download", name=name, table=with_row_labels(frame))
