@@ -92,22 +92,13 @@ def slice_view(selection, methods: list[str], metric_params: dict, method_params
     st.caption("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.")
 
 
-def add_paper_pair() -> None:
-    chosen = st.session_state.get("faithfulness.methods", [])
-    st.session_state["faithfulness.methods"] = list(dict.fromkeys([*chosen, "loo_empty", "im"]))
-
-
 def compare_view(selection, methods: list[str], metric_params: dict, method_params: dict) -> None:
     st.caption(
         "Paper 000 (Table 1) shows that the verdict depends on how words are removed: a method that wins when "
         "removed words are replaced by a masked LM's fill-ins can lose when they are deleted."
     )
     if not {"im", "loo_empty"} <= set(methods):
-        st.button(
-            "Add loo_empty and im (the pair paper 000 compares)", on_click=add_paper_pair,
-            key="faithfulness.compare_add_im",
-            help="Paper 000's Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
-        )  # fmt: skip
+        F.paper_pair_button()
     first, second, third = st.columns(3)
     key = first.selectbox("Metric", F.TABLE_METRICS, format_func=F.column_name, key="faithfulness.compare_metric")
     mode_a = second.selectbox("Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a")

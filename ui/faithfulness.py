@@ -260,3 +260,17 @@ def settings_form(infos: dict, methods: list[str]) -> tuple[dict, dict]:
         "log_odds": log_odds,
     }
     return metrics, method_params
+
+
+def _add_paper_pair() -> None:
+    chosen = st.session_state.get("faithfulness.methods", [])
+    st.session_state["faithfulness.methods"] = list(dict.fromkeys([*chosen, "loo_empty", "im"]))
+
+
+def paper_pair_button() -> None:
+    """A button that adds the pair paper 000 compares (loo_empty and im) to the chosen methods."""
+    st.button(
+        "Add loo_empty and im (the pair paper 000 compares)", on_click=_add_paper_pair,
+        key="faithfulness.compare_add_im",
+        help="Paper 000's Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
+    )  # fmt: skip
