@@ -17,7 +17,7 @@ import services
 from ui import faithfulness as F
 from ui import state
 from ui.downloads import show_figure, show_table
-from ui.runs import gate, run_or_stop
+from ui.runs import gate, run_or_stop, stopped_note
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -62,9 +62,11 @@ def slice_results(selection, methods, metric_sets, method_params, memory: str) -
     data = [selection.dataset, selection.split, n, random_order, seed]
     request = {"model": selection.model, "data": data, "methods": methods, "metrics": metric_sets,
                "method_params": method_params, "mlm": selection.mlm}  # fmt: skip
+    examples = services.slice_examples(*data[:3], random_order=random_order == "random N", seed=seed)
+    kept = {"method_params": method_params, "mlm_name": selection.mlm}
+    stopped_note([services.slice_stopped_at(selection.model, examples, methods, m, **kept) for m in metric_sets])
     if not gate("faithfulness.slice_run", request, "Run on the slice", container=fourth, memory=memory):
         return None
-    examples = services.slice_examples(*data[:3], random_order=random_order == "random N", seed=seed)
     results = []
     for metric_params in metric_sets:
         result = run_or_stop(

@@ -133,16 +133,25 @@ def evaluate_slice(
     progress: ProgressFn | None = None,
     target: str = "predicted",
     resources: Resources | None = None,
+    resume: SliceEvaluation | None = None,
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
     A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
     that example's metrics; the run goes on.
 
+    Results are appended to ``resume`` (a fresh evaluation when None) one whole example at a time,
+    so a run stopped between examples leaves the finished ones in it, and calling again with it
+    goes on from the first example it lacks.
+
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
     (the example's label, MaRC's protocol; the predicted class where an example has none)."""
-    evaluation = SliceEvaluation(list(methods), list(params_by_metric))
-    passes0 = clf.forward_passes
+    evaluation = resume if resume is not None else SliceEvaluation(list(methods), list(params_by_metric))
+    if (evaluation.methods, evaluation.metric_keys) != (list(methods), list(params_by_metric)):
+        raise ValueError("the evaluation to resume has other methods or metrics than this request")
     for index, example in enumerate(examples):
+        if index < len(evaluation.results):
+            continue
+        passes0 = clf.forward_passes
         if progress is not None:
             progress(index / len(examples), f"example {index + 1} of {len(examples)}")
         start = time.perf_counter()
@@ -178,7 +187,7 @@ def evaluate_slice(
                 index,
             )
         )
-    evaluation.forward_passes = clf.forward_passes - passes0
+        evaluation.forward_passes += clf.forward_passes - passes0
     if progress is not None:
         progress(1.0, f"{len(examples)} examples done")
     return evaluation

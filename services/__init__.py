@@ -66,7 +66,14 @@ from services.rationales import (
     rationale_ceiling,
     rationale_scores,
 )
-from services.slices import RationaleSlice, SliceItem, SliceResult, evaluate_slice, rationale_slice
+from services.slices import (
+    RationaleSlice,
+    SliceItem,
+    SliceResult,
+    evaluate_slice,
+    rationale_slice,
+    slice_stopped_at,
+)
 
 __all__ = [
     "DEFAULT_MLM",
@@ -136,6 +143,7 @@ __all__ = [
     "shared_mode",
     "slice_examples",
     "slice_indices",
+    "slice_stopped_at",
 ]
 
 # The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).

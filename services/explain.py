@@ -49,9 +49,7 @@ def _prediction(model: str, example_key: str, _example: Example) -> PredictionRe
 def _windowed_prediction(model: str, example_key: str, _example: Example) -> PredictionResult:
     clf = models.classifier(model)
     prediction, spans = predict_in_windows(clf, _example, Windows())
-    return PredictionResult(
-        _example, prediction.probabilities, prediction.predicted, clf.label_names, 0, tuple(spans)
-    )
+    return PredictionResult(_example, prediction.probabilities, prediction.predicted, clf.label_names, 0, tuple(spans))
 
 
 @st.cache_resource

@@ -26,7 +26,22 @@ def _slice_store() -> store.ResultStore:
     return store.ResultStore(max_entries=32)
 
 
+@st.cache_resource
+def _partial_store() -> store.ResultStore:
+    """Slices stopped before their end (a closed tab, a page left, a rerun), with the examples
+    they finished, under the same key as the finished slices: running the same request again
+    goes on from there."""
+    return store.ResultStore(max_entries=32)
+
+
+def stopped_at(key: tuple) -> tuple[int, int] | None:
+    """(examples done, examples asked) of a slice that was stopped before its end, else None."""
+    partial = _partial_store().get(key)
+    return None if partial is None else (len(partial[0].results), partial[1])
+
+
 def _evaluate(
+    key: tuple,
     model: str,
     examples: list[Example],
     method_keys: list[str],
@@ -38,18 +53,29 @@ def _evaluate(
 ) -> tuple[engine.SliceEvaluation, dict[str, Any], float]:
     params_by_metric = engine.metric_params(list(metric_params), metric_params)
     mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
+    # Taken out of the store while it runs, so two sessions never append to one evaluation; put
+    # back, with whatever it finished, if the run stops before its end.
+    partial = _partial_store().pop(key)
+    evaluation = partial[0] if partial is not None else engine.SliceEvaluation(method_keys, list(params_by_metric))
     start = time.perf_counter()
-    evaluation = engine.evaluate_slice(
-        models.classifier(model),
-        examples,
-        method_keys,
-        params_by_metric,
-        method_params={k: v for k, v in (method_params or {}).items() if k in method_keys},
-        mlm=mlm,
-        progress=progress,
-        target=target,
-        resources=resources(),
-    )
+    finished = False
+    try:
+        engine.evaluate_slice(
+            models.classifier(model),
+            examples,
+            method_keys,
+            params_by_metric,
+            method_params={k: v for k, v in (method_params or {}).items() if k in method_keys},
+            mlm=mlm,
+            progress=progress,
+            target=target,
+            resources=resources(),
+            resume=evaluation,
+        )
+        finished = True
+    finally:
+        if not finished and evaluation.results:
+            _partial_store().put(key, (evaluation, len(examples)))
     return evaluation, params_by_metric, time.perf_counter() - start
 
 
@@ -97,7 +123,7 @@ def evaluate_slice(
 
     def compute() -> SliceResult:
         evaluation, _, runtime = _evaluate(
-            model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
         )
         return SliceResult(
             tuple(e.id for e in examples),
@@ -109,7 +135,20 @@ def evaluate_slice(
             evaluation.forward_passes,
         )
 
-    key = (
+    key = _faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name)
+    return _cached(key, compute)
+
+
+def _faithfulness_key(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    metric_params: dict[str, dict[str, Any]],
+    method_params: dict[str, dict[str, Any]] | None = None,
+    target: str = "predicted",
+    mlm_name: str = models.DEFAULT_MLM,
+) -> tuple:
+    return (
         "faithfulness",
         model,
         store.examples_key(examples),
@@ -119,7 +158,20 @@ def evaluate_slice(
         target,
         mlm_name,
     )
-    return _cached(key, compute)
+
+
+def slice_stopped_at(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    metric_params: dict[str, dict[str, Any]],
+    *,
+    method_params: dict[str, dict[str, Any]] | None = None,
+    target: str = "predicted",
+    mlm_name: str = models.DEFAULT_MLM,
+) -> tuple[int, int] | None:
+    """(done, asked) when ``evaluate_slice`` with these arguments was stopped before its end."""
+    return stopped_at(_faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name))
 
 
 @dataclass(frozen=True)
@@ -174,7 +226,7 @@ def rationale_slice(
     def compute() -> RationaleSlice:
         examples = [dataset_example(dataset, split, index) for index in indices]
         evaluation, params_by_metric, runtime = _evaluate(
-            model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
         )
         if correct_only:
             evaluation = engine.correct_only(evaluation)

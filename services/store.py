@@ -40,6 +40,10 @@ class ResultStore:
                 self._items.move_to_end(key)
             return self._items.get(key)
 
+    def pop(self, key: tuple) -> Any:
+        with self._lock:
+            return self._items.pop(key, None)
+
     def put(self, key: tuple, value: Attribution) -> None:
         with self._lock:
             self._items[key] = value

@@ -138,3 +138,15 @@ def coverage_note(model: str, prediction: services.PredictionResult) -> None:
             f"{prediction.dropped_words} were dropped"
             + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
         )
+
+
+def stopped_note(stopped: list[tuple[int, int] | None]) -> None:
+    """Say that an earlier run of these settings stopped part-way (a closed tab, a page left) and
+    that running them again goes on from there (``services.slice_stopped_at``)."""
+    first = next((s for s in stopped if s is not None), None)
+    if first is not None:
+        done, asked = first
+        st.warning(
+            f"A run of these settings stopped after {done} of {asked} examples. What it finished is kept: "
+            f"running it again goes on from example {done + 1}."
+        )

@@ -1,0 +1,66 @@
+"""A dataset slice stopped part-way in the app (a closed tab, a page left: Streamlit stops the
+script at its next call) keeps the examples it finished, says where it stopped, and the same
+request goes on from there to the result an uninterrupted run gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import services
+from core.classifier import Classifier, load_classifier
+from core.types import Example
+from engine import evaluate as engine
+from services import slices
+
+WORDS = ["the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."]
+METRICS = {"deletion": {"removal": "delete", "fraction": 0.5}, "comprehensiveness": {"removal": "delete"}}
+
+
+class Stopped(BaseException):
+    """Stands in for Streamlit's StopException, raised from the progress bar's next update."""
+
+
+def examples() -> list[Example]:
+    return [Example(segments=(tuple(WORDS[i:] + WORDS[:i]),), id=f"toy/{i}") for i in range(5)]
+
+
+def test_a_stopped_slice_resumes_where_it_stopped(model_dirs) -> None:
+    model = str(model_dirs[0])
+    methods = ["loo_empty", "saliency"]
+    started: list[str] = []
+
+    def stop_at_third(fraction: float, message: str) -> None:
+        if message.startswith("example 3 "):
+            raise Stopped
+        started.append(message)
+
+    with pytest.raises(Stopped):
+        services.evaluate_slice(model, examples(), methods, METRICS, progress=stop_at_third)
+    assert services.slice_stopped_at(model, examples(), methods, METRICS) == (2, 5)
+    assert services.slice_stopped_at(model, examples()[:4], methods, METRICS) is None  # another request
+
+    resumed: list[str] = []
+    result = services.evaluate_slice(model, examples(), methods, METRICS, progress=lambda f, m: resumed.append(m))
+    assert [m for m in resumed if m.startswith("example ")] == [f"example {i} of 5" for i in (3, 4, 5)]
+    assert services.slice_stopped_at(model, examples(), methods, METRICS) is None
+
+    clf = Classifier(load_classifier(model))
+    whole = engine.evaluate_slice(clf, examples(), methods, engine.metric_params(list(METRICS), METRICS))
+    expected = engine.metric_values(whole)
+    for method in methods:
+        for metric in METRICS:
+            np.testing.assert_allclose(result.values[method][metric], expected[method][metric], rtol=1e-6)
+    assert result.forward_passes == whole.forward_passes
+
+
+def test_a_slice_stopped_before_any_example_leaves_nothing(model_dirs) -> None:
+    model = str(model_dirs[0])
+
+    def stop_at_once(fraction: float, message: str) -> None:
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        services.evaluate_slice(model, examples(), ["random"], METRICS, progress=stop_at_once)
+    assert services.slice_stopped_at(model, examples(), ["random"], METRICS) is None
+    assert not any(key[0] == "faithfulness" and "random" in key[3] for key in slices._partial_store()._items)
