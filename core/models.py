@@ -11,13 +11,30 @@ is passed to ``from_pretrained`` as a hub id or a local folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import threading
 from pathlib import Path
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
 ADAPTER_CONFIG = "adapter_config.json"
 TASK_CONFIG = "task.json"  # architecture, task, label names, pair input, dataset, max length
+
+# transformers resolves its classes lazily on first attribute access, and that first access is not
+# thread-safe: two sessions loading models at once on one server made one of them fail with
+# "cannot import name 'AutoModelForSequenceClassification'". Loads are rare and cached, so they
+# are simply taken one at a time.
+_LOAD_LOCK = threading.RLock()
+
+
+def _one_at_a_time(load):
+    @functools.wraps(load)
+    def locked(*args, **kwargs):
+        with _LOAD_LOCK:
+            return load(*args, **kwargs)
+
+    return locked
 
 
 def encoder_path() -> str:
@@ -101,6 +118,7 @@ TOKENIZER_FILES = (
 )
 
 
+@_one_at_a_time
 def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
@@ -115,6 +133,7 @@ def load_tokenizer(name_or_path: str):
     return tokenizer
 
 
+@_one_at_a_time
 def load_sequence_classifier(name_or_path: str):
     """A plain ``AutoModelForSequenceClassification`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForSequenceClassification
@@ -144,6 +163,7 @@ def load_sequence_classifier(name_or_path: str):
     return model.eval()
 
 
+@_one_at_a_time
 def load_masked_lm(name_or_path: str):
     """A plain ``AutoModelForMaskedLM`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForMaskedLM
@@ -172,6 +192,7 @@ def _quiet_init() -> dict:
     return {}
 
 
+@_one_at_a_time
 def model_info(name_or_path: str) -> dict:
     """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else {}."""
     folder = delta_folder(name_or_path)
