@@ -24,6 +24,8 @@ COMMANDS = (
     "randomize",
     "attack",
     "reproduce",
+    "importer",
+    "bundle",
 )
 
 

@@ -270,7 +270,7 @@ class UnitWorker:
                 self.clf.batch_size //= 2
                 self.halvings += 1
                 _empty_device_cache()
-        _shift(evaluation, first_row)
+        shift_positions(evaluation, first_row)
         dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results, strict=True)]
         stats = UnitStats(
             unit, first_row, len(examples), self.clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
@@ -278,7 +278,7 @@ class UnitWorker:
         return stats, to_table(evaluation, dropped)
 
 
-def _shift(evaluation: SliceEvaluation, first_row: int) -> None:
+def shift_positions(evaluation: SliceEvaluation, first_row: int) -> None:
     for result in evaluation.results:
         result.position += first_row
     for failures in evaluation.errors.values():
