@@ -98,16 +98,21 @@ st.markdown(f"**Example {position}**: the scores stored by `{run_id}` (nothing r
 st.html(heatmap_html(example.words, example.segment_ids, stored.attributions, rationale=example.rationale))
 
 
+index = services.runs.dataset_index(info, int(position))
+
+
 def open_on_heatmaps(methods: list[str]) -> None:
     """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
-    sidebar.select_example(info.model, info.dataset, info.split, int(position))
+    sidebar.select_example(info.model, info.dataset, info.split, int(index))
     st.session_state["heatmaps.stored"] = (run_id, int(position))
-    st.session_state["heatmaps.methods"] = methods
+    known = {m.key for m in services.methods()}
+    st.session_state["heatmaps.methods"] = [m for m in methods if m in known]
 
 
 if st.button(
-    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),)
-):
+    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),),
+    disabled=index is None, help="Imported from the file's own text: not a dataset example" if index is None else None,
+):  # fmt: skip
     st.switch_page("app_pages/heatmaps.py")
 
 st.subheader("Per run")

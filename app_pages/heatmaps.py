@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 import services
 from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
+from ui.bundles import bundle_opener, opened_for
 from ui.charts import probability_chart
 from ui.downloads import download_row
-from ui.export import Heatmap
+from ui.export import Heatmap, heatmap_files
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
@@ -56,7 +59,9 @@ view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.v
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 
-if not chosen:
+bundle_opener()
+opened = opened_for(selection)
+if not chosen and opened is None and not st.session_state.get("heatmaps.stored"):
     st.info("Choose at least one method.")
     st.stop()
 
@@ -81,6 +86,12 @@ if stored is not None:
     if st.button("Recompute with the settings above", key="heatmaps.recompute"):
         st.session_state.pop("heatmaps.stored")
         st.rerun()
+if opened is not None and stored is None:
+    st.info(f"The view and results of the session bundle `{opened[0]}` (nothing recomputed).")
+    if st.button("Recompute with the settings above", key="heatmaps.recompute_bundle"):
+        st.session_state.pop("heatmaps.bundle")
+        st.rerun()
+    stored = opened[1]
 result = stored if stored is not None else explain_selected(selection, chosen, params)
 
 prediction = result.prediction
@@ -124,7 +135,22 @@ if attributions:
     name = f"heatmap-{example.id or 'text'}"
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
     json_export = {method: a.to_json() for method, a in attributions.items()}
-    download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export)
+    shown_view = {
+        "dataset": selection.dataset, "split": selection.split, "index": selection.index,
+        "text": example.text if selection.dataset is None else None,
+        "text_b": example.text_b if selection.dataset is None else None,
+        "target": selection.target, "mlm": selection.mlm, "methods": list(attributions),
+        "view": view, "shared_scale": shared_scale,
+    }  # fmt: skip
+    bundle = partial(
+        services.bundle_bytes,
+        selection.model,
+        shown_view,
+        {m: a.params for m, a in attributions.items()},
+        result,
+        partial(heatmap_files, drawn),
+    )
+    download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export, bundle=bundle)
     for attribution in attributions.values():
         if has_mask_extras(attribution):
             render_mask_extras(attribution, example.segment_ids)

@@ -121,7 +121,8 @@ def _words_of_tokens(clf: Classifier, record: Imported) -> tuple[tuple[str, ...]
 
 def _kept_words(full: Example, fitted: Example) -> list[int]:
     """Indices in ``full.words`` of the words ``fitted`` kept (each segment keeps a prefix)."""
-    kept, offset = [], 0
+    kept: list[int] = []
+    offset = 0
     for segment, cut in zip(full.segments, fitted.segments, strict=True):
         kept += range(offset, offset + len(cut))
         offset += len(segment)
@@ -132,37 +133,38 @@ def _attribution(clf: Classifier, record: Imported, full: Example, fitted: Examp
     target = EXPLAINED if record.target is None else record.target
     if record.target is not None and not 0 <= record.target < clf.num_labels:
         raise BadFile(f"{record.where}: target {record.target} is not a class of {clf.name}")
-    common = {
-        "method": record.method,
-        "example_id": fitted.id,
-        "target": target,
-        "words": fitted.words,
-        "params": {"imported": record.where, **{k: v for k, v in record.extras.items() if v is not None}},
-    }
+    params = {"imported": record.where, **{k: v for k, v in record.extras.items() if v is not None}}
     if record.level == "word":
         n = len(record.scores)
-        if n == len(full.words):
-            scores = np.asarray(record.scores, dtype=np.float32)[_kept_words(full, fitted)]
-        elif n == len(fitted.words):
-            scores = np.asarray(record.scores, dtype=np.float32)
-        else:
+        if n not in (len(full.words), len(fitted.words)):
             raise BadFile(f"{record.where}: {n} scores for the {len(full.words)} words of example {full.id!r}")
-        if record.words is not None and record.words[: len(fitted.words)] != fitted.words and n == len(full.words):
-            position = next(i for i, (a, b) in enumerate(zip(record.words, full.words, strict=False)) if a != b)
-            raise BadFile(
-                f"{record.where}: word {position} is {record.words[position]!r} in the file but "
-                f"{full.words[position]!r} in example {full.id!r}"
+        against = full.words if n == len(full.words) else fitted.words
+        if record.words is not None and tuple(record.words) != against:
+            position = next(
+                (i for i, (a, b) in enumerate(zip(record.words, against, strict=False)) if a != b), len(against)
             )
-        return Attribution(scores=scores, **common)
+            theirs = record.words[position] if position < len(record.words) else "(nothing)"
+            ours = against[position] if position < len(against) else "(nothing)"
+            raise BadFile(
+                f"{record.where}: word {position} is {theirs!r} in the file but {ours!r} in example {full.id!r}"
+            )
+        scores = np.asarray(record.scores, dtype=np.float32)
+        if n == len(full.words):
+            scores = scores[_kept_words(full, fitted)]
+        return Attribution(record.method, fitted.id, target, fitted.words, scores, params=params)
     tokens, token_scores, word_ids = _token_scores(clf, record, full, fitted)
     words = np.zeros(len(fitted.words), dtype=np.float64)
     np.add.at(words, np.asarray(word_ids, dtype=np.int64), np.asarray(token_scores, dtype=np.float64))
     return Attribution(
-        scores=words.astype(np.float32),
+        record.method,
+        fitted.id,
+        target,
+        fitted.words,
+        words.astype(np.float32),
+        params=params,
         subwords=tuple(tokens),
         subword_scores=np.asarray(token_scores, dtype=np.float32),
         subword_word_ids=tuple(word_ids),
-        **common,
     )
 
 

@@ -288,9 +288,9 @@ def read_inseq(document: Any, name: str) -> list[Imported]:
     sequences = plain.get("sequence_attributions") if isinstance(plain, dict) else None
     if not isinstance(sequences, list):
         raise BadFile(f"{name}: inseq output without a 'sequence_attributions' list")
-    info = plain.get("info") if isinstance(plain.get("info"), dict) else {}
-    method = info.get("attribution_method") if isinstance(info.get("attribution_method"), str) else "attribution"
-    texts = info.get("input_texts") if isinstance(info.get("input_texts"), list) else []
+    info: dict[str, Any] = plain["info"] if isinstance(plain.get("info"), dict) else {}
+    method = str(info.get("attribution_method") or "attribution")
+    texts: list[Any] = info["input_texts"] if isinstance(info.get("input_texts"), list) else []
     out = []
     for i, sequence in enumerate(sequences):
         where = f"{name} sequence {i}"
@@ -301,9 +301,12 @@ def read_inseq(document: Any, name: str) -> list[Imported]:
         attributions = sequence.get(f"{side}_attributions")
         if not isinstance(tokens, list) or attributions is None:
             raise BadFile(f"{where}: no {side} tokens with attributions")
-        words = [t.get("token") if isinstance(t, dict) else t for t in tokens]
-        ids = [t.get("id") for t in tokens if isinstance(t, dict)]
-        array = np.asarray(attributions, dtype=np.float64)
+        words: list[Any] = [t.get("token") if isinstance(t, dict) else t for t in tokens]
+        ids: list[Any] = [t.get("id") for t in tokens if isinstance(t, dict)]
+        try:
+            array = np.asarray(attributions, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise BadFile(f"{where}: {side}_attributions is not an array of numbers") from None
         if array.ndim > 2:
             raise BadFile(f"{where}: {array.ndim}-d attributions; aggregate them in inseq first (out.aggregate())")
         scores = array.reshape(array.shape[0], -1) if array.ndim else array.reshape(1, 1)
@@ -383,7 +386,7 @@ def _thermostat_rows(rows: Any, name: str) -> list[Imported]:
         scores = numbers(_as_list(row.get("attributions")), f"{where} attributions")
         if len(ids) != len(scores):
             raise BadFile(f"{where}: {len(scores)} attributions for {len(ids)} input ids")
-        explainer = row.get("explainer") if isinstance(row.get("explainer"), str) else "attributions"
+        explainer = str(row.get("explainer") or "attributions")
         index = row.get("idx")
         predictions = row.get("predictions")
         target = None
