@@ -16,6 +16,7 @@ from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import download_row
 from ui.explorer import distribution_figure, mean_curve_figure, progress_line
 from ui.heatmap import heatmap_html
+from ui.imports import import_box
 
 selection = state.current()
 st.title("Dataset explorer")
@@ -46,8 +47,13 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                 st.success(f"Run `{run_id}` goes on in the background; its progress shows below.")
                 catalogue = services.runs.catalogue()
 
+imported = import_box(selection)
+if imported is not None:
+    st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = imported
+    catalogue = services.runs.catalogue()
+
 if catalogue.empty:
-    st.info("No stored run yet: start one above, or with `python -m cli run`.")
+    st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()
 labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
 wanted = st.session_state.get("explorer.run") or st.query_params.get("run")

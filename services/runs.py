@@ -209,4 +209,5 @@ def start_run(
 
 
 def run_label(row: dict[str, Any]) -> str:
-    return f"{row['run_id']} · {row['model']} · {row['dataset']}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"
+    imported = " · imported" if row.get("kind") == "import" else ""
+    return f"{row['run_id']}{imported} · {row['model']} · {row['dataset']}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"

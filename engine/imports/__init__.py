@@ -25,11 +25,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
 from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
+
+if TYPE_CHECKING:
+    from core.classifier import Classifier
 
 __all__ = ["FORMATS", "ImportOutcome", "import_bytes", "import_file"]
 
@@ -55,7 +58,7 @@ def import_bytes(data: bytes, name: str, store: RunStore, *, fmt: str | None = N
     """Import an uploaded file's bytes; ``options``: ``model`` (required), ``dataset`` and
     ``split`` (match records to that split by id; else the examples come from the file),
     ``methods`` (built-in methods to compute beside), ``metrics``, ``overrides``, ``target``,
-    ``mlm``, ``progress``."""
+    ``mlm``, ``progress``, ``clf`` (the model already loaded, else it is loaded here)."""
     found, records = read_bytes(data, name, fmt)
     return _store_import(records, store, found, name, hashlib.sha256(data).hexdigest(), **options)
 
@@ -85,9 +88,11 @@ def _store_import(
     target: str = "predicted",
     mlm: str = "minilm-mlm",
     progress: ProgressFn | None = None,
+    clf: Classifier | None = None,
 ) -> ImportOutcome:
     import explainers
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier as _Classifier
+    from core.classifier import load_classifier
     from core.datasets import load_examples
     from engine.evaluate import evaluate_slice, metric_params, needs_mlm, resolve_metrics
     from engine.imports.align import align
@@ -100,7 +105,7 @@ def _store_import(
     method_keys = explainers.resolve(list(methods)) if methods else []
     metric_keys = resolve_metrics(",".join(metrics))
     params_by_metric = metric_params(metric_keys, overrides)
-    clf = Classifier(load_classifier(model))
+    clf = clf if clf is not None else _Classifier(load_classifier(model))
     examples = load_examples(dataset, split) if dataset is not None and split is not None else None
     aligned = align(clf, records, examples, source=f"import:{Path(name).stem}")
     imported = list(dict.fromkeys(m for entry in aligned for m in entry.attributions))
