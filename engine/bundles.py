@@ -100,7 +100,7 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
     document = parse_json(text, name)
     try:
         return _bundle(document, figures)
-    except (KeyError, TypeError, IndexError, AttributeError) as error:
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as error:
         raise ValueError(f"{name}: not a valid {BUNDLE_SCHEMA} file ({type(error).__name__}: {error})") from None
 
 
