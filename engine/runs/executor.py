@@ -43,6 +43,7 @@ from engine.evaluate import (
     needs_mlm,
     resolve_metrics,
 )
+from engine.runs.secrets import redact
 from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
 
 if TYPE_CHECKING:
@@ -541,7 +542,8 @@ def execute(
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
     except BaseException as error:
-        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, f"{type(error).__name__}: {error}")
+        message = redact(f"{type(error).__name__}: {error}", address)
+        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{total} examples done")
