@@ -211,3 +211,39 @@ def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_dir,
         import_bytes(b"id,word_index,score\nexamples/sst2/3,0,1\n", "x.csv", store, model=toy_dir,
                      dataset="examples", split="sst2", metrics=METRICS)  # fmt: skip
     assert store.list_runs().empty  # nothing half-imported
+
+
+# ---------------------------------------------------------------------------------- in the app
+
+
+def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_dir, tmp_path, monkeypatch):
+    """A CSV matched to dataset examples opens on the heatmap page with the file's scores; a
+    ferret file's own texts show on the explorer but are not dataset examples to open."""
+    from streamlit.testing.v1 import AppTest
+
+    store = RunStore(tmp_path)
+    ferret = import_file(FIXTURES / "ferret.json", store, model=toy_dir, metrics=METRICS).info.run_id
+    csv = import_file(FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2",
+                      metrics=METRICS).info.run_id  # fmt: skip
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    app = Path(__file__).resolve().parents[1] / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=300)
+    at.session_state["sidebar.model_path"] = toy_dir
+    at.session_state["heatmaps.methods"] = []
+    at.session_state["explorer.run"] = ferret
+    at.run()
+    at.switch_page("app_pages/explorer.py").run()
+    assert not at.exception, at.exception
+    picker = at.selectbox(key="explorer.run_picker")
+    assert picker.value == ferret and "imported" in picker.format_func(ferret)
+    assert 'data-method="ferret.partition_shap"' in "".join(h.value for h in at.html)
+    assert at.button(key="explorer.open").disabled
+    assert at.expander and any("Import attributions" in e.label for e in at.expander)
+    picker.set_value(csv).run()
+    at.selectbox(key="explorer.position").set_value(1).run()  # the second row: dataset example 11
+    assert not at.button(key="explorer.open").disabled
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    assert any(csv in info.value for info in at.info), [i.value for i in at.info]
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    assert 'data-method="csv.mine"' in shown and 'title="joyful: +0.5"' in shown
