@@ -247,3 +247,16 @@ def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_dir
     assert any(csv in info.value for info in at.info), [i.value for i in at.info]
     shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
     assert 'data-method="csv.mine"' in shown and 'title="joyful: +0.5"' in shown
+
+
+def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_dir, tmp_path, monkeypatch):
+    from services import imports as upload
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    data = (FIXTURES / "ferret.json").read_bytes()
+    run_id = upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None, methods=["random"])
+    info = RunStore(tmp_path, read_only=True).get(run_id)
+    assert info.methods == ("random", "ferret.partition_shap") and info.rows_done == 2
+    monkeypatch.setattr(upload, "UPLOAD_MB", 0)
+    with pytest.raises(ValueError, match="larger than the 0 MB an upload may be"):
+        upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None)
