@@ -210,6 +210,11 @@ def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_dir,
     with pytest.raises(ValueError, match=r"1 scores for the 20 words of example 'examples/sst2/3'"):
         import_bytes(b"id,word_index,score\nexamples/sst2/3,0,1\n", "x.csv", store, model=toy_dir,
                      dataset="examples", split="sst2", metrics=METRICS)  # fmt: skip
+    two = "id,word_index,score,method,target\n" + "".join(
+        f"examples/sst2/3,{i},1,{m},{t}\n" for m, t in (("a", 0), ("b", 1)) for i in range(20)
+    )
+    with pytest.raises(ValueError, match=r"example 'examples/sst2/3' is explained for two classes \[0, 1\]"):
+        import_bytes(two.encode(), "two.csv", store, model=toy_dir, dataset="examples", split="sst2", metrics=METRICS)
     assert store.list_runs().empty  # nothing half-imported
 
 

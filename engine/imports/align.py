@@ -57,6 +57,9 @@ def align(
         if record.method in entry.attributions:
             raise BadFile(f"{record.where}: a second {record.method} attribution for example {example.id!r}")
         entry.attributions[record.method] = _attribution(clf, record, example, entry.example)
+        named = {a.target for a in entry.attributions.values() if a.target != EXPLAINED}
+        if len(named) > 1:
+            raise BadFile(f"{record.where}: example {example.id!r} is explained for two classes {sorted(named)}")
     return list(found.values())
 
 
