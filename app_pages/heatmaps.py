@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import pandas as pd
 import streamlit as st
 
 import services
 from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
-from ui.bundles import bundle_opener, opened_for
+from ui.bundles import bundle_data, bundle_opener, opened_for, show_opened
 from ui.charts import probability_chart
 from ui.downloads import download_row
-from ui.export import Heatmap, heatmap_files
+from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
@@ -87,11 +85,7 @@ if stored is not None:
         st.session_state.pop("heatmaps.stored")
         st.rerun()
 if opened is not None and stored is None:
-    st.info(f"The view and results of the session bundle `{opened[0]}` (nothing recomputed).")
-    if st.button("Recompute with the settings above", key="heatmaps.recompute_bundle"):
-        st.session_state.pop("heatmaps.bundle")
-        st.rerun()
-    stored = opened[1]
+    stored = show_opened(*opened)
 result = stored if stored is not None else explain_selected(selection, chosen, params)
 
 prediction = result.prediction
@@ -135,21 +129,7 @@ if attributions:
     name = f"heatmap-{example.id or 'text'}"
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
     json_export = {method: a.to_json() for method, a in attributions.items()}
-    shown_view = {
-        "dataset": selection.dataset, "split": selection.split, "index": selection.index,
-        "text": example.text if selection.dataset is None else None,
-        "text_b": example.text_b if selection.dataset is None else None,
-        "target": selection.target, "mlm": selection.mlm, "methods": list(attributions),
-        "view": view, "shared_scale": shared_scale,
-    }  # fmt: skip
-    bundle = partial(
-        services.bundle_bytes,
-        selection.model,
-        shown_view,
-        {m: a.params for m, a in attributions.items()},
-        result,
-        partial(heatmap_files, drawn),
-    )
+    bundle = bundle_data(selection, result, drawn, view)
     download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export, bundle=bundle)
     for attribution in attributions.values():
         if has_mask_extras(attribution):

@@ -6,11 +6,15 @@ nothing is recomputed until "Recompute" is pressed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import streamlit as st
 
 import services
-from services.bundles import bundle_result, open_bundle, startup_bundle
+from services.bundles import bundle_bytes, bundle_result, open_bundle, startup_bundle
 from ui import sidebar
+from ui.export import Heatmap, heatmap_files
 from ui.state import Selection
 
 OPENED = "heatmaps.bundle"  # (file name, Bundle)
@@ -90,3 +94,29 @@ def opened_for(selection: Selection) -> tuple[str, services.HeatmapResult] | Non
     if selection.model != bundle.model or not same_place or not same_words:
         return None
     return name, bundle_result(bundle)
+
+
+def show_opened(name: str, result: services.HeatmapResult) -> services.HeatmapResult | None:
+    """The opened bundle's note and "Recompute" button; its result, or None once recomputing."""
+    st.info(f"The view and results of the session bundle `{name}` (nothing recomputed).")
+    if st.button("Recompute with the settings above", key="heatmaps.recompute_bundle"):
+        st.session_state.pop(OPENED)
+        st.rerun()
+    return result
+
+
+def bundle_data(
+    selection: Selection, result: services.HeatmapResult, drawn: Heatmap, view: str | None
+) -> Callable[[], bytes]:
+    """What the "Session bundle" button saves (made when it is clicked): the sidebar's and the
+    page's choices, every attribution with its exact parameters, the heatmap's files."""
+    example = result.prediction.example
+    typed = selection.dataset is None
+    shown = {
+        "dataset": selection.dataset, "split": selection.split, "index": selection.index,
+        "text": example.text if typed else None, "text_b": example.text_b if typed else None,
+        "target": selection.target, "mlm": selection.mlm, "methods": list(result.attributions),
+        "view": view, "shared_scale": bool(drawn.shared_scale),
+    }  # fmt: skip
+    params = {method: a.params for method, a in result.attributions.items()}
+    return partial(bundle_bytes, selection.model, shown, params, result, partial(heatmap_files, drawn))
