@@ -27,6 +27,10 @@ metric_infos = {m.key: m for m in services.metric_infos("plausibility")}
 METRICS = tuple(k for k, m in metric_infos.items() if m.in_table)
 LABELS = {k: m.label for k, m in metric_infos.items()}
 THRESHOLD_METRICS = tuple(k for k in METRICS if metric_infos[k].thresholded)
+# The ERASER metrics' document convention, from their parameter dataclass (metrics/eraser_documents.py).
+CONVENTION = {f.name: f for k in METRICS for f in metric_infos[k].fields}.get("convention")
+CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in metric_infos[k].fields))
+CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
 VIEWS = ("This example", "Dataset slice")
 CEILING_ROW = "humans (each vs the others)"
 BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
@@ -209,6 +213,12 @@ def slice_view(selection: state.Selection, methods: list[str], metric_params: di
         f"{result.forward_passes} forward passes for the explanations"
     )
     summary_table(result, metric_params["iou"]["threshold"])
+    if metric_params[CONVENTION_METRICS[0]].get("convention") == "eraser":
+        st.caption(
+            f"{', '.join(LABELS[k] for k in CONVENTION_METRICS)}: ERASER's convention, premise and hypothesis "
+            "scored as two documents and averaged over the slice's documents as ERASER's scoring code does (n "
+            "counts documents; IOU-F1 is the F1 of the mean precision and mean recall, so it has no interval)."
+        )
     micro_table(result)
     threshold_table(result, objective)
     worst_examples(result)
@@ -372,10 +382,19 @@ k = int(
         "k (0 = as many as the humans)", 0, 512, 0, key="rationales.k", help="Top-k size for token F1 and IOU-F1."
     )
 )
+convention = st.radio(
+    f"Documents for {', '.join(LABELS[k] for k in CONVENTION_METRICS)}",
+    CONVENTION.choices if CONVENTION else ("ours",),
+    format_func=CONVENTION_LABELS.get,
+    horizontal=True,
+    key="rationales.convention",
+    help=CONVENTION.help if CONVENTION else None,
+)
 metric_params = {
     key: {"annotator": annotator}
     | ({"threshold": threshold} if key in THRESHOLD_METRICS else {})
     | ({"selection": selection_mode, "k": k, "threshold": threshold} if key in ("token_f1", "iou_f1") else {})
+    | ({"convention": convention} if key in CONVENTION_METRICS else {})
     for key in METRICS
 }
 if not methods:

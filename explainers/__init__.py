@@ -27,6 +27,7 @@ from explainers import (
     partition_shap,
     random_baseline,
     shap,
+    sobol,
 )
 from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer
 
@@ -226,6 +227,16 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Lundberg & Lee", year=2017, arxiv="1705.07874", note="shap's PartitionExplainer"),
         sampling=True,
         passes=partition_shap.passes,
+    ),
+    ExplainerSpec(
+        key="sobol",
+        explain=sobol.explain,
+        params_cls=sobol.SobolParams,
+        description="Sobol total-order indices of binary word masks (scipy's Sobol sampler, Jansen estimator)",
+        family="Sobol",
+        paper=Paper(authors="Fel et al.", year=2021, arxiv="2111.04138"),
+        sampling=True,
+        passes=sobol.passes,
     ),
     ExplainerSpec(
         key="marc",

@@ -135,6 +135,7 @@ FAST = {
     "smoothgrad_ig": {"n_samples": 3, "n_steps": 8},
     "gradient_shap": {"n_samples": 10},
     "partition_shap": {"n_evals": 40},
+    "sobol": {"n_designs": 8},
     "marc": {"n_steps": 15},
     "aml": {"n_steps": 2, "n_train": 8, "n_epochs": 1},
 }

@@ -217,3 +217,26 @@ def test_deeplift_refuses_a_reused_module_with_a_clear_message() -> None:
     clf = Classifier(LoadedClassifier("toy-reused", model, toy_tokenizer(), torch.device("cpu")))
     with pytest.raises(ValueError, match="DeepLIFT .* cannot explain toy-reused: .*used more than once"):
         run(clf, "deeplift")
+
+
+# --------------------------------------------------------------------------- Sobol
+
+
+def test_sobol_total_order_of_an_additive_model(linear_clf: Classifier) -> None:
+    # Additive log-odds over independent keep/remove coins: S_T,i = a_i^2 / sum_j a_j^2, and a word
+    # the model ignores gets exactly 0.
+    result = run(linear_clf, "sobol", n_designs=1024, output="log_odds", seed=2)
+    parts = np.array([planted_logit(w, 1) - planted_logit(w, 0) for w in EXAMPLE.words])
+    expected = parts**2 / np.sum(parts**2)
+    assert np.all(result.scores[parts == 0] == 0)
+    np.testing.assert_allclose(result.scores[parts != 0], expected[parts != 0], rtol=0.1)
+    assert result.forward_passes <= 2 ** len(EXAMPLE.words)
+
+
+def test_sobol_estimator_by_hand() -> None:
+    from explainers.sobol import total_order
+
+    f_a, f_b = np.array([1.0, 0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0, 1.0])
+    f_c = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])  # word 0 never matters, word 1 twice
+    # Var over A and B: mean 0.5, variance 0.25; word 1: mean((1, 1, 0, 0)) / (2 x 0.25) = 1.
+    np.testing.assert_allclose(total_order(f_a, f_b, f_c), [0.0, 1.0])

@@ -6,12 +6,18 @@ marked p0, p1, p3 and h2; the map's top four words (k = the human count) are p0,
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import metrics
 from core.types import Attribution, Example
 from metrics.eraser_documents import document_summary
+from tests import test_plausibility
+from tests.test_plausibility import DATA_DIR, page
+
+toy_folder = test_plausibility.toy_folder  # the tiny BERT saved as a folder (a fixture)
 
 HUMAN = (1, 1, 0, 1, 0, 0, 1)
 PAIR = Example(segments=(("p0", "p1", "p2", "p3"), ("h0", "h1", "h2")), id="pair", rationales=(HUMAN,), rationale=HUMAN)
@@ -81,3 +87,18 @@ def test_convention_is_a_checked_parameter() -> None:
 
     with pytest.raises(ValueError, match="convention='documents' is not one of"):
         params_from(metrics.get("auprc").params_cls, {"convention": "documents"})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason="shared data folder missing")
+def test_page_offers_the_convention_and_counts_documents(toy_folder, monkeypatch) -> None:
+    app = page("esnli", "dev_highlighted", 0, toy_folder, monkeypatch)
+    app.radio(key="rationales.convention").set_value("eraser").run()
+    app.multiselect(key="rationales.methods").set_value(["loo_empty", "random"]).run()
+    app.segmented_control(key="rationales.view").set_value("Dataset slice").run()
+    app.number_input(key="rationales.slice_n").set_value(3).run()
+    app.button(key="rationales.slice_run").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.exception]
+    table = app.dataframe[0].value
+    assert table.loc["random", "n"] == 6  # three pairs, two documents each (AUPRC scores every document)
+    assert any("ERASER's convention" in c.value for c in app.caption)
