@@ -61,7 +61,7 @@ class IntegratedGradientsParams:
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
 
 
-def _target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tensor:
+def target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tensor:
     return torch.softmax(logits, dim=-1)[:, target] if output == "probability" else logits[:, target]
 
 
@@ -78,7 +78,7 @@ def _input_gradient(
     inputs = embeds if create_graph else embeds.detach().requires_grad_(True)
     with torch.enable_grad():
         logits = clf.forward_embeds(inputs, encoded.variant)
-        value = _target_output(logits, target, output).sum()
+        value = target_output(logits, target, output).sum()
         (grad,) = torch.autograd.grad(value, inputs, create_graph=create_graph)
     return grad, logits
 
@@ -90,7 +90,7 @@ def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tu
     return embeds[0], grad[0]
 
 
-def _to_attribution(
+def to_attribution(
     example: Example,
     target: int,
     clf: Classifier,
@@ -128,8 +128,8 @@ def explain_saliency(
         # Word score: the L2 norm of the gradients of all its subword embeddings.
         squares = (grad**2).sum(-1).cpu().double().numpy()
         token_scores = np.sqrt(squares)
-        return _to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
-    return _to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
+        return to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
+    return to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
 
 
 def explain_grad_x_input(
@@ -137,7 +137,7 @@ def explain_grad_x_input(
 ) -> Attribution:
     encoded = clf.encode(example)
     embeds, grad = _gradient(clf, encoded, target, params.output)
-    return _to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
+    return to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
 
 
 def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> torch.Tensor:
@@ -164,7 +164,7 @@ def explain_integrated_gradients(
     baselines = baseline_embeddings(clf, encoded, params.baseline)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
-        return _target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
+        return target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
 
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(forward).attribute(
@@ -176,7 +176,7 @@ def explain_integrated_gradients(
             return_convergence_delta=True,
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
-    return _to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
+    return to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
 
 
 # ---------------------------------------------------------------------------------- differentiable word scores
@@ -271,7 +271,7 @@ def _integrated_gradients(
             for i in range(0, path.shape[0], clf.batch_size)
         ]
     )
-    value = _target_output(logits, target, params.output).sum()
+    value = target_output(logits, target, params.output).sum()
     (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
     average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)
     probs = torch.softmax(clf.forward_embeds(embeds, encoded.variant), dim=-1)[0]

@@ -35,12 +35,14 @@ def passes_per_second(attribution: Attribution) -> float | None:
 
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
     """Passes of a sampling method (its spec's ``passes`` cost model) on ``n_words`` words; the
-    time assumes a masked-LM pass costs about one classifier pass (true of the bundled MiniLMs)."""
+    time assumes a masked-LM pass and a backward pass each cost about one classifier forward pass
+    (true of the bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
+    passes per second)."""
     spec = explainers.get(method)
     if spec.passes is None:
         raise ValueError(f"no cost estimate for {method!r}: it is not a sampling method")
     passes = spec.passes(n_words, spec.make_params(params))
-    seconds = (passes.mlm + passes.classifier) / rate if rate else None
+    seconds = (passes.mlm + passes.classifier + passes.backward) / rate if rate else None
     return CostEstimate(passes.mlm, passes.classifier, seconds)
 
 
