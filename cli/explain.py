@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
         raise ValueError("the text is empty: give at least one word")
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM

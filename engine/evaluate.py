@@ -140,6 +140,9 @@ def evaluate_slice(
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
     (the example's label, MaRC's protocol; the predicted class where an example has none)."""
+    from metrics.faithfulness import check_head
+
+    check_head(clf, list(params_by_metric))
     evaluation = SliceEvaluation(list(methods), list(params_by_metric))
     passes0 = clf.forward_passes
     for index, example in enumerate(examples):
