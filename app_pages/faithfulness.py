@@ -490,6 +490,9 @@ metric_params = {
     "sufficiency": {"removal": removal, "bins": bins},
     "log_odds": log_odds,
 }
+if selection.head == "regression":  # log-odds need probabilities; a regression head has a raw score
+    metric_params.pop("log_odds")
+    st.caption("Log-odds are not defined for a regression head: the other metrics measure the change in score.")
 if not methods:
     st.info("Choose at least one method.")
     st.stop()

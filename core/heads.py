@@ -33,6 +33,8 @@ HEAD_LABELS = {
     "regression": "regression (raw score)",
 }
 DEFAULT_THRESHOLD = 0.5
+# An attack keeps a regression head's prediction when the score moves by at most this much.
+SCORE_TOLERANCE = 0.05
 _PROBLEM_TYPES = {
     "single_label_classification": "single_label",
     "multi_label_classification": "multi_label",
@@ -91,6 +93,16 @@ class Head:
         if self.kind == "multi_label":
             return tuple(int(i) for i in np.flatnonzero(np.asarray(outputs) >= threshold))
         return ()
+
+    def kept(self, original: np.ndarray, attacked: np.ndarray, target: int, tolerance: float | None = None) -> bool:
+        """An attacked input keeps the prediction: the same class (single-label), the same label
+        set at the default threshold (multi-label), a score within ``SCORE_TOLERANCE``
+        (regression); with ``tolerance`` the target's output must also move by at most that much."""
+        change = abs(float(attacked[target]) - float(original[target]))
+        if self.kind == "regression":
+            return change <= (SCORE_TOLERANCE if tolerance is None else tolerance)
+        same = self.label_set(original) == self.label_set(attacked)
+        return same and (tolerance is None or change <= tolerance)
 
     def require_probability(self, what: str) -> None:
         """Refuse ``what`` (a metric or option defined on probabilities) on a regression head."""
