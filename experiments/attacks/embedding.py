@@ -180,12 +180,12 @@ def _ascend(
     p_original: float,
     params: EmbeddingAttackParams,
     progress: ProgressFn | None,
-    kept: Callable[[torch.Tensor], bool],
+    keeps_prediction: Callable[[torch.Tensor], bool],
 ) -> tuple[torch.Tensor, dict[str, tuple[float, ...]], int]:
     """Projected gradient ascent on the attack objective; returns the best delta, the trace and
     the number of evaluated steps.
 
-    Unconstrained: an iterate that loses the prediction (``kept``: core.heads) is rejected and the step retried at
+    Unconstrained: an iterate that loses the prediction (``keeps_prediction``: core.heads) is rejected and the step retried at
     half the size. Constrained: every iterate counts. The best iterate (by objective) is returned.
     """
     word_mask = torch.zeros_like(base)
@@ -205,7 +205,7 @@ def _ascend(
             float(objective),
             float(distance),
             float(probs[target]),
-            kept(probs),
+            keeps_prediction(probs),
             grad * word_mask,
         )
 
