@@ -532,6 +532,10 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier
         "",
         f"- data: {'SST-2 train, e-SNLI test and ERASER movies train sentences' if task == 'mlm' else f'{spec.dataset}/{spec.train_split}'}",
     ]
+    if task.startswith("hatexplain-"):
+        from core.train_heads import TARGETS
+
+        lines.append(f"- head: {TARGETS[task]}")
     if earlier:
         lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the adapter of the one before:"]
         for number, run in enumerate(earlier, 1):

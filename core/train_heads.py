@@ -35,6 +35,12 @@ from core.train import (
 )
 
 SCORE_LABEL = "hateful or offensive (share of annotators)"
+TARGETS = {
+    "hatexplain-score": "regression (MSE): the share of the three annotators who marked the post hate speech "
+    "or offensive, in {0, 1/3, 2/3, 1}",
+    "hatexplain-targets": "multi-label (one sigmoid per label, binary cross-entropy): the target communities "
+    f"{', '.join(ds.HATEXPLAIN_COMMUNITIES)}, each present when at least two of the three annotators named it",
+}
 PROBLEM_TYPES = {"hatexplain-score": "regression", "hatexplain-targets": "multi_label_classification"}
 
 
