@@ -117,3 +117,17 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         if button.key and (button.key == PAGES[page] or button.key.startswith("im.run.")):
             button.click().run()
     assert_clean(at)
+
+
+@pytest.mark.slow
+def test_a_model_with_no_head_gets_a_one_line_error(tmp_path) -> None:
+    loaded = toy_bert_head("regression")
+    config = loaded.model.config
+    config.id2label = {}  # a classifier with zero outputs
+    type(loaded.model)(config).save_pretrained(tmp_path)
+    loaded.tokenizer.save_pretrained(tmp_path)
+    at = open_app(str(tmp_path), ["loo_empty"])
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any("no classification head to explain: num_labels=0" in e for e in errors), errors
+    assert all("\n" not in e for e in errors)
