@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         "words": list(result.example.words),
         "segment_ids": list(result.example.segment_ids),
         "label_names": list(clf.label_names),
+        "head": clf.head.kind,  # what "probabilities" are: softmax, per-label sigmoid, or regression scores
         "probabilities": list(result.prediction.probabilities),
         "predicted": result.prediction.predicted,
         "target": result.target,
