@@ -85,19 +85,21 @@ def explain(
     device: str | torch.device | None = None,
     batch_size: int = 64,
     progress: ProgressFn | None = None,
+    head_type: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
     (``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
     predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
     ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
-    listed in the result's ``errors``; the others still run."""
+    listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
+    the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py)."""
     loaded = load(model, tokenizer, device=device)
     keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
     unknown = set(params or {}) - set(keys)
     if unknown:
         raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
     example = _example(text_or_pair)
-    clf = Classifier(loaded, batch_size=batch_size)
+    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type)
     masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
     result = explain_example(
         clf,
@@ -131,6 +133,7 @@ def evaluate(
     device: str | torch.device | None = None,
     batch_size: int = 64,
     progress: ProgressFn | None = None,
+    head_type: str | None = None,
 ) -> EvaluationResult:
     """Explain every example of ``dataset`` with ``methods`` and score every attribution with
     ``metrics`` (the engine's ``evaluate_slice``, as ``python -m cli evaluate`` does).
@@ -164,7 +167,7 @@ def evaluate(
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
-        Classifier(loaded, batch_size=batch_size),
+        Classifier(loaded, batch_size=batch_size, head_type=head_type),
         examples,
         keys,
         params_by_metric,

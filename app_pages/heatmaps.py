@@ -15,6 +15,7 @@ from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
+from ui.prediction import prediction_markdown
 from ui.runs import explain_selected
 
 FAST_METHODS = (
@@ -101,12 +102,20 @@ for key, message in result.errors.items():
 summary, chart = st.columns([2, 3])
 predicted = prediction.predicted
 summary.markdown(
-    f"**Predicted:** {prediction.label_names[predicted]} ({prediction.probabilities[predicted]:.1%})  \n"
-    f"**Explaining:** {prediction.label_names[result.target]}"
+    prediction_markdown(
+        prediction.label_names, prediction.probabilities, prediction.head, predicted, result.target, selection.threshold
+    )
     + (f"  \n**Gold label:** {example.gold_name}" if example.gold_name else "")
 )
 chart.plotly_chart(
-    probability_chart(prediction.label_names, prediction.probabilities, predicted, result.target),
+    probability_chart(
+        prediction.label_names,
+        prediction.probabilities,
+        predicted,
+        result.target,
+        prediction.head,
+        selection.threshold,
+    ),
     key="heatmaps.probabilities",
     config={"displayModeBar": False},
 )

@@ -61,6 +61,9 @@ TASKS: dict[str, TaskSpec] = {
     "movies": TaskSpec("movies", "train", "test", 1000, 5e-4, 16, 64),
     "hatexplain": TaskSpec("hatexplain", "val", "test", 40, 5e-4, 16, 64),
     "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),
+    # regression and multi-label heads (core.train_heads): same data and budget class as hatexplain
+    "hatexplain-score": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
+    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
 }
 
 
@@ -478,7 +481,14 @@ def run_training(
     )
     earlier = _earlier_runs(task, init_from)
     out = out or Path("assets/models") / f"minilm-{task}"
-    figures = (train_mlm if task == "mlm" else train_classifier)(cfg, data_root, out)
+    if task == "mlm":
+        figures = train_mlm(cfg, data_root, out)
+    elif task.startswith("hatexplain-"):
+        from core.train_heads import train_head
+
+        figures = train_head(cfg, data_root, out)
+    else:
+        figures = train_classifier(cfg, data_root, out)
     card = {"config": asdict(cfg), "figures": figures, "command": command, "earlier_runs": earlier}
     (out / "training.json").write_text(json.dumps(card, indent=2) + "\n")
     (out / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
@@ -522,6 +532,10 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier
         "",
         f"- data: {'SST-2 train, e-SNLI test and ERASER movies train sentences' if task == 'mlm' else f'{spec.dataset}/{spec.train_split}'}",
     ]
+    if task.startswith("hatexplain-"):
+        from core.train_heads import TARGETS
+
+        lines.append(f"- head: {TARGETS[task]}")
     if earlier:
         lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the adapter of the one before:"]
         for number, run in enumerate(earlier, 1):

@@ -145,6 +145,9 @@ def evaluate_slice(
     ``given`` (one mapping per example) adds attributions made elsewhere (imports,
     ``engine.imports``): scored like the methods' own, over the example cut to the model's
     length. Their class is explained (a target of -1 stands for the class ``target`` picks)."""
+    from metrics.faithfulness import check_head
+
+    check_head(clf, list(params_by_metric))
     extra = [m for per in given or () for m in per if m not in methods]
     evaluation = SliceEvaluation([*methods, *dict.fromkeys(extra)], list(params_by_metric))
     passes0 = clf.forward_passes

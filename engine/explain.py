@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
@@ -16,8 +14,12 @@ from engine.resources import Resources
 
 @dataclass(frozen=True)
 class Prediction:
+    """The explained output of every label (``core.heads``: probabilities, or a regression head's
+    scores), the default target (the most probable label; a regression head's score) and the head type."""
+
     probabilities: tuple[float, ...]
     predicted: int
+    head: str = "single_label"
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Explanation:
 
 def predict(clf: Classifier, example: Example) -> Prediction:
     probs = clf.predict_proba([clf.encode(example).variant])[0]
-    return Prediction(tuple(float(p) for p in probs), int(np.argmax(probs)))
+    return Prediction(tuple(float(p) for p in probs), clf.head.predicted(probs), clf.head.kind)
 
 
 def explain_example(

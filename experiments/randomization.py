@@ -178,7 +178,7 @@ def step_classifier(clf: Classifier, model: nn.Module, label: str) -> Classifier
     """A ``Classifier`` on a (randomised) copy of ``clf``'s model, with the same tokenizer and batching."""
     loaded = clf.loaded
     copy_loaded = LoadedClassifier(f"{loaded.name} [{label}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair)
-    return Classifier(copy_loaded, batch_size=clf.batch_size, autocast=clf.autocast)
+    return Classifier(copy_loaded, batch_size=clf.batch_size, autocast=clf.autocast, head_type=clf.head_type)
 
 
 def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Module:
@@ -359,7 +359,7 @@ def run_randomization(
     fitted = [clf.fit_example(e)[0] for e in examples]
     if targets is None:
         probabilities = clf.predict_proba([clf.encode(e).variant for e in fitted])
-        targets = [int(i) for i in np.argmax(probabilities, axis=1)]
+        targets = [clf.head.predicted(p) for p in probabilities]
     elif len(targets) != len(fitted):
         raise ValueError(f"{len(targets)} targets for {len(fitted)} examples")
     total = len(steps) * len(fitted) * len(methods)

@@ -41,7 +41,7 @@ from torch import nn
 from core.classifier import Classifier, Variant
 from core.params import param
 from core.types import Attribution, Example
-from explainers.gradients import OUTPUTS, baseline_embeddings, embed, target_output, to_attribution
+from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class _TargetOutput(nn.Module):
         if self.clf._uses_token_types():
             batch["token_type_ids"] = torch.tensor([self.variant.token_type_ids] * n, device=embeds.device)
         logits = self.model(inputs_embeds=embeds, **batch).logits
-        return target_output(logits, self.target, self.output)
+        return self.clf.head.target_output(logits, self.target, self.output)
 
 
 def rescaled_modules(model: nn.Module) -> list[str]:

@@ -29,7 +29,7 @@ from core.params import param
 from core.types import Attribution, Example
 from explainers._seeding import seeded
 from explainers.base import Passes
-from explainers.gradients import OUTPUTS, baseline_embeddings, embed, target_output, to_attribution
+from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
 from explainers.noise_tunnel import noise_stdev
 
 BASELINES = ("pad", "mask", "zero")
@@ -65,7 +65,7 @@ def explain(
     baselines = baseline_set(clf, encoded, params.baselines)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
-        return target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
+        return clf.head.target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
 
     with torch.enable_grad(), seeded(params.seed, clf):
         attributions = GradientShap(forward).attribute(

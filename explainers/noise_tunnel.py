@@ -34,7 +34,7 @@ from core.params import param
 from core.types import Attribution, Example
 from explainers._seeding import seeded
 from explainers.base import Passes
-from explainers.gradients import OUTPUTS, baseline_embeddings, embed, target_output, to_attribution
+from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
 
 _SAMPLES_HELP = "noisy copies of the input"
 _NOISE_HELP = "noise standard deviation as a fraction of the spread (max - min) of the word embeddings"
@@ -82,7 +82,7 @@ def _tunnel(clf: Classifier, example: Example, target: int, params, nt_type: str
     stdev = noise_stdev(encoded, inputs, params.noise)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
-        return target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
+        return clf.head.target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
 
     options: dict = {"nt_type": nt_type, "nt_samples": params.n_samples, "stdevs": stdev}
     if isinstance(params, SmoothGradIgParams):

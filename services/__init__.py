@@ -50,6 +50,7 @@ from services.methods import MethodInfo, MetricInfo, ParamField, attack_info, me
 from services.models import (
     DEFAULT_MLM,
     DEFAULT_MODEL,
+    HEAD_CHOICES,
     ModelChoice,
     ModelInfo,
     classifier,
@@ -58,7 +59,9 @@ from services.models import (
     mlm_choices,
     model_choices,
     model_info,
+    model_ref,
     model_task,
+    split_ref,
 )
 from services.rationales import (
     binarized,
@@ -73,6 +76,7 @@ __all__ = [
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
     "FREE_TEXT",
+    "HEAD_CHOICES",
     "RUN_METHODS",
     "RUN_METRICS",
     "CostEstimate",
@@ -122,6 +126,7 @@ __all__ = [
     "mlm_choices",
     "model_choices",
     "model_info",
+    "model_ref",
     "model_task",
     "passes_per_second",
     "predict_example",
@@ -138,6 +143,7 @@ __all__ = [
     "shared_mode",
     "slice_examples",
     "slice_indices",
+    "split_ref",
 ]
 
 # The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).

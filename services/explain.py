@@ -25,6 +25,7 @@ class PredictionResult:
     predicted: int
     label_names: tuple[str, ...]
     dropped_words: int
+    head: str = "single_label"  # core.heads: what ``probabilities`` are (scores for regression)
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ def _prediction(model: str, example_key: str, _example: Example) -> PredictionRe
     clf = models.classifier(model)
     fitted, dropped = clf.fit_example(_example)
     prediction = predict(clf, fitted)
-    return PredictionResult(fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped)
+    return PredictionResult(
+        fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped, prediction.head
+    )
 
 
 @st.cache_resource
