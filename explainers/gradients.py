@@ -93,7 +93,7 @@ def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tu
     return embeds[0], grad[0]
 
 
-def _to_attribution(
+def to_attribution(
     example: Example,
     target: int,
     clf: Classifier,
@@ -131,8 +131,8 @@ def explain_saliency(
         # Word score: the L2 norm of the gradients of all its subword embeddings.
         squares = (grad**2).sum(-1).cpu().double().numpy()
         token_scores = np.sqrt(squares)
-        return _to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
-    return _to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
+        return to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
+    return to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
 
 
 def explain_grad_x_input(
@@ -140,7 +140,7 @@ def explain_grad_x_input(
 ) -> Attribution:
     encoded = clf.encode(example)
     embeds, grad = _gradient(clf, encoded, target, params.output)
-    return _to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
+    return to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
 
 
 def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> torch.Tensor:
@@ -179,7 +179,7 @@ def explain_integrated_gradients(
             return_convergence_delta=True,
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
-    return _to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
+    return to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
 
 
 # ---------------------------------------------------------------------------------- differentiable word scores
