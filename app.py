@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import sidebar
+from ui import presentation, sidebar, tours
 from ui.access import require_password
 
 ROOT = Path(__file__).resolve().parent
@@ -21,6 +21,7 @@ PAGES = (
     ("app_pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
     ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
     ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
+    ("app_pages/methods.py", "Methods", ":material/school:"),
 )
 
 # A local favicon: a Material icon name here makes the browser fetch it from fonts.gstatic.com.
@@ -34,4 +35,6 @@ pages = [
 router = st.navigation(pages)
 require_password()
 sidebar.render()
+presentation.render()
+tours.render({path for path, _, _ in PAGES})
 router.run()

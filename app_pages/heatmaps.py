@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import services
-from ui import state
+from ui import compare, state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.charts import probability_chart
 from ui.downloads import download_row
@@ -14,6 +14,7 @@ from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
+from ui.presentation import palette
 from ui.runs import explain_selected
 
 FAST_METHODS = (
@@ -55,6 +56,7 @@ st.session_state.setdefault("heatmaps.view", "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
+other = compare.second_model(selection.model)
 
 if not chosen:
     st.info("Choose at least one method.")
@@ -119,12 +121,15 @@ if attributions:
             rationale=example.rationale,
             subwords=subwords,
             shared_scale=shared_scale,
+            palette=palette(),
         )
     )
     name = f"heatmap-{example.id or 'text'}"
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
     json_export = {method: a.to_json() for method, a in attributions.items()}
     download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export)
+    if other is not None:
+        compare.render(selection, result, other, chosen, params)
     for attribution in attributions.values():
         if has_mask_extras(attribution):
             render_mask_extras(attribution, example.segment_ids)

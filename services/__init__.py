@@ -11,6 +11,7 @@ from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from services import runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
+from services.compare import ComparisonResult, compare
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -25,6 +26,7 @@ from services.data import (
 from services.estimates import (
     CostEstimate,
     MaskCostEstimate,
+    cost_model,
     estimate_cost,
     estimate_mask_cost,
     estimate_perturbation_cost,
@@ -58,6 +60,7 @@ from services.models import (
     model_choices,
     model_info,
     model_task,
+    randomized_name,
 )
 from services.rationales import (
     binarized,
@@ -74,6 +77,7 @@ __all__ = [
     "FREE_TEXT",
     "RUN_METHODS",
     "RUN_METRICS",
+    "ComparisonResult",
     "CostEstimate",
     "FaithfulnessResult",
     "HeatmapResult",
@@ -94,6 +98,8 @@ __all__ = [
     "attack_summary",
     "binarized",
     "classifier",
+    "compare",
+    "cost_model",
     "dataset_example",
     "dataset_options",
     "dataset_size",
@@ -126,6 +132,7 @@ __all__ = [
     "random_index",
     "randomization_steps",
     "randomize",
+    "randomized_name",
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",

@@ -1,0 +1,171 @@
+"""The guided tours: each a sequence of steps that set the sidebar and a page's widgets for the
+user and say what to look at. Data only; ``ui/tours.py`` runs them.
+
+A step's ``state`` holds widget values by their keys (``"page.widget"``, see the pages); the
+tours' AppTest runs every step of every tour, so a renamed widget shows up there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+HEATMAPS = "app_pages/heatmaps.py"
+IM = "app_pages/input_marginalization.py"
+FAITHFULNESS = "app_pages/faithfulness.py"
+RATIONALES = "app_pages/rationales.py"
+SANITY = "app_pages/sanity_checks.py"
+ADVERSARIAL = "app_pages/adversarial.py"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stop: the page, the sidebar's model and example, the page's widget values and the text."""
+
+    page: str
+    title: str
+    text: str
+    model: str = "minilm-sst2"
+    dataset: str = "examples"
+    split: str = "sst2"
+    index: int = 0
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tour:
+    key: str
+    title: str
+    summary: str
+    steps: tuple[Step, ...]
+
+
+GRADIENT_AND_ATTENTION = ["saliency", "grad_x_input", "integrated_gradients", "attention_rollout"]
+
+TOURS = (
+    Tour(
+        key="double_trouble",
+        title="Double Trouble",
+        summary="Pham et al. 2022 (arXiv:2110.11929): Input Marginalization hides words the masked LM can restore, "
+        "and the removal used to judge faithfulness decides which method wins.",
+        steps=(
+            Step(
+                page=IM,
+                title="A word the masked LM puts back",
+                text="The sentence says *a **story** this thin*. Look at the word table: leave-one-out gives "
+                "**story** a large score (deleting it changes the prediction), Input Marginalization almost none. "
+                "The candidates below show why: the masked LM's top fill-in for the gap is *story* itself, so IM "
+                "averages over inputs that are nearly the original.",
+                index=2,
+                state={"im.word": 7},
+            ),
+            Step(
+                page=FAITHFULNESS,
+                title="Deletion versus masked-LM deletion",
+                text="The same two methods scored two ways on the 12 bundled SST-2 sentences. Press **Run on the "
+                "slice**, then compare the two columns: when removed words are **deleted**, leave-one-out removes "
+                "the probability faster than IM; when they are **replaced by the masked LM's fill-ins** "
+                "(Deletion_BERT) the verdict flips in IM's favour. A faithfulness metric that uses the explainer's "
+                "own counterfactuals rewards that explainer.",
+                state={
+                    "faithfulness.view": "Removal modes compared",
+                    "faithfulness.methods": ["loo_empty", "im"],
+                    "faithfulness.compare_a": "delete",
+                    "faithfulness.compare_b": "mlm",
+                    "faithfulness.slice_n": 12,
+                },
+            ),
+        ),
+    ),
+    Tour(
+        key="sanity",
+        title="Do explanations pass sanity checks?",
+        summary="Adebayo et al. 2018 (arXiv:1810.03292): an explanation that does not change when the model's "
+        "weights are destroyed cannot be explaining the model.",
+        steps=(
+            Step(
+                page=HEATMAPS,
+                title="This model versus its randomized copy",
+                text="Each method has two rows: **A**, the trained model, and **B**, a copy whose every weight was "
+                "re-initialised. Look at the table of rank correlations under the heatmap: a method whose two rows "
+                "still rank the words alike (ρ near 1) is describing the input, not what the model learned.",
+                index=0,
+                state={
+                    "heatmaps.methods": [*GRADIENT_AND_ATTENTION, "random"],
+                    "heatmaps.compare.on": True,
+                    "heatmaps.compare.model": "randomized",
+                    "heatmaps.compare.path": "",
+                },
+            ),
+            Step(
+                page=SANITY,
+                title="Cascading randomization, layer by layer",
+                text="Press **Run the sanity check**. The weights are destroyed from the top (the classifier "
+                "head, then block 6, 5, ...) down to the embeddings, and each step's explanation is compared with "
+                "the original one. A faithful method's curve falls; the thesis finds gradient methods near 0 after "
+                "one or two blocks and attention falling slowly. Attention cannot react to the head step at all.",
+                index=0,
+                state={
+                    "sanity.methods": GRADIENT_AND_ATTENTION,
+                    "sanity.mode": "cascading",
+                    "sanity.scope": "this example",
+                },
+            ),
+        ),
+    ),
+    Tour(
+        key="attacks",
+        title="Explanations can be attacked",
+        summary="Ghorbani et al. 2019 (arXiv:1710.10547), as the thesis applies it to text: a small change of the "
+        "input that keeps the prediction can move the words an explanation ranks highest.",
+        steps=(
+            Step(
+                page=ADVERSARIAL,
+                title="A substitution that keeps the prediction",
+                text="The attack replaces a few words (never the explanation's top words) by the masked LM's "
+                "fill-ins, keeping the predicted class and its probability, and keeps the substitutions that push "
+                "the top words furthest down. Press **Run the attack**. Look at the **Probability Change** (near "
+                "0: the model barely noticed) next to the **Rank Change** (how many of the top positions now hold "
+                "other words), and at the attacked text with the substituted words marked.",
+                index=3,
+                state={
+                    "adversarial.attack": "substitution",
+                    "adversarial.methods": ["loo_empty", "saliency", "integrated_gradients"],
+                    "adversarial.scope": "this example",
+                },
+            ),
+        ),
+    ),
+    Tour(
+        key="plausibility",
+        title="Which method agrees with people?",
+        summary="e-SNLI (Camburu et al. 2018, arXiv:1812.01193): annotators highlighted the words that justify the "
+        "label; ERASER (DeYoung et al. 2020, arXiv:1911.03429) scores explanations against such highlights.",
+        steps=(
+            Step(
+                page=RATIONALES,
+                title="People's highlights, outlined",
+                text="The outlined words are the ones the annotators highlighted. Compare each method's row with "
+                "them, then the table: token F1 and IOU-F1 count overlap with the highlights, AUPRC ranks all "
+                "words. Agreeing with people is plausibility, not faithfulness: a method can match the humans and "
+                "still not describe the model.",
+                model="minilm-esnli",
+                split="esnli",
+                index=0,
+                state={"rationales.view": "This example"},
+            ),
+            Step(
+                page=RATIONALES,
+                title="Over the bundled e-SNLI pairs",
+                text="Press **Run on the slice**: the same scores averaged over the ten bundled pairs with 95% "
+                "intervals, and the human ceiling (how well one annotator matches the others). Which method comes "
+                "closest to the people, and how far below the ceiling does it stay?",
+                model="minilm-esnli",
+                split="esnli",
+                index=0,
+                state={"rationales.view": "Dataset slice", "rationales.slice_n": 10},
+            ),
+        ),
+    ),
+)
