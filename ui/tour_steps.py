@@ -53,12 +53,13 @@ TOURS = (
             Step(
                 page=IM,
                 title="A word the masked LM puts back",
-                text="The sentence says *a **story** this thin*. Look at the word table: leave-one-out gives "
-                "**story** a large score (deleting it changes the prediction), Input Marginalization almost none. "
-                "The candidates below show why: the masked LM's top fill-in for the gap is *story* itself, so IM "
-                "averages over inputs that are nearly the original.",
-                index=2,
-                state={"im.word": 7},
+                text="The sentence ends *the villain **is** silly*. Look at the word table: leave-one-out gives "
+                "**is** a large score (deleting it moves the prediction), Input Marginalization almost none. The "
+                "fill-ins below show why: the masked LM's top fill-in for the gap is *is* itself, so IM averages "
+                "over inputs that are mostly the original sentence. The word matters to the classifier; IM cannot "
+                "see it.",
+                index=8,
+                state={"im.word": 19},
             ),
             Step(
                 page=FAITHFULNESS,
