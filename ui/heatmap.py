@@ -67,7 +67,7 @@ def colour(value: float, palette: str = "default") -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _text_colour(value: float, palette: str) -> str:
+def _text_colour(value: float, palette: str = "default") -> str:
     return "#ffffff" if math.isfinite(value) and abs(value) > PALETTES[palette].white_text else "#1b1b1b"
 
 

@@ -65,10 +65,11 @@ TOURS = (
                 page=FAITHFULNESS,
                 title="Deletion versus masked-LM deletion",
                 text="The same two methods scored two ways on the 12 bundled SST-2 sentences. Press **Run on the "
-                "slice**, then compare the two columns: when removed words are **deleted**, leave-one-out removes "
-                "the probability faster than IM; when they are **replaced by the masked LM's fill-ins** "
-                "(Deletion_BERT) the verdict flips in IM's favour. A faithfulness metric that uses the explainer's "
-                "own counterfactuals rewards that explainer.",
+                "slice**, then compare the two columns. Paper 000 (Table 1) finds the verdict flips: when removed "
+                "words are **deleted**, leave-one-out wins; when they are **replaced by the masked LM's fill-ins** "
+                "(Deletion_BERT), IM wins (the project reproduces this on SST-2 dev, see BENCHMARKS.md). Does it "
+                "hold on these twelve? A faithfulness metric that uses an explainer's own kind of counterfactual "
+                "rewards that explainer.",
                 state={
                     "faithfulness.view": "Removal modes compared",
                     "faithfulness.methods": ["loo_empty", "im"],
