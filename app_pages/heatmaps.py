@@ -128,8 +128,6 @@ if attributions:
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
     json_export = {method: a.to_json() for method, a in attributions.items()}
     download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export)
-    if other is not None:
-        compare.render(selection, result, other, chosen, params)
     for attribution in attributions.values():
         if has_mask_extras(attribution):
             render_mask_extras(attribution, example.segment_ids)
@@ -149,3 +147,5 @@ if attributions:
     costs = pd.DataFrame(cost_rows(attributions))
     st.dataframe(costs, hide_index=True, key="heatmaps.costs")
     download_row("heatmaps.costs.download", name="cost-per-method", table=costs)
+    if other is not None:  # last: a second model that cannot be used stops only this part
+        compare.render(selection, result, other, chosen, params)

@@ -131,3 +131,16 @@ def test_heatmap_page_shows_both_models_rows_and_their_correlation() -> None:
     table = next(d.value for d in at.dataframe if "Spearman ρ" in d.value.columns).set_index("method")
     assert table.loc["random", "Spearman ρ"] == 1.0 and table.loc["random", "words"] == len(words)
     assert table.loc["saliency", "Spearman ρ"] < 0.9
+
+
+def test_a_second_model_with_other_classes_is_refused_below_the_first_models_results() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=600)
+    at.query_params.update({"model": "minilm-sst2", "methods": "random", "compare": "minilm-esnli"})
+    at.run()
+    assert not at.exception
+    message = (
+        "the two models have different label sets (negative, positive vs entailment, neutral, contradiction): "
+        "pick a second model with the same classes"
+    )
+    assert [e.value for e in at.error] == [message]
+    assert any("runtime (s)" in d.value.columns for d in at.dataframe)  # the first model's page is whole

@@ -90,7 +90,8 @@ TOURS = (
                 page=HEATMAPS,
                 title="This model versus its randomized copy",
                 text="Each method has two rows: **A**, the trained model, and **B**, a copy whose every weight was "
-                "re-initialised. Look at the table of rank correlations under the heatmap: a method whose two rows "
+                "re-initialised. Scroll to **Two models side by side** at the end of the page and look at the rank "
+                "correlations under its heatmap: a method whose two rows "
                 "still rank the words alike (ρ near 1) is describing the input, not what the model learned.",
                 index=0,
                 state={
