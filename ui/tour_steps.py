@@ -17,6 +17,7 @@ FAITHFULNESS = "app_pages/faithfulness.py"
 RATIONALES = "app_pages/rationales.py"
 SANITY = "app_pages/sanity_checks.py"
 ADVERSARIAL = "app_pages/adversarial.py"
+ROAR = "app_pages/roar.py"  # offered once app.py lists the page (ui.tours.available)
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,32 @@ TOURS = (
                 split="esnli",
                 index=0,
                 state={"rationales.view": "Dataset slice", "rationales.slice_n": 10},
+            ),
+        ),
+    ),
+    Tour(
+        key="roar",
+        title="Does retraining change the verdict? (ROAR)",
+        summary="Hooker et al. 2019 (arXiv:1806.10758), ROAR_BERT (Pham et al. 2022) and Recursive ROAR (Madsen et al. "
+        "2022, arXiv:2110.08412): remove each method's top words from the training data too, retrain, and see "
+        "how far accuracy falls.",
+        steps=(
+            Step(
+                page=ROAR,
+                title="Accuracy as the top words are removed and the model retrained",
+                text="Each curve is a method: the share of words removed on the x-axis, the retrained model's "
+                "accuracy on the y-axis, with 95% bands over seeds. A method whose curve falls below random's "
+                "found words the task needs; the faithfulness table turns the gap into one number (paper 001, "
+                "Eq. 3: 0 is random, negative is worse than random). Watch the class-leakage warnings: removing "
+                "words can itself reveal the label.",
+            ),
+            Step(
+                page=ROAR,
+                title="Why recursive: redundant features",
+                text="A synthetic task with four informative features that can replace each other. Plain ROAR "
+                "ranks once with the first model: while a redundant copy remains, accuracy stays high and the "
+                "importance looks wrong. Recursive ROAR ranks again after each retraining and follows the truth.",
+                state={"roar.source": "Synthetic task (paper 001, Eq. 1)"},
             ),
         ),
     ),
