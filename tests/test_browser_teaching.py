@@ -27,7 +27,7 @@ def test_follow_the_sanity_tour_from_the_first_page(app_url: str, browser) -> No
     expect(page.get_by_text("step 1 of 2")).to_be_visible(timeout=TIMEOUT_MS)
     expect(rows(page, "saliency · B").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(rows(page, "saliency · A").first).to_be_visible()
-    expect(page.get_by_text("Two models side by side")).to_be_visible()
+    expect(page.get_by_role("heading", name="Two models side by side")).to_be_visible()
     assert "compare=randomized" in page.url and "present=1" in page.url
     # presentation mode: the larger root font and the high-contrast palette's white midpoint
     assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "21px"
