@@ -17,11 +17,13 @@ def test_follow_the_sanity_tour_from_the_first_page(app_url: str, browser) -> No
 
     page = open_page(browser, f"{app_url}/?model=minilm-sst2&present=1", 1600)
     expect(page.get_by_role("heading", name="Token attribution heatmaps")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(rows(page, "random").first).to_be_visible(timeout=TIMEOUT_MS)  # the first run has finished
     sidebar = page.locator('[data-testid="stSidebar"]')
     # the "Guided tours" expander is open while no tour runs
     tour_box = sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Tour")
     tour_box.click()
     page.get_by_role("option", name="Do explanations pass sanity checks?").click()
+    expect(tour_box).to_contain_text("Do explanations pass sanity checks?", timeout=TIMEOUT_MS)
     sidebar.get_by_role("button", name="Start the tour").click()
 
     expect(page.get_by_text("step 1 of 2")).to_be_visible(timeout=TIMEOUT_MS)
