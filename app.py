@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import presentation, sidebar, tours
 from ui.access import require_password
+from ui.bundles import open_startup_bundle
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
@@ -35,6 +36,7 @@ pages = [
 ]
 router = st.navigation(pages)
 require_password()
+open_startup_bundle()
 sidebar.render()
 presentation.render()
 tours.render({path for path, _, _ in PAGES})

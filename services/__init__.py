@@ -11,6 +11,7 @@ from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
+from services.bundles import bundle_bytes
 from services.compare import ComparisonResult, compare
 from services.data import (
     FREE_TEXT,
@@ -97,6 +98,7 @@ __all__ = [
     "attack_info",
     "attack_summary",
     "binarized",
+    "bundle_bytes",
     "classifier",
     "compare",
     "cost_model",
