@@ -194,7 +194,7 @@ def test_the_double_trouble_word_is_one_the_masked_lm_restores() -> None:
 def test_presentation_setting_is_kept_in_the_url_and_changes_fonts_and_palette() -> None:
     at = run_app(present="1", methods="random", dataset="examples", split="sst2", index="0")
     assert_clean(at)
-    assert at.session_state["presentation.on"] is True
+    assert at.session_state["presentation.on"] is True and at.session_state["presentation.setting"] is True
     assert at.query_params["present"] == "1"
     assert any("font-size: 21px" in h.value for h in at.html)
     body = next(h.value for h in at.html if 'data-role="heatmap"' in h.value)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-KEY = "presentation.on"
+KEY = "presentation.on"  # the toggle
+SETTING = "presentation.setting"
 PARAM = "present"
 _URL_READ = "presentation.url_read"
 
@@ -23,15 +24,22 @@ html { font-size: 21px; }
 </style>"""
 
 
+def _remember() -> None:
+    st.session_state[SETTING] = bool(st.session_state[KEY])
+
+
 def render() -> bool:
-    """The toggle (in the sidebar), the URL parameter and, when on, the larger fonts."""
+    """The toggle (in the sidebar), the URL parameter and, when on, the larger fonts. The setting
+    lives in a plain session key (``SETTING``) copied into the widget on every run: a page switch
+    may drop a widget's own state."""
     if not st.session_state.get(_URL_READ):
         st.session_state[_URL_READ] = True
-        if st.query_params.get(PARAM) == "1":
-            st.session_state[KEY] = True
+        st.session_state[SETTING] = st.query_params.get(PARAM) == "1"
+    st.session_state[KEY] = bool(st.session_state.get(SETTING, False))
     on = st.sidebar.toggle(
         "Presentation mode",
         key=KEY,
+        on_change=_remember,
         help="Larger fonts and a high-contrast heatmap palette for a projector; kept in the link.",
     )
     if on:
@@ -44,4 +52,4 @@ def render() -> bool:
 
 def palette() -> str:
     """The heatmap palette of the current setting (a key of ``ui.heatmap.PALETTES``)."""
-    return "high_contrast" if st.session_state.get(KEY) else "default"
+    return "high_contrast" if st.session_state.get(SETTING) else "default"
