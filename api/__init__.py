@@ -2,7 +2,9 @@
 
 ``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair)
 with any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the
-app's heatmap; ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
+app's heatmap; ``compare(model_a, model_b, text, methods=...)`` puts two models' explanations side by side
+(``model_b="randomized"``: model A's randomized copy) with each method's rank correlation;
+``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
 ``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
 
 ``model`` is any of: a bundled name (``"minilm-sst2"``), a hub id, a local folder, an
@@ -25,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import explainers
+from api.compare import ComparisonResult, compare
 from api.results import EvaluationResult, ExplanationResult
 from core.classifier import Classifier, LoadedClassifier, classifier_from_model, load_classifier
 from core.datasets import load_examples, split_words
@@ -261,9 +264,11 @@ def _masked_lm(mlm: str | MaskedLM, device: str | torch.device | None) -> Masked
 
 __all__ = [
     "Attribution",
+    "ComparisonResult",
     "EvaluationResult",
     "Example",
     "ExplanationResult",
+    "compare",
     "evaluate",
     "examples_from_dataset",
     "explain",

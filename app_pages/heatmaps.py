@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import services
-from ui import state
+from ui import compare, state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.bundles import bundle_data, bundle_opener, opened_for, show_opened
 from ui.charts import probability_chart
@@ -16,6 +16,7 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import prediction_markdown
+from ui.presentation import palette
 from ui.runs import explain_selected
 
 FAST_METHODS = (
@@ -57,6 +58,7 @@ st.session_state.setdefault("heatmaps.view", "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
+other = compare.second_model(selection.model)
 
 bundle_opener()
 opened = opened_for(selection)
@@ -133,6 +135,7 @@ if attributions:
             rationale=example.rationale,
             subwords=subwords,
             shared_scale=shared_scale,
+            palette=palette(),
         )
     )
     name = f"heatmap-{example.id or 'text'}"
@@ -159,3 +162,5 @@ if attributions:
     costs = pd.DataFrame(cost_rows(attributions))
     st.dataframe(costs, hide_index=True, key="heatmaps.costs")
     download_row("heatmaps.costs.download", name="cost-per-method", table=costs)
+    if other is not None:  # last: a second model that cannot be used stops only this part
+        compare.render(selection, result, other, chosen, params)

@@ -194,6 +194,18 @@ def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Mod
     return copied
 
 
+def randomized_model(loaded: LoadedClassifier, seed: int = 0) -> LoadedClassifier:
+    """A copy of ``loaded`` with every component re-initialised (the last step of a cascading
+    run: head, every block and the embeddings), sharing its tokenizer and device; the "model
+    randomization test" of Adebayo et al. (2018, arXiv:1810.03292) compares a model's
+    explanations with this copy's."""
+    names = [c.name for c in model_components(loaded.model)]
+    model = randomized_copy(loaded.model, names, seed)
+    return LoadedClassifier(
+        f"{loaded.name} [randomized, seed {seed}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair
+    )
+
+
 # ---------------------------------------------------------------------------------- similarity
 
 

@@ -12,6 +12,7 @@ from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
 from services.bundles import bundle_bytes
+from services.compare import ComparisonResult, compare
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -26,6 +27,7 @@ from services.data import (
 from services.estimates import (
     CostEstimate,
     MaskCostEstimate,
+    cost_model,
     estimate_cost,
     estimate_mask_cost,
     estimate_perturbation_cost,
@@ -61,6 +63,7 @@ from services.models import (
     model_info,
     model_ref,
     model_task,
+    randomized_name,
     split_ref,
 )
 from services.rationales import (
@@ -79,6 +82,7 @@ __all__ = [
     "HEAD_CHOICES",
     "RUN_METHODS",
     "RUN_METRICS",
+    "ComparisonResult",
     "CostEstimate",
     "FaithfulnessResult",
     "HeatmapResult",
@@ -100,6 +104,8 @@ __all__ = [
     "binarized",
     "bundle_bytes",
     "classifier",
+    "compare",
+    "cost_model",
     "dataset_example",
     "dataset_options",
     "dataset_size",
@@ -133,6 +139,7 @@ __all__ = [
     "random_index",
     "randomization_steps",
     "randomize",
+    "randomized_name",
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",

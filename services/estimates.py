@@ -86,3 +86,20 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     steps = spec.steps(spec.make_params(params))
     step = _step_seconds(model, store.example_key(example), example)
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
+
+
+def cost_model(method: str, n_words: int) -> str | None:
+    """The registry's cost model of ``method`` at its default parameters on ``n_words`` words, in
+    words (None for a method without one: its cost is measured when it runs)."""
+    spec = explainers.get(method)
+    params = spec.make_params()
+    if spec.passes is not None:
+        passes = spec.passes(n_words, params)
+        mlm = f" and {passes.mlm:,} masked-LM passes" if passes.mlm else ""
+        return f"at most {passes.classifier:,} classifier forward passes{mlm} on {n_words} words"
+    if spec.steps is not None:
+        steps = spec.steps(params)
+        pretrain = f" and {steps.pretrain:,.0f} units once to pre-train" if steps.pretrain else ""
+        unit = "one unit: a forward and backward pass of a batch of two"
+        return f"about {steps.run:,.0f} units per run{pretrain} ({unit}; {steps.note})"
+    return None

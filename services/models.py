@@ -11,6 +11,7 @@ from core import catalog, models
 from core.classifier import Classifier, LoadedClassifier, load_classifier
 from core.heads import HEAD_LABELS, detect_head
 from core.masked_lm import MaskedLM
+from experiments import randomization
 from services import access
 
 DEFAULT_MODEL = "minilm-sst2"
@@ -96,8 +97,26 @@ def _loaded_classifier(name: str) -> LoadedClassifier:
     return load_classifier(name)
 
 
+RANDOMIZED_PREFIX = "randomized:"
+
+
+def randomized_name(name: str) -> str:
+    """The name under which ``loaded`` gives the fully randomized copy of model ``name``."""
+    return f"{RANDOMIZED_PREFIX}{name.strip()}"
+
+
+@st.cache_resource(show_spinner="Randomizing the model's weights…", max_entries=2)
+def _randomized_classifier(name: str, _base: LoadedClassifier) -> LoadedClassifier:
+    return randomization.randomized_model(_base, seed=0)
+
+
 def loaded(name: str) -> LoadedClassifier:
+    """The shared classifier ``name``; ``randomized:<name>`` is a copy of it with every weight
+    re-initialised (seed 0), as the sanity checks' last cascading step."""
     name = split_ref(name)[0].strip()
+    if name.startswith(RANDOMIZED_PREFIX):
+        base = name.removeprefix(RANDOMIZED_PREFIX).strip()
+        return _randomized_classifier(base, loaded(base))
     if not name:
         raise ValueError("no model given: pick a bundled model or type a hub id or a local folder")
     access.check_model(name)
