@@ -32,7 +32,7 @@ from engine.roar.unit import JobData, UnitOutcome, run_unit
 from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import Level
-from experiments.roar.scores import METRICS, SHARED, UnitResult
+from experiments.roar.scores import METRICS, RANDOM, SHARED, UnitResult
 
 KIND = "roar"
 EXECUTORS = ("serial", "ray")
@@ -229,11 +229,13 @@ def execute_job(
 def run_order(job: RoarJob, index: int) -> tuple[int, int, int]:
     """Units run level by level, every seed and method at a level before the next level (the
     shared 0% and 100% units first): a job stopped half-way has every seed of its first levels,
-    so their intervals and t-tests, and every unit follows the unit it depends on."""
+    so their intervals and t-tests, and every unit follows the unit it depends on. The random
+    baseline goes first at each level: every score compares with it."""
     unit = job.units[index]
     if unit.method == SHARED:
         return -1, unit.seed, 0
-    return job.middle_levels.index(unit.level), unit.seed, job.methods.index(unit.method)
+    method = -1 if unit.method == RANDOM else job.methods.index(unit.method)
+    return job.middle_levels.index(unit.level), unit.seed, method
 
 
 def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after) -> None:
