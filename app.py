@@ -21,6 +21,7 @@ PAGES = (
     ("app_pages/sanity_checks.py", "Sanity checks", ":material/shuffle:"),
     ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
     ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
+    ("app_pages/reproductions.py", "Reproductions", ":material/fact_check:"),
     ("app_pages/roar.py", "Remove and retrain", ":material/model_training:"),
 )
 

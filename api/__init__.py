@@ -28,6 +28,8 @@ import explainers
 from api.results import EvaluationResult, ExplanationResult
 from core.classifier import Classifier, LoadedClassifier, classifier_from_model, load_classifier
 from core.datasets import load_examples, split_words
+from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
+from core.example_dataset import to_examples
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
 from engine.evaluate import (
@@ -185,7 +187,11 @@ def examples_from_dataset(
 ) -> list[Example]:
     """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
     typed text (a column holding a list of words is taken as it is), the label's names from a
-    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``."""
+    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``. A split loaded by
+    ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
+    rationales and ids."""
+    if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
+        return to_examples(dataset if limit is None else dataset.select(range(min(limit, len(dataset)))))
     columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:

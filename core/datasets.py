@@ -1,4 +1,5 @@
-"""Dataset loaders behind one interface: ``load_examples(name, split)`` returns ``Example``s.
+"""Dataset loaders behind one interface: ``load_dataset(name, split)`` returns a ``datasets.Dataset``
+(one row per example, ``core.example_dataset``) and ``load_examples`` the ``Example``s of its rows.
 
 Local files are read from the folder in ``ATTRIBUTION_DATA_DIR`` (formats in that folder's
 README): SST-2 TSV, e-SNLI line files with the human highlight files, ERASER movie reviews
@@ -17,8 +18,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.types import Example
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 DATA_DIR_ENV = "ATTRIBUTION_DATA_DIR"
 EXAMPLES_FILE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "examples.jsonl"
@@ -416,11 +421,26 @@ def available_datasets(root: str | os.PathLike | None = None) -> dict[str, list[
     return {name: splits for name, splits in found.items() if splits}
 
 
+def load_dataset(name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None) -> Dataset:
+    """Load a split of a dataset as a ``datasets.Dataset`` of examples (``core.example_dataset``
+    columns; first ``limit`` rows when given); ``hub:NAME`` loads the hub version
+    (``core.hub_datasets``)."""
+    from core.example_dataset import to_dataset
+
+    return to_dataset(_parse(name, split, root, limit))
+
+
 def load_examples(
     name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None
 ) -> list[Example]:
-    """Load a split of a dataset as ``Example``s (first ``limit`` when given); ``hub:NAME`` loads
-    the hub version (``core.hub_datasets``)."""
+    """The ``Example``s of ``load_dataset(name, split, root, limit)``, built from its rows."""
+    from core.example_dataset import to_examples
+
+    return to_examples(load_dataset(name, split, root, limit))
+
+
+def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | None) -> list[Example]:
+    """Each row of a split parsed from its source (local files, bundled examples or the hub)."""
     if name.startswith(HUB_PREFIX):
         from core.hub_datasets import load_hub_examples
 

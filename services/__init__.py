@@ -8,7 +8,7 @@ them with ``st.error``.
 """
 
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
-from services import runs
+from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
 from services.data import (
@@ -129,6 +129,7 @@ __all__ = [
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",
+    "reproductions",
     "run_agreement",
     "runs",
     "score_attribution",

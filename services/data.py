@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core import datasets
+from core.example_dataset import example_at, to_examples
 from core.types import Example
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 FREE_TEXT = "free text"
 
@@ -21,32 +26,33 @@ def dataset_options() -> dict[str, list[str]]:
     return {"examples": found.pop("examples"), **found}
 
 
-# The loaded examples are frozen records shared read-only; st.cache_resource avoids pickling a
-# 67k-sentence split on every rerun, which st.cache_data would do.
+# A loaded split is one Arrow-backed ``datasets.Dataset`` shared read-only by every session
+# (st.cache_resource: st.cache_data would pickle a 67k-sentence split on every rerun); an
+# ``Example`` is built from a row when a page asks for it.
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=8)
-def _examples(name: str, split: str) -> tuple[Example, ...]:
-    return tuple(datasets.load_examples(name, split))
+def _loaded(name: str, split: str) -> Dataset:
+    return datasets.load_dataset(name, split)
 
 
-def _dataset(name: str, split: str) -> tuple[Example, ...]:
+def _dataset(name: str, split: str) -> Dataset:
     try:
-        examples = _examples(name, split)
+        loaded = _loaded(name, split)
     except (ValueError, OSError) as error:
         raise ValueError(f"cannot load {name}/{split}: {error}") from error
-    if not examples:
+    if not loaded.num_rows:
         raise ValueError(f"{name}/{split} has no examples")
-    return examples
+    return loaded
 
 
 def dataset_size(name: str, split: str) -> int:
-    return len(_dataset(name, split))
+    return _dataset(name, split).num_rows
 
 
 def dataset_example(name: str, split: str, index: int) -> Example:
-    examples = _dataset(name, split)
-    if not 0 <= index < len(examples):
-        raise ValueError(f"example {index} is outside {name}/{split} (0..{len(examples) - 1})")
-    return examples[index]
+    loaded = _dataset(name, split)
+    if not 0 <= index < loaded.num_rows:
+        raise ValueError(f"example {index} is outside {name}/{split} (0..{loaded.num_rows - 1})")
+    return example_at(loaded, index)
 
 
 def random_index(name: str, split: str) -> int:
@@ -64,12 +70,8 @@ def free_text_example(text: str, text_b: str = "") -> Example:
 
 def slice_examples(dataset: str, split: str, n: int, *, random_order: bool = False, seed: int = 0) -> list[Example]:
     """The first ``n`` examples of a split, or ``n`` drawn at random with ``seed`` (in dataset order)."""
-    from engine.evaluate import select_examples
-
-    examples = _dataset(dataset, split)
-    if random_order:
-        return select_examples(examples, min(n, len(examples)), seed)
-    return list(examples[:n])
+    indices = slice_indices(dataset, split, n, random_order=random_order, seed=seed)
+    return to_examples(_dataset(dataset, split).select(indices))
 
 
 def slice_indices(dataset: str, split: str, n: int, *, random_order: bool = False, seed: int = 0) -> list[int]:
@@ -84,4 +86,4 @@ def slice_indices(dataset: str, split: str, n: int, *, random_order: bool = Fals
 @st.cache_data(show_spinner=False)
 def annotator_count(dataset: str, split: str) -> int:
     """The most annotator masks any example of the split has."""
-    return max((len(e.rationales) for e in _dataset(dataset, split)), default=0)
+    return max((len(masks) for masks in _dataset(dataset, split)["rationales"]), default=0)

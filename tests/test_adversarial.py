@@ -352,6 +352,8 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     measures = measures_table(app)
     assert list(measures.index) == list(GRADIENT_METHODS)
     assert (measures["steps"] <= 3).all()
+    downloads = {b.key for b in app.download_button}
+    assert {"adversarial.measures.download.table.csv", "adversarial.trace.download.figure.png"} <= downloads
     bodies = [h.proto.body for h in app.get("html")]
     heatmaps = [b for b in bodies if 'class="hm-row"' in b]
     assert len(heatmaps) == 2 * 3  # original and attacked, per method
@@ -399,6 +401,8 @@ def test_page_dataset_mode_ranks_methods_by_mean_rank_change(toy_folders):
     means = summary["Rank Change"]
     assert summary["fragility rank"].idxmin() == means.idxmax()
     assert means.between(0.0, 1.0).all()
+    downloads = {b.key for b in app.download_button}
+    assert {"adversarial.summary.download.table.csv", "adversarial.bars.download.figure.svg"} <= downloads
     per_example = measures_table(app)  # one row per example and method
     assert len(per_example) == 6 and sorted(set(per_example["example"])) == [0, 1, 2]
     for method in ("saliency", "grad_x_input"):

@@ -235,3 +235,14 @@ def test_attention_methods_ask_for_eager_attention() -> None:
     result = api.explain(model, "the film was fun", ["attention_mean", "loo_empty"], tokenizer=toy_tokenizer())
     assert set(result.attributions) == {"loo_empty"}
     assert result.errors["attention_mean"].endswith("with 'sdpa' attention: load it with attn_implementation='eager'")
+
+
+def test_a_split_loaded_as_a_dataset_keeps_its_examples():
+    """``core.datasets.load_dataset`` gives a ``datasets.Dataset`` whose rows are examples: the API
+    takes it as it is (words, labels, rationales, ids), ``limit`` included."""
+    from core.datasets import load_dataset, load_examples
+
+    loaded = load_dataset("examples", "esnli")
+    expected = load_examples("examples", "esnli")
+    assert api.examples_from_dataset(loaded) == expected
+    assert api.examples_from_dataset(loaded, limit=2) == expected[:2]

@@ -152,6 +152,7 @@ PAGES = {
     "rationales": "Human rationales",
     "sanity_checks": "Sanity checks",
     "adversarial": "Adversarial attacks",
+    "reproductions": "Reproductions",
 }
 
 
@@ -181,7 +182,7 @@ def test_pages_show_their_results_in_the_browser(app_url: str, browser) -> None:
 
     query = "model=minilm-sst2&dataset=examples&split=sst2&index=1"
     page = open_page(browser, f"{app_url}/input_marginalization?{query}", 1400)
-    gate = page.get_by_role("button", name=re.compile("^Run im"))  # shown when the estimate is long
+    gate = page.get_by_role("button", name=re.compile("^Run IM"))  # shown when the estimate is long
     expect(rows(page, "im").first.or_(gate)).to_be_visible(timeout=TIMEOUT_MS)
     if gate.is_visible():
         gate.click()

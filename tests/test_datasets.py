@@ -508,3 +508,63 @@ def test_bundled_examples():
             assert all(w.lower() in words for w in split_words(phrase)), (e.id, phrase)
     assert len(load_examples("examples", "esnli")) == 10
     assert available_splits("examples") == ["all", "esnli", "hatexplain", "movies", "sst2"]
+
+
+# --------------------------------------------------------------------------- datasets.Dataset end to end
+
+SPLITS = [("sst2", "dev"), ("esnli", "dev_highlighted"), ("movies", "test"), ("hatexplain", "test"),
+          ("multirc", "dev"), ("examples", "all")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "split"), SPLITS)
+def test_a_split_loads_as_a_dataset_whose_rows_are_the_parsed_examples(root, name, split):
+    """Loading goes through one ``datasets.Dataset`` per split; the ``Example``s built from its rows
+    are exactly the ones parsed from the files (tuples, None where there is no label or mask)."""
+    import datasets
+
+    from core.datasets import _parse, load_dataset
+    from core.example_dataset import example_at, features, to_examples
+
+    parsed = _parse(name, split, root, None)
+    loaded = load_dataset(name, split, root=root)
+    assert isinstance(loaded, datasets.Dataset) and loaded.features == features()
+    assert loaded.num_rows == len(parsed)
+    assert to_examples(loaded) == parsed
+    assert load_examples(name, split, root=root) == parsed
+    for index in (0, len(parsed) // 2, len(parsed) - 1):
+        assert example_at(loaded, index) == parsed[index]
+    first = to_examples(loaded.select([0]))[0]
+    assert isinstance(first.segments, tuple) and all(isinstance(s, tuple) for s in first.segments)
+    assert isinstance(first.label_names, tuple) and isinstance(first.rationales, tuple)
+    assert load_dataset(name, split, root=root, limit=2)["id"] == [e.id for e in parsed[:2]]
+
+
+def test_examples_without_label_or_majority_mask_round_trip():
+    from core.example_dataset import to_dataset, to_examples
+
+    examples = [
+        Example(segments=(("a", "b"),), id="x/0"),
+        Example(segments=(("a",), ("b", "c")), label=2, label_names=("p", "q", "r"), rationales=((1, 0, 1), (0, 0, 1)),
+                rationale=(0, 0, 1), dataset="d", split="s", id="x/1"),
+    ]  # fmt: skip
+    loaded = to_dataset(examples)
+    assert loaded["label"] == [None, 2] and loaded["rationale"] == [None, [0, 0, 1]]
+    assert to_examples(loaded) == examples
+
+
+def test_the_apps_slices_are_rows_of_the_cached_dataset(root, monkeypatch):
+    """services.data keeps the split as a Dataset; its examples, seeded slices and annotator count
+    are those of the parsed list."""
+    import services
+    from engine.evaluate import select_examples
+
+    monkeypatch.setenv(DATA_DIR_ENV, str(root))
+    parsed = load_examples("hatexplain", "test", root=root)
+    assert services.dataset_size("hatexplain", "test") == len(parsed)
+    assert services.dataset_example("hatexplain", "test", 7) == parsed[7]
+    assert services.slice_examples("hatexplain", "test", 4) == parsed[:4]
+    drawn = services.slice_examples("hatexplain", "test", 5, random_order=True, seed=3)
+    assert drawn == select_examples(parsed, 5, 3)
+    assert services.annotator_count("hatexplain", "test") == max(len(e.rationales) for e in parsed)
+    with pytest.raises(ValueError, match="outside hatexplain/test"):
+        services.dataset_example("hatexplain", "test", len(parsed))

@@ -406,3 +406,16 @@ def test_download_row_in_an_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     at = AppTest.from_file(str(script), default_timeout=60).run()
     assert [b.disabled for b in at.download_button] == [True, True, True, False, False, False, True, False, False]
     assert at.download_button(key="demo.figure.figure.png").help.startswith("no Chromium at '/nowhere/chromium'")
+
+
+def test_tables_keep_their_row_labels_in_the_files() -> None:
+    """A table indexed by method exports the methods as its first column; a plain index is left out."""
+    from ui.downloads import with_row_labels
+
+    by_method = pd.DataFrame({"deletion AUC ↓": [0.25, 0.5]}, index=["loo_empty", "random"])
+    csv = table_bytes(with_row_labels(by_method), "csv").decode("utf-8").splitlines()
+    assert csv == ["row,deletion AUC ↓", "loo_empty,0.25", "random,0.5"]
+    pairs = pd.DataFrame({"f1": [0.5]}, index=pd.MultiIndex.from_tuples([("im", "F1")], names=["method", "metric"]))
+    assert list(with_row_labels(pairs).columns) == ["method", "metric", "f1"]
+    plain = pd.DataFrame({"a": [1, 2]})
+    assert with_row_labels(plain) is plain

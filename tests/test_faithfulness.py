@@ -347,6 +347,10 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     table = at.dataframe[0].value
     assert list(table.index) == ["loo_empty", "random"]
     assert "deletion AUC ↓" in table.columns and "insertion AUC ↑" in table.columns
+    downloads = {b.key for b in at.download_button}  # a download row under every figure and table
+    for key in ("deletion", "insertion", "comprehensiveness", "sufficiency"):
+        assert f"faithfulness.example.{key}.download.figure.png" in downloads
+    assert "faithfulness.example.table.download.table.csv" in downloads
 
     # The table's values are the metrics of the same attribution computed directly.
     import explainers
@@ -378,6 +382,11 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     assert not at.exception and not at.error
     summary = at.dataframe[0].value
     assert list(summary["n"]) == [2, 2]
+    downloads = {b.key for b in at.download_button}
+    assert {
+        "faithfulness.slice.deletion.download.figure.svg",
+        "faithfulness.slice.table.download.table.parquet",
+    } <= downloads
 
     at.segmented_control(key="faithfulness.view").set_value("Removal modes compared").run()
     at.selectbox(key="faithfulness.compare_b").set_value("mask").run()
@@ -386,6 +395,11 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     compare = at.dataframe[0].value
     assert {"rank (delete)", "rank (mask)", "rank change"} <= set(compare.columns)
     assert sorted(compare["rank (delete)"]) == [1, 2]
+    downloads = {b.key for b in at.download_button}
+    assert {
+        "faithfulness.compare.table.download.table.csv",
+        "faithfulness.compare.ranks.download.figure.png",
+    } <= downloads
     at.button(key="faithfulness.compare_add_im").click().run()
     assert not at.exception
     assert at.multiselect(key="faithfulness.methods").value == ["loo_empty", "random", "im"]

@@ -272,6 +272,9 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     assert len(table_with(app, "counterfactual", "fill-in")) == 30
     assert len(table_with(app, "counterfactual", "words kept")) == 50
     assert any("forward passes" in c.value and "IM:" in c.value for c in app.caption)
+    downloads = {b.key for b in app.download_button}
+    for key in ("words", "candidates", "gallery.loo", "gallery.im", "gallery.lime", "costs"):
+        assert f"im.{key}.download.table.csv" in downloads
 
     app.selectbox(key="im.word").set_value(8).run()  # 'bad': the neutral fill-ins, no exact match
     assert not app.exception

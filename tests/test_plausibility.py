@@ -393,6 +393,8 @@ def test_page_shows_human_and_binarized_maps(dataset, split, index, human_rows, 
     assert list(table.index[:5]) == ["loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random"]
     assert table["IoU ↑"].between(0, 1).all() and table["AUPRC ↑"].between(0, 1).all()
     assert ("humans (each vs the others)" in table.index) == (human_rows > 1)
+    downloads = {b.key for b in app.download_button}
+    assert {"rationales.example.table.download.table.csv", "rationales.example.costs.download.table.csv"} <= downloads
 
 
 @pytest.mark.slow
@@ -417,6 +419,8 @@ def test_slice_table_ceiling_and_click_through(toy_folder, monkeypatch):
     assert table.loc["random", "n"] == 4
     best_tau = next(d.value for d in app.dataframe if "optimal τ" in d.value.columns)
     assert best_tau["optimal τ"].between(0.05, 0.95).all()
+    downloads = {b.key for b in app.download_button}
+    assert {"rationales.slice.table.download.table.csv", "rationales.slice.tau_curve.download.figure.png"} <= downloads
     micro = next(d.value for d in app.dataframe if list(d.value.columns) == ["precision", "recall", "f1"])
     assert micro["f1"].between(0.0, 1.0).all() and "random" in micro.index.get_level_values("method")
     # a rerun serves the finished slice from the cache (it used to replay the progress bar and fail)

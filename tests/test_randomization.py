@@ -261,6 +261,8 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
     head = app.dataframe[0].value.set_index("method")  # the head-reset table
     assert head.loc["attention_mean", "Spearman ρ"] == 1.0  # attention ignores the head
     assert head.loc["attention_rollout", "words changing sign (%)"] == 0.0
+    downloads = {b.key for b in app.download_button}
+    assert {"sanity.curves.download.figure.png", "sanity.head_table.download.table.csv"} <= downloads
     cached = services.models._loaded_classifier(toy_bert_folder).model.state_dict()
     fresh = load_classifier(toy_bert_folder, device="cpu").model.state_dict()
     assert all(torch.equal(cached[name], fresh[name]) for name in fresh)

@@ -136,3 +136,31 @@ def download_row(
                 help=item.error or f"Download {item.file_name}",
                 icon=":material/download:",
             )
+
+
+def with_row_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with an index that labels its rows turned into its first column(s) (named after
+    the index, else "row"), since the exported files carry no index; a plain 0..n-1 index is dropped."""
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame
+    return frame.rename_axis([name or "row" for name in frame.index.names]).reset_index()
+
+
+def show_figure(figure: go.Figure, *, key: str, name: str, container: Any = None, **options: Any) -> None:
+    """``st.plotly_chart`` (widget ``key``, in ``container``) with its download row under it."""
+    where = container if container is not None else st.container()
+    with where:
+        st.plotly_chart(figure, key=key, **options)
+        download_row(f"{key}.download", name=name, figure=figure)
+
+
+def show_table(
+    frame: pd.DataFrame, *, key: str, name: str, shown: Any = None, container: Any = None, **options: Any
+) -> None:
+    """``st.dataframe`` of ``shown`` (a styled view, default ``frame``) with a download row of
+    ``frame`` (CSV, Parquet) under it; an index that labels the rows (methods, say) becomes the
+    file's first column."""
+    where = container if container is not None else st.container()
+    with where:
+        st.dataframe(frame if shown is None else shown, key=key, **options)
+        download_row(f"{key}.download", name=name, table=with_row_labels(frame))

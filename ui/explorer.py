@@ -46,8 +46,12 @@ def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
     return figure
 
 
-def mean_curve_figure(curves: dict[str, dict[str, dict[str, list[float]]]], metric: str) -> go.Figure:
-    """The mean ``metric`` curve of every method with its 95% band (``engine.evaluate.mean_curves``)."""
+def mean_curve_figure(
+    curves: dict[str, dict[str, dict[str, list[float]]]], metric: str, summary: dict | None = None
+) -> go.Figure:
+    """The mean ``metric`` curve of every method with its 95% band (``engine.evaluate.mean_curves``);
+    with ``summary`` (``[method][metric]`` -> ``metrics.base.Summary``) each legend entry shows the
+    method's mean value and each point its band on hover."""
     figure = go.Figure()
     for index, (method, per) in enumerate(curves.items()):
         curve = per.get(metric)
@@ -67,15 +71,24 @@ def mean_curve_figure(curves: dict[str, dict[str, dict[str, list[float]]]], metr
                 legendgroup=method,
             )
         )
+        name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
+        if summary is not None:
+            name = f"{method} ({summary[method][metric].mean:.3f})"
+            band = list(zip(curve["low"], curve["high"], strict=True))
+            hover = (
+                f"<b>{html.escape(method)}</b><br>mean %{{y:.3f}} "
+                "[%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra></extra>"
+            )
         figure.add_trace(
             go.Scatter(
                 x=curve["x"],
                 y=curve["mean"],
                 mode="lines",
-                name=method,
+                name=name,
                 legendgroup=method,
                 line={"color": line, "dash": "dash" if method == "random" else "solid"},
-                hovertemplate=f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>",
+                customdata=band,
+                hovertemplate=hover,
             )
         )
     figure.update_layout(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import streamlit as st
 
@@ -57,14 +57,31 @@ def explain_selected(
     )
 
 
-def requested(name: str, request: dict, pressed: bool) -> bool:
-    """True once Run was pressed for exactly these settings (they persist across reruns)."""
+def gate(
+    key: str,
+    request: Any,
+    label: str,
+    *,
+    container: Any = None,
+    auto: bool = False,
+    memory: str | None = None,
+    help: str | None = None,
+    hint: bool = True,
+) -> bool:
+    """The one Run gate of every page: True once the button ``label`` (widget ``key``, drawn in
+    ``container``) was pressed for exactly these settings (``request``, remembered across reruns
+    under ``memory``, default ``{key}.request``), or at once, without a button, when ``auto`` (a
+    run short enough to start without a click); while it waits, ``hint`` says to press it."""
+    name = memory or f"{key}.request"
     signature = json.dumps(request, sort_keys=True, default=str)
-    if pressed:
+    if auto:
+        return True
+    if (container or st).button(label, type="primary", key=key, help=help):
         st.session_state[name] = signature
     if st.session_state.get(name) == signature:
         return True
-    st.info("Press **Run on the slice** to compute these settings over the slice.")
+    if hint:
+        st.info(f"Press **{label}** to compute these settings.")
     return False
 
 

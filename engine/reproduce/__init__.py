@@ -22,6 +22,7 @@ from engine.reproduce.base import (
     Resources,
     Row,
     cache_path,
+    cached_files,
     check_limit,
     code_version,
     load_cached,
@@ -33,7 +34,7 @@ REGISTRY: dict[str, Reproduction] = {
     r.name: r for r in (*double_trouble.REPRODUCTIONS, *mask_papers.REPRODUCTIONS, *recursive_roar.REPRODUCTIONS)
 }
 
-__all__ = ["REGISTRY", "Finding", "Reproduction", "Row", "cached_run", "get", "run"]
+__all__ = ["REGISTRY", "Finding", "Reproduction", "Row", "cached_run", "get", "latest", "run"]
 
 
 def get(name: str) -> Reproduction:
@@ -85,3 +86,17 @@ def cached_run(
     payload = run(name, limit, progress)
     save_atomic(path, payload)
     return payload, False
+
+
+def latest(name: str) -> tuple[dict[str, Any] | None, bool]:
+    """The newest readable cached result of ``name`` at any slice, the current code version's
+    first, else an older version's (the flag says whether it is current); (None, False) when
+    ``name`` never ran. Reads files only: nothing is computed."""
+    get(name)
+    version = code_version()
+    files = cached_files(name)
+    for path in sorted(files, key=lambda path: not path.stem.endswith(f"-{version}")):
+        payload = load_cached(path)
+        if payload is not None:
+            return payload, payload.get("code_version") == version
+    return None, False

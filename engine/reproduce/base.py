@@ -10,6 +10,7 @@ label, the published value and ours as the mean, 95% t interval and n over the e
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import math
@@ -171,6 +172,13 @@ def results_dir() -> Path:
 def cache_path(name: str, limit: int, version: str | None = None) -> Path:
     """One file per (reproduction, slice, code version)."""
     return results_dir() / "reproduce" / f"{name}-limit{limit}-{version or code_version()}.json"
+
+
+def cached_files(name: str) -> list[Path]:
+    """Every cached result file of ``name`` (any slice, any code version), newest first."""
+    folder = results_dir() / "reproduce"
+    found = folder.glob(f"{glob.escape(name)}-limit*-*.json") if folder.is_dir() else []
+    return sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)
 
 
 def load_cached(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,56 @@
+"""Reproductions: the papers' headline tables re-run on the bundled models and data, the published
+values beside ours, each finding marked holds / does not hold / not run (``python -m cli
+reproduce``; Pham et al. 2022, arXiv 2110.11929; Brinner & Zarrieß 2023; Barkan et al. 2024).
+
+Opening the page reads the cached results only; a Run button per reproduction computes one (the
+engine's code, cached under ``$ATTRIBUTION_RESULTS_DIR/reproduce``) through the one Run gate.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import services
+from ui import reproductions as R
+from ui.runs import gate, run_or_stop
+from ui.text import plain
+
+st.title("Reproductions")
+st.caption(
+    "The papers' headline findings re-run here on small bundled models (all-MiniLM-L6-v2 adapters, not "
+    "BERT-base) and a dev slice: read them as checks of each finding's direction, not of its size."
+)
+entries = services.reproductions.reproductions()
+papers: dict[str, list] = {}
+for entry in entries:
+    papers.setdefault(entry.paper, []).append(entry)
+results = {entry.name: services.reproductions.latest(entry.name) for entry in entries}
+ran = [name for name, (payload, _) in results.items() if payload is not None]
+holding = [name for name in ran if results[name][0]["finding"]["holds"]]
+st.markdown(
+    f"**{len(holding)} of {len(entries)}** findings hold here, {len(ran) - len(holding)} do not, "
+    f"{len(entries) - len(ran)} not run yet."
+)
+
+for paper, group in papers.items():
+    st.header(f"{group[0].title} ({paper})")
+    claim = R.claim_of(group[0].title)
+    if claim:
+        st.markdown(plain(claim))
+    for entry in group:
+        payload, current = results[entry.name]
+        st.subheader(f"{entry.table}: {entry.name}")
+        st.markdown(f"{R.verdict(payload)} **Claim:** {plain(entry.claim)}")
+        left, right = st.columns([1, 3], vertical_alignment="bottom")
+        limit = int(
+            left.number_input(
+                "Examples per split", 2, 10_000, entry.default_limit, key=f"reproductions.{entry.name}.limit",
+                help=f"The default ({entry.default_limit}) runs in under about 15 minutes on 2 CPU cores.",
+            )
+        )  # fmt: skip
+        request = {"name": entry.name, "limit": limit}
+        if gate(f"reproductions.{entry.name}.run", request, f"Run {entry.name}", container=right, hint=False):
+            payload = run_or_stop(services.reproductions.run, entry.name, limit)
+            current = True
+        if payload is not None:
+            R.show_result(payload, current, services.reproductions.command(entry.name, payload["limit"]))

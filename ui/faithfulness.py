@@ -1,0 +1,276 @@
+"""Figures and tables of the faithfulness page: per-example curves with the input at each step on
+hover, mean curves with 95% bands, score tables with the best value per column highlighted, and
+the rank chart of two removal modes (paper 000, Pham et al. 2022, arXiv 2110.11929, Table 1).
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import services
+from ui.downloads import show_figure
+from ui.explorer import mean_curve_figure, method_colour
+from ui.params import methods_params_form, params_form
+
+REMOVALS = {
+    "delete": "delete the words",
+    "mask": "[MASK]",
+    "unk": "[UNK]",
+    "pad": "[PAD]",
+    "mlm": "masked-LM fill-in (Deletion_BERT)",
+}
+BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"}
+INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
+TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
+LABELS = {k: m.label for k, m in INFOS.items()}
+BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
+STEP_AXIS = "step / steps (share of the budget)"
+# (metric, title, x axis, y axis, x tick format) of the four curves, one example / the slice
+CURVES = (
+    ("deletion", "Deletion (lower area is better)", STEP_AXIS, "p(target)", ""),
+    ("insertion", "Insertion (higher area is better)", STEP_AXIS, "p(target)", ""),
+    ("comprehensiveness", "Comprehensiveness per bin (higher is better)", "top words removed", "p(x) − p(x without them)", ".0%"),
+    ("sufficiency", "Sufficiency per bin (lower is better)", "top words kept", "p(x) − p(only them)", ".0%"),
+)  # fmt: skip
+SLICE_CURVES = (
+    ("deletion", "Mean deletion curve (95% band)", STEP_AXIS, "p(target)", ""),
+    ("insertion", "Mean insertion curve (95% band)", STEP_AXIS, "p(target)", ""),
+    ("comprehensiveness", "Comprehensiveness per bin", "top words removed", "mean drop", ".0%"),
+    ("sufficiency", "Sufficiency per bin", "top words kept", "mean drop", ".0%"),
+)
+
+
+def higher_is_better(key: str) -> bool:
+    return INFOS[key].higher_is_better
+
+
+def column_name(key: str) -> str:
+    return f"{LABELS.get(key, key)} {'↑' if higher_is_better(key) else '↓'}"
+
+
+def hover_text(text: str, width: int = 70, lines: int = 8) -> str:
+    """An input shown on hover: escaped, wrapped, at most ``lines`` lines."""
+    wrapped = textwrap.wrap(text, width) or ["(empty input)"]
+    if len(wrapped) > lines:
+        wrapped = wrapped[:lines] + ["…"]
+    return "<br>".join(html.escape(line) for line in wrapped)
+
+
+def best_styles(shown: pd.DataFrame, numbers: dict[str, tuple[str, pd.Series]]) -> pd.DataFrame:
+    """CSS for the cells of ``shown``: in each column named after a metric (``numbers`` maps the
+    column to the metric and its values), the best value by the metric's direction is highlighted."""
+    styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    for column, (key, values) in numbers.items():
+        values = pd.to_numeric(values, errors="coerce")
+        if values.notna().any():
+            best = values.max() if higher_is_better(key) else values.min()
+            styles.loc[values == best, column] = BEST_STYLE
+    return styles
+
+
+def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
+    figure.update_layout(
+        title={"text": title, "font": {"size": 15}},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": x_title, "tickformat": x_format},
+        yaxis={"title": y_title},
+        legend={"orientation": "h", "y": -0.25},
+        hoverlabel={"align": "left"},
+    )
+    return figure
+
+
+def example_curves(runs: dict[str, services.MetricsRun], n_words: int) -> dict[str, go.Figure]:
+    """The four curves of one example, each with one line per method."""
+    return {key: layout(example_curve(runs, key, n_words), *rest) for key, *rest in CURVES}
+
+
+def slice_curves(result: services.SliceResult) -> dict[str, go.Figure]:
+    """The four mean curves of a slice with their 95% bands."""
+    return {
+        key: layout(mean_curve_figure(result.mean_curves, key, result.summary), *rest) for key, *rest in SLICE_CURVES
+    }
+
+
+def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) -> go.Figure:
+    """One metric's curve per method, overlaid; hovering a point shows the input at that step."""
+    figure = go.Figure()
+    for index, (method, run) in enumerate(runs.items()):
+        result = run.results.get(key)
+        if result is None or not result.curve:
+            continue
+        x, y = zip(*result.curve, strict=True)
+        if key in ("deletion", "insertion"):
+            counts = [round(f * n_words) for f in result.extras["fraction_removed"]]
+            notes = [f"{c} of {n_words} words removed" for c in counts]
+        else:
+            verb = "kept" if key == "sufficiency" else "removed"
+            notes = [f"top {c} of {n_words} words {verb}" for c in result.extras["counts"]]
+        custom = [[hover_text(text), note] for text, note in zip(result.extras["inputs"], notes, strict=True)]
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=f"{method} ({result.value:.3f})",
+                line={"color": method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
+                customdata=custom,
+                hovertemplate=f"<b>{html.escape(method)}</b> · %{{customdata[1]}}<br>"
+                "value %{y:.3f}<br>%{customdata[0]}<extra></extra>",
+            )
+        )
+    return figure
+
+
+def example_table(result: services.FaithfulnessResult) -> tuple[pd.DataFrame, object]:
+    """The scores of one example (one row per method, costs included) and its styled view."""
+    runs = result.runs
+    values = {m: {k: r.results[k].value for k in TABLE_METRICS if k in r.results} for m, r in runs.items()}
+    numbers = pd.DataFrame.from_dict(values, orient="index").reindex(columns=list(TABLE_METRICS))
+    table = numbers.rename(columns=column_name)
+    table["attribution s"] = [result.heatmap.attributions[m].runtime_s for m in runs]
+    table["attribution passes"] = [result.heatmap.attributions[m].forward_passes for m in runs]
+    table["metric passes"] = [r.forward_passes for r in runs.values()]
+    table["metric s"] = [r.runtime_s for r in runs.values()]
+    best = {column_name(k): (k, numbers[k]) for k in TABLE_METRICS}
+    return table, table.style.apply(lambda _: best_styles(table, best), axis=None).format(precision=3, na_rep="—")
+
+
+def summary_table(result: services.SliceResult, keys: list[str]) -> tuple[pd.DataFrame, object]:
+    """Mean [95% interval] per method and metric over a slice, and its styled view."""
+    methods = list(result.summary)
+    numbers = pd.DataFrame({k: [result.summary[m][k].mean for m in methods] for k in keys}, index=methods)
+    text = pd.DataFrame(
+        {
+            column_name(k): [
+                f"{s.mean:.3f} [{s.low:.3f}, {s.high:.3f}]" if s.n else "—"
+                for s in (result.summary[m][k] for m in methods)
+            ]
+            for k in keys
+        },
+        index=methods,
+    )
+    text["n"] = [max(result.summary[m][k].n for k in keys) for m in methods]
+    best = {column_name(k): (k, numbers[k]) for k in keys}
+    return text, text.style.apply(lambda _: best_styles(text, best), axis=None)
+
+
+def ranks(result: services.SliceResult, key: str) -> dict[str, int]:
+    """1 = best mean under the metric's direction (methods without a value are left out)."""
+    means = {m: result.summary[m][key].mean for m in result.summary if result.summary[m][key].n}
+    ordered = sorted(means, key=lambda m: -means[m] if higher_is_better(key) else means[m])
+    return {m: i + 1 for i, m in enumerate(ordered)}
+
+
+def compare_table(
+    methods: list[str], key: str, modes: tuple[str, str], results: tuple[services.SliceResult, services.SliceResult]
+) -> tuple[pd.DataFrame, object, list[str], tuple[dict[str, int], dict[str, int]]]:
+    """The two removal modes side by side: means, ranks and the rank change per method; returns
+    the table, its styled view, the flips ("method: 1 → 3") and both rankings."""
+    (mode_a, mode_b), (result_a, result_b) = modes, results
+    rank_a, rank_b = ranks(result_a, key), ranks(result_b, key)
+    name_a, name_b = f"{LABELS[key]} · {mode_a}", f"{LABELS[key]} · {mode_b}"
+    rows = {
+        m: {
+            name_a: result_a.summary[m][key].mean,
+            f"rank ({mode_a})": rank_a.get(m),
+            name_b: result_b.summary[m][key].mean,
+            f"rank ({mode_b})": rank_b.get(m),
+            "rank change": (rank_b[m] - rank_a[m]) if m in rank_a and m in rank_b else None,
+        }
+        for m in methods
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    changed = frame["rank change"].fillna(0) != 0
+
+    def style(_: pd.DataFrame) -> pd.DataFrame:
+        styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
+        styles.loc[changed, "rank change"] = "font-weight:700;color:#D55E00"
+        for name, ranking in ((name_a, rank_a), (name_b, rank_b)):
+            styles.loc[[m for m, r in ranking.items() if r == 1], name] = BEST_STYLE
+        return styles
+
+    flips = [f"{m}: {rank_a[m]} → {rank_b[m]}" for m in frame.index[changed]]
+    styled = frame.style.apply(style, axis=None).format(precision=3, na_rep="—")
+    return frame, styled, flips, (rank_a, rank_b)
+
+
+def rank_figure(
+    methods: list[str], modes: tuple[str, str], rankings: tuple[dict[str, int], dict[str, int]]
+) -> go.Figure:
+    """Each method's rank under the two removals, joined by a line."""
+    (mode_a, mode_b), (rank_a, rank_b) = modes, rankings
+    figure = go.Figure()
+    for index, method in enumerate(m for m in methods if m in rank_a and m in rank_b):
+        figure.add_trace(
+            go.Scatter(
+                x=[mode_a, mode_b],
+                y=[rank_a[method], rank_b[method]],
+                mode="lines+markers+text",
+                text=[method, method],
+                textposition=["middle left", "middle right"],
+                name=method,
+                line={"color": method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
+                hovertemplate=f"<b>{html.escape(method)}</b>: rank %{{y}}<extra></extra>",
+            )
+        )
+    figure.update_yaxes(autorange="reversed", dtick=1)
+    return layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
+
+
+def show_curves(figures: dict[str, go.Figure], prefix: str) -> None:
+    """The four curves in two rows of two, each with its download row."""
+    for pair in (("deletion", "insertion"), ("comprehensiveness", "sufficiency")):
+        for column, key in zip(st.columns(2), pair, strict=True):
+            show_figure(figures[key], key=f"{prefix}.{key}", name=f"{prefix}-{key}", container=column)
+
+
+def settings_form(infos: dict, methods: list[str]) -> tuple[dict, dict]:
+    """Removal, budget, bins, log-odds and method parameters; returns the parameters of every
+    metric and of every chosen method."""
+    first, second, third = st.columns(3)
+    removal = first.selectbox(
+        "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal",
+        help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never puts "
+        "the original word back.",
+    )  # fmt: skip
+    budget = second.slider(
+        "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget",
+        help="Paper 000 removes 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), at least "
+        "one.",
+    )  # fmt: skip
+    bins = third.radio("Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins")
+    with st.expander("Log-odds and method parameters"):
+        st.markdown("**log-odds** (AML: the top 20% words replaced by [MASK])")
+        log_odds = params_form(INFOS["log_odds"], "faithfulness")
+        method_params = methods_params_form(infos, methods, "faithfulness")
+    curve = {"removal": removal, "fraction": budget / 100}
+    aopc = {"removal": removal, "bins": bins}
+    metrics = {
+        "deletion": curve,
+        "insertion": curve,
+        "comprehensiveness": aopc,
+        "sufficiency": aopc,
+        "log_odds": log_odds,
+    }
+    return metrics, method_params
+
+
+def _add_paper_pair() -> None:
+    chosen = st.session_state.get("faithfulness.methods", [])
+    st.session_state["faithfulness.methods"] = list(dict.fromkeys([*chosen, "loo_empty", "im"]))
+
+
+def paper_pair_button() -> None:
+    """A button that adds the pair paper 000 compares (loo_empty and im) to the chosen methods."""
+    st.button(
+        "Add loo_empty and im (the pair paper 000 compares)", on_click=_add_paper_pair,
+        key="faithfulness.compare_add_im",
+        help="Paper 000's Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
+    )  # fmt: skip

@@ -1,0 +1,74 @@
+"""Texts and panels of the Input Marginalization page (Kim et al. 2020, arXiv 2010.13984; paper
+000, Pham et al. 2022, arXiv 2110.11929): the estimate and cost lines of a run, and the panel of
+one word's fill-ins (its expectation, IM and leave-one-out scores, the exact-match warning).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import services
+from ui.text import plain
+
+HIGH_LIKELIHOOD = 0.8  # paper 000: exact-match top-1 fill-ins average 0.82 likelihood on SST
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown time"
+    return f"{seconds:.1f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def estimate_line(name: str, estimate: services.CostEstimate, rate: float | None) -> str:
+    mlm = f"{estimate.mlm_passes:,} masked-LM + " if estimate.mlm_passes else ""
+    speed = f" at {rate:,.0f} passes/s (measured on leave-one-out)" if rate else ""
+    return (
+        f"{name} needs {mlm}at most {estimate.classifier_passes:,} classifier forward passes: "
+        f"about {duration(estimate.seconds)}{speed}."
+    )
+
+
+def cost_line(name: str, attribution) -> str:
+    mlm = attribution.extras.get("mlm_forward_passes", 0)
+    return (
+        f"{name}: {attribution.runtime_s:.2f} s, {attribution.forward_passes:,} classifier"
+        + (f" + {mlm:,} masked-LM" if mlm else "")
+        + " forward passes."
+    )
+
+
+def word_panel(example, im, row: dict, word: int, table: list, labels, target: int) -> None:
+    """The numbers behind one word's IM score and whether the masked LM restores it."""
+    columns = st.columns(5)
+    columns[0].metric(f"P({labels[target]}) of the input", f"{im.extras['original_probability']:.4f}")
+    columns[1].metric(
+        "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × probability over the candidates"
+    )
+    columns[2].metric("IM score", f"{row['IM']:+.4f}")
+    columns[3].metric("LOO_empty score", f"{row['LOO_empty']:+.4f}")
+    columns[4].metric(
+        f"Likelihood mass of the {len(table)} candidates",
+        f"{row['candidate mass']:.1%}",
+        help="Paper 000: BERT's top-10 hold 81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
+    )
+    if row["top-1 = word"]:
+        st.markdown(
+            f":green-badge[exact match] The masked LM's top-1 fill-in is the original word "
+            f"**{plain(example.words[word])}**, with likelihood {row['top-1 likelihood']:.4f}."
+        )
+        if row["top-1 likelihood"] >= HIGH_LIKELIHOOD:
+            p = row["top-1 likelihood"]
+            st.warning(
+                f"The masked LM restores this word with likelihood {p:.2f} ≥ {HIGH_LIKELIHOOD}: IM is bounded near "
+                f"zero for it whatever the classifier does (in probability space |f(x) − E[f]| ≤ 1 − p = {1 - p:.2f})."
+            )
+    else:
+        original = row["likelihood of the word"]
+        known = (
+            f"the original word has likelihood {original:.4f}"
+            if original is not None
+            else "the original word is not one token of its vocabulary"
+        )
+        st.markdown(f"The masked LM's top-1 fill-in is **{plain(row['MLM top-1'])}**; {known}.")
+    if "cap_reached" in im.extras and im.extras["cap_reached"][word]:
+        st.info("More fill-ins than max candidates pass the threshold: the sum is cut at the cap.")

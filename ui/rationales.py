@@ -1,0 +1,231 @@
+"""Tables, figures and the settings form of the human-rationales page.
+
+Agreement as in paper 000 (Pham et al. 2022, arXiv 2110.11929: negatives zeroed, divide by the
+maximum, binarize at tau; the optimal tau over 0.05..0.95), ERASER (DeYoung et al. 2020, arXiv
+1911.03429: token F1, IOU-F1, AUPRC, and its micro average) and the thesis (ground-truth overlap,
+mean rank). The best method per column is highlighted; the human ceiling row never competes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import services
+from ui.downloads import show_figure, show_table
+from ui.explorer import method_colour
+
+INFOS = {m.key: m for m in services.metric_infos("plausibility")}
+METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
+LABELS = {k: m.label for k, m in INFOS.items()}
+THRESHOLD_METRICS = tuple(k for k in METRICS if INFOS[k].thresholded)
+CEILING_ROW = "humans (each vs the others)"
+BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
+
+
+def column_name(key: str) -> str:
+    if key == "coverage":
+        return "coverage ≈ humans"
+    return f"{LABELS[key]} {'↑' if INFOS[key].higher_is_better else '↓'}"
+
+
+def annotator_label(value: str) -> str:
+    if value == "majority":
+        return "majority of the annotators"
+    if value == "any":
+        return "any annotator (union)"
+    return f"annotator {value}"
+
+
+def interval(summary) -> str:
+    return f"{summary.mean:.3f} [{summary.low:.3f}, {summary.high:.3f}]" if summary.n else "—"
+
+
+def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: float) -> pd.DataFrame:
+    """Highlight the best method per metric column (the ceiling row never competes); for coverage
+    the method closest to the humans' share of words."""
+    styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    methods = [m for m in numbers.index if m != CEILING_ROW]
+    for key in numbers.columns:
+        values = pd.to_numeric(numbers.loc[methods, key], errors="coerce")
+        if not values.notna().any():
+            continue
+        if key == "coverage":
+            if math.isnan(human_coverage):
+                continue
+            distance = (values - human_coverage).abs()
+            best_rows = distance[distance == distance.min()].index
+        else:
+            best = values.max() if INFOS[key].higher_is_better else values.min()
+            best_rows = values[values == best].index
+        styles.loc[best_rows, column_name(key)] = BEST_STYLE
+    return styles
+
+
+def settings_form(options: list[str]) -> tuple[dict, str]:
+    """Threshold, human mask, selection mode and k; returns every metric's parameters and the
+    human mask compared against."""
+    first, second, third, fourth = st.columns(4)
+    threshold = first.slider(
+        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold",
+        help="Paper 000: negative scores set to zero, divided by the largest score, words at or above τ selected.",
+    )  # fmt: skip
+    annotator = second.selectbox("Human mask", options, format_func=annotator_label, key="rationales.annotator")
+    mode = third.radio(
+        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection",
+        format_func=lambda s: "top-k words" if s == "top_k" else "words at or above τ",
+    )  # fmt: skip
+    k = int(
+        fourth.number_input(
+            "k (0 = as many as the humans)", 0, 512, 0, key="rationales.k", help="Top-k size for token F1 and IOU-F1."
+        )
+    )
+    params = {
+        key: {"annotator": annotator}
+        | ({"threshold": threshold} if key in THRESHOLD_METRICS else {})
+        | ({"selection": mode, "k": k, "threshold": threshold} if key in ("token_f1", "iou_f1") else {})
+        for key in METRICS
+    }
+    return params, annotator
+
+
+def example_table(scores: dict, ceiling: dict) -> None:
+    """One example's agreement with the humans, per method, and the human ceiling row."""
+    numbers = pd.DataFrame(
+        {key: [scores[m][key].value for m in scores] for key in METRICS if key in next(iter(scores.values()), {})},
+        index=list(scores),
+    )
+    if ceiling and any(not math.isnan(r.value) for r in ceiling.values()):
+        numbers.loc[CEILING_ROW] = [ceiling[k].value if k in ceiling else math.nan for k in numbers.columns]
+    shown = numbers.rename(columns=column_name)
+    first = next(iter(scores.values()), {})
+    human_coverage = first["coverage"].extras.get("human_coverage", math.nan) if "coverage" in first else math.nan
+    styled = shown.style.apply(lambda _: best_styles(shown, numbers, human_coverage), axis=None).format(
+        precision=3, na_rep="—"
+    )
+    show_table(shown, shown=styled, key="rationales.example.table", name="rationales-example")
+    skipped = {r.extras["skipped"] for per in scores.values() for r in per.values() if "skipped" in r.extras}
+    notes = [f"Human coverage: {human_coverage:.3f}." if not math.isnan(human_coverage) else ""]
+    if skipped:
+        notes.append(f"Skipped ({'; '.join(sorted(skipped))}): the human mask is empty.")
+    if CEILING_ROW in numbers.index:
+        notes.append(f"“{CEILING_ROW}”: each annotator's mask scored against each other annotator's.")
+    st.caption(
+        "Best method per column highlighted (coverage: closest to the humans); ↑ higher / ↓ lower is better. "
+        + " ".join(n for n in notes if n)
+    )
+
+
+def summary_table(result, threshold: float) -> None:
+    st.subheader(f"Per method at τ = {threshold:.2f}")
+    keys = [k for k in METRICS if k in next(iter(result.summary.values()), {})]
+    methods = list(result.summary)
+    numbers = pd.DataFrame({k: [result.summary[m][k].mean for m in methods] for k in keys}, index=methods)
+    text = pd.DataFrame(
+        {column_name(k): [interval(result.summary[m][k]) for m in methods] for k in keys}, index=methods
+    )
+    text["n"] = [max(result.summary[m][k].n for k in keys) for m in methods]
+    text["skipped"] = [max(result.summary[m][k].skipped for k in keys) for m in methods]
+    ceiling = {k: s for k, s in result.ceiling.items() if k in keys}
+    if any(s.n for s in ceiling.values()):
+        numbers.loc[CEILING_ROW] = [ceiling[k].mean if k in ceiling else math.nan for k in keys]
+        text.loc[CEILING_ROW] = [interval(ceiling[k]) if k in ceiling else "—" for k in keys] + [
+            max(s.n for s in ceiling.values()),
+            max(s.skipped for s in ceiling.values()),
+        ]
+    styled = text.style.apply(lambda _: best_styles(text, numbers, result.human_coverage.mean), axis=None)
+    show_table(text, shown=styled, key="rationales.slice.table", name="rationales-slice-summary")
+    ceiling_note = (
+        f"“{CEILING_ROW}”: every annotator's mask scored against every other's, over the examples with two or more."
+        if CEILING_ROW in text.index
+        else "One human mask per example here, so there is no human ceiling row."
+    )
+    st.caption(
+        f"Mean [95% interval]; best method per column highlighted (coverage: closest to the humans' "
+        f"{result.human_coverage.mean:.3f}); ↑ higher / ↓ lower is better. {ceiling_note}"
+    )
+
+
+def micro_table(result) -> None:
+    """ERASER's own aggregate: counts summed over the slice before precision, recall and F1."""
+    rows = {(m, column_name(k)): values for m, per in result.micro.items() for k, values in per.items()}
+    if not rows:
+        return
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index = pd.MultiIndex.from_tuples(frame.index, names=["method", "metric"])
+    with st.expander("ERASER micro averages (matches summed over the slice)"):
+        show_table(frame, shown=frame.style.format(precision=3), key="rationales.slice.micro", name="rationales-micro")
+        st.caption(
+            "The table above averages each example's F1; ERASER's scoring code also reports this micro "
+            "average, where long documents with many highlighted words weigh more."
+        )
+
+
+def threshold_table(result, objective: str) -> None:
+    st.subheader("At each method's optimal τ (paper 000)")
+    rows = {
+        m: {"optimal τ": search.best, **{column_name(k): interval(result.at_best[m][k]) for k in THRESHOLD_METRICS}}
+        for m, search in result.thresholds.items()
+    }
+    if not rows:
+        st.info("No method could be scored on this slice.")
+        return
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    show_table(frame, key="rationales.slice.best_tau", name="rationales-optimal-tau")
+    show_figure(threshold_figure(result, objective), key="rationales.slice.tau_curve", name="rationales-tau-curve")
+
+
+def threshold_figure(result, objective: str) -> go.Figure:
+    """Mean agreement of each method at every threshold τ."""
+    figure = go.Figure()
+    for index, (method, search) in enumerate(result.thresholds.items()):
+        taus = list(search.means)
+        figure.add_trace(
+            go.Scatter(
+                x=taus,
+                y=[search.means[t] for t in taus],
+                mode="lines+markers",
+                name=f"{method} (τ* {search.best:.2f})",
+                line={"color": method_colour(method, index)},
+                hovertemplate=f"<b>{html.escape(method)}</b><br>τ %{{x:.2f}}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        height=340,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "threshold τ"},
+        yaxis={"title": f"mean {LABELS[objective]}"},
+        legend={"orientation": "h", "y": -0.3},
+    )
+    return figure
+
+
+def worst_examples(result, open_example, count: int = 5) -> None:
+    """Per method, the ``count`` examples it agrees least with the humans on, each a button that
+    calls ``open_example(index)``."""
+    st.subheader("Where each method agrees least with the humans")
+    keys = [k for k in METRICS if k != "coverage" and k in next(iter(result.values.values()), {})]
+    key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric")
+    higher_is_better = INFOS[key].higher_is_better
+    columns = st.columns(min(3, max(1, len(result.values))))
+    for position, (method, per) in enumerate(result.values.items()):
+        scored = [(v, i) for i, v in enumerate(per[key]) if v is not None]
+        scored.sort(key=lambda pair: pair[0] if higher_is_better else -pair[0])
+        with columns[position % len(columns)]:
+            st.markdown(f"**{html.escape(method)}**")
+            for value, i in scored[:count]:
+                item = result.items[i]
+                words = " ".join(item.example.words)
+                preview = words if len(words) <= 70 else words[:69] + "…"
+                st.button(
+                    f"#{item.index} · {LABELS[key]} {value:.2f} · {preview}",
+                    key=f"rationales.open.{method}.{item.index}",
+                    on_click=open_example,
+                    args=(item.index,),
+                    help="Open this example in the example view",
+                    width="stretch",
+                )

@@ -1,0 +1,115 @@
+"""The Reproductions page's parts: what each paper claims (our summary of the research notes), the
+verdict badge of a finding, and one reproduced table with the published values beside ours.
+
+Papers: Pham, Bui, Mai & Nguyen 2022 ("Double Trouble", arXiv 2110.11929); Madsen, Meade,
+Adlakha & Reddy 2022 (Recursive ROAR, arXiv 2110.08412); Brinner & Zarrieß 2023 (MaRC); Barkan,
+Toib, Elisha, Weill & Koenigstein 2024 (AML).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ui.downloads import show_table
+from ui.text import plain
+
+# (words of the paper's title, what it claims), matched case-insensitively against the title
+CLAIMS = (
+    (
+        "double trouble",
+        (
+            "Input Marginalization (IM) replaces a word with a masked language model's likely fill-ins instead of "
+            "deleting it. The paper argues that IM only looks better than plain leave-one-out under Deletion_BERT, a "
+            "metric that removes words with the same kind of masked LM, so the metric rewards the method that shares "
+            "its trick: under ordinary deletion the ranking turns round. Across six metrics and three datasets IM is no "
+            "better than leave-one-out with the word deleted (LOO_empty); IM gives near-zero scores to words the masked "
+            "LM can guess back, whatever the classifier does with them; and making LIME's perturbed texts fluent "
+            "(LIME_BERT) does not make LIME agree better with human highlights."
+        ),
+    ),
+    (
+        "recursively masking",
+        (
+            "ROAR removes the words a method ranks highest, retrains the model and checks that accuracy falls more than "
+            "when random words are removed. When the data are redundant, the retrained model finds the same "
+            "information elsewhere and ROAR calls a faithful method unfaithful. Recursive ROAR removes words a few at a "
+            "time, re-explaining after each retraining, and summarises the curve by its area against random removal. "
+            "The paper finds faithfulness depends on the model and the task: attention can be faithful, and integrated "
+            "gradients are not reliably better than plain gradients."
+        ),
+    ),
+    (
+        "input mask optimization",
+        (
+            "MaRC learns a soft mask over the input's word embeddings, blended toward an uninformative baseline, that "
+            "keeps the prediction with as few words as possible while the removed part alone loses it; the mask is "
+            "built from Gaussian spans, so it selects short phrases. The paper claims these rationales agree better "
+            "with human rationales (ERASER movie reviews: token F1, IoU F1, AUPRC) than gradient, attention and "
+            "perturbation baselines, while staying faithful under comprehensiveness and sufficiency."
+        ),
+    ),
+    (
+        "attributive masking",
+        (
+            "AML trains a small attribution model that outputs a keep-probability per token: the input masked by it "
+            "should keep the classifier's prediction and the input masked by its complement should lose it, with a "
+            "sparsity term. It is pre-trained once over a dataset (pAML) and fine-tuned for a few steps on each "
+            "example (fAML). The paper claims fAML beats every other attribution method it compares on log-odds, AOPC "
+            "sufficiency and AOPC comprehensiveness, for BERT and for large language models."
+        ),
+    ),
+)
+
+
+def claim_of(title: str) -> str | None:
+    """Our paragraph on what the paper titled ``title`` claims (None for a paper not summarised)."""
+    lowered = title.lower()
+    return next((text for words, text in CLAIMS if words in lowered), None)
+
+
+def verdict(payload: dict[str, Any] | None) -> str:
+    """A coloured badge: holds, does not hold, or not run."""
+    if payload is None:
+        return ":gray-badge[not run]"
+    return ":green-badge[holds]" if payload["finding"]["holds"] else ":red-badge[does not hold]"
+
+
+def rows_frame(payload: dict[str, Any]) -> pd.DataFrame:
+    """One line per published cell: the published value, ours (mean, 95% interval) and n."""
+    return pd.DataFrame(
+        [
+            {
+                "row": row["label"],
+                "published": row["published"],
+                "ours": row["mean"],
+                "95% low": row["low"],
+                "95% high": row["high"],
+                "n": row["n"],
+            }
+            for row in payload["rows"]
+        ]
+    )
+
+
+def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
+    """The table, the finding with its reason, the command and why our numbers may differ."""
+    number = st.column_config.NumberColumn(format="%.4g")
+    config = {name: number for name in ("published", "ours", "95% low", "95% high")}
+    name = f"reproduction-{payload['name']}-limit{payload['limit']}"
+    show_table(rows_frame(payload), key=f"reproductions.{payload['name']}.table", name=name, hide_index=True,
+               column_config=config)  # fmt: skip
+    st.caption(f"Published: {plain(payload['published_note'])}. “—” = not printed for this row.")
+    finding = payload["finding"]
+    st.markdown(f"{verdict(payload)} {plain(finding['reason'])}")
+    stale = "" if current else f" by an earlier version of the code ({payload['code_version']}): run it again to update"
+    st.markdown(
+        f"{payload['limit']} examples per split, {payload['runtime_s']} s, computed{stale}. The same numbers on the "
+        f"command line:"
+    )
+    st.code(command, language="bash")
+    with st.expander("Why ours may differ, and the settings"):
+        st.markdown("\n".join(f"- {plain(reason)}" for reason in payload["differences"]))
+        st.json(payload["settings"])

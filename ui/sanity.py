@@ -1,0 +1,134 @@
+"""Figures, thumbnails and tables of the sanity-checks page: cascading and independent layer
+randomisation (Adebayo et al. 2018, arXiv 1810.03292, as the thesis runs it) and the
+classifier-head reset of paper 000 (Pham et al. 2022, arXiv 2110.11929, Table A5).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui.explorer import PALETTE
+from ui.heatmap import colour, peak
+
+MEASURES = {
+    "spearman": "Spearman ρ (signed scores)",
+    "spearman_abs": "Spearman ρ (absolute scores)",
+    "topk_overlap": "top-k overlap",
+    "sign_change": "share of words changing sign",
+    "mean_abs_change": "mean |change| (method's unit)",
+}
+
+
+def how_to_read() -> None:
+    st.markdown(
+        "- Each point compares the explanation of the randomised model with the original one (the first point, "
+        "*original*, is 1 by definition). A **faithful method's correlation should fall** as more of the model is "
+        "randomised; a curve that stays near 1 means the method does not depend on those weights.\n"
+        "- **Cascading** randomises cumulatively, from the top (*head*, *block L*, …) down to the *embeddings*; "
+        "**independent** randomises one component at a time and keeps every other weight.\n"
+        "- Weights are re-drawn with the model's own initializer; the same seed gives the same random weights in "
+        "both modes. The shared model is never modified: every step works on a copy.\n"
+        "- Attention scores do not use the classifier head, so they cannot change at the *head* step.\n"
+        "- The thesis reports gradient methods near 0 after one or two blocks and attention methods falling "
+        "gradually; paper 000 reports, after re-initialising the head, the share of words whose score changes sign "
+        "and the mean absolute change (higher is better, table below the curves)."
+    )
+
+
+def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Figure:
+    """One line per method: the mean ``measure`` after each step, with 95% error bars over several examples."""
+    figure = go.Figure()
+    for i, method in enumerate(result.methods):
+        means = [step[method][measure][0] for step in summary]
+        trace = {
+            "x": names,
+            "y": means,
+            "name": method,
+            "mode": "lines+markers",
+            "line": {"color": PALETTE[i % len(PALETTE)]},
+            "hovertemplate": f"{method}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
+        }
+        if len(result.examples) > 1:
+            trace["error_y"] = {
+                "type": "data",
+                "array": [step[method][measure][2] - m for step, m in zip(summary, means)],
+                "arrayminus": [m - step[method][measure][1] for step, m in zip(summary, means)],
+                "thickness": 1,
+            }
+        figure.add_trace(go.Scatter(**trace))
+    figure.add_hline(y=0, line_dash="dot", line_color="#888")
+    correlation = measure in ("spearman", "spearman_abs")
+    figure.update_layout(
+        height=380,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "randomised from the top down" if result.mode == "cascading" else "component randomised alone"},
+        yaxis={"title": MEASURES[measure], "range": [-1.05, 1.05] if correlation else None},
+        legend={"orientation": "h", "y": 1.1},
+    )
+    if measure in ("topk_overlap", "sign_change"):
+        figure.update_yaxes(range=[-0.02, 1.02])
+    return figure
+
+
+def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
+    """One step's heatmap as a small card, scaled to its own largest |score|, with the measure."""
+    scale = peak(scores)
+    spans = "".join(
+        f'<span title="{html.escape(f"{word}: {score:+.4g}")}" style="background:{colour(score / scale if scale else 0.0)};'
+        f'padding:0 2px;margin:1px;border-radius:2px;display:inline-block">{html.escape(word)}</span>'
+        for word, score in zip(words, scores)
+    )
+    shown = "n/a" if math.isnan(value) else f"{value:+.2f}"
+    return (
+        '<div class="sanity-thumb" style="flex:0 0 13rem;border:1px solid #ddd;border-radius:4px;padding:4px;'
+        'font-size:0.68rem;line-height:1.35">'
+        f'<div style="font-weight:600;margin-bottom:2px">{html.escape(title)} '
+        f'<span style="font-weight:400;color:#555">{html.escape(MEASURES[measure].split(" (")[0])} {shown}</span></div>'
+        f"{spans}</div>"
+    )
+
+
+def step_rows(result, names: list[str], row, measure: str) -> None:
+    """One row of thumbnails per method, one card per step."""
+    words = row.example.words
+    for method in result.methods:
+        cards = "".join(
+            thumbnail(name, getattr(similar[method], measure), words, attributions[method].scores, measure)
+            for name, attributions, similar in zip(names, row.attributions, row.similarities, strict=True)
+        )
+        st.html(
+            f'<div style="font-weight:600;margin:0.4rem 0 0.2rem 0">{html.escape(method)}</div>'
+            f'<div class="sanity-row" data-method="{html.escape(method)}" style="display:flex;gap:6px;overflow-x:auto">'
+            f"{cards}</div>"
+        )
+
+
+def head_table(result, summary: list, head: int) -> pd.DataFrame:
+    """Paper 000's Table A5 measures after the classifier head is re-drawn."""
+    return pd.DataFrame(
+        [
+            {
+                "method": method,
+                "words changing sign (%)": 100 * summary[head][method]["sign_change"][0],
+                "mean |change|": summary[head][method]["mean_abs_change"][0],
+                "Spearman ρ": summary[head][method]["spearman"][0],
+            }
+            for method in result.methods
+        ]
+    )
+
+
+def all_measures(summary: list, names: list[str]) -> pd.DataFrame:
+    """Every measure of every method after every step (means)."""
+    return pd.DataFrame(
+        [
+            {"step": name, "method": method, **{m: values[m][0] for m in MEASURES}, "n": values["spearman"][3]}
+            for name, step in zip(names, summary, strict=True)
+            for method, values in step.items()
+        ]
+    )
