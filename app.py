@@ -11,6 +11,7 @@ import streamlit as st
 
 from ui import sidebar
 from ui.access import require_password
+from ui.bundles import open_startup_bundle
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
@@ -35,5 +36,6 @@ pages = [
 ]
 router = st.navigation(pages)
 require_password()
+open_startup_bundle()
 sidebar.render()
 router.run()

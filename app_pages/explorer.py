@@ -16,6 +16,7 @@ from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import download_row
 from ui.explorer import distribution_figure, mean_curve_figure, progress_line
 from ui.heatmap import heatmap_html
+from ui.imports import import_box
 
 selection = state.current()
 st.title("Dataset explorer")
@@ -46,8 +47,13 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                 st.success(f"Run `{run_id}` goes on in the background; its progress shows below.")
                 catalogue = services.runs.catalogue()
 
+imported = import_box(selection)
+if imported is not None:
+    st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = imported
+    catalogue = services.runs.catalogue()
+
 if catalogue.empty:
-    st.info("No stored run yet: start one above, or with `python -m cli run`.")
+    st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()
 labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
 wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
@@ -98,16 +104,21 @@ st.markdown(f"**Example {position}**: the scores stored by `{run_id}` (nothing r
 st.html(heatmap_html(example.words, example.segment_ids, stored.attributions, rationale=example.rationale))
 
 
+index = services.runs.dataset_index(info, int(position))
+
+
 def open_on_heatmaps(methods: list[str]) -> None:
     """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
-    sidebar.select_example(info.model, info.dataset, info.split, int(position))
+    sidebar.select_example(info.model, info.dataset, info.split, int(index))
     st.session_state["heatmaps.stored"] = (run_id, int(position))
-    st.session_state["heatmaps.methods"] = methods
+    known = {m.key for m in services.methods()}
+    st.session_state["heatmaps.methods"] = [m for m in methods if m in known]
 
 
 if st.button(
-    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),)
-):
+    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),),
+    disabled=index is None, help="Imported from the file's own text: not a dataset example" if index is None else None,
+):  # fmt: skip
     st.switch_page("app_pages/heatmaps.py")
 
 st.subheader("Per run")

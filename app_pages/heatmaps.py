@@ -8,6 +8,7 @@ import streamlit as st
 import services
 from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
+from ui.bundles import bundle_data, bundle_opener, opened_for, show_opened
 from ui.charts import probability_chart
 from ui.downloads import download_row
 from ui.export import Heatmap
@@ -56,7 +57,9 @@ view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.v
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 
-if not chosen:
+bundle_opener()
+opened = opened_for(selection)
+if not chosen and opened is None and not st.session_state.get("heatmaps.stored"):
     st.info("Choose at least one method.")
     st.stop()
 
@@ -81,6 +84,8 @@ if stored is not None:
     if st.button("Recompute with the settings above", key="heatmaps.recompute"):
         st.session_state.pop("heatmaps.stored")
         st.rerun()
+if opened is not None and stored is None:
+    stored = show_opened(*opened)
 result = stored if stored is not None else explain_selected(selection, chosen, params)
 
 prediction = result.prediction
@@ -124,7 +129,8 @@ if attributions:
     name = f"heatmap-{example.id or 'text'}"
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
     json_export = {method: a.to_json() for method, a in attributions.items()}
-    download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export)
+    bundle = bundle_data(selection, result, drawn, view)
+    download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export, bundle=bundle)
     for attribution in attributions.values():
         if has_mask_extras(attribution):
             render_mask_extras(attribution, example.segment_ids)

@@ -25,6 +25,8 @@ COMMANDS = (
     "attack",
     "reproduce",
     "roar",
+    "importer",
+    "bundle",
 )
 
 
@@ -52,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def one_line(error: Exception) -> str:
-    """The message of ``error`` on one line (library messages often span several)."""
+    """The message of ``error`` on one line (library messages often span several), with a Ray
+    cluster's credentials removed (``engine.runs.secrets``)."""
+    from engine.runs.secrets import redact
+
     text = str(error) if not isinstance(error, OSError) or not error.filename else f"{error.strerror}: {error.filename}"
-    return " ".join(text.split())
+    return redact(" ".join(text.split()))

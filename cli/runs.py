@@ -21,9 +21,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'run':<16}  {'status':<8}  {'rows':>11}  {'wall':>8}  {'created (UTC)':<19}  model / data / methods")
     for info in infos:
         status = "killed" if info.writer_gone else info.status
+        origin = info.selection.get("import")
+        imported = f" (imported from {origin['file']}, {origin['format']})" if origin else ""
         print(
             f"{info.run_id:<16}  {status:<8}  {info.rows_done:>5}/{info.rows_total:<5}  {info.wall_s:>7.1f}s"
-            f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {info.dataset}:{info.split} / {','.join(info.methods)}"
+            f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {info.dataset}:{info.split} / {','.join(info.methods)}{imported}"
         )
     return 0
 

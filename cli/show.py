@@ -10,8 +10,8 @@ import sys
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
     from cli.common import print_json, print_summary_table
-    from engine.evaluate import slice_report
-    from engine.runs.executor import read_evaluation, resume_spec
+    from engine.evaluate import metric_params, slice_report
+    from engine.runs.executor import read_evaluation
 
     info, evaluation = read_evaluation(store, run_id)
     header = {
@@ -21,7 +21,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
         "selection": {"random": None, "limit": info.selection.get("limit"), "seed": info.seed},
         "target": info.target,
     }
-    params_by_metric = resume_spec(store, run_id).params_by_metric()
+    params_by_metric = metric_params(info.metrics, info.overrides)
     payload = slice_report(evaluation, params_by_metric, header, info.wall_s, per_example=per_example)
     payload["run"] = run_json(info)
     if as_json:
@@ -29,7 +29,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     else:
         print(f"{info.run_id}: {info.status}, {info.rows_done} of {info.rows_total} examples")
         print_summary_table(payload)
-    if info.status != "done":
+    if info.status != "done" and info.kind != "import":
         print(f"{info.run_id} is {info.status}: resume it with `python -m cli run --resume {run_id}`", file=sys.stderr)
     return 0
 
@@ -61,6 +61,7 @@ def run_json(info) -> dict:
         "wall_s": info.wall_s,
         "forward_passes": info.forward_passes,
         "executor": info.executor,
+        "imported": info.selection.get("import"),
     }
 
 

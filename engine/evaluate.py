@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -133,20 +133,33 @@ def evaluate_slice(
     progress: ProgressFn | None = None,
     target: str = "predicted",
     resources: Resources | None = None,
+    given: Sequence[Mapping[str, Attribution]] | None = None,
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
     A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
     that example's metrics; the run goes on.
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
-    (the example's label, MaRC's protocol; the predicted class where an example has none)."""
-    evaluation = SliceEvaluation(list(methods), list(params_by_metric))
+    (the example's label, MaRC's protocol; the predicted class where an example has none).
+
+    ``given`` (one mapping per example) adds attributions made elsewhere (imports,
+    ``engine.imports``): scored like the methods' own, over the example cut to the model's
+    length. Their class is explained (a target of -1 stands for the class ``target`` picks)."""
+    extra = [m for per in given or () for m in per if m not in methods]
+    evaluation = SliceEvaluation([*methods, *dict.fromkeys(extra)], list(params_by_metric))
     passes0 = clf.forward_passes
     for index, example in enumerate(examples):
         if progress is not None:
             progress(index / len(examples), f"example {index + 1} of {len(examples)}")
         start = time.perf_counter()
         explained = example.label if target == "gold" else None
+        supplied = dict(given[index]) if given is not None else {}
+        named = {a.target for a in supplied.values() if a.target >= 0}
+        if len(named) > 1:
+            raise ValueError(
+                f"example {example.id!r}: the given attributions explain different classes {sorted(named)}"
+            )
+        explained = named.pop() if named else explained
         explanation = explain_example(
             clf,
             example,
@@ -159,6 +172,10 @@ def evaluate_slice(
         )
         for method, message in explanation.errors.items():
             evaluation.errors.setdefault(method, []).append({"index": index, "id": example.id, "error": message})
+        for method, attribution in supplied.items():
+            if attribution.words != explanation.example.words:
+                raise ValueError(f"example {example.id!r}: the given {method} scores other words than the model sees")
+            explanation.attributions[method] = dataclasses.replace(attribution, target=explanation.target)
         middle = time.perf_counter()
         scored = {
             method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)

@@ -11,6 +11,7 @@ from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
+from services.bundles import bundle_bytes
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -93,6 +94,7 @@ __all__ = [
     "attack_info",
     "attack_summary",
     "binarized",
+    "bundle_bytes",
     "classifier",
     "dataset_example",
     "dataset_options",

@@ -148,14 +148,23 @@ def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
     return HeatmapResult(prediction, int(row["target"]), attributions, errors)
 
 
+def dataset_index(run: RunInfo, position: int) -> int | None:
+    """The dataset index of a stored row: its position for a computed run (the first N examples),
+    the recorded index for an import (None for an example that came from the file's text)."""
+    indices = run.selection.get("indices")
+    return position if indices is None else indices[position]
+
+
 def stored_for(stored: tuple[str, int] | None, model: str, dataset: str | None, split: str | None, index: int | None):
     """The stored heatmap ``stored`` = (run id, position) names, when it is the example the sidebar
-    selects (same model, dataset, split and position); None otherwise."""
+    selects (same model, dataset, split and example); None otherwise."""
     if not stored:
         return None
     run_id, position = stored
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
-    if found is None or (found.model, found.dataset, found.split, position) != (model, dataset, split, index):
+    if found is None or (found.model, found.dataset, found.split) != (model, dataset, split):
+        return None
+    if dataset_index(found, position) != index:
         return None
     return stored_heatmap(run_id, position)
 
@@ -201,4 +210,5 @@ def start_run(
 
 
 def run_label(row: dict[str, Any]) -> str:
-    return f"{row['run_id']} · {row['model']} · {row['dataset']}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"
+    imported = " · imported" if row.get("kind") == "import" else ""
+    return f"{row['run_id']}{imported} · {row['model']} · {row['dataset']}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"

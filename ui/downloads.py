@@ -30,6 +30,7 @@ MIME = {
     "html": "text/html",
     "tex": "application/x-tex",
     "json": "application/json",
+    "zip": "application/zip",
 }
 
 
@@ -67,9 +68,10 @@ def downloads(
     table: pd.DataFrame | None = None,
     heatmap: Heatmap | None = None,
     json: Any = None,
+    bundle: Callable[[], bytes] | None = None,
 ) -> list[Download]:
     """The buttons of a row, in order: figure (PNG, SVG, PDF), table (CSV, Parquet), heatmap
-    (HTML, PNG, LaTeX), JSON. Nothing is rendered here."""
+    (HTML, PNG, LaTeX), JSON, session bundle (zip). Nothing is rendered here."""
     stem = file_stem(name)
     try:
         chromium_path()
@@ -106,6 +108,8 @@ def downloads(
         )
     if json is not None:
         found.append(Download("JSON", "json", f"{stem}.json", partial(_json_bytes, json)))
+    if bundle is not None:
+        found.append(Download("Session bundle", "bundle", f"{stem}-bundle.zip", bundle))
     return found
 
 
@@ -117,10 +121,11 @@ def download_row(
     table: pd.DataFrame | None = None,
     heatmap: Heatmap | None = None,
     json: Any = None,
+    bundle: Callable[[], bytes] | None = None,
 ) -> None:
     """A row of download buttons for whatever is given; widget keys are ``{key}.{suffix}``
     (e.g. ``heatmaps.download.heatmap.png``), files are named after ``name``."""
-    row = downloads(name, figure=figure, table=table, heatmap=heatmap, json=json)
+    row = downloads(name, figure=figure, table=table, heatmap=heatmap, json=json, bundle=bundle)
     if not row:
         return
     with st.container(horizontal=True, key=key):

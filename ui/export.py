@@ -317,3 +317,18 @@ def heatmap_latex(heatmap: Heatmap, *, document: bool = True) -> str:
     if not document:
         return figure
     return f"\\documentclass{{article}}\n\\usepackage{{xcolor}}\n\\begin{{document}}\n{figure}\\end{{document}}\n"
+
+
+def heatmap_files(heatmap: Heatmap) -> dict[str, bytes]:
+    """The heatmap as the files a session bundle carries: HTML and LaTeX, and a PNG when a
+    browser is installed."""
+    files = {
+        "heatmap.html": heatmap_document(heatmap).encode("utf-8"),
+        "heatmap.tex": heatmap_latex(heatmap).encode("utf-8"),
+    }
+    try:
+        chromium_path()
+    except RuntimeError:
+        return files
+    files["heatmap.png"] = heatmap_png(heatmap)
+    return files

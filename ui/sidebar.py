@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 import services
+from ui.share import copy_link
 from ui.state import Selection, set_selection
 
 DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
@@ -32,7 +33,8 @@ def render() -> Selection:
         dataset, split, index, example, example_error = _example_picker(options)
         target = _target_picker(info.label_names if info else ())
         mlm = _mlm_picker()
-    _write_url(model, dataset, split, index)
+        _write_url(model, dataset, split, index)
+        copy_link()
     selection = Selection(
         model=model,
         label_names=info.label_names if info else (),
@@ -164,6 +166,18 @@ def select_example(model: str, dataset: str, split: str, index: int) -> None:
     st.session_state["sidebar.dataset"] = dataset
     st.session_state["sidebar.split"] = split
     st.session_state["sidebar.index"] = index
+
+
+def select_text(model: str, text: str, text_b: str = "") -> None:
+    """Point the sidebar at typed text (a session bundle of free text); takes effect when the
+    sidebar renders next."""
+    choices = {c.name for c in services.model_choices()}
+    st.session_state["sidebar.model" if model in choices else "sidebar.model_path"] = model
+    if model in choices:
+        st.session_state["sidebar.model_path"] = ""
+    st.session_state["sidebar.dataset"] = services.FREE_TEXT
+    st.session_state["sidebar.text"] = text
+    st.session_state["sidebar.text_b"] = text_b
 
 
 def _pick_random(dataset: str, split: str) -> None:

@@ -43,6 +43,7 @@ from engine.evaluate import (
     needs_mlm,
     resolve_metrics,
 )
+from engine.runs.secrets import redact
 from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
 
 if TYPE_CHECKING:
@@ -270,7 +271,7 @@ class UnitWorker:
                 self.clf.batch_size //= 2
                 self.halvings += 1
                 _empty_device_cache()
-        _shift(evaluation, first_row)
+        shift_positions(evaluation, first_row)
         dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results, strict=True)]
         stats = UnitStats(
             unit, first_row, len(examples), self.clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
@@ -278,7 +279,7 @@ class UnitWorker:
         return stats, to_table(evaluation, dropped)
 
 
-def _shift(evaluation: SliceEvaluation, first_row: int) -> None:
+def shift_positions(evaluation: SliceEvaluation, first_row: int) -> None:
     for result in evaluation.results:
         result.position += first_row
     for failures in evaluation.errors.values():
@@ -541,7 +542,8 @@ def execute(
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
     except BaseException as error:
-        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, f"{type(error).__name__}: {error}")
+        message = redact(f"{type(error).__name__}: {error}", address)
+        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{total} examples done")

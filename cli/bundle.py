@@ -1,0 +1,67 @@
+"""``python -m cli open BUNDLE``: a session bundle of the heatmap page (``engine.bundles``)
+reopened without recomputing: its selection, prediction and every method's word scores printed
+(``--json``: the bundle's JSON), or the app started on it (``--app``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE_ENV = "ATTRIBUTION_BUNDLE"
+
+
+def app_command(bundle: Path, port: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that start the app on ``bundle`` (the heatmap page opens it)."""
+    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py")]
+    if port is not None:
+        command += ["--server.port", str(port)]
+    return command, {**os.environ, BUNDLE_ENV: str(bundle.resolve())}
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.common import print_json
+    from engine.bundles import MAX_BUNDLE_BYTES, read_bundle
+    from engine.imports.records import read_limited
+
+    path = Path(args.bundle)
+    bundle = read_bundle(read_limited(path, MAX_BUNDLE_BYTES), path.name)
+    if args.app:
+        command, env = app_command(path, args.port)
+        return subprocess.run(command, env=env, cwd=ROOT, check=False).returncode
+    if args.json:
+        print_json(bundle.to_json())
+        return 0
+    selection = bundle.selection
+    where = (
+        f"{selection['dataset']}/{selection['split']} example {selection['index']}"
+        if selection.get("dataset")
+        else "typed text"
+    )
+    print(f"{path.name}: {bundle.model}, {where} ({bundle.example.id or 'text'}), made {bundle.created}")
+    names = bundle.label_names
+    print(
+        f"predicted {names[bundle.predicted]} ({bundle.probabilities[bundle.predicted]:.1%}), explaining {names[bundle.target]}"
+    )
+    methods = list(bundle.attributions)
+    width = max((len(w) for w in bundle.example.words), default=4)
+    print(f"{'word':<{width}}  " + "  ".join(f"{m:>14}" for m in methods))
+    for i, word in enumerate(bundle.example.words):
+        print(f"{word:<{width}}  " + "  ".join(f"{float(bundle.attributions[m].scores[i]):>14.5g}" for m in methods))
+    for method, message in bundle.errors.items():
+        print(f"{method} failed: {message}")
+    if bundle.figures:
+        print(f"figures in the bundle: {', '.join(bundle.figures)}")
+    return 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("open", help="reopen a session bundle (print it, or start the app on it)")
+    parser.add_argument("bundle", metavar="BUNDLE", help="a session bundle (.zip) downloaded from the heatmap page")
+    parser.add_argument("--app", action="store_true", help="start the app showing the bundle's view")
+    parser.add_argument("--port", type=int, help="the app's port (with --app)")
+    parser.add_argument("--json", action="store_true", help="print the bundle's JSON")
+    parser.set_defaults(run=run)

@@ -1,0 +1,73 @@
+"""``python -m cli import FILE``: attributions made elsewhere (this project's JSON, CSV, ferret,
+inseq, Thermostat) stored as a run beside computed ones (``engine.imports``); prints the run as
+``show`` does."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.imports import FORMATS
+
+
+def run(args: argparse.Namespace) -> int:
+    import explainers
+    from cli.common import parse_params, progress_bar
+    from cli.show import print_run
+    from engine.evaluate import resolve_metrics
+    from engine.imports import import_file
+    from engine.runs.store import RunStore
+
+    store = RunStore(args.results_dir)
+    outcome = import_file(
+        args.file,
+        store,
+        fmt=args.format,
+        model=args.model,
+        dataset=args.dataset,
+        split=args.split,
+        methods=explainers.resolve(args.methods) if args.methods else [],
+        metrics=resolve_metrics(args.metrics),
+        overrides=parse_params(args.param),
+        target=args.target,
+        mlm=args.mlm,
+        progress=progress_bar(1, enabled=not args.quiet),
+    )
+    info = outcome.info
+    if not args.quiet:
+        origin = info.selection["import"]
+        state = "imported" if outcome.created else "already imported"
+        print(
+            f"{info.run_id}: {state} from {origin['file']} ({origin['format']}, {origin['records']} records,"
+            f" {info.rows_total} examples)",
+            file=sys.stderr,
+        )
+    return print_run(store, info.run_id, per_example=args.per_example, as_json=args.json)
+
+
+def register(sub) -> None:
+    from engine.evaluate import DEFAULT_METRICS
+
+    parser = sub.add_parser(
+        "import", help="store attributions made elsewhere as a run (JSON, CSV, ferret, inseq, Thermostat)"
+    )
+    parser.add_argument("file", metavar="FILE", help="the file (or a Thermostat `datasets` save_to_disk folder)")
+    parser.add_argument("--format", choices=FORMATS, help="the file's format (default: detected from its content)")
+    parser.add_argument(
+        "--model", required=True, help="the model the attributions explain (bundled name, hub id or folder)"
+    )
+    parser.add_argument(
+        "--dataset", help="match the records to this dataset's examples by id (else the file's own text)"
+    )
+    parser.add_argument("--split", help="split of --dataset")
+    parser.add_argument("--methods", default="", help="built-in methods to compute beside the imported ones")
+    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
+    parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter")
+    parser.add_argument("--target", choices=("predicted", "gold"), default="predicted",
+                        help="class explained where the file names none")  # fmt: skip
+    parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
+    parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,166 @@
+"""Session bundles (issue 19 item 5): one zip file that holds a view of the heatmap page, so
+another user sees the same view without recomputing anything.
+
+Layout::
+
+    bundle.json      schema "bundle/1": the selection (model, dataset, split, index, the typed
+                     text, target, masked LM, methods, view settings), each method's parameters,
+                     the example as the model saw it (example/1), the prediction, the class
+                     explained and every attribution (attribution/1, lossless), the methods'
+                     errors, the code version and the creation time
+    figures/...      the heatmap as HTML, LaTeX and (with a browser) PNG, for papers and slides
+
+Reading is parsing only: the zip is opened from memory, only ``bundle.json`` is read (never
+extracted to disk), its size is checked against ``MAX_JSON_BYTES`` both in the zip's directory and
+while reading (a zip can lie about sizes), the bundle against ``MAX_BUNDLE_BYTES`` and
+``MAX_MEMBERS``. Errors are one-line ``ValueError``s.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.types import Attribution, Example
+
+BUNDLE_SCHEMA = "bundle/1"
+MAX_BUNDLE_BYTES = 32 * 1024 * 1024
+MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_MEMBERS = 64
+SELECTION_KEYS = ("dataset", "split", "index", "text", "text_b", "target", "mlm", "methods", "view", "shared_scale")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A view of the heatmap page: what was selected and everything computed for it."""
+
+    model: str
+    label_names: tuple[str, ...]
+    selection: dict[str, Any]
+    params: dict[str, dict[str, Any]]
+    example: Example
+    probabilities: tuple[float, ...]
+    predicted: int
+    target: int
+    attributions: dict[str, Attribution]
+    errors: dict[str, str] = field(default_factory=dict)
+    dropped_words: int = 0
+    created: str = ""
+    code_version: str = ""
+    figures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        from core.types import encode_json
+
+        return {
+            "schema": BUNDLE_SCHEMA,
+            "model": self.model,
+            "label_names": list(self.label_names),
+            "selection": {k: self.selection.get(k) for k in SELECTION_KEYS},
+            "params": encode_json(self.params),
+            "example": self.example.to_json(),
+            "probabilities": list(self.probabilities),
+            "predicted": self.predicted,
+            "target": self.target,
+            "attributions": {method: a.to_json() for method, a in self.attributions.items()},
+            "errors": dict(self.errors),
+            "dropped_words": self.dropped_words,
+            "created": self.created or dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "code_version": self.code_version,
+        }
+
+
+def write_bundle(bundle: Bundle, figures: Mapping[str, bytes] | None = None) -> bytes:
+    """The bundle as zip bytes: ``bundle.json`` and each figure under ``figures/``."""
+    payload = json.dumps(bundle.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("bundle.json", payload)
+        for name, data in (figures or {}).items():
+            archive.writestr(f"figures/{name}", data)
+    return buffer.getvalue()
+
+
+def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
+    """The bundle in zip bytes (or in a bare ``bundle.json``)."""
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise ValueError(f"{name} is {len(data):,} bytes, more than the {MAX_BUNDLE_BYTES:,} allowed")
+    figures: tuple[str, ...] = ()
+    if data[:2] == b"PK":
+        text, figures = _bundle_json(data, name)
+    else:
+        text = data
+    from engine.imports.records import parse_json
+
+    document = parse_json(text, name)
+    try:
+        return _bundle(document, figures)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as error:
+        raise ValueError(f"{name}: not a valid {BUNDLE_SCHEMA} file ({type(error).__name__}: {error})") from None
+
+
+def _bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{name} is not a readable zip file ({error})") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ValueError(f"{name} holds {len(members)} files, more than the {MAX_MEMBERS} a bundle has")
+        found = [m for m in members if m.filename == "bundle.json"]
+        if not found:
+            raise ValueError(f"{name} has no bundle.json (not a session bundle)")
+        if found[0].file_size > MAX_JSON_BYTES:
+            raise ValueError(f"{name}: bundle.json is {found[0].file_size:,} bytes, more than allowed")
+        try:
+            with archive.open(found[0]) as handle:
+                text = handle.read(MAX_JSON_BYTES + 1)
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise ValueError(f"{name}: bundle.json cannot be read ({error})") from None
+        if len(text) > MAX_JSON_BYTES:
+            raise ValueError(f"{name}: bundle.json unpacks to more than {MAX_JSON_BYTES:,} bytes")
+        figures = tuple(m.filename.removeprefix("figures/") for m in members if m.filename.startswith("figures/"))
+    return text, figures
+
+
+def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
+    from core.types import decode_json, read_record
+
+    record = read_record(document, BUNDLE_SCHEMA)
+    selection = record["selection"]
+    if not isinstance(selection, dict):
+        raise TypeError("selection must be an object")
+    attributions = {str(k): Attribution.from_json(v) for k, v in dict(record["attributions"]).items()}
+    example = Example.from_json(record["example"])
+    for method, attribution in attributions.items():
+        if attribution.words != example.words:
+            raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
+    probabilities = tuple(float(p) for p in record["probabilities"])
+    label_names = tuple(str(n) for n in record["label_names"])
+    target, predicted = int(record["target"]), int(record["predicted"])
+    if len(probabilities) != len(label_names) or not (
+        0 <= target < len(label_names) and 0 <= predicted < len(label_names)
+    ):
+        raise ValueError("bundle: the prediction does not match the model's classes")
+    return Bundle(
+        model=str(record["model"]),
+        label_names=label_names,
+        selection={k: selection.get(k) for k in SELECTION_KEYS},
+        params=decode_json(record["params"]),
+        example=example,
+        probabilities=probabilities,
+        predicted=predicted,
+        target=target,
+        attributions=attributions,
+        errors={str(k): str(v) for k, v in dict(record.get("errors") or {}).items()},
+        dropped_words=int(record.get("dropped_words") or 0),
+        created=str(record.get("created", "")),
+        code_version=str(record.get("code_version", "")),
+        figures=figures,
+    )

@@ -1,0 +1,241 @@
+"""Readers of attribution files made elsewhere, each to a list of ``records.Imported`` (inseq and
+Thermostat in their own modules).
+
+- ``json``: this project's own JSON (docs/attribution-schema.md): one ``attribution/1`` record,
+  a list of them, the heatmap page's ``{method: attribution/1}`` download, an ``explanation/1``
+  (the notebook API) or a session bundle's ``bundle.json``. Word level.
+- ``csv``: a header and rows of ``example_id`` (or ``id``), ``word_index``, ``score``, with
+  optional ``method`` and ``target`` columns. Word level.
+- ``ferret``: ferret's ``Explanation`` objects (Attanasio et al., 2023, "ferret: a Framework for
+  Benchmarking Explainers on Transformers", arXiv:2208.01575) saved as JSON
+  (``dataclasses.asdict``): ``text``, ``tokens`` (the model's tokens, specials included),
+  ``scores`` (one per token), ``explainer``, ``target_pos_idx``. One object or a list. Token level.
+- ``inseq``: ``FeatureAttributionOutput.save`` (Sarti et al., 2023, "Inseq: An Interpretability
+  Toolkit for Sequence Generation Models", arXiv:2302.13942): ``sequence_attributions``, each
+  with ``source`` (or ``target``) tokens as ``{"token", "id"}`` and ``source_attributions`` (or
+  ``target_attributions``) as a tokens x steps array; arrays in json-tricks form
+  (``{"__ndarray__": [...] or "b64:...", "dtype", "shape"}``), objects as
+  ``{"__instance_type__": ..., "attributes": {...}}``. Aggregated attributions only (one
+  score per token and step); the steps are summed. Token level.
+- ``thermostat``: a Thermostat dataset (Feldhus et al., 2021, "Thermostat: A Large Collection of
+  NLP Model Explanations and Analysis Tools", arXiv:2108.13961): rows with ``input_ids``,
+  ``attributions`` (one per input id), ``idx`` and optionally ``label`` / ``predictions``, as
+  JSON Lines, a JSON list, Parquet, an Arrow stream or a ``datasets`` ``save_to_disk`` folder.
+  Token level, ids only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.imports.inseq import read_inseq
+from engine.imports.records import (
+    BadFile,
+    Imported,
+    check_count,
+    method_name,
+    number,
+    numbers,
+    optional_int,
+    parse_json,
+    read_limited,
+    strings,
+)
+from engine.imports.thermostat import arrow_rows, json_lines, saved_dataset, thermostat_rows
+
+FORMATS = ("json", "csv", "ferret", "inseq", "thermostat")
+
+
+def read_file(path: str | Path, fmt: str | None = None, *, name: str | None = None) -> tuple[str, list[Imported]]:
+    """(format, records) of the file at ``path``; ``fmt`` None detects the format from the
+    content. ``name`` is the name used in messages (an upload's own name)."""
+    path = Path(path)
+    name = name or path.name
+    if path.is_dir():
+        return "thermostat", check_count(thermostat_rows(saved_dataset(path), name), name)
+    data = read_limited(path)
+    return read_bytes(data, name, fmt)
+
+
+def read_bytes(data: bytes, name: str, fmt: str | None = None) -> tuple[str, list[Imported]]:
+    """(format, records) of a file's bytes (an upload)."""
+    if fmt is not None and fmt not in FORMATS:
+        raise BadFile(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
+    if data[:4] == b"PAR1" or data[:6] == b"ARROW1" or data[:4] == b"\xff\xff\xff\xff":
+        if fmt not in (None, "thermostat"):
+            raise BadFile(f"{name} is a binary table; only the thermostat format is read from one")
+        return "thermostat", check_count(thermostat_rows(arrow_rows(data, name), name), name)
+    if fmt == "csv" or (fmt is None and name.lower().endswith((".csv", ".tsv"))):
+        return "csv", check_count(read_csv(data, name), name)
+    if fmt == "thermostat" or (fmt is None and name.lower().endswith(".jsonl")):
+        return "thermostat", check_count(thermostat_rows(json_lines(data, name), name), name)
+    document = parse_json(data, name)
+    found = fmt or detect(document, name)
+    return found, check_count(READERS[found](document, name), name)
+
+
+def detect(document: Any, name: str) -> str:
+    """The format of a parsed JSON document."""
+    first = document[0] if isinstance(document, list) and document else document
+    if isinstance(first, dict):
+        if "sequence_attributions" in first:
+            return "inseq"
+        if "schema" in first or (first and all(isinstance(v, dict) and "schema" in v for v in first.values())):
+            return "json"
+        if {"tokens", "scores"} <= set(first):
+            return "ferret"
+        if {"input_ids", "attributions"} <= set(first):
+            return "thermostat"
+    raise BadFile(
+        f"{name}: not a known attribution format (expected our JSON, ferret, inseq or Thermostat; "
+        "give the format explicitly)"
+    )
+
+
+# ---------------------------------------------------------------------------------- our JSON
+
+
+def read_ours(document: Any, name: str) -> list[Imported]:
+    from core.types import ATTRIBUTION_SCHEMA, Attribution
+
+    def attribution(record: Any, where: str, words: tuple[str, ...] | None = None) -> Imported:
+        if not isinstance(record, dict) or record.get("schema") != ATTRIBUTION_SCHEMA:
+            raise BadFile(f"{where}: expected an {ATTRIBUTION_SCHEMA!r} record")
+        try:
+            parsed = Attribution.from_json(record)
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise BadFile(
+                f"{where}: not a valid {ATTRIBUTION_SCHEMA} record ({type(error).__name__}: {error})"
+            ) from None
+        return Imported(
+            method=method_name("json", parsed.method),
+            scores=tuple(float(s) for s in parsed.scores),
+            level="word",
+            where=where,
+            example_id=parsed.example_id or None,
+            words=words or parsed.words,
+            target=parsed.target,
+            extras={"params": record.get("params"), "original_method": parsed.method},
+        )
+
+    if isinstance(document, list):
+        return [attribution(r, f"{name} record {i}") for i, r in enumerate(document)]
+    if not isinstance(document, dict):
+        raise BadFile(f"{name}: expected a JSON object or list, got {type(document).__name__}")
+    schema = document.get("schema")
+    if schema == ATTRIBUTION_SCHEMA:
+        return [attribution(document, f"{name} record 0")]
+    if schema in ("explanation/1", "bundle/1"):
+        found = document.get("attributions")
+        if not isinstance(found, dict):
+            raise BadFile(f"{name}: {schema} without an 'attributions' object")
+        return [attribution(r, f"{name} attribution {k!r}") for k, r in found.items()]
+    if schema is None:
+        return [attribution(r, f"{name} attribution {k!r}") for k, r in document.items()]
+    raise BadFile(f"{name}: unknown schema {schema!r}")
+
+
+# ---------------------------------------------------------------------------------- CSV
+
+
+def read_csv(data: bytes, name: str) -> list[Imported]:
+    """Rows of (example id, word index, score[, method][, target]) grouped by example and method;
+    word indices must cover 0..n-1 of each example exactly once."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise BadFile(f"{name} is not UTF-8 text (byte {error.start})") from None
+    dialect = "excel-tab" if "\t" in text.split("\n", 1)[0] else "excel"
+    reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+    header = [h.strip().lower() for h in reader.fieldnames or []]
+    reader.fieldnames = header
+    id_column = "example_id" if "example_id" in header else "id" if "id" in header else None
+    if id_column is None or "word_index" not in header or "score" not in header:
+        raise BadFile(f"{name}: the header needs example_id (or id), word_index and score columns")
+    groups: dict[tuple[str, str], dict[int, float]] = {}
+    targets: dict[tuple[str, str], int | None] = {}
+    for line, row in enumerate(reader, 2):
+        where = f"{name} line {line}"
+        if None in row:
+            raise BadFile(f"{where}: more fields than the header")
+        example_id = (row.get(id_column) or "").strip()
+        if not example_id:
+            raise BadFile(f"{where}: empty {id_column}")
+        try:
+            index = int(row["word_index"])
+            score = number(float(row["score"]), where)
+        except (TypeError, ValueError) as error:
+            raise BadFile(f"{where}: word_index must be a whole number and score a number ({error})") from None
+        key = (example_id, method_name("csv", row.get("method") or "scores"))
+        target_text = (row.get("target") or "").strip()
+        target = int(target_text) if target_text.lstrip("-").isdigit() else None
+        if target_text and target is None:
+            raise BadFile(f"{where}: target must be a whole number, got {target_text!r}")
+        if key in targets and targets[key] != target:
+            raise BadFile(f"{where}: example {example_id!r} has two targets")
+        targets[key] = target
+        per = groups.setdefault(key, {})
+        if index in per:
+            raise BadFile(f"{where}: example {example_id!r} word {index} is given twice")
+        per[index] = score
+    out = []
+    for (example_id, method), per in groups.items():
+        missing = sorted(set(range(len(per))) - set(per))
+        if missing:
+            raise BadFile(f"{name}: example {example_id!r} has no score for word {missing[0]}")
+        scores = tuple(per[i] for i in range(len(per)))
+        out.append(
+            Imported(
+                method,
+                scores,
+                "word",
+                f"{name} example {example_id!r}",
+                example_id,
+                target=targets[(example_id, method)],
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------- ferret
+
+
+def read_ferret(document: Any, name: str) -> list[Imported]:
+    items = document if isinstance(document, list) else [document]
+    out = []
+    for i, item in enumerate(items):
+        where = f"{name} explanation {i}"
+        if not isinstance(item, dict):
+            raise BadFile(f"{where}: expected an object")
+        tokens = strings(item.get("tokens"), f"{where} tokens")
+        scores = numbers(item.get("scores"), f"{where} scores")
+        if len(tokens) != len(scores):
+            raise BadFile(f"{where}: {len(scores)} scores for {len(tokens)} tokens")
+        text = item.get("text")
+        explainer = item.get("explainer")
+        out.append(
+            Imported(
+                method=method_name("ferret", explainer if isinstance(explainer, str) else "explainer"),
+                scores=scores,
+                level="token",
+                where=where,
+                example_id=str(item["id"]) if isinstance(item.get("id"), (str, int)) else None,
+                text=text if isinstance(text, str) else None,
+                tokens=tokens,
+                target=optional_int(item.get("target_pos_idx"), f"{where} target_pos_idx"),
+                extras={"helper_type": str(item.get("helper_type", ""))[:80]},
+            )
+        )
+    return out
+
+
+READERS: dict[str, Callable[[Any, str], list[Imported]]] = {
+    "json": read_ours,
+    "ferret": read_ferret,
+    "inseq": read_inseq,
+    "thermostat": thermostat_rows,
+}

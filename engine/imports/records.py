@@ -1,0 +1,140 @@
+"""What an imported file holds once parsed: one ``Imported`` record per (example, method), with
+scores per word or per token, and the limits every import is read under.
+
+Files are parsed, never evaluated: JSON with ``json``, CSV with ``csv``, Arrow / Parquet with
+pyarrow. Nothing is unpickled and no code named in a file is run. Every error is a
+``ValueError`` with one line that names the file's record (``record 3``, ``line 7``) and the
+problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_BYTES = 64 * 1024 * 1024  # the largest file read (uploads are capped lower by the app)
+MAX_RECORDS = 100_000
+MAX_SCORES = 8192  # per record (a few times any model's maximum length)
+LEVELS = ("word", "token")
+
+
+class BadFile(ValueError):
+    """A file that cannot be imported; the message is one line naming the record and the problem."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One attribution read from a file, before it is lined up with the model's words.
+
+    ``level`` says what ``scores`` are over: ``word`` (one per word of ``words`` or of the
+    matched example) or ``token`` (one per entry of ``tokens`` / ``token_ids``, special tokens
+    included where the file has them). ``where`` names the record for error messages."""
+
+    method: str
+    scores: tuple[float, ...]
+    level: str
+    where: str
+    example_id: str | None = None
+    words: tuple[str, ...] | None = None
+    text: str | None = None
+    tokens: tuple[str, ...] = ()
+    token_ids: tuple[int, ...] = ()
+    target: int | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise BadFile(f"{self.where}: level must be word or token, got {self.level!r}")
+        if len(self.scores) > MAX_SCORES:
+            raise BadFile(f"{self.where}: {len(self.scores)} scores, more than the {MAX_SCORES} allowed")
+        if self.level == "token" and not (self.tokens or self.token_ids):
+            raise BadFile(f"{self.where}: token scores without tokens")
+
+
+def read_limited(path: str | Path, max_bytes: int = MAX_BYTES) -> bytes:
+    """The file's bytes, refused when larger than ``max_bytes``."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise BadFile(f"{path.name} is {size:,} bytes, more than the {max_bytes:,} allowed")
+    return path.read_bytes()
+
+
+def parse_json(data: bytes, name: str) -> Any:
+    """Strict JSON (no NaN literals); a truncated, non-UTF-8 or too deeply nested file is refused."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise BadFile(f"{name} is not UTF-8 text (byte {error.start})") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        raise BadFile(f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    except RecursionError:
+        raise BadFile(f"{name} is nested too deeply to be an attribution file") from None
+
+
+def _no_constant(name: str) -> float:
+    raise BadFile(f"the JSON constant {name} is not allowed (write non-finite numbers as {{'$float': ...}})")
+
+
+def number(value: Any, where: str) -> float:
+    """A finite JSON number (scores of every method are finite, imported ones too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadFile(f"{where}: expected a number, got {type(value).__name__}")
+    result = float(value)
+    if not math.isfinite(result):
+        raise BadFile(f"{where}: the score {value!r} is not finite")
+    return result
+
+
+def numbers(values: Any, where: str) -> tuple[float, ...]:
+    if not isinstance(values, list):
+        raise BadFile(f"{where}: expected a list of numbers, got {type(values).__name__}")
+    if len(values) > MAX_SCORES:
+        raise BadFile(f"{where}: {len(values)} scores, more than the {MAX_SCORES} allowed")
+    return tuple(number(v, f"{where}, score {i}") for i, v in enumerate(values))
+
+
+def strings(values: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise BadFile(f"{where}: expected a list of strings")
+    if len(values) > MAX_SCORES:
+        raise BadFile(f"{where}: {len(values)} tokens, more than the {MAX_SCORES} allowed")
+    return tuple(values)
+
+
+def integers(values: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise BadFile(f"{where}: expected a list of whole numbers")
+    if len(values) > MAX_SCORES:
+        raise BadFile(f"{where}: {len(values)} ids, more than the {MAX_SCORES} allowed")
+    return tuple(values)
+
+
+def optional_int(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadFile(f"{where}: expected a whole number or null, got {type(value).__name__}")
+    return value
+
+
+def method_name(source: str, name: str) -> str:
+    """The method key an imported attribution is stored under: ``<source>.<name>`` in letters,
+    digits, ``_`` and ``-`` (``ferret.partition_shap``), so it never collides with a registry key
+    and splits cleanly in the run store's ``value/M/K`` columns."""
+    cleaned = re.sub(r"[^a-z0-9_-]+", "_", name.strip().lower()).strip("_")[:60] or "scores"
+    return f"{source}.{cleaned}"
+
+
+def check_count(records: list[Imported], name: str) -> list[Imported]:
+    if not records:
+        raise BadFile(f"{name} holds no attribution")
+    if len(records) > MAX_RECORDS:
+        raise BadFile(f"{name} holds {len(records):,} attributions, more than the {MAX_RECORDS:,} allowed")
+    return records

@@ -1,0 +1,203 @@
+"""Session bundles (issue 19 item 5) and the copy-link button: a view written to a zip and read
+back losslessly, hostile zips refused with one line, ``python -m cli open`` printing the view or
+starting the app on it, the app opening a bundle without recomputing, and the link of the view."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cli.main import main
+from core.types import Attribution, Example
+from engine import bundles
+from engine.bundles import Bundle, read_bundle, write_bundle
+from engine.explain import explain_example
+from services.bundles import bundle_bytes, bundle_result
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def toy_bundle(linear_clf, toy_example) -> Bundle:
+    explanation = explain_example(linear_clf, toy_example, ["loo_empty", "saliency"])
+    return Bundle(
+        model="toy-linear",
+        label_names=("negative", "positive"),
+        selection={"dataset": None, "text": toy_example.text, "target": None, "methods": ["loo_empty", "saliency"]},
+        params={m: a.params for m, a in explanation.attributions.items()},
+        example=explanation.example,
+        probabilities=explanation.prediction.probabilities,
+        predicted=explanation.prediction.predicted,
+        target=explanation.target,
+        attributions=explanation.attributions,
+        errors={"im": "needs a masked LM"},
+    )
+
+
+def test_a_bundle_round_trips_losslessly(linear_clf, toy_example) -> None:
+    bundle = toy_bundle(linear_clf, toy_example)
+    data = write_bundle(bundle, {"heatmap.html": b"<html></html>", "heatmap.tex": b"\\documentclass{article}"})
+    back = read_bundle(data, "view.zip")
+    assert back.example == bundle.example and back.probabilities == bundle.probabilities
+    assert (back.target, back.predicted, back.errors) == (bundle.target, bundle.predicted, bundle.errors)
+    for method, attribution in bundle.attributions.items():
+        assert back.attributions[method].scores.tobytes() == attribution.scores.tobytes()
+        assert back.attributions[method].params == attribution.params
+    assert back.figures == ("heatmap.html", "heatmap.tex")
+    # the LOO score of 'great' is the toy model's known answer, kept through the bundle
+    great = back.example.words.index("great")
+    assert back.attributions["loo_empty"].scores[great] == bundle.attributions["loo_empty"].scores[great] > 0
+    result = bundle_result(back)
+    assert result.attributions.keys() == bundle.attributions.keys() and result.prediction.example == bundle.example
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_hostile_bundles_are_refused_with_one_line(linear_clf, toy_example, monkeypatch) -> None:
+    good = write_bundle(toy_bundle(linear_clf, toy_example))
+    payload = json.loads(zipfile.ZipFile(io.BytesIO(good)).read("bundle.json"))
+
+    def refused(data: bytes) -> str:
+        with pytest.raises(ValueError) as caught:
+            read_bundle(data, "b.zip")
+        assert "\n" not in str(caught.value)
+        return str(caught.value)
+
+    assert "not a readable zip" in refused(good[: len(good) // 2])
+    assert "no bundle.json" in refused(zipped({"other.txt": b"x"}))
+    assert "more than the 64 a bundle has" in refused(zipped({f"f{i}": b"" for i in range(65)}))
+    assert "not valid JSON" in refused(zipped({"bundle.json": b'{"schema": "bundle/1", "model": '}))
+    assert "nested too deeply" in refused(zipped({"bundle.json": b"[" * 100_000 + b"]" * 100_000}))
+    assert "expected a 'bundle/1' record" in refused(zipped({"bundle.json": b'{"schema": "attribution/1"}'}))
+    wrong = {**payload, "target": "one"}
+    assert "not a valid bundle/1 file (ValueError" in refused(zipped({"bundle.json": json.dumps(wrong).encode()}))
+    shifted = json.loads(json.dumps(payload))
+    shifted["attributions"]["loo_empty"]["words"][0] = "<script>"
+    assert "scores other words" in refused(zipped({"bundle.json": json.dumps(shifted).encode()}))
+    monkeypatch.setattr(bundles, "MAX_JSON_BYTES", 1000)
+    bomb = zipped({"bundle.json": b" " * 50_000})  # compresses to a few hundred bytes
+    assert len(bomb) < 1000 and "more than allowed" in refused(bomb)
+
+
+def test_the_command_line_prints_the_view_and_starts_the_app_on_it(linear_clf, toy_example, tmp_path, capsys,
+                                                                  monkeypatch) -> None:  # fmt: skip
+    bundle = toy_bundle(linear_clf, toy_example)
+    path = tmp_path / "view.zip"
+    path.write_bytes(write_bundle(bundle, {"heatmap.html": b"<html></html>"}))
+    assert main(["open", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "toy-linear, typed text" in out and "figures in the bundle: heatmap.html" in out
+    great = bundle.attributions["loo_empty"].scores[bundle.example.words.index("great")]
+    assert any(line.split()[0] == "great" and f"{float(great):.5g}" in line for line in out.splitlines())
+    assert main(["open", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["attributions"]["saliency"] == bundle.attributions["saliency"].to_json()
+    started = {}
+
+    def fake_run(command, env, cwd, check):
+        started.update(command=command, bundle=env["ATTRIBUTION_BUNDLE"])
+
+        class Done:
+            returncode = 0
+
+        return Done()
+
+    monkeypatch.setattr("cli.bundle.subprocess.run", fake_run)
+    assert main(["open", str(path), "--app", "--port", "8600"]) == 0
+    assert started["command"][1:4] == ["-m", "streamlit", "run"] and started["command"][-2:] == [
+        "--server.port",
+        "8600",
+    ]
+    assert started["bundle"] == str(path.resolve())
+    (tmp_path / "bad.zip").write_bytes(b"PK\x03\x04broken")
+    assert main(["open", str(tmp_path / "bad.zip")]) == 2
+    assert "bad.zip is not a readable zip file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------- in the app
+
+
+def planted_bundle(tmp_path: Path) -> tuple[Path, list[float]]:
+    """A bundle of the bundled SST-2 model on example 2 whose ``random`` scores were planted by
+    hand: the app shows these, not a recomputation."""
+    from core.datasets import load_bundled_examples
+
+    example = load_bundled_examples(split="sst2")[2]
+    scores = [round(0.01 * (i + 1), 2) for i in range(len(example.words))]
+    attribution = Attribution("random", example.id, 0, example.words, np.asarray(scores, dtype=np.float32))
+    from services.explain import HeatmapResult, PredictionResult
+
+    result = HeatmapResult(
+        PredictionResult(example, (0.75, 0.25), 0, ("negative", "positive"), 0), 0, {"random": attribution}
+    )
+    selection = {"dataset": "examples", "split": "sst2", "index": 2, "methods": ["random"], "view": "words"}
+    path = tmp_path / "planted.zip"
+    path.write_bytes(bundle_bytes("minilm-sst2", selection, {"random": {}}, result, dict))
+    return path, scores
+
+
+def test_the_app_opens_the_bundle_it_was_started_on_without_recomputing(tmp_path, monkeypatch) -> None:
+    path, scores = planted_bundle(tmp_path)
+    monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert any("planted.zip" in info.value for info in at.info), [i.value for i in at.info]
+    assert at.query_params["index"] == "2" and at.query_params["dataset"] == "examples"
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    from core.datasets import load_bundled_examples
+
+    words = load_bundled_examples(split="sst2")[2].words
+    for word, score in zip(words, scores, strict=True):
+        assert f'title="{html.escape(word)}: {score:+.4g}"' in shown
+    assert "75.0%" in "".join(m.value for m in at.markdown)  # the bundle's prediction, not the model's
+
+
+def test_the_heatmap_page_offers_the_bundle_and_the_sidebar_the_link() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"model": "minilm-sst2", "dataset": "examples", "split": "sst2", "index": "1",
+                            "methods": "random"})  # fmt: skip
+    at.run()
+    assert not at.exception, at.exception
+    assert at.download_button(key="heatmaps.download.bundle").label == "Session bundle"
+    links = [c.value for c in at.code if "model=" in c.value]
+    assert links == ["?dataset=examples&index=1&methods=random&model=minilm-sst2&split=sst2"]
+
+
+def test_the_page_bundle_carries_the_heatmap_figures(tmp_path) -> None:
+    """What the page's "Session bundle" button makes: the view and the heatmap as HTML and LaTeX
+    (and PNG where a browser is installed), with hostile words escaped in both."""
+    from functools import partial
+
+    from services.explain import HeatmapResult, PredictionResult
+    from ui.export import Heatmap, chromium_path, heatmap_files
+
+    words = ("<script>", "50%", "a_b")
+    attribution = Attribution("random", "t/0", 1, words, np.float32([0.5, -0.25, 1.0]))
+    example = Example(segments=(words,), id="t/0")
+    result = HeatmapResult(PredictionResult(example, (0.2, 0.8), 1, ("neg", "pos"), 0), 1, {"random": attribution})
+    drawn = Heatmap(words, (0, 0, 0), {"random": attribution})
+    data = bundle_bytes(
+        "minilm-sst2", {"text": "<script> 50% a_b"}, {"random": {}}, result, partial(heatmap_files, drawn)
+    )
+    back = read_bundle(data, "page.zip")
+    assert back.attributions["random"].scores.tolist() == [0.5, -0.25, 1.0]
+    try:
+        chromium_path()
+        expected = ("heatmap.html", "heatmap.tex", "heatmap.png")
+    except RuntimeError:
+        expected = ("heatmap.html", "heatmap.tex")
+    assert back.figures == expected
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    assert "<script>" not in archive.read("figures/heatmap.html").decode()
+    assert "50\\%" in archive.read("figures/heatmap.tex").decode()

@@ -1,0 +1,267 @@
+"""Imports (issue 19 item 4): hand-written files in ferret's, inseq's, Thermostat's, CSV and our
+own formats land in the run store with the known word scores (subwords summed into words, as
+our own methods do); a computed run exported as JSON or CSV and imported back gives the same
+scores bit for bit and the same metric values; hostile files fail with one line naming the
+record and the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli.main import main
+from engine.imports import formats, import_bytes, import_file, records
+from engine.runs.executor import RunSpec, execute, open_run, read_evaluation
+from engine.runs.store import RunStore
+from tests.toy import toy_bert
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+METRICS = ["deletion", "comprehensiveness"]
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("toy-import")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def stored(store: RunStore, run_id: str) -> dict[str, dict[str, list[float]]]:
+    """{example id: {method: word scores}} of a stored run."""
+    _, evaluation = read_evaluation(store, run_id)
+    return {r.example.id: {m: a.scores.tolist() for m, a in r.attributions.items()} for r in evaluation.results}
+
+
+def test_ferret_tokens_are_summed_into_words_and_kept_as_subwords(toy_dir, tmp_path):
+    store = RunStore(tmp_path)
+    outcome = import_file(FIXTURES / "ferret.json", store, model=toy_dir, metrics=METRICS)
+    info, evaluation = read_evaluation(store, outcome.info.run_id)
+    assert info.kind == "import" and info.status == "done"
+    assert info.methods == ("ferret.partition_shap",)
+    assert info.selection["import"]["format"] == "ferret" and info.selection["import"]["file"] == "ferret.json"
+    first, second = evaluation.results
+    attribution = first.attributions["ferret.partition_shap"]
+    assert attribution.words == ("the", "movie", "was", "unbelievable")
+    np.testing.assert_array_equal(attribution.scores, np.float32([0.1, -0.2, 0.05, 0.5 + 0.25 + 0.125]))
+    assert attribution.subwords == ("the", "movie", "was", "un", "##believ", "##able")
+    assert attribution.subword_word_ids == (0, 1, 2, 3, 3, 3)
+    assert first.target == 1 and second.target == 0  # ferret's target_pos_idx is the class explained
+    assert set(first.metrics["ferret.partition_shap"]) == set(METRICS)
+
+
+def test_inseq_thermostat_csv_and_our_json(toy_dir, tmp_path):
+    store = RunStore(tmp_path)
+    inseq = import_file(FIXTURES / "inseq.json", store, model=toy_dir, metrics=METRICS)
+    assert stored(store, inseq.info.run_id) == {
+        "import:inseq/0": {"inseq.integrated_gradients": [0.125, 0.25, -0.0625, 0.5, 1.0]}
+    }
+    thermostat = import_file(FIXTURES / "thermostat.jsonl", store, model=toy_dir, metrics=METRICS)
+    scores = stored(store, thermostat.info.run_id)
+    np.testing.assert_allclose(scores["0"]["thermostat.layerintegratedgradients"], [0.1, 0.2, 0.3, -0.75, 0.05])
+    np.testing.assert_allclose(scores["1"]["thermostat.layerintegratedgradients"], [0.5, 0.25, 1.0])
+    _, evaluation = read_evaluation(store, thermostat.info.run_id)
+    assert [r.target for r in evaluation.results] == [0, 1]  # argmax of Thermostat's predictions
+    assert [r.example.words for r in evaluation.results] == [
+        ("the", "movie", "was", "boring", "."),
+        ("it", "is", "fun"),
+    ]
+    ours = import_file(FIXTURES / "ours.json", store, model=toy_dir, metrics=METRICS)
+    assert stored(store, ours.info.run_id) == {"free/0": {"json.handmade": [0.0, 0.25, -0.5, 2.0, 0.5]}}
+    csv = import_file(
+        FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2", methods=["random"],
+        metrics=METRICS,
+    )  # fmt: skip
+    info = csv.info
+    assert info.methods == ("random", "csv.mine") and info.selection["indices"] == [3, 11]
+    scores = stored(store, info.run_id)
+    assert scores["examples/sst2/11"]["csv.mine"] == [0.0, 0.0, 0.5, 0.5] + [0.0] * 15
+    assert len(scores["examples/sst2/3"]["random"]) == 20  # a built-in method beside the imported one
+    again = import_file(
+        FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2", methods=["random"],
+        metrics=METRICS,
+    )  # fmt: skip
+    assert not again.created and again.info.run_id == info.run_id
+
+
+def test_a_computed_run_exported_and_imported_back_has_the_same_scores_and_metrics(tmp_path):
+    """The bundled SST-2 model on SST-2 examples: JSON (the heatmap page's download) and CSV."""
+    store = RunStore(tmp_path)
+    spec = RunSpec(
+        model="minilm-sst2", dataset="examples", split="sst2", limit=3, methods=("loo_empty", "saliency"),
+        metrics=tuple(METRICS), chunk_size=3,
+    )  # fmt: skip
+    computed = execute(open_run(spec, store), store, executor="serial").info
+    _, original = read_evaluation(store, computed.run_id)
+    exported = [a.to_json() for r in original.results for a in r.attributions.values()]
+    rows = ["example_id,word_index,score,method"] + [
+        f"{r.example.id},{i},{float(s)!r},{m}"
+        for r in original.results
+        for m, a in r.attributions.items()
+        for i, s in enumerate(a.scores)
+    ]
+    for name, data in (("run.json", json.dumps(exported).encode()), ("run.csv", "\n".join(rows).encode())):
+        outcome = import_bytes(
+            data, name, store, model="minilm-sst2", dataset="examples", split="sst2", metrics=METRICS
+        )
+        source = name.rsplit(".", 1)[1]
+        _, back = read_evaluation(store, outcome.info.run_id)
+        assert outcome.info.selection["indices"] == [0, 1, 2]
+        for before, after in zip(original.results, back.results, strict=True):
+            assert after.probabilities == before.probabilities and after.target == before.target
+            for method in ("loo_empty", "saliency"):
+                mine, theirs = before.attributions[method], after.attributions[f"{source}.{method}"]
+                assert theirs.scores.tobytes() == mine.scores.tobytes()
+                for key in METRICS:
+                    assert after.metrics[f"{source}.{method}"][key].value == before.metrics[method][key].value
+
+
+def test_the_command_line_imports_lists_and_shows(toy_dir, tmp_path, capsys):
+    assert main(["import", str(FIXTURES / "ferret.json"), "--model", toy_dir, "--metrics", "deletion",
+                 "--results-dir", str(tmp_path), "--quiet", "--json"]) == 0  # fmt: skip
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["run"]["kind"] == "import" and shown["run"]["imported"]["format"] == "ferret"
+    assert list(shown["results"]) == ["ferret.partition_shap"]
+    assert main(["runs", "--results-dir", str(tmp_path)]) == 0
+    assert "imported from ferret.json, ferret" in capsys.readouterr().out
+    assert main(["show", shown["run"]["run_id"], "--results-dir", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == shown["results"]
+
+
+# ---------------------------------------------------------------------------------- hostile files
+
+
+def refused(data: bytes, name: str = "upload.json", fmt: str | None = None) -> str:
+    with pytest.raises(ValueError) as caught:
+        formats.read_bytes(data, name, fmt)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_truncated_wrong_types_nested_and_pickled_files_are_refused():
+    ferret = (FIXTURES / "ferret.json").read_bytes()
+    assert "not valid JSON" in refused(ferret[: len(ferret) // 2])
+    assert "nested too deeply" in refused(b"[" * 200_000 + b"]" * 200_000)
+    assert "not UTF-8" in refused(b"\x80\x04\x95pickle")  # a pickle is never unpickled
+    assert "not UTF-8" in refused(b"\xff\xfe{}")
+    assert "explanation 0 scores, score 1: expected a number, got str" in refused(
+        json.dumps([{"text": "a", "tokens": ["a", "b"], "scores": [0.1, "0.2"], "explainer": "x"}]).encode()
+    )
+    assert "2 scores for 3 tokens" in refused(
+        json.dumps({"tokens": ["a", "b", "c"], "scores": [0.1, 0.2], "explainer": "x"}).encode()
+    )
+    assert "NaN is not allowed" in refused(b'{"tokens": ["a"], "scores": [NaN]}')
+    assert "not a known attribution format" in refused(b'{"hello": 1}')
+    assert "record 0: not a valid attribution/1 record" in refused(b'{"schema": "attribution/1", "method": "x"}')
+
+
+def test_size_limits(tmp_path, monkeypatch):
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+    monkeypatch.setattr(records, "MAX_BYTES", 1024)
+    with pytest.raises(ValueError, match=r"big.json is 2,048 bytes, more than the 1,024 allowed"):
+        records.read_limited(big, records.MAX_BYTES)
+    many = json.dumps({"tokens": ["a"] * 9000, "scores": [0.0] * 9000}).encode()
+    assert "more than the 8192 allowed" in refused(many)
+    huge_array = {
+        "sequence_attributions": [{"source": [], "source_attributions": {"__ndarray__": "b64:AAAA", "dtype": "float32",
+                                                                       "shape": [100000, 100]}}]
+    }  # fmt: skip
+    assert "too large" in refused(json.dumps(huge_array).encode())
+    wrong_bytes = {"sequence_attributions": [{"source": [{"token": "a", "id": 5}],
+                   "source_attributions": {"__ndarray__": "b64:AAAA", "dtype": "float32", "shape": [1, 2]}}]}  # fmt: skip
+    assert "3 bytes for shape [1, 2]" in refused(json.dumps(wrong_bytes).encode())
+    assert "dtype 'object' is not read" in refused(
+        json.dumps(
+            {
+                "sequence_attributions": [
+                    {"source": [], "source_attributions": {"__ndarray__": [], "dtype": "object", "shape": [0]}}
+                ]
+            }
+        ).encode()
+    )
+
+
+def test_csv_errors_name_the_line_and_example():
+    assert "header needs example_id" in refused(b"a,b,c\n1,2,3\n", "x.csv")
+    assert "x.csv line 3: example 'e' word 0 is given twice" in refused(
+        b"example_id,word_index,score\ne,0,0.1\ne,0,0.2\n", "x.csv"
+    )
+    assert "example 'e' has no score for word 1" in refused(b"id,word_index,score\ne,0,0.1\ne,2,0.2\n", "x.csv")
+    assert "x.csv line 2: word_index must be a whole number" in refused(b"id,word_index,score\ne,one,0.1\n", "x.csv")
+    assert "not finite" in refused(b"id,word_index,score\ne,0,inf\n", "x.csv")
+
+
+def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_dir, tmp_path):
+    store = RunStore(tmp_path)
+    other = [
+        {"text": "the movie", "tokens": ["[CLS]", "the", "film", "[SEP]"], "scores": [0, 1, 2, 0], "explainer": "x"}
+    ]
+    with pytest.raises(ValueError, match=r"token 1 of example 'import:bad/0' is 'film' in the file but 'movie'"):
+        import_bytes(json.dumps(other).encode(), "bad.json", store, model=toy_dir, metrics=METRICS)
+    with pytest.raises(ValueError, match=r"example 'nope' is not in the dataset split"):
+        import_bytes(b"id,word_index,score\nnope,0,1\n", "x.csv", store, model=toy_dir, dataset="examples",
+                     split="sst2", metrics=METRICS)  # fmt: skip
+    with pytest.raises(ValueError, match=r"1 scores for the 20 words of example 'examples/sst2/3'"):
+        import_bytes(b"id,word_index,score\nexamples/sst2/3,0,1\n", "x.csv", store, model=toy_dir,
+                     dataset="examples", split="sst2", metrics=METRICS)  # fmt: skip
+    two = "id,word_index,score,method,target\n" + "".join(
+        f"examples/sst2/3,{i},1,{m},{t}\n" for m, t in (("a", 0), ("b", 1)) for i in range(20)
+    )
+    with pytest.raises(ValueError, match=r"example 'examples/sst2/3' is explained for two classes \[0, 1\]"):
+        import_bytes(two.encode(), "two.csv", store, model=toy_dir, dataset="examples", split="sst2", metrics=METRICS)
+    assert store.list_runs().empty  # nothing half-imported
+
+
+# ---------------------------------------------------------------------------------- in the app
+
+
+def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_dir, tmp_path, monkeypatch):
+    """A CSV matched to dataset examples opens on the heatmap page with the file's scores; a
+    ferret file's own texts show on the explorer but are not dataset examples to open."""
+    from streamlit.testing.v1 import AppTest
+
+    store = RunStore(tmp_path)
+    ferret = import_file(FIXTURES / "ferret.json", store, model=toy_dir, metrics=METRICS).info.run_id
+    csv = import_file(FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2",
+                      metrics=METRICS).info.run_id  # fmt: skip
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    app = Path(__file__).resolve().parents[1] / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=300)
+    at.session_state["sidebar.model_path"] = toy_dir
+    at.session_state["heatmaps.methods"] = []
+    at.session_state["explorer.run"] = ferret
+    at.run()
+    at.switch_page("app_pages/explorer.py").run()
+    assert not at.exception, at.exception
+    picker = at.selectbox(key="explorer.run_picker")
+    assert picker.value == ferret and "imported" in picker.format_func(ferret)
+    assert 'data-method="ferret.partition_shap"' in "".join(h.value for h in at.html)
+    assert at.button(key="explorer.open").disabled
+    assert at.expander and any("Import attributions" in e.label for e in at.expander)
+    picker.set_value(csv).run()
+    at.selectbox(key="explorer.position").set_value(1).run()  # the second row: dataset example 11
+    assert not at.button(key="explorer.open").disabled
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    assert any(csv in info.value for info in at.info), [i.value for i in at.info]
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    assert 'data-method="csv.mine"' in shown and 'title="joyful: +0.5"' in shown
+
+
+def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_dir, tmp_path, monkeypatch):
+    from services import imports as upload
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    data = (FIXTURES / "ferret.json").read_bytes()
+    run_id = upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None, methods=["random"])
+    info = RunStore(tmp_path, read_only=True).get(run_id)
+    assert info.methods == ("random", "ferret.partition_shap") and info.rows_done == 2
+    monkeypatch.setattr(upload, "UPLOAD_MB", 0)
+    with pytest.raises(ValueError, match="larger than the 0 MB an upload may be"):
+        upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None)
