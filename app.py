@@ -23,6 +23,7 @@ PAGES = (
     ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
     ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
     ("app_pages/reproductions.py", "Reproductions", ":material/fact_check:"),
+    ("app_pages/roar.py", "Remove and retrain", ":material/model_training:"),
     ("app_pages/methods.py", "Methods", ":material/school:"),
 )
 

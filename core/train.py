@@ -230,23 +230,10 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         "max_length": cfg.max_length,
         "base": BASE,
     }
-    torch.manual_seed(cfg.seed)
-    model, trainable = _adapt(base_model(info), cfg, info["architecture"])
-    tokenizer = load_tokenizer(encoder_path())
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
-    model.train()
-    rng = random.Random(cfg.seed)
     start = time.time()
-    for step, idx in enumerate(_batches(len(train), cfg.batch_size, cfg.steps, rng), 1):
-        batch = [train[i] for i in idx]
-        enc = _encode(tokenizer, batch, cfg.max_length)
-        with _autocast(cfg):
-            loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
-        _optimize(loss, trainable, optimizer, scheduler)
-        if step % 50 == 0 or step == cfg.steps:
-            _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
+    model = fit_classifier(cfg, train, info)
     train_s = time.time() - start
+    tokenizer = load_tokenizer(encoder_path())
     save_adapter(model, out, info)
     merged = load_sequence_classifier(str(out))
     # Reported at the model's full input length, as the app and `predict` see the examples.
@@ -259,6 +246,39 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         "train_examples": len(train),
         "train_seconds": round(train_s, 1),
     }
+
+
+def fit_classifier(
+    cfg: TrainConfig, train: list[Example], info: dict, log: bool = True, base: nn.Module | None = None
+) -> nn.Module:
+    """The bundled recipe on ``train`` (labelled examples): a fresh LoRA adapter (or ``init_from``)
+    over the packaged encoder with the head ``info`` asks for (``base``, copied, when the caller
+    keeps one: loading it costs more than a few steps), ``cfg.steps`` AdamW steps; returns the
+    ``peft`` model (``save_adapter`` writes it). The same seed gives the same model."""
+    import copy
+
+    torch.manual_seed(cfg.seed)
+    if base is None:
+        start = base_model(info)
+    else:  # the new head drawn again under this seed, as loading the encoder would draw it
+        start = copy.deepcopy(base)
+        start._init_weights(start.classifier)
+    model, trainable = _adapt(start, cfg, info["architecture"])
+    tokenizer = load_tokenizer(encoder_path())
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
+    model.train()
+    rng = random.Random(cfg.seed)
+    start = time.time()
+    for step, idx in enumerate(_batches(len(train), cfg.batch_size, cfg.steps, rng), 1):
+        batch = [train[i] for i in idx]
+        enc = _encode(tokenizer, batch, cfg.max_length)
+        with _autocast(cfg):
+            loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
+        _optimize(loss, trainable, optimizer, scheduler)
+        if log and (step % 50 == 0 or step == cfg.steps):
+            _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
+    return model.eval()
 
 
 @torch.inference_mode()

@@ -36,6 +36,7 @@ def catalogue() -> pd.DataFrame:
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()
+    runs = runs[runs["kind"] != "roar"] if len(runs) else runs  # ROAR jobs have their own page
     return runs.sort_values("created", ascending=False).reset_index(drop=True) if len(runs) else runs
 
 
