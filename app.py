@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import sidebar
+from ui import presentation, sidebar, tours
 from ui.access import require_password
 from ui.bundles import open_startup_bundle
 
@@ -23,6 +23,8 @@ PAGES = (
     ("app_pages/adversarial.py", "Adversarial", ":material/bug_report:"),
     ("app_pages/explorer.py", "Dataset explorer", ":material/table_view:"),
     ("app_pages/reproductions.py", "Reproductions", ":material/fact_check:"),
+    ("app_pages/roar.py", "Remove and retrain", ":material/model_training:"),
+    ("app_pages/methods.py", "Methods", ":material/school:"),
 )
 
 # A local favicon: a Material icon name here makes the browser fetch it from fonts.gstatic.com.
@@ -37,4 +39,6 @@ router = st.navigation(pages)
 require_password()
 open_startup_bundle()
 sidebar.render()
+presentation.render()
+tours.render({path for path, _, _ in PAGES})
 router.run()

@@ -2,7 +2,9 @@
 
 ``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair)
 with any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the
-app's heatmap; ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
+app's heatmap; ``compare(model_a, model_b, text, methods=...)`` puts two models' explanations side by side
+(``model_b="randomized"``: model A's randomized copy) with each method's rank correlation;
+``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
 ``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
 
 ``model`` is any of: a bundled name (``"minilm-sst2"``), a hub id, a local folder, an
@@ -25,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import explainers
+from api.compare import ComparisonResult, compare
 from api.results import EvaluationResult, ExplanationResult
 from core.classifier import Classifier, LoadedClassifier, classifier_from_model, load_classifier
 from core.datasets import load_examples, split_words
@@ -85,19 +88,21 @@ def explain(
     device: str | torch.device | None = None,
     batch_size: int = 64,
     progress: ProgressFn | None = None,
+    head_type: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
     (``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
     predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
     ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
-    listed in the result's ``errors``; the others still run."""
+    listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
+    the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py)."""
     loaded = load(model, tokenizer, device=device)
     keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
     unknown = set(params or {}) - set(keys)
     if unknown:
         raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
     example = _example(text_or_pair)
-    clf = Classifier(loaded, batch_size=batch_size)
+    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type)
     masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
     result = explain_example(
         clf,
@@ -131,6 +136,7 @@ def evaluate(
     device: str | torch.device | None = None,
     batch_size: int = 64,
     progress: ProgressFn | None = None,
+    head_type: str | None = None,
 ) -> EvaluationResult:
     """Explain every example of ``dataset`` with ``methods`` and score every attribution with
     ``metrics`` (the engine's ``evaluate_slice``, as ``python -m cli evaluate`` does).
@@ -164,7 +170,7 @@ def evaluate(
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
-        Classifier(loaded, batch_size=batch_size),
+        Classifier(loaded, batch_size=batch_size, head_type=head_type),
         examples,
         keys,
         params_by_metric,
@@ -258,9 +264,11 @@ def _masked_lm(mlm: str | MaskedLM, device: str | torch.device | None) -> Masked
 
 __all__ = [
     "Attribution",
+    "ComparisonResult",
     "EvaluationResult",
     "Example",
     "ExplanationResult",
+    "compare",
     "evaluate",
     "examples_from_dataset",
     "explain",

@@ -140,6 +140,9 @@ methods = st.multiselect(
     placeholder="Choose attribution methods",
 )  # fmt: skip
 metric_params, method_params = F.settings_form(infos, methods)
+if selection.head == "regression":  # log-odds need probabilities; a regression head has a raw score
+    metric_params.pop("log_odds", None)
+    st.caption("Log-odds are not defined for a regression head: the other metrics measure the change in score.")
 if not methods:
     st.info("Choose at least one method.")
     st.stop()

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import services
-from ui import state
+from ui import compare, state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.bundles import bundle_data, bundle_opener, opened_for, show_opened
 from ui.charts import probability_chart
@@ -15,6 +15,8 @@ from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
+from ui.prediction import prediction_markdown
+from ui.presentation import palette
 from ui.runs import coverage_note, explain_selected, long_text_toggle
 
 FAST_METHODS = (
@@ -56,6 +58,7 @@ st.session_state.setdefault("heatmaps.view", "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
+other = compare.second_model(selection.model)
 
 bundle_opener()
 opened = opened_for(selection)
@@ -98,12 +101,20 @@ for key, message in result.errors.items():
 summary, chart = st.columns([2, 3])
 predicted = prediction.predicted
 summary.markdown(
-    f"**Predicted:** {prediction.label_names[predicted]} ({prediction.probabilities[predicted]:.1%})  \n"
-    f"**Explaining:** {prediction.label_names[result.target]}"
+    prediction_markdown(
+        prediction.label_names, prediction.probabilities, prediction.head, predicted, result.target, selection.threshold
+    )
     + (f"  \n**Gold label:** {example.gold_name}" if example.gold_name else "")
 )
 chart.plotly_chart(
-    probability_chart(prediction.label_names, prediction.probabilities, predicted, result.target),
+    probability_chart(
+        prediction.label_names,
+        prediction.probabilities,
+        predicted,
+        result.target,
+        prediction.head,
+        selection.threshold,
+    ),
     key="heatmaps.probabilities",
     config={"displayModeBar": False},
 )
@@ -121,6 +132,7 @@ if attributions:
             rationale=example.rationale,
             subwords=subwords,
             shared_scale=shared_scale,
+            palette=palette(),
         )
     )
     name = f"heatmap-{example.id or 'text'}"
@@ -147,3 +159,5 @@ if attributions:
     costs = pd.DataFrame(cost_rows(attributions))
     st.dataframe(costs, hide_index=True, key="heatmaps.costs")
     download_row("heatmaps.costs.download", name="cost-per-method", table=costs)
+    if other is not None:  # last: a second model that cannot be used stops only this part
+        compare.render(selection, result, other, chosen, params)

@@ -106,6 +106,7 @@ def slice_view(selection: state.Selection, methods: list[str], metric_params: di
         f"{result.forward_passes} forward passes for the explanations"
     )
     R.summary_table(result, metric_params["iou"]["threshold"])
+    R.convention_note(metric_params)
     R.micro_table(result)
     R.threshold_table(result, objective)
     R.worst_examples(result, open_example)

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         examples = [Example(segments=tuple(segments), id="cli")]
     else:
         examples = load_dataset_examples(args)
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if args.attack == "substitution" or any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     examples = [e for e in pool if args.min_words <= len(e.words) <= args.max_words][: args.limit or 20]
     if not examples:
         raise ValueError(f"no {dataset}/{split} example has {args.min_words}..{args.max_words} words")
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM

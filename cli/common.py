@@ -12,6 +12,11 @@ from core.types import ProgressFn
 
 def add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="bundled model name, hub id or local folder")
+    parser.add_argument(
+        "--head-type",
+        choices=("single_label", "multi_label", "regression"),
+        help="what the model's outputs mean (default: from its config's problem_type and num_labels)",
+    )
 
 
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -74,7 +79,10 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
     from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 
     parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
+    parser.add_argument(
+        "--metrics",
+        help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS}; log_odds left out for a regression head)",
+    )
     parser.add_argument(
         "--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter, repeatable"
     )

@@ -7,6 +7,7 @@ import argparse
 import time
 
 from engine.evaluate import (
+    DEFAULT_METRICS,
     evaluate_slice,
     metric_params,
     needs_mlm,
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from core.datasets import load_examples
 
     methods = explainers.resolve(args.methods)
-    metric_keys = resolve_metrics(args.metrics)
+    metric_keys = resolve_metrics(args.metrics or DEFAULT_METRICS)
     overrides = parse_params(args.param)
     unknown = set(overrides) - set(methods) - set(metric_keys)
     if unknown:
@@ -38,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
     examples = select_examples(
         load_examples(args.dataset, args.split, args.data_dir, limit=args.limit), args.random, args.seed
     )
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    if args.metrics is None and not clf.head.is_probability:  # log-odds are not defined on a raw score
+        params_by_metric.pop("log_odds", None)
     mlm = None
     if needs_mlm(methods, params_by_metric):
         from core.masked_lm import MaskedLM

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
         raise ValueError("the text is empty: give at least one word")
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         "words": list(result.example.words),
         "segment_ids": list(result.example.segment_ids),
         "label_names": list(clf.label_names),
+        "head": clf.head.kind,  # what "probabilities" are: softmax, per-label sigmoid, or regression scores
         "probabilities": list(result.prediction.probabilities),
         "predicted": result.prediction.predicted,
         "target": result.target,

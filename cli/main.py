@@ -24,6 +24,7 @@ COMMANDS = (
     "randomize",
     "attack",
     "reproduce",
+    "roar",
     "importer",
     "bundle",
 )

@@ -1,4 +1,5 @@
-"""``python -m cli predict``: class probabilities for a dataset split or a JSON Lines file."""
+"""``python -m cli predict``: the head's outputs (class probabilities, each label's probability and
+the labels at or above a threshold, or regression scores) for a dataset split or a JSON Lines file."""
 
 from __future__ import annotations
 
@@ -29,17 +30,25 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.dataset) == bool(args.texts):
         raise ValueError("give either --dataset (with --split) or --texts")
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     fitted = [clf.fit_example(e)[0] for e in examples]
     probabilities = clf.predict_proba([clf.encode(e).variant for e in fitted])
+    head = clf.head
     rows = []
     for example, probs in zip(examples, probabilities):
-        row = {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
+        if head.kind == "regression":
+            row: dict = {"scores": [float(p) for p in probs]}
+        else:
+            row = {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
+        if head.kind == "multi_label":
+            row["labels"] = list(head.label_set(probs, args.threshold))
         if args.dataset:
             row["gold"] = example.label
         rows.append(row)
-    payload: dict = {"model": args.model, "label_names": list(clf.label_names)}
-    if args.dataset:
+    payload: dict = {"model": args.model, "head": head.kind, "label_names": list(clf.label_names)}
+    if head.kind == "multi_label":
+        payload["threshold"] = args.threshold
+    if args.dataset and head.kind == "single_label":
         labelled = [r for r in rows if r["gold"] is not None]
         payload["accuracy"] = sum(r["predicted"] == r["gold"] for r in labelled) / len(labelled) if labelled else None
     payload["examples"] = rows
@@ -53,5 +62,8 @@ def register(sub) -> None:
     add_dataset(parser)
     parser.add_argument("--texts", help="JSON Lines file with 'text' (and 'text_b' for pairs)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--threshold", type=float, default=0.5, help="multi-label head: labels at or above this probability"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     methods, params = methods_and_params(args.methods, args.param)
     examples = _examples(args)
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)
+    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM

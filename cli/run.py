@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     import explainers
     from cli.common import parse_params, progress_bar
     from cli.show import print_run
-    from engine.evaluate import resolve_metrics
+    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
     from engine.runs.executor import RunSpec, execute, open_run, resume_spec
     from engine.runs.store import RunStore
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
             split=args.split,
             limit=args.limit,
             methods=tuple(explainers.resolve(args.methods)),
-            metrics=tuple(resolve_metrics(args.metrics)),
+            metrics=tuple(resolve_metrics(args.metrics or DEFAULT_METRICS)),
             overrides=parse_params(args.param),
             seed=args.seed,
             target=args.target,

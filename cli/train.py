@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     parser = sub.add_parser("train", help="fine-tune a bundled demo model from the packaged encoder")
-    parser.add_argument("task", choices=["sst2", "esnli", "movies", "hatexplain", "mlm"])
+    parser.add_argument(
+        "task", choices=["sst2", "esnli", "movies", "hatexplain", "hatexplain-score", "hatexplain-targets", "mlm"]
+    )
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
     parser.add_argument("--out", help="output folder (default: assets/models/minilm-TASK)")
     parser.add_argument("--steps", type=int, help="optimizer steps (default: per task)")

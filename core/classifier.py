@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from core.devices import best_device
+from core.heads import Head, detect_head
 from core.types import Example, ProgressFn
 
 
@@ -146,8 +147,9 @@ def classifier_from_model(
     device unless ``device`` is given, when it is moved there (``Module.to``, in place).
     """
     config = getattr(model, "config", None)
-    if not isinstance(model, torch.nn.Module) or not getattr(config, "num_labels", 0):
-        raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config.num_labels)")
+    if not isinstance(model, torch.nn.Module) or config is None:
+        raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config)")
+    detect_head(config, name=repr(name or type(model).__name__))  # refuses a model with no head
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
     if device is not None:
@@ -165,13 +167,19 @@ class Classifier:
     """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
 
     Every forward pass goes through ``predict_proba`` (perturbations) or ``forward_embeds``
-    (gradients), which count passes in ``forward_passes`` and ``backward_passes``.
+    (gradients), which count passes in ``forward_passes`` and ``backward_passes``. ``head`` is the
+    explained output (``core.heads``): detected from the model's config, or the type
+    ``head_type`` names (an override for models whose config is wrong, this request only).
     """
 
-    def __init__(self, loaded: LoadedClassifier, batch_size: int = 64, autocast: bool = False) -> None:
+    def __init__(
+        self, loaded: LoadedClassifier, batch_size: int = 64, autocast: bool = False, head_type: str | None = None
+    ) -> None:
         self.loaded = loaded
         self.batch_size = batch_size
         self.autocast = autocast and loaded.device.type == "cuda"
+        self.head_type = head_type
+        self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
         self.forward_passes = 0
         self.backward_passes = 0
 
@@ -315,7 +323,8 @@ class Classifier:
         return getattr(self.model.config, "type_vocab_size", 0) > 1
 
     def predict_proba(self, variants: Sequence[Variant], progress: ProgressFn | None = None) -> np.ndarray:
-        """Class probabilities for each variant, shape (n, n_labels), float64.
+        """The explained output of every label for each variant, shape (n, n_labels), float64:
+        softmax or sigmoid probabilities, or raw scores for a regression head (``self.head``).
 
         Identical variants are scored once; variants are sorted by length so each chunk of
         ``batch_size`` needs little padding; runs under ``torch.inference_mode()``.
@@ -338,7 +347,7 @@ class Classifier:
                             embeds[r, list(v.zero_positions)] = 0.0
                     batch["inputs_embeds"] = embeds
                 logits = self.model(**batch).logits.float()
-                out[rows] = torch.softmax(logits, dim=-1).cpu().numpy()
+                out[rows] = self.head.outputs(logits).cpu().numpy()
                 self.forward_passes += len(chunk)
                 if progress is not None:
                     progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
@@ -414,9 +423,3 @@ def _request_hooks_removed(model: torch.nn.Module) -> Iterator[None]:
                 module.__dict__.pop(_CAPTURE_FLAG, None)
             else:
                 module.__dict__[_CAPTURE_FLAG] = flag
-
-
-def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:
-    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (paper 000's log-odds space)."""
-    p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
-    return np.log2(p / (1 - p))

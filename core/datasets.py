@@ -334,6 +334,35 @@ def _load_hatexplain(root: Path, split: str) -> list[Example]:
     return examples
 
 
+HATEXPLAIN_COMMUNITIES = ("African", "Islam", "Jewish", "Homosexual", "Women", "Refugee", "Arab")
+# The seven target communities named by at least two of three annotators most often in the
+# validation split (None, Other and the rarer ones left out); the multi-label demo's labels.
+
+
+def hatexplain_annotations(
+    split: str, root: str | os.PathLike | None = None
+) -> list[tuple[Example, float, tuple[int, ...]]]:
+    """HateXplain posts with the two annotations the regression and multi-label demos learn:
+    the share of annotators who marked the post hate speech or offensive (0, 1/3, 2/3 or 1), and
+    one 0/1 flag per ``HATEXPLAIN_COMMUNITIES`` entry named as a target by at least two of them."""
+    folder = data_dir(root)
+    if folder is None or not (folder / "hatexplain" / f"{split}.csv").exists():
+        raise FileNotFoundError(f"hatexplain/{split}.csv not found: set {DATA_DIR_ENV} to the data folder")
+    out = []
+    with open(folder / "hatexplain" / f"{split}.csv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            annotators = ast.literal_eval(row["annotators"])
+            labels = list(annotators["label"])
+            example = hatexplain_example(
+                row["id"], labels, ast.literal_eval(row["rationales"]), ast.literal_eval(row["post_tokens"]), split
+            )
+            share = sum(1 for label in labels if HATEXPLAIN_LABELS[label] != "normal") / len(labels)
+            named = Counter(t for targets in annotators["target"] for t in set(targets))
+            flags = tuple(int(named[c] >= 2) for c in HATEXPLAIN_COMMUNITIES)
+            out.append((example, share, flags))
+    return out
+
+
 # --------------------------------------------------------------------------- MultiRC
 
 _SENT_RE = re.compile(r"<b>Sent \d+: </b>")

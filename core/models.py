@@ -87,6 +87,7 @@ def base_model(info: dict):
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={n: i for i, n in enumerate(labels)},
+        **({"problem_type": info["problem_type"]} if info.get("problem_type") else {}),
         attn_implementation="eager",
         **_quiet_init(),
     )

@@ -61,6 +61,9 @@ TASKS: dict[str, TaskSpec] = {
     "movies": TaskSpec("movies", "train", "test", 1000, 5e-4, 16, 64),
     "hatexplain": TaskSpec("hatexplain", "val", "test", 40, 5e-4, 16, 64),
     "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),
+    # regression and multi-label heads (core.train_heads): same data and budget class as hatexplain
+    "hatexplain-score": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
+    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
 }
 
 
@@ -227,23 +230,10 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         "max_length": cfg.max_length,
         "base": BASE,
     }
-    torch.manual_seed(cfg.seed)
-    model, trainable = _adapt(base_model(info), cfg, info["architecture"])
-    tokenizer = load_tokenizer(encoder_path())
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
-    model.train()
-    rng = random.Random(cfg.seed)
     start = time.time()
-    for step, idx in enumerate(_batches(len(train), cfg.batch_size, cfg.steps, rng), 1):
-        batch = [train[i] for i in idx]
-        enc = _encode(tokenizer, batch, cfg.max_length)
-        with _autocast(cfg):
-            loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
-        _optimize(loss, trainable, optimizer, scheduler)
-        if step % 50 == 0 or step == cfg.steps:
-            _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
+    model = fit_classifier(cfg, train, info)
     train_s = time.time() - start
+    tokenizer = load_tokenizer(encoder_path())
     save_adapter(model, out, info)
     merged = load_sequence_classifier(str(out))
     # Reported at the model's full input length, as the app and `predict` see the examples.
@@ -256,6 +246,39 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
         "train_examples": len(train),
         "train_seconds": round(train_s, 1),
     }
+
+
+def fit_classifier(
+    cfg: TrainConfig, train: list[Example], info: dict, log: bool = True, base: nn.Module | None = None
+) -> nn.Module:
+    """The bundled recipe on ``train`` (labelled examples): a fresh LoRA adapter (or ``init_from``)
+    over the packaged encoder with the head ``info`` asks for (``base``, copied, when the caller
+    keeps one: loading it costs more than a few steps), ``cfg.steps`` AdamW steps; returns the
+    ``peft`` model (``save_adapter`` writes it). The same seed gives the same model."""
+    import copy
+
+    torch.manual_seed(cfg.seed)
+    if base is None:
+        start = base_model(info)
+    else:  # the new head drawn again under this seed, as loading the encoder would draw it
+        start = copy.deepcopy(base)
+        start._init_weights(start.classifier)
+    model, trainable = _adapt(start, cfg, info["architecture"])
+    tokenizer = load_tokenizer(encoder_path())
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
+    model.train()
+    rng = random.Random(cfg.seed)
+    start = time.time()
+    for step, idx in enumerate(_batches(len(train), cfg.batch_size, cfg.steps, rng), 1):
+        batch = [train[i] for i in idx]
+        enc = _encode(tokenizer, batch, cfg.max_length)
+        with _autocast(cfg):
+            loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
+        _optimize(loss, trainable, optimizer, scheduler)
+        if log and (step % 50 == 0 or step == cfg.steps):
+            _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
+    return model.eval()
 
 
 @torch.inference_mode()
@@ -478,7 +501,14 @@ def run_training(
     )
     earlier = _earlier_runs(task, init_from)
     out = out or Path("assets/models") / f"minilm-{task}"
-    figures = (train_mlm if task == "mlm" else train_classifier)(cfg, data_root, out)
+    if task == "mlm":
+        figures = train_mlm(cfg, data_root, out)
+    elif task.startswith("hatexplain-"):
+        from core.train_heads import train_head
+
+        figures = train_head(cfg, data_root, out)
+    else:
+        figures = train_classifier(cfg, data_root, out)
     card = {"config": asdict(cfg), "figures": figures, "command": command, "earlier_runs": earlier}
     (out / "training.json").write_text(json.dumps(card, indent=2) + "\n")
     (out / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
@@ -522,6 +552,10 @@ def model_card(task: str, cfg: TrainConfig, figures: dict, command: str, earlier
         "",
         f"- data: {'SST-2 train, e-SNLI test and ERASER movies train sentences' if task == 'mlm' else f'{spec.dataset}/{spec.train_split}'}",
     ]
+    if task.startswith("hatexplain-"):
+        from core.train_heads import TARGETS
+
+        lines.append(f"- head: {TARGETS[task]}")
     if earlier:
         lines += ["", f"Trained in {len(earlier) + 1} runs, each continuing the adapter of the one before:"]
         for number, run in enumerate(earlier, 1):

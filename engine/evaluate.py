@@ -150,6 +150,9 @@ def evaluate_slice(
     ``given`` (one mapping per example) adds attributions made elsewhere (imports,
     ``engine.imports``): scored like the methods' own, over the example cut to the model's
     length. Their class is explained (a target of -1 stands for the class ``target`` picks)."""
+    from metrics.faithfulness import check_head
+
+    check_head(clf, list(params_by_metric))
     extra = [m for per in given or () for m in per if m not in methods]
     all_methods = [*methods, *dict.fromkeys(extra)]
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
@@ -227,11 +230,19 @@ def metric_values(evaluation: SliceEvaluation) -> dict[str, dict[str, list[float
 
 
 def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary]]:
-    """Mean and 95% t interval of every method's every metric over the slice."""
-    return {
-        method: {metric: Summary.of(vals, vals.count(None)) for metric, vals in per.items()}
-        for method, per in metric_values(evaluation).items()
-    }
+    """Mean and 95% t interval of every method's every metric over the slice; a plausibility
+    metric computed under ERASER's document convention is ERASER's macro figure over the slice's
+    documents instead (``metrics.eraser_documents.document_summary``)."""
+    from metrics.eraser_documents import document_summary
+
+    summaries: dict[str, dict[str, Summary]] = {}
+    for method, per in metric_values(evaluation).items():
+        summaries[method] = {}
+        for metric, vals in per.items():
+            results = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
+            pooled = document_summary(metric, results, vals.count(None))
+            summaries[method][metric] = pooled if pooled is not None else Summary.of(vals, vals.count(None))
+    return summaries
 
 
 def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -261,16 +272,21 @@ def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
 
 def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]]]:
     """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval); token
-    F1 and IOU-F1 also carry ERASER's ``micro`` average (precision, recall, F1 over summed counts)."""
-    from metrics import plausibility
+    F1 and IOU-F1 also carry ERASER's ``micro`` average (precision, recall, F1 over summed counts),
+    and token F1, IOU-F1 and AUPRC the document ``convention`` their figure uses (under ERASER's,
+    ``n`` counts documents)."""
+    from metrics import eraser_documents, plausibility
 
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for method, per in metric_summaries(evaluation).items():
         summary[method] = {metric: summary_json(s) for metric, s in per.items()}
         for metric in evaluation.metric_keys:
+            found = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
             if metric in plausibility.MICRO_KEYS:
-                found = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
                 summary[method][metric]["micro"] = plausibility.micro_f1(found)
+            conventions = {r.extras["convention"] for r in found if "convention" in r.extras}
+            if metric in eraser_documents.KEYS and conventions:
+                summary[method][metric]["convention"] = ", ".join(sorted(conventions))
     return summary
 
 

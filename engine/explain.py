@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
@@ -18,8 +16,12 @@ from engine.windows import Windows
 
 @dataclass(frozen=True)
 class Prediction:
+    """The explained output of every label (``core.heads``: probabilities, or a regression head's
+    scores), the default target (the most probable label; a regression head's score) and the head type."""
+
     probabilities: tuple[float, ...]
     predicted: int
+    head: str = "single_label"
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Explanation:
 
 def predict(clf: Classifier, example: Example) -> Prediction:
     probs = clf.predict_proba([clf.encode(example).variant])[0]
-    return Prediction(tuple(float(p) for p in probs), int(np.argmax(probs)))
+    return Prediction(tuple(float(p) for p in probs), clf.head.predicted(probs), clf.head.kind)
 
 
 def explain_example(
@@ -103,7 +105,8 @@ def predict_in_windows(clf: Classifier, example: Example, options: Windows) -> t
     spans = windowing.plan(clf, example, options.overlap)
     parts = [windowing.window_example(example, span, i) for i, span in enumerate(spans)]
     probabilities = clf.predict_proba([clf.encode(part).variant for part in parts]).mean(axis=0)
-    return Prediction(tuple(float(p) for p in probabilities), int(np.argmax(probabilities))), spans
+    mean = tuple(float(p) for p in probabilities)
+    return Prediction(mean, clf.head.predicted(probabilities), clf.head.kind), spans
 
 
 def _explain_in_windows(

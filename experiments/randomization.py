@@ -178,7 +178,7 @@ def step_classifier(clf: Classifier, model: nn.Module, label: str) -> Classifier
     """A ``Classifier`` on a (randomised) copy of ``clf``'s model, with the same tokenizer and batching."""
     loaded = clf.loaded
     copy_loaded = LoadedClassifier(f"{loaded.name} [{label}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair)
-    return Classifier(copy_loaded, batch_size=clf.batch_size, autocast=clf.autocast)
+    return Classifier(copy_loaded, batch_size=clf.batch_size, autocast=clf.autocast, head_type=clf.head_type)
 
 
 def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Module:
@@ -192,6 +192,18 @@ def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Mod
         index, part = positions[name]
         reinitialize(copied, part, component_seed(seed, index))
     return copied
+
+
+def randomized_model(loaded: LoadedClassifier, seed: int = 0) -> LoadedClassifier:
+    """A copy of ``loaded`` with every component re-initialised (the last step of a cascading
+    run: head, every block and the embeddings), sharing its tokenizer and device; the "model
+    randomization test" of Adebayo et al. (2018, arXiv:1810.03292) compares a model's
+    explanations with this copy's."""
+    names = [c.name for c in model_components(loaded.model)]
+    model = randomized_copy(loaded.model, names, seed)
+    return LoadedClassifier(
+        f"{loaded.name} [randomized, seed {seed}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair
+    )
 
 
 # ---------------------------------------------------------------------------------- similarity
@@ -359,7 +371,7 @@ def run_randomization(
     fitted = [clf.fit_example(e)[0] for e in examples]
     if targets is None:
         probabilities = clf.predict_proba([clf.encode(e).variant for e in fitted])
-        targets = [int(i) for i in np.argmax(probabilities, axis=1)]
+        targets = [clf.head.predicted(p) for p in probabilities]
     elif len(targets) != len(fitted):
         raise ValueError(f"{len(targets)} targets for {len(fitted)} examples")
     total = len(steps) * len(fitted) * len(methods)

@@ -12,7 +12,23 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from core.params import NoParams
-from explainers import aml, attention, gradients, input_marginalization, lime, loo, marc, random_baseline, shap
+from explainers import (
+    aml,
+    attention,
+    deeplift,
+    gradient_shap,
+    gradients,
+    input_marginalization,
+    lime,
+    loo,
+    marc,
+    noise_tunnel,
+    occlusion,
+    partition_shap,
+    random_baseline,
+    shap,
+    sobol,
+)
 from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer
 
 _LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM in paper 000")
@@ -26,6 +42,7 @@ _LOO_REMOVALS = {
 }
 _GRADIENT = "gradient"
 _IM_PAPER = Paper(authors="Kim et al.", year=2020, arxiv="2010.13984", note="re-examined in paper 000")
+_SMOOTHGRAD_PAPER = Paper(authors="Smilkov et al.", year=2017, arxiv="1706.03825")
 
 
 def _registry(*specs: ExplainerSpec) -> MappingProxyType[str, ExplainerSpec]:
@@ -81,6 +98,71 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Sundararajan et al.", year=2017, arxiv="1703.01365"),
         gradient=True,
         windowable=True,
+    ),
+    ExplainerSpec(
+        key="smoothgrad",
+        explain=noise_tunnel.explain_smoothgrad,
+        params_cls=noise_tunnel.SmoothGradParams,
+        description="SmoothGrad: saliency averaged over noisy copies of the input embeddings (Captum NoiseTunnel)",
+        family=_GRADIENT,
+        paper=_SMOOTHGRAD_PAPER,
+        sampling=True,
+        passes=noise_tunnel.passes,
+    ),
+    ExplainerSpec(
+        key="vargrad",
+        explain=noise_tunnel.explain_vargrad,
+        params_cls=noise_tunnel.VarGradParams,
+        description="VarGrad: variance of the gradient over noisy copies of the input embeddings (Captum NoiseTunnel)",
+        family=_GRADIENT,
+        paper=Paper(
+            authors="Adebayo et al.", year=2018, arxiv="1810.03307", note="VarGrad; NoiseTunnel of Smilkov et al."
+        ),
+        sampling=True,
+        passes=noise_tunnel.passes,
+    ),
+    ExplainerSpec(
+        key="smoothgrad_ig",
+        explain=noise_tunnel.explain_smoothgrad_ig,
+        params_cls=noise_tunnel.SmoothGradIgParams,
+        description="integrated gradients averaged over noisy copies of the input embeddings (Captum NoiseTunnel)",
+        family=_GRADIENT,
+        paper=Paper(authors="Smilkov et al.", year=2017, arxiv="1706.03825", note="over integrated gradients"),
+        sampling=True,
+        passes=noise_tunnel.passes_ig,
+    ),
+    ExplainerSpec(
+        key="gradient_shap",
+        explain=gradient_shap.explain,
+        params_cls=gradient_shap.GradientShapParams,
+        description="GradientSHAP: expected gradients from [PAD]/[MASK]/zero baselines (Captum)",
+        family="SHAP",
+        paper=Paper(
+            authors="Erion et al.",
+            year=2019,
+            arxiv="1906.10670",
+            note="expected gradients; SHAP of Lundberg & Lee 2017",
+        ),
+        sampling=True,
+        passes=gradient_shap.passes,
+    ),
+    ExplainerSpec(
+        key="deeplift",
+        explain=deeplift.explain,
+        params_cls=deeplift.DeepLiftParams,
+        description="DeepLIFT (Rescale) from a [PAD]/[MASK]/zero baseline (Captum; gradient through GELU, softmax, LayerNorm)",
+        family=_GRADIENT,
+        paper=Paper(authors="Shrikumar et al.", year=2017, arxiv="1704.02685"),
+    ),
+    ExplainerSpec(
+        key="occlusion",
+        explain=occlusion.explain,
+        params_cls=occlusion.OcclusionParams,
+        description="occlusion: sliding windows of 1-3 words removed, drop averaged per word (Captum)",
+        family="occlusion",
+        paper=Paper(authors="Zeiler & Fergus", year=2014, arxiv="1311.2901"),
+        sampling=True,
+        passes=occlusion.passes,
     ),
     ExplainerSpec(
         key="attention_mean",
@@ -140,6 +222,26 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Lundberg & Lee", year=2017, arxiv="1705.07874"),
         sampling=True,
         passes=shap.passes,
+    ),
+    ExplainerSpec(
+        key="partition_shap",
+        explain=partition_shap.explain,
+        params_cls=partition_shap.PartitionShapParams,
+        description="Partition SHAP: Owen values over shap's text hierarchy of the words (shap)",
+        family="SHAP",
+        paper=Paper(authors="Lundberg & Lee", year=2017, arxiv="1705.07874", note="shap's PartitionExplainer"),
+        sampling=True,
+        passes=partition_shap.passes,
+    ),
+    ExplainerSpec(
+        key="sobol",
+        explain=sobol.explain,
+        params_cls=sobol.SobolParams,
+        description="Sobol total-order indices of binary word masks (scipy's Sobol sampler, Jansen estimator)",
+        family="Sobol",
+        paper=Paper(authors="Fel et al.", year=2021, arxiv="2111.04138"),
+        sampling=True,
+        passes=sobol.passes,
     ),
     ExplainerSpec(
         key="marc",

@@ -19,7 +19,7 @@ import torch
 from core.classifier import Classifier
 from core.params import NoParams, param
 from core.types import Attribution, Example
-from explainers.gradients import _to_attribution
+from explainers.gradients import to_attribution
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def explain_mean(
     encoded = clf.encode(example)
     attention = clf.attentions(encoded.variant)  # (layers, heads, seq, seq)
     received = attention.mean(dim=(0, 1)).mean(dim=0)  # mean over layers, heads, then query rows j
-    return _to_attribution(example, target, clf, encoded, received.double().numpy())
+    return to_attribution(example, target, clf, encoded, received.double().numpy())
 
 
 def rollout(attention: torch.Tensor, residual: bool) -> torch.Tensor:
@@ -54,4 +54,4 @@ def explain_rollout(
 ) -> Attribution:
     encoded = clf.encode(example)
     matrix = rollout(clf.attentions(encoded.variant), params.residual)
-    return _to_attribution(example, target, clf, encoded, matrix.mean(dim=0).numpy())
+    return to_attribution(example, target, clf, encoded, matrix.mean(dim=0).numpy())

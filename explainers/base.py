@@ -38,11 +38,13 @@ class Paper:
 
 @dataclass(frozen=True)
 class Passes:
-    """Forward passes a run needs: on the classifier (at most: duplicates are scored once) and on
-    the masked language model."""
+    """Forward passes a run needs: on the classifier (at most: duplicates are scored once), how
+    many of those also go backward (the noise-sampling gradient methods), and on the masked
+    language model."""
 
     classifier: int
     mlm: int = 0
+    backward: int = 0
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class ExplainerSpec:
 
     ``gradient``: differentiable in the input embeddings (``explainers.gradients.word_scores``
     recomputes it with ``create_graph``; the embedding attack takes these). ``sampling``: a
-    perturbation method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
+    perturbation or noise-sampling method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
     word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is
     blended toward. ``stochastic``: its parameters have a ``seed``. ``takes_resources``: its
     function takes the caller's ``resources`` (pre-trained models, training data; AML's).

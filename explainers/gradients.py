@@ -7,7 +7,8 @@
   word token's embedding is the [PAD] or [MASK] embedding or zero (special tokens kept), with the
   convergence delta reported.
 
-The target output is the softmax probability of the target class (or its logit, a parameter).
+The target output is the explained output of the target (``core.heads``: the softmax probability
+of a class, the sigmoid probability of one label, a regression head's raw score) or its logit.
 Subword scores are native; a word's score is the sum of its subwords' scores (for ``l2``
 saliency, the L2 norm of all its subwords' gradients). The shared model is never modified:
 its parameters are frozen and gradients are taken with ``torch.autograd.grad``.
@@ -41,12 +42,16 @@ class SaliencyParams:
     reduction: str = param(
         "l2", "reduce each embedding gradient by its L2 norm or its signed sum", choices=("l2", "sum")
     )
-    output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
+    output: str = param(
+        "probability", "differentiate the target probability (a regression head: its score) or logit", choices=OUTPUTS
+    )
 
 
 @dataclass(frozen=True)
 class GradXInputParams:
-    output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
+    output: str = param(
+        "probability", "differentiate the target probability (a regression head: its score) or logit", choices=OUTPUTS
+    )
 
 
 @dataclass(frozen=True)
@@ -58,11 +63,9 @@ class IntegratedGradientsParams:
         "Captum's integral approximation",
         choices=("gausslegendre", "riemann_trapezoid", "riemann_middle"),
     )
-    output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
-
-
-def _target_output(logits: torch.Tensor, target: int, output: str) -> torch.Tensor:
-    return torch.softmax(logits, dim=-1)[:, target] if output == "probability" else logits[:, target]
+    output: str = param(
+        "probability", "differentiate the target probability (a regression head: its score) or logit", choices=OUTPUTS
+    )
 
 
 def embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:
@@ -78,7 +81,7 @@ def _input_gradient(
     inputs = embeds if create_graph else embeds.detach().requires_grad_(True)
     with torch.enable_grad():
         logits = clf.forward_embeds(inputs, encoded.variant)
-        value = _target_output(logits, target, output).sum()
+        value = clf.head.target_output(logits, target, output).sum()
         (grad,) = torch.autograd.grad(value, inputs, create_graph=create_graph)
     return grad, logits
 
@@ -90,7 +93,7 @@ def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tu
     return embeds[0], grad[0]
 
 
-def _to_attribution(
+def to_attribution(
     example: Example,
     target: int,
     clf: Classifier,
@@ -128,8 +131,8 @@ def explain_saliency(
         # Word score: the L2 norm of the gradients of all its subword embeddings.
         squares = (grad**2).sum(-1).cpu().double().numpy()
         token_scores = np.sqrt(squares)
-        return _to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
-    return _to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
+        return to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
+    return to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
 
 
 def explain_grad_x_input(
@@ -137,7 +140,7 @@ def explain_grad_x_input(
 ) -> Attribution:
     encoded = clf.encode(example)
     embeds, grad = _gradient(clf, encoded, target, params.output)
-    return _to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
+    return to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
 
 
 def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> torch.Tensor:
@@ -164,7 +167,7 @@ def explain_integrated_gradients(
     baselines = baseline_embeddings(clf, encoded, params.baseline)
 
     def forward(embeds: torch.Tensor) -> torch.Tensor:
-        return _target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
+        return clf.head.target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
 
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(forward).attribute(
@@ -176,7 +179,7 @@ def explain_integrated_gradients(
             return_convergence_delta=True,
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
-    return _to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
+    return to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
 
 
 # ---------------------------------------------------------------------------------- differentiable word scores
@@ -227,7 +230,7 @@ def word_scores(
             )
         else:
             grad, logits = _input_gradient(clf, encoded, embeds, target, params.output, create_graph)
-            probs = torch.softmax(logits, dim=-1)[0]
+            probs = clf.head.outputs(logits)[0]
             if isinstance(params, GradXInputParams):
                 scores = matrix @ (embeds[0] * grad[0]).sum(-1)
             elif params.reduction == "sum":
@@ -271,8 +274,8 @@ def _integrated_gradients(
             for i in range(0, path.shape[0], clf.batch_size)
         ]
     )
-    value = _target_output(logits, target, params.output).sum()
+    value = clf.head.target_output(logits, target, params.output).sum()
     (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
     average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)
-    probs = torch.softmax(clf.forward_embeds(embeds, encoded.variant), dim=-1)[0]
+    probs = clf.head.outputs(clf.forward_embeds(embeds, encoded.variant))[0]
     return matrix @ (difference[0] * average).sum(-1), probs

@@ -27,7 +27,7 @@ from core.masked_lm import Fill, MaskedLM
 from core.params import param
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution
-from explainers.loo import OUTPUTS, output_space
+from explainers.loo import OUTPUTS
 
 SELECTIONS = ("topk", "threshold")
 
@@ -134,7 +134,9 @@ def explain(
         expectations.append(float(weights @ row[:, target]))
         masses.append(float(likelihoods.sum()))
         tables.append(_table(mlm, word, fills, weights, row, target))
-    scores = output_space(np.array([original]), params.output)[0] - output_space(np.array(expectations), params.output)
+    scores = clf.head.transform(np.array([original]), params.output)[0] - clf.head.transform(
+        np.array(expectations), params.output
+    )
     extras = {
         "original_probability": original,
         "expectations": expectations,

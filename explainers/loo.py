@@ -1,7 +1,8 @@
 """Leave-one-out: remove one word and watch the prediction (paper 000, Eq. 1; Li et al. 2016).
 
-``a_i = g(f(x)) - g(f(x with word i removed))`` with ``g`` the log2-odds (paper 000's default,
-for comparison with Input Marginalization) or the identity (probability difference). The word
+``a_i = g(f(x)) - g(f(x with word i removed))`` with ``f`` the explained output (``core.heads``)
+and ``g`` the log2-odds (paper 000's default, for comparison with Input Marginalization) or the
+identity (probability difference); for a regression head ``g`` is the identity either way. The word
 is deleted (``loo_empty``), replaced by one [UNK] / [PAD] / [MASK] token, or its input
 embeddings are zeroed (``loo_zero``). Cost: n + 1 forward passes in one batch.
 """
@@ -10,9 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from core.classifier import Classifier, log2_odds
+from core.classifier import Classifier
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
@@ -27,17 +26,13 @@ class LooParams:
     output: str = param("log_odds", "score space: log2-odds difference or probability difference", choices=OUTPUTS)
 
 
-def output_space(probabilities: np.ndarray, output: str) -> np.ndarray:
-    return log2_odds(probabilities) if output == "log_odds" else np.asarray(probabilities, dtype=np.float64)
-
-
 def explain(
     clf: Classifier, example: Example, target: int, params: LooParams, *, mlm=None, progress=None
 ) -> Attribution:
     encoded = clf.encode(example)
     variants = [encoded.variant] + [removal_variant(clf, encoded, [i], params.removal) for i in range(encoded.n_words)]
     probs = clf.predict_proba(variants, progress=progress)[:, target]
-    values = output_space(probs, params.output)
+    values = clf.head.transform(probs, params.output)
     return make_attribution(
         example,
         target,

@@ -11,6 +11,10 @@ flips of a few mask values at every step. The continuous mask is the attribution
 whose mask exceeds ``span_threshold`` form the rationale spans. The shared classifier is never
 modified (the optimised tensors are the mask parameters; gradients via ``torch.autograd.grad``);
 the optimisation trace is reported in ``extras``.
+
+The score follows the head (``core.heads``): a multi-label head is scored by the label's own
+log-sigmoid whatever ``score`` asks (its softmax would compare labels that are not exclusive), a
+regression head by its raw score (kept words raise it, the complement lowers it).
 """
 
 from __future__ import annotations
@@ -79,8 +83,16 @@ class MarcParams:
     seed: int = param(0, "random seed of the noise and the flips")
 
 
+def head_score(clf: Classifier, score: str) -> str:
+    """The scoring function the head allows: ``score`` for a single-label head, the label's own
+    log-sigmoid for a multi-label head, the raw score (``raw``) for a regression head."""
+    return {"single_label": score, "multi_label": "log_sigmoid", "regression": "raw"}[clf.head.kind]
+
+
 def _class_prob(logits: torch.Tensor, target: int, score: str) -> torch.Tensor:
     """(batch,) probability-like value of the target under the scoring function."""
+    if score == "raw":
+        return logits[:, target]
     if score == "log_softmax":
         return torch.softmax(logits, -1)[:, target]
     if score == "log_sigmoid":
@@ -89,6 +101,8 @@ def _class_prob(logits: torch.Tensor, target: int, score: str) -> torch.Tensor:
 
 
 def _class_log_score(logits: torch.Tensor, target: int, score: str) -> torch.Tensor:
+    if score == "raw":
+        return logits[:, target]
     if score == "log_softmax":
         return torch.log_softmax(logits, -1)[:, target]
     if score == "log_sigmoid":
@@ -99,7 +113,7 @@ def _class_log_score(logits: torch.Tensor, target: int, score: str) -> torch.Ten
 def _complement_term(logits: torch.Tensor, target: int, score: str, complement: str) -> torch.Tensor:
     if complement == "none":
         return logits.new_zeros(())
-    if complement == "log_prob":
+    if complement == "log_prob" or score == "raw":
         return _class_log_score(logits, target, score)[0]
     return -torch.log1p(-_class_prob(logits, target, score)[0].clamp(max=1 - EPS))
 
@@ -135,6 +149,7 @@ def explain_marc(
     """MaRC: optimise per-word Gaussian-span mask parameters so the kept words alone keep the
     target class and the removed words alone lose it, with as little kept as possible."""
     encoded = clf.encode(example)
+    score = head_score(clf, params.score)
     device = clf.device
     generator = torch.Generator().manual_seed(params.seed)
     embeds = embed_ids(clf, list(encoded.input_ids))[0]  # (seq, dim)
@@ -161,8 +176,8 @@ def explain_marc(
             batch = torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)])  # (2, seq, dim)
             batch = batch + noise_scale * torch.randn(batch.shape, generator=generator).to(device)
             logits = clf.forward_embeds(batch, encoded.variant).float()
-            sufficiency = -_class_log_score(logits[:1], target, params.score)[0]
-            complement = _complement_term(logits[1:], target, params.score, params.complement)
+            sufficiency = -_class_log_score(logits[:1], target, score)[0]
+            complement = _complement_term(logits[1:], target, score, params.complement)
             sparsity = params.alpha_mask * mask.mean() ** 2
             width = -params.alpha_width * torch.log(widths).mean()
             loss = sufficiency + complement + sparsity + width
@@ -170,7 +185,7 @@ def explain_marc(
             optimizer.step()
             with torch.no_grad():
                 widths.clamp_(min=_MIN_WIDTH)
-            probs = torch.softmax(logits.detach(), -1)[:, target]
+            probs = clf.head.outputs(logits.detach())[:, target]
             trace_row(
                 trace,
                 step=step,
@@ -191,13 +206,14 @@ def explain_marc(
         logits = clf.forward_embeds(
             torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)]), encoded.variant
         )
-        final_probs = torch.softmax(logits.float(), -1)[:, target].tolist()
+        final_probs = clf.head.outputs(logits.float())[:, target].tolist()
         final = mask.cpu().double().numpy()
     extras = {
         "trace": trace,
         "trace_terms": ["sufficiency", "complement", "sparsity", "width"],
         "n_steps_run": len(trace.get("step", [])),
         "early_stopped": stopped_at is not None,
+        "score": score,
         "p_masked": final_probs[0],
         "p_complement": final_probs[1],
         "widths": widths.detach().cpu().double().numpy().tolist(),

@@ -59,13 +59,14 @@ class MetricSpec:
         params = params if params is not None else self.params_cls()
         return self.checked(self.function(clf, example, attribution, params, mlm=mlm))
 
-    def checked(self, result: MetricResult) -> MetricResult:
-        """``result`` unchanged, or a ValueError naming the value that breaks the contract."""
+    def checked(self, result: MetricResult, bounded: bool = True) -> MetricResult:
+        """``result`` unchanged, or a ValueError naming the value that breaks the contract
+        (``bounded=False``: no range check, for a regression head's unbounded score)."""
         value = result.value
         if np.isnan(value):
             if not result.extras.get("skipped"):
                 raise ValueError(f"metric {self.key} returned NaN without a reason in extras['skipped']")
-        elif self.value_range is not None:
+        elif self.value_range is not None and bounded:
             low, high = self.value_range
             if not low - _RANGE_TOLERANCE <= value <= high + _RANGE_TOLERANCE:
                 raise ValueError(f"metric {self.key} returned {value!r}, outside its range [{low}, {high}]")

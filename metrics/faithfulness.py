@@ -15,6 +15,11 @@
 * ``log_odds`` (Shrikumar et al. 2017, as used by AML, paper 004): ``ln p(x') - ln p(x)`` with
   the top 20% words replaced by [MASK]; lower (more negative) is better.
 
+The explained output is the head's (``core.heads``, through ``Classifier.predict_proba``): the
+softmax probability of a class, the sigmoid probability of one label, or a regression head's raw
+score, for which the curves and drops measure the change in score (not bounded to [0, 1]) and
+``log_odds`` is refused.
+
 Conventions shared by all five:
 
 * Ranking: words are sorted by their signed score, highest first; ties keep word order.
@@ -251,7 +256,7 @@ class _Context:
     def predicted(self) -> int:
         """The model's class for the unperturbed input (one extra pass, asked for only when needed)."""
         if self._predicted is None:
-            self._predicted = int(np.argmax(self.clf.predict_proba([self.encoded.variant])[0]))
+            self._predicted = self.clf.head.predicted(self.clf.predict_proba([self.encoded.variant])[0])
         return self._predicted
 
 
@@ -343,6 +348,7 @@ def _sufficiency_plan(ctx: _Context, params: BinParams) -> _Plan:
 
 
 def _log_odds_plan(ctx: _Context, params: LogOddsParams) -> _Plan:
+    check_head(ctx.clf, ["log_odds"])
     count = word_count(params.fraction, ctx.n_words)
     variant, text = ctx.remover(params.removal).apply(ctx.descending, ctx.descending[:count])
 
@@ -366,6 +372,16 @@ _PLANNERS: dict[str, Callable[[_Context, Any], _Plan]] = {
 # --------------------------------------------------------------------------- entry points
 
 
+PROBABILITY_ONLY = ("log_odds",)  # metrics defined on probabilities only
+
+
+def check_head(clf: Classifier, keys: Sequence[str]) -> None:
+    """Refuse, before any work, a metric the head's explained output does not allow."""
+    for key in keys:
+        if key in PROBABILITY_ONLY:
+            clf.head.require_probability(f"the {key} metric")
+
+
 def score_many(
     clf: Classifier,
     example: Example,
@@ -387,7 +403,8 @@ def score_many(
     probs = clf.predict_proba(variants)[:, attribution.target] if variants else np.zeros(0)
     results, start = {}, 0
     for key, plan in plans.items():
-        results[key] = _BY_KEY[key].checked(plan.finish(probs[start : start + len(plan.variants)]))
+        result = plan.finish(probs[start : start + len(plan.variants)])
+        results[key] = _BY_KEY[key].checked(result, bounded=clf.head.is_probability)
         start += len(plan.variants)
     return results
 

@@ -9,7 +9,7 @@ Definitions, by source:
   0.95 for a slice of a dataset; ``coverage`` is the share of words selected, next to the share
   the humans selected. Empty-set rules follow the authors' code: with nothing selected,
   precision, recall, IoU and F1 are 0.
-- ERASER (DeYoung et al. 2020), as used by paper 003 (MaRC): token F1 of the top-k words (k = the
+- ERASER (DeYoung et al. 2020, arXiv:1911.03429), as used by paper 003 (MaRC): token F1 of the top-k words (k = the
   human rationale's length unless given), computed per instance as ERASER's
   ``score_hard_rationale_predictions``; IOU-F1 as ERASER's ``partial_match_score`` at IoU 0.5: a
   predicted span (a contiguous run of selected words, never crossing from premise to hypothesis)
@@ -22,6 +22,12 @@ Definitions, by source:
   for an exact set match, which is in extras as ``exact_match``; the fraction is what the thesis's
   e-SNLI numbers (random baseline 20%) measure. Mean rank is the smallest r / n such that the top
   r words hold every human word (lower is better; 1/n at best).
+
+Token F1, IOU-F1 and AUPRC take a ``convention``: ``"ours"`` (default) scores a sentence pair as
+one document; ``"eraser"`` scores the premise and the hypothesis as two documents and averages
+over documents as ERASER's scoring code does (metrics/eraser_documents.py; a slice's figure then
+pools the documents of all examples, ``eraser_documents.document_summary``). Every result of
+these three says which in ``extras["convention"]``.
 
 Rankings sort by signed score, highest first; ties keep word order. Human spans are the
 contiguous runs of the human mask within one segment.
@@ -47,6 +53,7 @@ import numpy as np
 
 from core.params import param
 from core.types import Attribution, Example
+from metrics import eraser_documents
 from metrics.base import MetricResult, MetricSpec, Summary
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
@@ -74,6 +81,20 @@ class SelectionParams:
 @dataclass(frozen=True)
 class RankingParams:
     annotator: str = param("majority", ANNOTATOR_HELP)
+
+
+@dataclass(frozen=True)
+class EraserSelectionParams(SelectionParams):
+    """Token F1 and IOU-F1: a selection and the document convention (metrics/eraser_documents.py)."""
+
+    convention: str = param("ours", eraser_documents.CONVENTION_HELP, choices=eraser_documents.CONVENTIONS)
+
+
+@dataclass(frozen=True)
+class EraserRankingParams(RankingParams):
+    """AUPRC: the document convention (metrics/eraser_documents.py)."""
+
+    convention: str = param("ours", eraser_documents.CONVENTION_HELP, choices=eraser_documents.CONVENTIONS)
 
 
 # --------------------------------------------------------------------------- human masks
@@ -244,37 +265,39 @@ def _coverage(scores: np.ndarray, human: np.ndarray, example: Example, params: T
     )
 
 
-def _token_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
+def _token_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: EraserSelectionParams) -> MetricResult:
     selected = select(scores, human, params)
     values = overlap(selected, human)
-    return MetricResult(
-        values["f1"],
-        extras={
-            "precision": values["precision"],
-            "recall": values["recall"],
-            "k": int(selected.sum()),
-            "selected": np.flatnonzero(selected).tolist(),
-            **_counts(int(np.sum(selected & human)), int(selected.sum()), int(human.sum())),
-        },
-    )
+    extras = {
+        "precision": values["precision"],
+        "recall": values["recall"],
+        "k": int(selected.sum()),
+        "selected": np.flatnonzero(selected).tolist(),
+        **_counts(int(np.sum(selected & human)), int(selected.sum()), int(human.sum())),
+    }
+    if params.convention == "eraser":
+        documents = eraser_documents.token_documents(selected, human, example.segment_ids)
+        return eraser_documents.result("token_f1", documents, extras)
+    return MetricResult(values["f1"], extras={**extras, "convention": "ours"})
 
 
-def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
+def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: EraserSelectionParams) -> MetricResult:
     selected = select(scores, human, params)
     predicted = spans(selected, example.segment_ids)
     reference = spans(human, example.segment_ids)
     values = span_f1(predicted, reference)
-    return MetricResult(
-        values["f1"],
-        extras={
-            **values,
-            "predicted_spans": predicted,
-            "human_spans": reference,
-            "k": sum(e - s for s, e in predicted),
-            "selected": np.flatnonzero(selected).tolist(),
-            **_counts(values["matched"], len(predicted), len(reference)),
-        },
-    )
+    extras = {
+        **values,
+        "predicted_spans": predicted,
+        "human_spans": reference,
+        "k": sum(e - s for s, e in predicted),
+        "selected": np.flatnonzero(selected).tolist(),
+        **_counts(values["matched"], len(predicted), len(reference)),
+    }
+    if params.convention == "eraser":
+        documents = eraser_documents.span_documents(predicted, reference, example.segment_ids, span_f1)
+        return eraser_documents.result("iou_f1", documents, extras)
+    return MetricResult(values["f1"], extras={**extras, "convention": "ours"})
 
 
 def _counts(matched: int, n_predicted: int, n_human: int) -> dict[str, int]:
@@ -302,9 +325,12 @@ def _contiguity(scores: np.ndarray, human: np.ndarray, example: Example, params:
     )
 
 
-def _auprc(scores: np.ndarray, human: np.ndarray, example: Example, params: RankingParams) -> MetricResult:
+def _auprc(scores: np.ndarray, human: np.ndarray, example: Example, params: EraserRankingParams) -> MetricResult:
     values = auprc(scores, human)
-    return MetricResult(values["auprc"], extras=values)
+    if params.convention == "eraser":
+        documents = eraser_documents.auprc_documents(scores, human, example.segment_ids, auprc)
+        return eraser_documents.result("auprc", documents, values)
+    return MetricResult(values["auprc"], extras={**values, "convention": "ours"})
 
 
 def _rank_metric(key: str) -> MapScore:
@@ -371,7 +397,7 @@ METRICS = (
     _spec(
         key="token_f1",
         function=_against_human(_token_f1),
-        params_cls=SelectionParams,
+        params_cls=EraserSelectionParams,
         description="token F1 of the top-k words (k = human length)",
         label="token F1",
         higher_is_better=True,
@@ -381,7 +407,7 @@ METRICS = (
     _spec(
         key="iou_f1",
         function=_against_human(_iou_f1),
-        params_cls=SelectionParams,
+        params_cls=EraserSelectionParams,
         description="span F1, a predicted span matching a human one at IoU >= 0.5",
         label="IOU-F1",
         higher_is_better=True,
@@ -391,7 +417,7 @@ METRICS = (
     _spec(
         key="auprc",
         function=_against_human(_auprc),
-        params_cls=RankingParams,
+        params_cls=EraserRankingParams,
         description="area under the precision-recall curve of the scores",
         label="AUPRC",
         higher_is_better=True,

@@ -12,6 +12,7 @@ from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
 from services.bundles import bundle_bytes
+from services.compare import ComparisonResult, compare
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -26,6 +27,7 @@ from services.data import (
 from services.estimates import (
     CostEstimate,
     MaskCostEstimate,
+    cost_model,
     estimate_cost,
     estimate_mask_cost,
     estimate_perturbation_cost,
@@ -50,6 +52,7 @@ from services.methods import MethodInfo, MetricInfo, ParamField, attack_info, me
 from services.models import (
     DEFAULT_MLM,
     DEFAULT_MODEL,
+    HEAD_CHOICES,
     ModelChoice,
     ModelInfo,
     classifier,
@@ -58,7 +61,10 @@ from services.models import (
     mlm_choices,
     model_choices,
     model_info,
+    model_ref,
     model_task,
+    randomized_name,
+    split_ref,
 )
 from services.rationales import (
     binarized,
@@ -80,8 +86,10 @@ __all__ = [
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
     "FREE_TEXT",
+    "HEAD_CHOICES",
     "RUN_METHODS",
     "RUN_METRICS",
+    "ComparisonResult",
     "CostEstimate",
     "FaithfulnessResult",
     "HeatmapResult",
@@ -103,6 +111,8 @@ __all__ = [
     "binarized",
     "bundle_bytes",
     "classifier",
+    "compare",
+    "cost_model",
     "dataset_example",
     "dataset_options",
     "dataset_size",
@@ -129,12 +139,14 @@ __all__ = [
     "mlm_choices",
     "model_choices",
     "model_info",
+    "model_ref",
     "model_task",
     "passes_per_second",
     "predict_example",
     "random_index",
     "randomization_steps",
     "randomize",
+    "randomized_name",
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",
@@ -146,6 +158,7 @@ __all__ = [
     "slice_examples",
     "slice_indices",
     "slice_stopped_at",
+    "split_ref",
 ]
 
 # The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).

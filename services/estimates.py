@@ -35,12 +35,14 @@ def passes_per_second(attribution: Attribution) -> float | None:
 
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
     """Passes of a sampling method (its spec's ``passes`` cost model) on ``n_words`` words; the
-    time assumes a masked-LM pass costs about one classifier pass (true of the bundled MiniLMs)."""
+    time assumes a masked-LM pass and a backward pass each cost about one classifier forward pass
+    (true of the bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
+    passes per second)."""
     spec = explainers.get(method)
     if spec.passes is None:
         raise ValueError(f"no cost estimate for {method!r}: it is not a sampling method")
     passes = spec.passes(n_words, spec.make_params(params))
-    seconds = (passes.mlm + passes.classifier) / rate if rate else None
+    seconds = (passes.mlm + passes.classifier + passes.backward) / rate if rate else None
     return CostEstimate(passes.mlm, passes.classifier, seconds)
 
 
@@ -84,3 +86,20 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     steps = spec.steps(spec.make_params(params))
     step = _step_seconds(model, store.example_key(example), example)
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
+
+
+def cost_model(method: str, n_words: int) -> str | None:
+    """The registry's cost model of ``method`` at its default parameters on ``n_words`` words, in
+    words (None for a method without one: its cost is measured when it runs)."""
+    spec = explainers.get(method)
+    params = spec.make_params()
+    if spec.passes is not None:
+        passes = spec.passes(n_words, params)
+        mlm = f" and {passes.mlm:,} masked-LM passes" if passes.mlm else ""
+        return f"at most {passes.classifier:,} classifier forward passes{mlm} on {n_words} words"
+    if spec.steps is not None:
+        steps = spec.steps(params)
+        pretrain = f" and {steps.pretrain:,.0f} units once to pre-train" if steps.pretrain else ""
+        unit = "one unit: a forward and backward pass of a batch of two"
+        return f"about {steps.run:,.0f} units per run{pretrain} ({unit}; {steps.note})"
+    return None

@@ -26,6 +26,7 @@ class PredictionResult:
     predicted: int
     label_names: tuple[str, ...]
     dropped_words: int
+    head: str = "single_label"  # core.heads: what ``probabilities`` are (scores for regression)
     windows: tuple[tuple[int, int], ...] = ()  # word ranges when read in sliding windows
 
 
@@ -42,14 +43,18 @@ def _prediction(model: str, example_key: str, _example: Example) -> PredictionRe
     clf = models.classifier(model)
     fitted, dropped = clf.fit_example(_example)
     prediction = predict(clf, fitted)
-    return PredictionResult(fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped)
+    return PredictionResult(
+        fitted, prediction.probabilities, prediction.predicted, clf.label_names, dropped, prediction.head
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _windowed_prediction(model: str, example_key: str, _example: Example) -> PredictionResult:
     clf = models.classifier(model)
     prediction, spans = predict_in_windows(clf, _example, Windows())
-    return PredictionResult(_example, prediction.probabilities, prediction.predicted, clf.label_names, 0, tuple(spans))
+    return PredictionResult(
+        _example, prediction.probabilities, prediction.predicted, clf.label_names, 0, prediction.head, tuple(spans)
+    )
 
 
 @st.cache_resource

@@ -9,11 +9,14 @@ import streamlit as st
 
 from core import catalog, models
 from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.heads import HEAD_LABELS, detect_head
 from core.masked_lm import MaskedLM
+from experiments import randomization
 from services import access
 
 DEFAULT_MODEL = "minilm-sst2"
 DEFAULT_MLM = "minilm-mlm"
+HEAD_CHOICES = HEAD_LABELS  # head type -> what the sidebar's head picker shows (core.heads)
 
 
 # Loading arbitrary hub ids or folders fails in many ways (missing files, wrong architecture,
@@ -38,6 +41,24 @@ class ModelInfo:
     pair: bool | None  # None: unknown (hub models may take one or two segments)
     max_length: int
     task: str | None = None
+    head: str = "single_label"  # the explained output in use (core.heads), override applied
+    detected_head: str = "single_label"  # what the config says
+
+
+# A head-type override travels inside the model reference the pages pass to the services
+# ("minilm-sst2 [head: multi_label]"), so every cache keyed by the model also keys by the head.
+_HEAD_MARK = re.compile(r"^(?P<name>.*) \[head: (?P<head>single_label|multi_label|regression)\]$")
+
+
+def model_ref(name: str, head_type: str | None) -> str:
+    """The reference of ``name`` explained with the head ``head_type`` (None: the detected one)."""
+    return name if head_type is None else f"{name} [head: {head_type}]"
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """(model name, head-type override or None) of a reference made by ``model_ref``."""
+    found = _HEAD_MARK.match(ref.strip())
+    return (found["name"], found["head"]) if found else (ref, None)
 
 
 def model_choices() -> list[ModelChoice]:
@@ -76,8 +97,26 @@ def _loaded_classifier(name: str) -> LoadedClassifier:
     return load_classifier(name)
 
 
+RANDOMIZED_PREFIX = "randomized:"
+
+
+def randomized_name(name: str) -> str:
+    """The name under which ``loaded`` gives the fully randomized copy of model ``name``."""
+    return f"{RANDOMIZED_PREFIX}{name.strip()}"
+
+
+@st.cache_resource(show_spinner="Randomizing the model's weights…", max_entries=2)
+def _randomized_classifier(name: str, _base: LoadedClassifier) -> LoadedClassifier:
+    return randomization.randomized_model(_base, seed=0)
+
+
 def loaded(name: str) -> LoadedClassifier:
-    name = name.strip()
+    """The shared classifier ``name``; ``randomized:<name>`` is a copy of it with every weight
+    re-initialised (seed 0), as the sanity checks' last cascading step."""
+    name = split_ref(name)[0].strip()
+    if name.startswith(RANDOMIZED_PREFIX):
+        base = name.removeprefix(RANDOMIZED_PREFIX).strip()
+        return _randomized_classifier(base, loaded(base))
     if not name:
         raise ValueError("no model given: pick a bundled model or type a hub id or a local folder")
     access.check_model(name)
@@ -111,13 +150,21 @@ def _hide_paths(message: str, name: str) -> str:
 
 def model_info(name: str) -> ModelInfo:
     """Label names, pair input and maximum length of a model (loading it if needed)."""
-    found = loaded(name)
-    return ModelInfo(found.name, found.label_names, found.pair, found.max_length, model_task(name))
+    base = split_ref(name)[0]
+    found = loaded(base)
+    try:
+        detected = detect_head(found.model.config, None, repr(base)).kind
+    except ValueError:  # a config only an override makes usable (one output marked single-label)
+        detected = "none"
+    head = classifier(name).head.kind
+    return ModelInfo(found.name, found.label_names, found.pair, found.max_length, model_task(base), head, detected)
 
 
 def classifier(name: str, batch_size: int = 64) -> Classifier:
-    """A fresh per-request view (own pass counters) on the shared, cached model."""
-    return Classifier(loaded(name), batch_size=batch_size)
+    """A fresh per-request view (own pass counters) on the shared, cached model, explaining the
+    head the reference names (``model_ref``) or the one its config gives."""
+    base, head_type = split_ref(name)
+    return Classifier(loaded(base), batch_size=batch_size, head_type=head_type)
 
 
 @st.cache_resource(show_spinner="Loading the masked language model…", max_entries=2)

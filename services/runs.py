@@ -36,6 +36,7 @@ def catalogue() -> pd.DataFrame:
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()
+    runs = runs[runs["kind"] != "roar"] if len(runs) else runs  # ROAR jobs have their own page
     return runs.sort_values("created", ascending=False).reset_index(drop=True) if len(runs) else runs
 
 
@@ -179,7 +180,14 @@ def start_run(
     seed: int | None = None,
 ) -> str:
     """Start (or resume) a run in a background process and return its id at once. A run with the
-    same key that is already done is returned as it is; one being written is left alone."""
+    same key that is already done is returned as it is; one being written is left alone. Runs
+    use the head the model's config gives (a regression head's runs leave log-odds out)."""
+    from services.models import classifier, split_ref
+
+    if split_ref(model)[1] is not None:
+        raise ValueError("dataset runs use the head the model's config gives: clear the sidebar's head-type override")
+    if not classifier(model).head.is_probability:
+        metrics = [m for m in metrics if m != "log_odds"]
     spec = executor.RunSpec(
         model=model,
         dataset=dataset,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.classifier import Classifier, LoadedClassifier, log2_odds
+from core.classifier import Classifier, LoadedClassifier
+from core.heads import log2_odds
 from core.types import Example
 
 

@@ -130,6 +130,12 @@ FAST = {
     "lime": {"n_samples": 60},
     "lime_mlm": {"n_samples": 40},
     "kernel_shap": {"n_samples": 60},
+    "smoothgrad": {"n_samples": 5},
+    "vargrad": {"n_samples": 5},
+    "smoothgrad_ig": {"n_samples": 3, "n_steps": 8},
+    "gradient_shap": {"n_samples": 10},
+    "partition_shap": {"n_evals": 40},
+    "sobol": {"n_designs": 8},
     "marc": {"n_steps": 15},
     "aml": {"n_steps": 2, "n_train": 8, "n_epochs": 1},
 }
@@ -198,6 +204,7 @@ def _check_capabilities(spec: explainers.ExplainerSpec, first, loaded, example: 
     if spec.sampling:
         passes = spec.passes(len(example.words), params)
         assert 0 < first.forward_passes <= passes.classifier, (spec.key, first.forward_passes, passes)
+        assert first.backward_passes <= passes.backward, (spec.key, first.backward_passes, passes)
         assert first.extras.get("mlm_forward_passes", 0) <= passes.mlm, spec.key
     if spec.mask_optimiser:
         steps = spec.steps(params)

@@ -85,7 +85,8 @@ class ToyConfig(PretrainedConfig):
     model_type = "toy-linear"
 
     def __init__(self, vocab_size: int = len(VOCAB), dim: int = DIM, **kwargs) -> None:
-        kwargs.setdefault("num_labels", 2)
+        if "id2label" not in kwargs:
+            kwargs.setdefault("num_labels", 2)
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.dim = dim
@@ -110,7 +111,7 @@ class ToyLinearClassifier(PreTrainedModel):
     def __init__(self, config: ToyConfig) -> None:
         super().__init__(config)
         self.embeddings = nn.Embedding(config.vocab_size, config.dim)
-        self.weight = nn.Parameter(torch.tensor(WEIGHT))
+        self.weight = nn.Parameter(torch.tensor(getattr(config, "weight", None) or WEIGHT))
         with torch.no_grad():
             self.embeddings.weight.zero_()
             for word, row in PLANTED.items():
@@ -130,13 +131,59 @@ class ToyLinearClassifier(PreTrainedModel):
         return SequenceClassifierOutput(logits=pooled @ self.weight)
 
 
-def toy_linear() -> LoadedClassifier:
-    model = ToyLinearClassifier(
-        ToyConfig(id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})
-    ).eval()
+# The regression toy's one score: column 0 minus column 1 (great +3, good +1, bad -1, awful -3, [CLS] +0.2).
+REGRESSION_WEIGHT = [[1.0], [-1.0], [0.0], [0.0]]
+# Label names of the toys by head: the multi-label toy keeps WEIGHT, each label its own sigmoid.
+HEAD_LABELS = {
+    "single_label": ("negative", "positive"),
+    "multi_label": ("negative", "positive"),
+    "regression": ("sentiment score",),
+}
+PROBLEM_TYPES = {
+    "single_label": None,
+    "multi_label": "multi_label_classification",
+    "regression": "regression",
+}
+
+
+def _head_config(head: str) -> dict:
+    names = HEAD_LABELS[head]
+    config = {"id2label": dict(enumerate(names)), "label2id": {n: i for i, n in enumerate(names)}}
+    return config | ({"problem_type": PROBLEM_TYPES[head]} if PROBLEM_TYPES[head] else {})
+
+
+def toy_linear(head: str = "single_label") -> LoadedClassifier:
+    """The linear toy with a softmax (default), a sigmoid per label, or one regression score."""
+    weight = {"weight": REGRESSION_WEIGHT} if head == "regression" else {}
+    model = ToyLinearClassifier(ToyConfig(**_head_config(head), **weight)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    return LoadedClassifier("toy-linear", model, toy_tokenizer(), torch.device("cpu"))
+    return LoadedClassifier(
+        "toy-linear" if head == "single_label" else f"toy-linear-{head}", model, toy_tokenizer(), torch.device("cpu")
+    )
+
+
+def toy_bert_head(head: str, seed: int = 0, n_labels: int = 3) -> LoadedClassifier:
+    """A tiny random BERT with a multi-label head of ``n_labels`` sigmoids or a regression head."""
+    torch.manual_seed(seed)
+    names = ("toxic", "insult", "threat", "other")[:n_labels] if head == "multi_label" else HEAD_LABELS[head]
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=len(names),
+        id2label=dict(enumerate(names)),
+        label2id={n: i for i, n in enumerate(names)},
+        problem_type=PROBLEM_TYPES[head],
+        attn_implementation="eager",
+    )
+    model = BertForSequenceClassification(config).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return LoadedClassifier(f"toy-bert-{head}", model, toy_tokenizer(), torch.device("cpu"))
 
 
 def toy_bert(seed: int = 0) -> LoadedClassifier:

@@ -9,6 +9,7 @@ block showing every method's row so the rows stay aligned word by word.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,25 @@ NEUTRAL = (247, 247, 247)  # #f7f7f7
 POSITIVE = (178, 24, 43)  # #b2182b
 SEGMENT_NAMES = ("Premise", "Hypothesis")
 
+
+@dataclass(frozen=True)
+class Palette:
+    """A diverging palette: the colours at -1, 0 and +1, the ramp's exponent (below 1 lifts small
+    scores off white) and the scaled |score| above which the text turns white."""
+
+    negative: tuple[int, int, int]
+    neutral: tuple[int, int, int]
+    positive: tuple[int, int, int]
+    gamma: float = 1.0
+    white_text: float = 0.6
+
+
+# "high_contrast" is for a projector: RdBu's darkest ends on pure white, small scores lifted.
+PALETTES = {
+    "default": Palette(NEGATIVE, NEUTRAL, POSITIVE),
+    "high_contrast": Palette((5, 48, 97), (255, 255, 255), (103, 0, 31), gamma=0.6, white_text=0.45),
+}
+
 _TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
 _HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;white-space:nowrap;min-width:11rem;max-width:11rem;"
 _CELL = "padding:2px 5px;border-radius:3px;white-space:nowrap;text-align:center;"
@@ -37,17 +57,18 @@ class _Column:
     subword: int | None  # index into subword_scores (None: the column is a whole word)
 
 
-def colour(value: float) -> str:
-    """Background for a score scaled to [-1, 1]."""
+def colour(value: float, palette: str = "default") -> str:
+    """Background for a score scaled to [-1, 1] in one of ``PALETTES``."""
+    chosen = PALETTES[palette]
     value = 0.0 if not math.isfinite(value) else max(-1.0, min(1.0, value))
-    end = POSITIVE if value > 0 else NEGATIVE
-    t = abs(value)
-    r, g, b = (round(n + t * (e - n)) for n, e in zip(NEUTRAL, end))
+    end = chosen.positive if value > 0 else chosen.negative
+    t = abs(value) ** chosen.gamma
+    r, g, b = (round(n + t * (e - n)) for n, e in zip(chosen.neutral, end))
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _text_colour(value: float) -> str:
-    return "#ffffff" if math.isfinite(value) and abs(value) > 0.6 else "#1b1b1b"
+def _text_colour(value: float, palette: str = "default") -> str:
+    return "#ffffff" if math.isfinite(value) and abs(value) > PALETTES[palette].white_text else "#1b1b1b"
 
 
 def _reference(attributions: Mapping[str, Attribution]) -> Attribution | None:
@@ -102,9 +123,10 @@ def _chunks(units: list[list[_Column]], segment_ids: Sequence[int], line_chars: 
     return chunks
 
 
-def _cell(text: str, title: str, value: float, scale: float, outlined: bool, colspan: int = 1) -> str:
+def _cell(text: str, title: str, value: float, scale: float, outlined: bool, palette: str, colspan: int = 1) -> str:
     scaled = value / scale if scale > 0 and math.isfinite(value) else 0.0
-    style = f"{_CELL}background:{colour(scaled)};color:{_text_colour(scaled)};{_RATIONALE if outlined else ''}"
+    background, text_colour = colour(scaled, palette), _text_colour(scaled, palette)
+    style = f"{_CELL}background:{background};color:{text_colour};{_RATIONALE if outlined else ''}"
     span = f' colspan="{colspan}"' if colspan > 1 else ""
     return f'<td class="hm-cell"{span} style="{style}" title="{html.escape(title)}">{html.escape(text)}</td>'
 
@@ -121,6 +143,7 @@ def _row(
     words: Sequence[str],
     rationale: Sequence[int] | None,
     scale: float,
+    palette: str,
 ) -> str:
     row_peak = peak(_row_values(attribution, reference))
     head = (
@@ -136,10 +159,10 @@ def _row(
             for column in unit:
                 value = float(attribution.subword_scores[column.subword]) if column.subword is not None else math.nan
                 title = f"{column.text} ({words[w]}): {_format(value)}"
-                cells.append(_cell(column.text, title, value, scale, outlined))
+                cells.append(_cell(column.text, title, value, scale, outlined, palette))
         else:
             value = float(attribution.scores[w])
-            cells.append(_cell(words[w], f"{words[w]}: {_format(value)}", value, scale, outlined, len(unit)))
+            cells.append(_cell(words[w], f"{words[w]}: {_format(value)}", value, scale, outlined, palette, len(unit)))
     return f'<tr class="hm-row" data-method="{html.escape(key)}">{head}{"".join(cells)}</tr>'
 
 
@@ -152,12 +175,13 @@ def heatmap_html(
     subwords: bool = False,
     shared_scale: bool = False,
     line_chars: int = 100,
+    palette: str = "default",
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
     ``subwords`` shows subword columns where some method has subword scores (the others span
     their word's subwords); ``shared_scale`` colours every row on one scale instead of each on
-    its own largest absolute score.
+    its own largest absolute score; ``palette`` is a key of ``PALETTES``.
     """
     if not attributions:
         return ""
@@ -166,7 +190,7 @@ def heatmap_html(
     peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
     shared = max(peaks.values())
     parts = [
-        legend_html(shared_scale, shared, rationale is not None),
+        legend_html(shared_scale, shared, rationale is not None, palette),
         '<div class="hm" data-role="heatmap" style="overflow-x:auto">',
     ]
     pair = len(set(segment_ids)) > 1
@@ -179,7 +203,7 @@ def heatmap_html(
             )
         previous = segment
         rows = [
-            _row(key, a, chunk, reference, words, rationale, shared if shared_scale else peaks[key])
+            _row(key, a, chunk, reference, words, rationale, shared if shared_scale else peaks[key], palette)
             for key, a in attributions.items()
         ]
         parts.append(f'<table class="hm-block" style="{_TABLE}">{"".join(rows)}</table>')
@@ -187,11 +211,12 @@ def heatmap_html(
     return "".join(parts)
 
 
-def legend_html(shared_scale: bool, scale: float, rationale: bool) -> str:
+def legend_html(shared_scale: bool, scale: float, rationale: bool, palette: str = "default") -> str:
     """Colour bar from 'against the target' (blue) to 'for the target' (red)."""
     low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
-    gradient = f"linear-gradient(to right,{colour(-1)},{colour(0)},{colour(1)})"
+    stops = ",".join(colour(v, palette) for v in (-1.0, -0.5, 0.0, 0.5, 1.0))
+    gradient = f"linear-gradient(to right,{stops})"
     outline = (
         f'<span style="white-space:nowrap"><span style="{_CELL}{_RATIONALE}">word</span> human rationale</span>'
         if rationale
@@ -224,3 +249,33 @@ def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def side_by_side(
+    first: Mapping[str, Attribution], second: Mapping[str, Attribution], labels: tuple[str, str] = ("A", "B")
+) -> tuple[int, dict[str, Attribution]]:
+    """Two models' rows of every method, the first model's above the second's, keyed
+    ``"<method> · <label>"``; a method only one model has keeps its one row. Returns the number
+    of words both rows cover (a model with a shorter maximum length may have cut the text) and
+    the rows, cut to those words (subword scores dropped from a cut row)."""
+    rows = [*first.values(), *second.values()]
+    n_words = min((len(a.words) for a in rows), default=0)
+
+    def cut(attribution: Attribution) -> Attribution:
+        if len(attribution.words) == n_words:
+            return attribution
+        return dataclasses.replace(
+            attribution,
+            words=attribution.words[:n_words],
+            scores=attribution.scores[:n_words],
+            subwords=(),
+            subword_scores=None,
+            subword_word_ids=(),
+        )
+
+    paired: dict[str, Attribution] = {}
+    for method in dict.fromkeys([*first, *second]):
+        for label, rows_of in zip(labels, (first, second)):
+            if method in rows_of:
+                paired[f"{method} · {label}"] = cut(rows_of[method])
+    return n_words, paired

@@ -23,6 +23,10 @@ INFOS = {m.key: m for m in services.metric_infos("plausibility")}
 METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
 THRESHOLD_METRICS = tuple(k for k in METRICS if INFOS[k].thresholded)
+# The ERASER metrics' document convention, from their parameter dataclass (metrics/eraser_documents.py).
+CONVENTION = {f.name: f for k in METRICS for f in INFOS[k].fields}.get("convention")
+CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in INFOS[k].fields))
+CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
 CEILING_ROW = "humans (each vs the others)"
 BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
 
@@ -84,13 +88,32 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
             "k (0 = as many as the humans)", 0, 512, 0, key="rationales.k", help="Top-k size for token F1 and IOU-F1."
         )
     )
+    convention = st.radio(
+        f"Documents for {', '.join(LABELS[k] for k in CONVENTION_METRICS)}",
+        CONVENTION.choices if CONVENTION else ("ours",),
+        format_func=CONVENTION_LABELS.get,
+        horizontal=True,
+        key="rationales.convention",
+        help=CONVENTION.help if CONVENTION else None,
+    )
     params = {
         key: {"annotator": annotator}
         | ({"threshold": threshold} if key in THRESHOLD_METRICS else {})
         | ({"selection": mode, "k": k, "threshold": threshold} if key in ("token_f1", "iou_f1") else {})
+        | ({"convention": convention} if key in CONVENTION_METRICS else {})
         for key in METRICS
     }
     return params, annotator
+
+
+def convention_note(metric_params: dict) -> None:
+    """Say which document convention the slice's ERASER figures use when it is ERASER's."""
+    if CONVENTION_METRICS and metric_params[CONVENTION_METRICS[0]].get("convention") == "eraser":
+        st.caption(
+            f"{', '.join(LABELS[k] for k in CONVENTION_METRICS)}: ERASER's convention, premise and hypothesis "
+            "scored as two documents and averaged over the slice's documents as ERASER's scoring code does (n "
+            "counts documents; IOU-F1 is the F1 of the mean precision and mean recall, so it has no interval)."
+        )
 
 
 def example_table(scores: dict, ceiling: dict) -> None:

@@ -1,4 +1,4 @@
-"""The shared sidebar: model, dataset and split, example, target class and masked LM.
+"""The shared sidebar: model and head type, dataset and split, example, target and masked LM.
 
 It runs on every page (``app.py`` renders it before the page), stores one ``Selection`` in the
 session state and mirrors model, dataset, split and example index into the URL's query
@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 import services
+from ui.prediction import DEFAULT_THRESHOLD
 from ui.share import copy_link
 from ui.state import Selection, set_selection
 
@@ -23,7 +24,7 @@ def render() -> Selection:
     _read_url_once(choices, options)
     with st.sidebar:
         st.header("Input")
-        model = _model_picker(choices, options)
+        model = services.model_ref(_model_picker(choices, options), _head_picker())
         try:
             info = services.model_info(model)
         except ValueError as error:
@@ -31,9 +32,11 @@ def render() -> Selection:
         else:
             model_error = None
         dataset, split, index, example, example_error = _example_picker(options)
-        target = _target_picker(info.label_names if info else ())
+        head = info.head if info else "single_label"
+        target = _target_picker(info.label_names if info else (), head)
+        threshold = _threshold_picker() if head == "multi_label" else DEFAULT_THRESHOLD
         mlm = _mlm_picker()
-        _write_url(model, dataset, split, index)
+        _write_url(services.split_ref(model)[0], dataset, split, index)
         copy_link()
     selection = Selection(
         model=model,
@@ -46,6 +49,8 @@ def render() -> Selection:
         target=target,
         mlm=mlm,
         error=model_error or example_error,
+        head=head,
+        threshold=threshold,
     )
     set_selection(selection)
     return selection
@@ -184,16 +189,49 @@ def _pick_random(dataset: str, split: str) -> None:
     st.session_state["sidebar.index"] = services.random_index(dataset, split)
 
 
-def _target_picker(label_names: tuple[str, ...]) -> int | None:
+def _head_picker() -> str | None:
+    """The head-type override (None: what the model's config says; core.heads)."""
+    options: list[str | None] = [None, *services.HEAD_CHOICES]
+    return st.selectbox(
+        "Head type",
+        options,
+        format_func=lambda h: "from the model's config" if h is None else services.HEAD_CHOICES[h],
+        key="sidebar.head_type",
+        help="What the model's outputs mean: one softmax over classes, one sigmoid per label, or a "
+        "regression score. Detected from the config (problem_type, num_labels); override it for "
+        "a model whose config is wrong.",
+    )
+
+
+def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
+    """The explained class (single-label) or label (multi-label); no picker for one regression score."""
+    if head == "regression" and len(label_names) <= 1:
+        st.session_state.pop("sidebar.target", None)
+        return None
     options: list[int | None] = [None, *range(len(label_names))]
     if st.session_state.get("sidebar.target") not in options:
         st.session_state["sidebar.target"] = None
+    default = {"multi_label": "most probable label", "regression": "first score"}.get(head, "predicted class")
     return st.selectbox(
-        "Target class",
+        "Target label" if head == "multi_label" else "Target class",
         options,
-        format_func=lambda t: "predicted class" if t is None else label_names[t],
+        format_func=lambda t: default if t is None else label_names[t],
         key="sidebar.target",
-        help="The class whose score the methods explain.",
+        help="The label whose own probability the methods explain."
+        if head == "multi_label"
+        else "The class whose score the methods explain.",
+    )
+
+
+def _threshold_picker() -> float:
+    return st.slider(
+        "Label threshold",
+        0.05,
+        0.95,
+        DEFAULT_THRESHOLD,
+        0.05,
+        key="sidebar.threshold",
+        help="A multi-label head predicts every label whose probability is at or above this.",
     )
 
 

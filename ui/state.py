@@ -29,11 +29,13 @@ class Selection:
     target: int | None = None
     mlm: str = "minilm-mlm"
     error: str | None = None
+    head: str = "single_label"  # core.heads: the explained output, override applied
+    threshold: float = 0.5  # a multi-label head's prediction: labels at or above it
 
     @property
     def target_name(self) -> str:
         if self.target is None:
-            return "predicted class"
+            return {"multi_label": "most probable label", "regression": "score"}.get(self.head, "predicted class")
         return self.label_names[self.target]
 
 

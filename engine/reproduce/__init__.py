@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from core.types import ProgressFn
-from engine.reproduce import double_trouble, mask_papers
+from engine.reproduce import double_trouble, mask_papers, recursive_roar
 from engine.reproduce.base import (
     Finding,
     Reproduction,
@@ -30,7 +30,9 @@ from engine.reproduce.base import (
     save_atomic,
 )
 
-REGISTRY: dict[str, Reproduction] = {r.name: r for r in (*double_trouble.REPRODUCTIONS, *mask_papers.REPRODUCTIONS)}
+REGISTRY: dict[str, Reproduction] = {
+    r.name: r for r in (*double_trouble.REPRODUCTIONS, *mask_papers.REPRODUCTIONS, *recursive_roar.REPRODUCTIONS)
+}
 
 __all__ = ["REGISTRY", "Finding", "Reproduction", "Row", "cached_run", "get", "latest", "run"]
 

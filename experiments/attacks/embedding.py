@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 import explainers
@@ -123,7 +122,8 @@ def embedding_attack(
     start = time.perf_counter()
 
     base = embed(clf, encoded).float()
-    target = int(np.argmax(clf.predict_proba([encoded.variant])[0]))
+    original_outputs = clf.predict_proba([encoded.variant])[0]
+    target = clf.head.predicted(original_outputs)
 
     def explain(delta: torch.Tensor, attack_time: bool) -> tuple[torch.Tensor, torch.Tensor]:
         n_steps = params.ig_n_steps if attack_time else None
@@ -133,7 +133,15 @@ def embedding_attack(
     k = k_for(encoded.n_words, params.top_fraction)
     top = torch.as_tensor(top_k(original_scores.detach().cpu().numpy(), k).copy())
     best, trace, steps = _ascend(
-        explain, base, encoded, target, top, float(original_probs[target].detach()), params, progress
+        explain,
+        base,
+        encoded,
+        target,
+        top,
+        float(original_probs[target].detach()),
+        params,
+        progress,
+        lambda probs: clf.head.kept(original_outputs, probs.cpu().numpy(), target),
     )
 
     attacked_scores, attacked_probs = explain(best, attack_time=False)
@@ -143,6 +151,7 @@ def embedding_attack(
         _attribution(example, target, attacked_scores, method, method_params), words=attacked_words
     )
     return AttackResult(
+        head=clf.head.kind,
         attack="embedding",
         method=method,
         example=example,
@@ -171,11 +180,12 @@ def _ascend(
     p_original: float,
     params: EmbeddingAttackParams,
     progress: ProgressFn | None,
+    keeps_prediction: Callable[[torch.Tensor], bool],
 ) -> tuple[torch.Tensor, dict[str, tuple[float, ...]], int]:
     """Projected gradient ascent on the attack objective; returns the best delta, the trace and
     the number of evaluated steps.
 
-    Unconstrained: an iterate whose predicted class differs is rejected and the step retried at
+    Unconstrained: an iterate that loses the prediction (``keeps_prediction``: core.heads) is rejected and the step retried at
     half the size. Constrained: every iterate counts. The best iterate (by objective) is returned.
     """
     word_mask = torch.zeros_like(base)
@@ -195,7 +205,7 @@ def _ascend(
             float(objective),
             float(distance),
             float(probs[target]),
-            int(torch.argmax(probs)) == target,
+            keeps_prediction(probs),
             grad * word_mask,
         )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from core.heads import Head
 from core.types import Attribution, Example
 from metrics.agreement import spearman, top_k
 from metrics.base import mean_interval
@@ -68,6 +69,7 @@ class AttackResult:
     mlm_forward_passes: int = 0
     steps: int = 0
     trace: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    head: str = "single_label"  # core.heads: what the probabilities are and what keeping the prediction means
     substitutions: tuple[tuple[int, str, str], ...] = ()
     delta: np.ndarray | None = None
 
@@ -101,7 +103,13 @@ class AttackResult:
 
     @property
     def success(self) -> bool:
-        return self.attacked_predicted == self.target and self.rank_change > 0
+        return self.prediction_kept and self.rank_change > 0
+
+    @property
+    def prediction_kept(self) -> bool:
+        """The same class, the same label set (multi-label) or a score within ``SCORE_TOLERANCE``."""
+        head = Head(self.head, ())
+        return head.kept(np.asarray(self.original_probabilities), np.asarray(self.attacked_probabilities), self.target)
 
     def measures(self) -> dict[str, Any]:
         rho = self.spearman

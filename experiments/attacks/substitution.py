@@ -31,7 +31,12 @@ from metrics.agreement import top_k
 class SubstitutionAttackParams:
     budget: int = param(3, "most words replaced", min=1, max=64)
     n_candidates: int = param(8, "masked-LM fill-ins tried per word", min=1, max=100)
-    tolerance: float = param(0.05, "largest allowed change of the predicted class's probability", min=0.0, max=1.0)
+    tolerance: float = param(
+        0.05,
+        "largest allowed change of the predicted class's probability (a regression head: of its score)",
+        min=0.0,
+        max=1.0,
+    )
     search: str = param(
         "greedy", "greedy: best single substitution per round; beam: keep beam_width states", choices=("greedy", "beam")
     )
@@ -109,7 +114,7 @@ def substitution_attack(
     start = time.perf_counter()
 
     probabilities = clf.predict_proba([clf.encode(example).variant])[0]
-    target = int(np.argmax(probabilities))
+    target = clf.head.predicted(probabilities)
     original = explainers.run_explainer(spec, clf, example, target, method_params, mlm=mlm, resources=resources)
     k = k_for(len(example.words), params.top_fraction)
     top = top_k(original.scores, k)
@@ -133,7 +138,7 @@ def substitution_attack(
         )
         out = []
         for key, attacked, probs in zip(proposals, examples, scored):
-            if int(np.argmax(probs)) != target or abs(probs[target] - probabilities[target]) > params.tolerance:
+            if not clf.head.kept(probabilities, probs, target, params.tolerance):
                 continue
             attribution = explainers.run_explainer(
                 spec, clf, attacked, target, method_params, mlm=mlm, resources=resources
@@ -144,6 +149,7 @@ def substitution_attack(
     initial = _State((), example, original, probabilities, _demotion(original.scores, top))
     best = beam_search(initial, expand, params, progress)
     return AttackResult(
+        head=clf.head.kind,
         attack="substitution",
         method=method,
         example=example,

@@ -92,7 +92,13 @@ def explain_aml(
 ) -> Attribution:
     """pAML (one forward pass of the pre-trained attribution model) or fAML (a copy fine-tuned on
     this example for ``n_steps``, keeping the best step by ``select_by``). The pre-trained model
-    comes from ``resources`` (``OnTheExample()`` when None: trained on this example, not cached)."""
+    comes from ``resources`` (``OnTheExample()`` when None: trained on this example, not cached).
+    AML's loss (Eq. 4-7) is a cross-entropy over a softmax of exclusive classes, so a multi-label
+    or regression head is refused."""
+    if clf.head.kind != "single_label":
+        raise ValueError(
+            f"AML is defined for single-label (softmax) classifiers; {clf.name} has a {clf.head.kind} head"
+        )
 
     def pretrain_progress(fraction: float, message: str) -> None:
         if progress is not None:

@@ -126,7 +126,7 @@ def pretrain_aml(
     (named ``source``), counted on a private ``Classifier`` view so the explanation that triggers
     it is not charged for it."""
     start = time.perf_counter()
-    own = Classifier(clf.loaded, batch_size=clf.batch_size)
+    own = Classifier(clf.loaded, batch_size=clf.batch_size, head_type=clf.head_type)
     encodings = [own.encode(own.fit_example(e)[0]) for e in examples]
     conditions = torch.tensor(own.predict_proba([e.variant for e in encodings]), dtype=torch.float32, device=clf.device)
     fill = special_embedding(own, ("mask", "unk"))

@@ -1,0 +1,158 @@
+"""Remove and retrain: ROAR (Hooker et al. 2019, arXiv:1806.10758), ROAR_BERT (Pham et al. 2022,
+arXiv:2110.11929) and Recursive ROAR (Madsen et al. 2022, arXiv:2110.08412).
+
+Open the bundled precomputed job (no compute), a job of the run store, or paper 001's synthetic
+redundancy task; start a small job in the background after its cost estimate. Accuracy vs share
+removed with 95% bands over seeds, Eq. 3, the t-tests, class-leakage flags, the sparsity of the
+importance and an example's text at each level with the removed words visible.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from services import roar
+from ui import runs as ui_runs
+from ui.downloads import download_row
+from ui.explorer import progress_line
+from ui.roar import (
+    curve_figure,
+    faithfulness_table,
+    leakage_lines,
+    removal_rows,
+    sparsity_figure,
+    t_test_table,
+)
+
+SYNTHETIC = "Synthetic task (paper 001, Eq. 1)"
+
+st.title("Remove and retrain")
+st.caption(
+    "Each method's top words are removed from the training and evaluation data and the classifier is "
+    "retrained: the further accuracy falls, the more the removed words mattered. Plain ROAR ranks with "
+    "the first model; Recursive ROAR ranks again with each retrained model."
+)
+
+bundled = roar.bundled()
+stored = roar.stored_jobs()
+sources = [f"Bundled: {name}" for name in bundled] + [
+    f"Stored: {info.run_id} ({info.status}, {info.units_done}/{info.units_total} units)" for info in stored
+]
+sources.append(SYNTHETIC)
+source = st.selectbox("Job", sources, key="roar.source")
+metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric")
+
+
+def synthetic_view() -> None:
+    st.markdown(
+        "16 features, 4 of them informative and mutually redundant; a logistic regression's absolute weights "
+        "are the importance. **truth** masks the informative features first, **worst** last. Plain ROAR's "
+        "`weights` curve stays high while redundant features remain; Recursive ROAR's follows the truth."
+    )
+    n = st.select_slider("Examples per seed", [500, 1000, 2000, 5000], 1000, key="roar.synthetic_n")
+    both = roar.synthetic(n=int(n), metric=metric)
+    columns = st.columns(2)
+    for column, kind in zip(columns, ("plain", "recursive"), strict=True):
+        with column:
+            figure = curve_figure(both[kind], f"{kind} ROAR", x_title="features masked")
+            st.plotly_chart(figure, key=f"roar.synthetic.{kind}")
+            st.dataframe(faithfulness_table(both[kind]), hide_index=True)
+
+
+def job_view(report: dict, key: str) -> None:
+    summary = roar.summary(report, metric)
+    job = report["job"]
+    kind = "Recursive ROAR" if job["recursive"] else "ROAR"
+    removal = {"delete": "deleted", "mlm": "masked-LM fill-in (ROAR_BERT)", "mask": "[MASK]"}[job["removal"]]
+    st.markdown(
+        f"**{kind}**, words {removal}, task `{job['task']}`: {report['n_train']} training and {report['n_eval']} "
+        f"evaluation examples, {job['train_steps']} training steps, {job['seeds']} seed(s), "
+        f"explaining the {job['target']} class · {report['units_done']} of {report['units_total']} units"
+    )
+    st.code(report["command"], language="bash")
+    figure = curve_figure(summary, f"{kind}, {removal}")
+    st.plotly_chart(figure, key=f"roar.{key}.curve")
+    st.markdown(
+        "**Faithfulness (paper 001, Eq. 3)**: area between the random curve and the method's, over the "
+        "area between random and the 100% floor; 0 = random, negative = not faithful."
+    )
+    table = faithfulness_table(summary)
+    st.dataframe(table, hide_index=True)
+    for line in leakage_lines(summary):
+        st.warning(f"Class leakage? {line}")
+    with st.expander("t-tests (paper 000: Welch, two-sided, over seeds)"):
+        st.dataframe(t_test_table(summary), hide_index=True)
+    download_row(
+        f"roar.{key}.download", name=f"roar-{report.get('run_id', key)}", figure=figure, table=table, json=summary
+    )
+
+
+if source == SYNTHETIC:
+    synthetic_view()
+    st.stop()
+
+if source.startswith("Bundled: "):
+    report = roar.bundled_report(source.removeprefix("Bundled: "))
+else:
+    run_id = source.removeprefix("Stored: ").split(" ")[0]
+
+    @st.fragment(run_every=3.0)
+    def live_progress(run_id: str) -> None:
+        """The job's progress, read from the store while it is being written."""
+        info = roar.info(run_id)
+        st.progress(info.fraction, text=progress_line(info).replace("examples", "units"))
+
+    live_progress(run_id)
+    report = roar.stored_report(run_id)
+
+if not report["units"]:
+    st.info("No unit of this job has finished yet.")
+    st.stop()
+job_view(report, "job")
+
+if report.get("sparsity"):
+    st.plotly_chart(sparsity_figure(report["sparsity"]), key="roar.sparsity")
+
+if report.get("examples"):
+    st.subheader("What was removed")
+    examples = report["examples"]
+    position = st.selectbox(
+        "Evaluation example", range(len(examples)), format_func=lambda i: " ".join(examples[i]["words"])[:90],
+        key="roar.example",
+    )  # fmt: skip
+    for method, level, text in removal_rows(examples[position], report["label_names"]):
+        st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)
+
+with st.expander("Start a job (runs in the background)"):
+    with st.form("roar.start"):
+        methods = st.multiselect(
+            "Methods (random is added)", ["loo_empty", "integrated_gradients", "saliency", "im"], ["loo_empty"]
+        )
+        removal = st.radio("Removal", ["delete", "mlm", "mask"], horizontal=True)
+        recursive = st.checkbox("Recursive ROAR")
+        levels = st.text_input("Levels", "10%,20%,30%")
+        seeds = st.number_input("Seeds", 1, 5, 2)
+        train_size = st.number_input("Training examples", 16, 67349, 200)
+        eval_size = st.number_input("Evaluation examples", 8, 872, 100)
+        steps = st.number_input("Training steps", 1, 2000, 10)
+        estimate = st.form_submit_button("Estimate the cost")
+        start = st.form_submit_button("Start", type="primary")
+    settings = {
+        "methods": methods, "task": "sst2", "removal": removal, "recursive": recursive,
+        "levels": [part.strip() for part in levels.split(",") if part.strip()], "seeds": int(seeds),
+        "train_size": int(train_size), "eval_size": int(eval_size), "train_steps": int(steps),
+    }  # fmt: skip
+    if estimate:
+        cost = ui_runs.run_or_stop(roar.estimate, settings)
+        st.info(
+            f"{cost['retrains']} retrains ({cost['training_steps']} steps), "
+            f"{sum(cost['explanations'].values())} explanations, {cost['fills']} masked-LM fills: "
+            f"about {cost['seconds'] / 60:.1f} min on one worker"
+        )
+    if start:
+        try:
+            run_id = roar.start_job(settings)
+        except ValueError as error:
+            st.error(str(error))
+        else:
+            st.success(f"Job `{run_id}` goes on in the background; pick it above to follow it.")

@@ -1,0 +1,182 @@
+"""``python -m cli roar``: a ROAR / ROAR_BERT / Recursive ROAR job kept in the run store
+(``engine.roar``): prints its cost first (retrains, explanations, time from a measured training
+step), runs the units not stored yet (a killed job resumes with ``--resume RUN_ID`` or the same
+command), then prints the curves, paper 001's Eq. 3, paper 000's t-tests and the leakage flags."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+LEVEL_PRESETS = {
+    "paper000": "10,20,30",
+    "paper001": ",".join(str(n) for n in range(0, 101, 10)),
+    "tokens": ",".join(f"{n}t" for n in range(11)),
+}
+
+
+def parse_levels(text: str):
+    from experiments.roar.removal import Level
+
+    return tuple(Level.parse(part) for part in LEVEL_PRESETS.get(text, text).split(",") if part.strip())
+
+
+def job_from_args(args: argparse.Namespace):
+    from experiments.roar.job import RoarJob
+
+    return RoarJob(
+        methods=tuple(m for m in args.methods.split(",") if m),
+        task=args.task,
+        removal=args.removal,
+        levels=parse_levels(args.levels),
+        recursive=args.recursive,
+        seeds=args.seeds,
+        train_size=args.train_size,
+        eval_size=args.eval_size,
+        train_steps=args.train_steps,
+        target=args.target,
+        rounding=args.rounding,
+        order=args.order,
+        scope=args.scope,
+        mlm=args.mlm,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.common import progress_bar
+    from engine.roar.cost import cost_json, estimate
+    from engine.roar.report import job_report, save_report, summary
+    from engine.roar.run import execute_job, job_of, open_job
+    from engine.runs.store import RunStore
+
+    store = RunStore(args.results_dir)
+    job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
+    opened = open_job(job, store, data_dir=args.data_dir)
+    run_id = opened.info.run_id
+    if not args.quiet:
+        print(
+            f"job {run_id} ({'new' if opened.created else opened.info.status}): {opened.info.units_done} of "
+            f"{opened.info.units_total} units stored",
+            file=sys.stderr,
+        )
+    if not args.no_estimate and opened.info.status != "done":
+        cost, rates = estimate(opened.data)
+        shown = cost_json(cost, rates)
+        print(
+            f"cost: {cost.retrains} retrains ({cost.training_steps} training steps), "
+            f"{cost.total_explanations} explanations, {cost.fills} masked-LM fills, {cost.predictions} predictions; "
+            f"about {cost.seconds / 60:.1f} min on one worker ({rates.seconds_per_step:.2f} s per training step)",
+            file=sys.stderr,
+        )
+        if args.estimate_only:
+            print(json.dumps({"run_id": run_id, "cost": shown}, indent=2))
+            return 0
+    try:
+        info = execute_job(
+            opened,
+            store,
+            executor=args.executor,
+            data_dir=args.data_dir,
+            progress=progress_bar(opened.info.units_total, enabled=not args.quiet),
+        )
+    except KeyboardInterrupt:
+        info = store.get(run_id)
+        print(
+            f"\n{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
+            f"`python -m cli roar --resume {run_id}`",
+            file=sys.stderr,
+        )
+        return 130
+    report = job_report(store, run_id, args.data_dir)
+    if args.export:
+        save_report(report, args.export)
+    result = {
+        "run_id": run_id,
+        "status": info.status,
+        "command": report["command"],
+        "units_done": info.units_done,
+        "units_total": info.units_total,
+        "wall_s": round(info.wall_s, 1),
+        **summary(report, args.metric),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_summary(result)
+    return 0
+
+
+def print_summary(result: dict) -> None:
+    print(
+        f"{result['run_id']} {result['status']}: {result['units_done']}/{result['units_total']} units, "
+        f"{result['wall_s']} s"
+    )
+    print(result["command"])
+    for method, cells in result["curves"].items():
+        values = "  ".join(f"{c['level']}: {_cell(c)}" for c in cells)
+        print(f"{method:>22}  {values}")
+    for method, f in result["faithfulness"].items():
+        mean = f["mean"]
+        verdict = "" if mean is None or mean >= 0 else " (not faithful)"
+        print(f"Eq. 3 {method}: {'-' if mean is None else f'{mean:.1f}%'}{verdict} over {f['n']} seed(s)")
+    for leak in result["leakage"]:
+        print(
+            f"leakage? {leak['method']} rises {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"
+            + (" (beyond the 95% intervals)" if leak["significant"] else "")
+        )
+
+
+def _cell(cell: dict) -> str:
+    if cell["mean"] is None:
+        return "-"
+    interval = "" if cell["low"] is None else f" [{cell['low']:.3f}, {cell['high']:.3f}]"
+    return f"{cell['mean']:.3f}{interval}"
+
+
+def register(sub) -> None:
+    from engine.roar.run import EXECUTORS
+    from experiments.roar.job import DEFAULT_MLM, TARGETS
+    from experiments.roar.removal import ORDERS, REMOVALS, ROUNDINGS, SCOPES
+
+    parser = sub.add_parser("roar", help="remove and retrain (ROAR, ROAR_BERT, Recursive ROAR), resumable")
+    parser.add_argument("--task", default="sst2", help="bundled task: sst2, esnli, movies, hatexplain")
+    parser.add_argument(
+        "--methods",
+        default="loo_empty,integrated_gradients,im",
+        help="comma-separated method keys (random is always added)",
+    )
+    parser.add_argument(
+        "--removal",
+        choices=REMOVALS,
+        default="delete",
+        help="delete (paper 000's ROAR), mlm (ROAR_BERT, masked-LM top-1), mask (paper 001's [MASK])",
+    )
+    parser.add_argument(
+        "--levels",
+        default="paper000",
+        help="10,20,30 (percent), 1t,2t (tokens), or paper000, paper001 (0..100%%), tokens (0..10)",
+    )
+    parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (paper 001)")
+    parser.add_argument("--seeds", type=int, default=3, help="models per cell")
+    parser.add_argument("--train-size", type=int, help="first N training examples (default: the whole split)")
+    parser.add_argument("--eval-size", type=int, help="first N evaluation examples (default: the whole split)")
+    parser.add_argument("--train-steps", type=int, help="training steps per model (default: the task's recipe)")
+    parser.add_argument("--target", choices=TARGETS, default="gold", help="class explained (paper 001: gold)")
+    parser.add_argument("--rounding", choices=ROUNDINGS, help="removed-word count rule (default: the removal's paper)")
+    parser.add_argument(
+        "--order", choices=ORDERS, help="rank signed scores or magnitudes (default: the removal's paper)"
+    )
+    parser.add_argument("--scope", choices=SCOPES, default="main", help="words that may be removed")
+    parser.add_argument("--mlm", default=DEFAULT_MLM, help="masked LM of the mlm removal and of im")
+    parser.add_argument("--metric", choices=("accuracy", "macro_f1"), default="accuracy")
+    parser.add_argument("--executor", choices=EXECUTORS, default="serial", help="serial (default) or ray")
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored job (its own settings are used)")
+    parser.add_argument("--estimate-only", action="store_true", help="print the cost and stop")
+    parser.add_argument("--no-estimate", action="store_true", help="start without measuring the cost")
+    parser.add_argument("--export", metavar="PATH", help="write the job's report (JSON, as the page reads it)")
+    parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

@@ -1,0 +1,317 @@
+"""A ROAR job kept in the run store: one catalogue run, one unit per retrain, resumable.
+
+The job (``experiments.roar.job.RoarJob``) is a run of kind ``roar`` in ``engine.runs.store``:
+its key is the job's resolved settings plus the fingerprints of the packaged encoder, of the
+bundled task model that measures the cost, and of the masked LM when the removal uses it; its
+``selection`` holds the job's JSON; a "row" of the catalogue's counters is a unit, so
+``progress`` reads units done / total. Each finished unit is one Parquet file
+(``engine.roar.unit.unit_table``, its performance and costs in the schema metadata) committed
+atomically, after its model was saved under ``runs/<run_id>/models/``. A job killed at any moment
+resumes with the units not committed; units already committed are never recomputed.
+
+Executors: ``serial`` runs the units in the job's order (every unit after the unit it depends
+on); ``ray`` (Moritz et al. 2018, arXiv:1712.05889) runs every unit whose dependency is
+committed as a Ray task (one CPU and one torch thread each, or one GPU each where the cluster
+has GPUs) and submits the units that depend on it as each one finishes; the driver is the only
+writer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.types import ProgressFn
+from engine.roar.unit import JobData, UnitOutcome, run_unit
+from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
+from experiments.roar.job import RoarJob, Unit
+from experiments.roar.removal import Level
+from experiments.roar.scores import METRICS, RANDOM, SHARED, UnitResult
+
+KIND = "roar"
+EXECUTORS = ("serial", "ray")
+
+
+def task_model(job: RoarJob) -> str:
+    """The bundled model of the job's task (``minilm-sst2``): its label names and the cost rates."""
+    return f"minilm-{job.task}"
+
+
+def _check_runnable(job: RoarJob) -> None:
+    if job.task is None:
+        raise ValueError(
+            "a ROAR job runs on a bundled task (sst2, esnli, movies, hatexplain); a hub model is not supported yet"
+        )
+
+
+def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobData:
+    """The job's training and evaluation examples (the first ``train_size`` / ``eval_size`` of the
+    task's splits, labelled ones only) and the task.json of its retrained models."""
+    from core.datasets import load_examples
+    from core.models import bundled_folder, read_task
+    from core.train import TASKS
+
+    _check_runnable(job)
+    spec = TASKS[job.task or ""]
+    train = [
+        e
+        for e in load_examples(spec.dataset, spec.train_split, data_dir, limit=job.train_size)
+        if e.label is not None and e.words
+    ]
+    test = [
+        e
+        for e in load_examples(spec.dataset, spec.report_split, data_dir, limit=job.eval_size)
+        if e.label is not None and e.words
+    ]
+    if not train or not test:
+        raise ValueError(f"{spec.dataset} has no labelled examples in {spec.train_split} or {spec.report_split}")
+    bundled = bundled_folder(task_model(job))
+    if bundled is None:
+        raise ValueError(f"the bundled model {task_model(job)} is missing")
+    return JobData(job, train, test, read_task(bundled), folder)
+
+
+def new_run(job: RoarJob, data: JobData) -> NewRun:
+    from core.models import encoder_path
+    from core.train import TASKS
+    from engine.runs.executor import model_fingerprint
+
+    encoder = model_fingerprint(encoder_path())
+    key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
+    if job.removal == "mlm":
+        key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
+    spec = TASKS[job.task or ""]
+    return NewRun(
+        key_fields=key_fields,
+        kind=KIND,
+        model=task_model(job),
+        model_fingerprint=encoder,
+        dataset=spec.dataset,
+        split=spec.report_split,
+        selection=job.to_json() | {"n_train": len(data.train), "n_eval": len(data.eval)},
+        methods=job.methods,
+        metrics=METRICS,
+        params={},
+        overrides={},
+        seed=None,
+        target=job.target,
+        label_names=tuple(data.info["label_names"]),
+        chunk_size=1,
+        rows_total=len(job.units),
+    )
+
+
+@dataclass
+class OpenedJob:
+    job: RoarJob
+    info: RunInfo
+    data: JobData
+    created: bool
+
+
+def open_job(job: RoarJob, store: RunStore, *, data_dir: str | None = None) -> OpenedJob:
+    """The stored run of ``job`` (created when new; the same settings are the same run)."""
+    from engine.runs.store import run_id_of, run_key
+
+    _check_runnable(job)
+    probe = load_data(job, store.root, data_dir)
+    new = new_run(job, probe)
+    run_id = run_id_of(run_key(new.key_fields))
+    probe.folder = store.root / "runs" / run_id
+    info, created = store.create_or_resume(new)
+    return OpenedJob(job, info, probe, created)
+
+
+def job_of(info: RunInfo) -> RoarJob:
+    """The job of a stored ROAR run."""
+    if info.kind != KIND:
+        raise ValueError(f"{info.run_id} is a {info.kind} run, not a ROAR job")
+    settings = {k: v for k, v in info.selection.items() if k in RoarJob.__dataclass_fields__}
+    return RoarJob.from_json(settings)
+
+
+def _removed_reader(store: RunStore, run_id: str, data: JobData) -> Callable[[Unit], dict[str, list[np.ndarray]]]:
+    def removed_of(unit: Unit) -> dict[str, list[np.ndarray]]:
+        import pyarrow.parquet as pq
+
+        index = data.job.units.index(unit)
+        units = store.units(run_id)
+        hit = units[units["unit"] == index]
+        if hit.empty:
+            raise ValueError(f"unit {unit.key} of {run_id} is not stored yet")
+        table = pq.read_table(store.root / hit.iloc[0]["path"], columns=["split", "index", "removed"]).to_pylist()
+        out: dict[str, list[np.ndarray]] = {
+            split: [np.zeros(len(e.words), dtype=bool) for e in data.examples(split)] for split in ("train", "eval")
+        }
+        for row in table:
+            out[row["split"]][row["index"]][row["removed"]] = True
+        return out
+
+    return removed_of
+
+
+def _task(data_args: tuple, index: int, store_root: str, run_id: str, n_classes: int) -> tuple[int, UnitOutcome]:
+    """One unit in a Ray worker (one torch thread on a CPU)."""
+    import torch
+
+    job, data_dir = data_args
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)
+    store = RunStore(store_root, read_only=True)
+    data = load_data(job, store.root / "runs" / run_id, data_dir)
+    return index, run_unit(data, index, _removed_reader(store, run_id, data), n_classes)
+
+
+def execute_job(
+    opened: OpenedJob,
+    store: RunStore,
+    *,
+    executor: str = "serial",
+    data_dir: str | None = None,
+    progress: ProgressFn | None = None,
+    stop_after: int | None = None,
+) -> RunInfo:
+    """Compute the job's units that are not stored, committing each as it finishes (``progress``
+    gets the fraction of units done). ``stop_after`` stops after that many units (tests, and a
+    job run in pieces). Ctrl-C marks the run ``stopped``, an error ``failed``; both resume."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    job, info, data = opened.job, opened.info, opened.data
+    if info.status == "done":
+        return info
+    if info.status == "running" and not opened.created and not info.writer_gone and info.pid != os.getpid():
+        raise ValueError(f"job {info.run_id} is being written by process {info.pid} on {info.host}")
+    store.mark_running(info.run_id, executor)
+    done = store.done_units(info.run_id)
+    todo = sorted((i for i in range(len(job.units)) if i not in done), key=lambda i: run_order(job, i))
+    if stop_after is not None:
+        todo = todo[:stop_after] if executor == "serial" else todo
+    n_classes = len(data.info["label_names"])
+    base_wall, start = info.wall_s, time.perf_counter()
+    finished = [len(done)]
+
+    def commit(outcome: UnitOutcome) -> None:
+        import pyarrow as pa
+
+        table = outcome.table.replace_schema_metadata({b"roar_unit": pa.py_buffer(_json(outcome.meta())).to_pybytes()})
+        stats = UnitStats(outcome.index, outcome.index, 1, outcome.forward_passes, outcome.explain_s, outcome.train_s)
+        store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)
+        finished[0] += 1
+        if progress is not None:
+            progress(finished[0] / len(job.units), f"{outcome.unit.key} done ({finished[0]} of {len(job.units)} units)")
+
+    if progress is not None:
+        progress(len(done) / len(job.units), f"{len(todo)} of {len(job.units)} units to run")
+    try:
+        if executor == "serial":
+            removed_of = _removed_reader(store, info.run_id, data)
+            for index in todo:
+                commit(run_unit(data, index, removed_of, n_classes))
+        else:
+            _run_ray(job, todo, done, store, info.run_id, data_dir, n_classes, commit, stop_after)
+    except KeyboardInterrupt:
+        store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
+        raise
+    except BaseException as error:
+        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, f"{type(error).__name__}: {error}")
+        raise
+    complete = len(store.done_units(info.run_id)) == len(job.units)
+    store.finish(info.run_id, "done" if complete else "stopped", base_wall + time.perf_counter() - start)
+    return store.get(info.run_id)
+
+
+def run_order(job: RoarJob, index: int) -> tuple[int, int, int]:
+    """Units run level by level, every seed and method at a level before the next level (the
+    shared 0% and 100% units first): a job stopped half-way has every seed of its first levels,
+    so their intervals and t-tests, and every unit follows the unit it depends on. The random
+    baseline goes first at each level: every score compares with it."""
+    unit = job.units[index]
+    if unit.method == SHARED:
+        return -1, unit.seed, 0
+    method = -1 if unit.method == RANDOM else job.methods.index(unit.method)
+    return job.middle_levels.index(unit.level), unit.seed, method
+
+
+def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after) -> None:
+    import ray
+
+    from engine.runs.executor import _ray_init
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        _ray_init(os.environ.get("RAY_ADDRESS"))
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=0)(_task)
+        committed = set(done)
+        waiting = list(todo)
+        running: dict[Any, int] = {}
+        count = 0
+
+        def ready(index: int) -> bool:
+            dependency = job.depends_on(job.units[index])
+            return dependency is None or job.units.index(dependency) in committed
+
+        while waiting or running:
+            for index in [i for i in waiting if ready(i)]:
+                waiting.remove(index)
+                running[remote.remote((job, data_dir), index, str(store.root), run_id, n_classes)] = index
+            if not running:
+                raise ValueError(f"units {waiting} wait for units that never ran")
+            finished, _ = ray.wait(list(running), num_returns=1)
+            for ref in finished:
+                index, outcome = ray.get(ref)
+                running.pop(ref)
+                commit(outcome)
+                committed.add(index)
+                count += 1
+            if stop_after is not None and count >= stop_after:
+                for ref in running:
+                    ray.cancel(ref, force=True)
+                return
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _json(value: Any) -> bytes:
+    import json
+
+    return json.dumps(value).encode()
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+def unit_results(store: RunStore, run_id: str) -> list[UnitResult]:
+    """The stored units' performance, in unit order (``scores.curves`` and friends read these)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in store.units(run_id).get("path", []):
+        meta = json.loads(pq.read_schema(store.root / path).metadata[b"roar_unit"])
+        out.append(
+            UnitResult(
+                meta["method"], Level.parse(meta["level"]), int(meta["seed"]), meta["accuracy"], meta["macro_f1"]
+            )
+        )
+    return out
+
+
+def unit_meta(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+    """Every stored unit's metadata (method, level, seed, accuracy, macro-F1, seconds, counts)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    return [
+        json.loads(pq.read_schema(store.root / p).metadata[b"roar_unit"]) for p in store.units(run_id).get("path", [])
+    ]

@@ -1,0 +1,350 @@
+"""One ROAR unit: explain with the model it depends on, remove, retrain, evaluate.
+
+ROAR after Hooker et al. (2019), arXiv:1806.10758, as paper 000 (Pham et al. 2022,
+arXiv:2110.11929) and paper 001 (Madsen et al. 2022, arXiv:2110.08412, Recursive ROAR) run it;
+the definitions (rounding, order, views) are in ``experiments.roar.removal``, the units and their
+dependencies in ``experiments.roar.job``.
+
+A unit (method, level, seed) reads the words its dependency removed (nothing for the seed's 0%
+model) and that dependency's model, explains the examples that still need words removed with
+that model on that model's view (``gold`` or ``predicted`` class), removes the top words
+(``remove_top``: plain ROAR ranks the step-0 scores, Recursive ROAR the previous step's, and
+already-removed words stay removed), then retrains from the packaged encoder with the bundled
+task recipe (``core.train.fit_classifier``: the same seed for every method and level of a seed,
+so only the data differ) and scores the equally-masked evaluation set through the batched scorer
+(``Classifier.predict_proba``). The model is saved (a LoRA adapter, written atomically) so the
+units that depend on it can run later, in another process or after a resume; evaluation and
+explanation use the saved (float16) adapter, so a resumed job gives the same numbers.
+
+The 0% and 100% units are shared by every method: nothing or every candidate word is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.types import Example
+from experiments.roar.job import RoarJob, Unit
+from experiments.roar.removal import FULL, View, candidates, n_to_remove, remove_top, removed_views
+from experiments.roar.scores import SHARED, performance
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from core.classifier import Classifier
+    from core.masked_lm import MaskedLM
+
+SPLITS = ("train", "eval")
+META = b"roar_unit"  # the Parquet schema metadata key of a unit's results
+
+
+@dataclass
+class JobData:
+    """The examples of a job (train and evaluation), the task's training recipe and its files."""
+
+    job: RoarJob
+    train: list[Example]
+    eval: list[Example]
+    info: dict[str, Any]  # the task.json of the retrained models
+    folder: Path  # runs/<run_id> in the store: models/ and scores/ live here
+    mlm: MaskedLM | None = None
+    _base: Any = None
+    _models: dict[str, Classifier] = field(default_factory=dict)
+
+    def examples(self, split: str) -> list[Example]:
+        return self.train if split == "train" else self.eval
+
+    def masked_lm(self) -> MaskedLM:
+        if self.mlm is None:
+            from core.masked_lm import MaskedLM
+
+            self.mlm = MaskedLM.load(self.job.mlm)
+        return self.mlm
+
+    def base(self):
+        """The packaged encoder with the task's head, loaded once; training copies it."""
+        if self._base is None:
+            from core.models import base_model
+
+            self._base = base_model(self.info)
+        return self._base
+
+    def model_folder(self, index: int) -> Path:
+        return self.folder / "models" / f"unit-{index:05d}"
+
+    def classifier(self, index: int) -> Classifier:
+        """The saved model of unit ``index`` (loaded once per process; a few kept)."""
+        key = str(self.model_folder(index))
+        if key not in self._models:
+            from core.classifier import Classifier, load_classifier
+
+            if not (Path(key) / "adapter_config.json").is_file():
+                raise ValueError(f"the model of unit {index} is not saved under {key}")
+            if len(self._models) >= 4:
+                self._models.pop(next(iter(self._models)))
+            self._models[key] = Classifier(load_classifier(key), batch_size=64)
+        return self._models[key]
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What a finished unit reports: its performance, costs and per-example rows."""
+
+    index: int
+    unit: Unit
+    accuracy: float
+    macro_f1: float
+    train_s: float
+    explain_s: float
+    eval_s: float
+    explanations: int
+    forward_passes: int
+    table: pa.Table
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "method": self.unit.method,
+            "level": self.unit.level.label,
+            "seed": self.unit.seed,
+            "accuracy": self.accuracy,
+            "macro_f1": self.macro_f1,
+            "train_s": self.train_s,
+            "explain_s": self.explain_s,
+            "eval_s": self.eval_s,
+            "explanations": self.explanations,
+            "forward_passes": self.forward_passes,
+        }
+
+
+def _views(data: JobData, removed: Sequence[np.ndarray], split: str) -> list[View]:
+    removal = data.job.removal if any(m.any() for m in removed) else "delete"  # nothing removed: no masked LM
+    mlm = data.masked_lm() if removal == "mlm" else None
+    return removed_views(data.examples(split), removed, removal, mlm=mlm)
+
+
+def _pad_scores(scores: np.ndarray, n_words: int, order: str) -> np.ndarray:
+    """Scores over ``n_words`` when the classifier dropped words past its maximum length: the
+    dropped words rank last."""
+    if len(scores) == n_words:
+        return scores
+    low = 0.0 if order == "absolute" else (float(np.min(scores)) - 1.0 if len(scores) else 0.0)
+    return np.r_[scores, np.full(n_words - len(scores), low)]
+
+
+def explain_views(
+    data: JobData, clf: Classifier, views: Sequence[View], level, removed: Sequence[np.ndarray], method: str, seed: int
+) -> tuple[list[np.ndarray], int]:
+    """Scores over the original words of every view's example (NaN where nothing needs ranking),
+    by ``method`` with ``clf`` on the view; only examples that still need words removed at
+    ``level`` are explained. Returns the scores and the number of explanations."""
+    import explainers
+    from engine.explain import explain_example
+
+    job = data.job
+    mlm = data.masked_lm() if explainers.get(method).needs_mlm else None
+    out: list[np.ndarray] = []
+    count = 0
+    for view, mask in zip(views, removed, strict=True):
+        pool = candidates(view.original, job.scope)
+        need = n_to_remove(len(pool), level, rounding_of(job)) - int(mask[pool].sum())
+        if need <= 0 or not view.example.words:
+            out.append(np.full(len(view.original.words), np.nan))
+            continue
+        target = view.example.label if job.target == "gold" else None
+        explanation = explain_example(clf, view.example, [method], target=target, seed=seed, mlm=mlm)
+        if method in explanation.errors:
+            raise ValueError(f"{method} failed on {view.example.id!r}: {explanation.errors[method]}")
+        scores = np.asarray(explanation.attributions[method].scores, dtype=np.float64)
+        out.append(view.original_scores(_pad_scores(scores, len(view.example.words), order_of(job))))
+        count += 1
+    return out, count
+
+
+def _scores_path(data: JobData, method: str, seed: int, split: str) -> Path:
+    return data.folder / "scores" / f"{method}-seed{seed}-{split}.json"
+
+
+def step0_scores(data: JobData, method: str, seed: int, zero_index: int) -> tuple[dict[str, list], int]:
+    """Plain ROAR's ranking: ``method``'s scores of every example with the seed's 0% model, kept
+    on disk (written atomically) so the levels of one method and seed explain once."""
+    out: dict[str, list] = {}
+    count = 0
+    for split in SPLITS:
+        path = _scores_path(data, method, seed, split)
+        if path.is_file():
+            out[split] = [np.asarray(s, dtype=np.float64) for s in json.loads(path.read_text())]
+            continue
+        examples = data.examples(split)
+        none = [np.zeros(len(e.words), dtype=bool) for e in examples]
+        views = removed_views(examples, none, "delete")
+        scores, n = explain_views(data, data.classifier(zero_index), views, FULL, none, method, seed)
+        count += n
+        write_atomic(path, json.dumps([[None if np.isnan(v) else float(v) for v in s] for s in scores]))
+        out[split] = scores
+    return out, count
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _save_model(model, folder: Path, info: dict) -> None:
+    """The adapter under a temporary folder, then renamed into place (an old one replaced)."""
+    from core.train import save_adapter
+
+    temporary = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    save_adapter(model, temporary, info)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(temporary, folder)
+
+
+def rounding_of(job: RoarJob) -> str:
+    """The job's rounding rule (resolved when the job was made)."""
+    return str(job.rounding)
+
+
+def order_of(job: RoarJob) -> str:
+    return str(job.order)
+
+
+def train_config(data: JobData, seed: int):
+    from core.train import TASKS, TrainConfig
+
+    spec = TASKS[data.job.task or ""]
+    return TrainConfig(
+        task=data.job.task or "",
+        steps=int(data.job.train_steps or 1),
+        seed=seed,
+        lr=spec.lr,
+        rank=spec.rank,
+        max_length=spec.max_length,
+    )
+
+
+def _variant(clf: Classifier, example: Example):
+    """The example as the scorer's input; an example left without words is [CLS] [SEP] (100% deleted)."""
+    if example.words:
+        return clf.encode(clf.fit_example(example)[0]).variant
+    from core.classifier import Variant
+
+    encoded = clf.tokenizer(*[list(segment) for segment in example.segments], is_split_into_words=True)
+    ids = encoded["input_ids"]
+    return Variant(tuple(ids), tuple(encoded.get("token_type_ids", [0] * len(ids))))
+
+
+def run_unit(data: JobData, index: int, removed_of, n_classes: int) -> UnitOutcome:
+    """Compute unit ``index`` of the job. ``removed_of(unit)`` gives a stored unit's removed words
+    per split (``{"train": [...], "eval": [...]}``, booleans over each example's words)."""
+    from core.train import fit_classifier
+
+    job = data.job
+    unit = job.units[index]
+    count = 0
+    start = time.perf_counter()
+    removed: dict[str, list[np.ndarray]] = {}
+    scores_by_split: dict[str, list[np.ndarray]] = {}
+    if unit.method == SHARED:
+        for split in SPLITS:
+            examples = data.examples(split)
+            removed[split] = [
+                remove_top(e, np.zeros(len(e.words)), unit.level, rounding=rounding_of(job), scope=job.scope)
+                for e in examples
+            ]
+            scores_by_split[split] = [np.zeros(0) for _ in examples]
+    else:
+        dependency = job.depends_on(unit)
+        assert dependency is not None
+        dep_index = job.units.index(dependency)
+        if job.recursive and dependency.method != SHARED:
+            before = removed_of(dependency)
+            clf = data.classifier(dep_index)
+            for split in SPLITS:
+                views = _views(data, before[split], split)
+                scores, n = explain_views(data, clf, views, unit.level, before[split], unit.method, unit.seed)
+                scores_by_split[split] = scores
+                count += n
+        else:
+            before = {split: [np.zeros(len(e.words), dtype=bool) for e in data.examples(split)] for split in SPLITS}
+            scores_by_split, count = step0_scores(data, unit.method, unit.seed, dep_index)
+        for split in SPLITS:
+            removed[split] = [
+                remove_top(
+                    e,
+                    s,
+                    unit.level,
+                    removed=b if job.recursive else None,
+                    rounding=rounding_of(job),
+                    order=order_of(job),
+                    scope=job.scope,
+                )
+                for e, s, b in zip(data.examples(split), scores_by_split[split], before[split], strict=True)
+            ]
+    explain_s = time.perf_counter() - start
+    shown = {split: _views(data, removed[split], split) for split in SPLITS}
+    start = time.perf_counter()
+    train = [v.example for v in shown["train"]]
+    model = fit_classifier(train_config(data, unit.seed), train, data.info, log=False, base=data.base())
+    _save_model(model, data.model_folder(index), data.info)
+    train_s = time.perf_counter() - start
+    start = time.perf_counter()
+    clf = data.classifier(index)
+    passes = clf.forward_passes
+    probabilities = clf.predict_proba([_variant(clf, v.example) for v in shown["eval"]])
+    predicted = np.argmax(probabilities, axis=1)
+    gold = [int(e.label or 0) for e in data.eval]  # load_data keeps labelled examples only
+    accuracy, macro_f1 = performance(gold, predicted, n_classes)
+    eval_s = time.perf_counter() - start
+    table = unit_table(removed, shown["eval"], scores_by_split.get("eval", []), predicted)
+    return UnitOutcome(
+        index, unit, accuracy, macro_f1, train_s, explain_s, eval_s, count, clf.forward_passes - passes, table
+    )
+
+
+def unit_table(
+    removed: dict[str, list[np.ndarray]], eval_views: Sequence[View], eval_scores: Sequence[np.ndarray], predicted
+) -> pa.Table:
+    """One row per example: split, index, removed word positions; for the evaluation examples also
+    the words shown in place of the removed ones (``""`` deleted), the scores that ranked them
+    (NaN where none were needed) and the prediction."""
+    import pyarrow as pa
+
+    rows: dict[str, list] = {"split": [], "index": [], "removed": [], "shown": [], "scores": [], "predicted": []}
+    for split in SPLITS:
+        for i, mask in enumerate(removed[split]):
+            rows["split"].append(split)
+            rows["index"].append(i)
+            rows["removed"].append(np.flatnonzero(mask).astype(np.int32).tolist())
+            if split == "eval":
+                view = eval_views[i]
+                rows["shown"].append([s for s in view.shown if s is not None])
+                scores = [float(v) for v in eval_scores[i]] if i < len(eval_scores) else []
+                rows["scores"].append(scores)
+                rows["predicted"].append(int(predicted[i]))
+            else:
+                rows["shown"].append(None)
+                rows["scores"].append(None)
+                rows["predicted"].append(None)
+    schema = pa.schema(
+        [
+            ("split", pa.string()),
+            ("index", pa.int32()),
+            ("removed", pa.list_(pa.int32())),
+            ("shown", pa.list_(pa.string())),
+            ("scores", pa.list_(pa.float64())),
+            ("predicted", pa.int32()),
+        ]
+    )
+    return pa.table(rows, schema=schema)

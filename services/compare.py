@@ -1,0 +1,40 @@
+"""Two models side by side on one example (the heatmap page's second model): cached explanations
+of both and each method's rank correlation between them (``engine.compare``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from core.types import Example, ProgressFn
+from engine.compare import MethodAgreement, compare_attributions, label_map
+from services import models
+from services.explain import HeatmapResult, explain
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """The first model's and the second model's explanations, and per method how they agree."""
+
+    first: HeatmapResult
+    second: HeatmapResult
+    agreements: dict[str, MethodAgreement]
+
+
+def compare(
+    first: HeatmapResult,
+    other: str,
+    example: Example,
+    method_keys: list[str],
+    *,
+    params: dict[str, dict[str, Any]] | None = None,
+    mlm_name: str = models.DEFAULT_MLM,
+    progress: ProgressFn | None = None,
+) -> ComparisonResult:
+    """Explain ``example`` with model ``other`` (a name ``services.models.loaded`` accepts, e.g.
+    a randomized copy) for the class ``first`` explains, and compare the two rows of every
+    method. ``ValueError`` when the label sets cannot be matched or the model cannot be used."""
+    names = models.model_info(other).label_names
+    target = label_map(first.prediction.label_names, names)[first.target]
+    second = explain(other, example, method_keys, target=target, params=params, mlm_name=mlm_name, progress=progress)
+    return ComparisonResult(first, second, compare_attributions(first.attributions, second.attributions))

@@ -1,0 +1,287 @@
+"""Regression and multi-label heads (issue 24): the explained output decided from the config
+(``core.heads``), known answers on the linear toy with a sigmoid per label or one regression
+score, every registered method on tiny random BERTs of each head type, the metrics, the command
+line's ``evaluate`` and the one-line refusal of a model with no head."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig
+
+import explainers
+from cli.main import main
+from core.classifier import Classifier, classifier_from_model
+from core.heads import detect_head
+from core.masked_lm import MaskedLM
+from core.types import Example
+from metrics import faithfulness as F
+from tests.toy import PLANTED, REGRESSION_WEIGHT, VOCAB, WEIGHT, toy_bert_head, toy_linear, toy_tokenizer
+
+EXAMPLE = Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
+
+
+def toy_logits(words: list[str], weight: list[list[float]]) -> np.ndarray:
+    """The linear toy by hand: logits = ([CLS] + sum of the planted rows) @ weight."""
+    pooled = np.array([0.2, 0.0, 0.0, 0.0]) + sum((np.array(PLANTED[w]) for w in words if w in PLANTED), np.zeros(4))
+    return pooled @ np.array(weight)
+
+
+def sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z))
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def test_head_detected_from_problem_type_and_num_labels() -> None:
+    assert detect_head(BertConfig(num_labels=3)).kind == "single_label"
+    assert detect_head(BertConfig(num_labels=1)).kind == "regression"
+    assert detect_head(BertConfig(num_labels=1, problem_type="regression")).kind == "regression"
+    assert detect_head(BertConfig(num_labels=4, problem_type="multi_label_classification")).kind == "multi_label"
+    assert detect_head(BertConfig(num_labels=2, problem_type="regression")).kind == "regression"
+    assert detect_head(BertConfig(num_labels=2), override="multi_label").kind == "multi_label"
+    names = detect_head(BertConfig(num_labels=1, id2label={0: "stars"})).label_names
+    assert names == ("stars",)
+
+
+def test_head_refusals_are_one_line_and_name_what_was_found() -> None:
+    config = BertConfig(num_labels=2)
+    config.id2label = {}  # num_labels is len(id2label): a config with no labels at all
+    with pytest.raises(ValueError, match=r"no classification head to explain: num_labels=0") as error:
+        detect_head(config, name="'x'")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="one output"):
+        detect_head(BertConfig(num_labels=1), override="single_label")
+    with pytest.raises(ValueError, match="unknown head type 'softmax'"):
+        detect_head(BertConfig(num_labels=2), override="softmax")
+
+
+def test_model_with_no_labels_is_refused_when_shared() -> None:
+    loaded = toy_bert_head("regression")
+    model = type(loaded.model)(loaded.model.config)
+    model.config.id2label = {}
+    with pytest.raises(ValueError, match=r"'bad' has no classification head to explain: num_labels=0"):
+        classifier_from_model(model, toy_tokenizer(), name="bad")
+
+
+# --------------------------------------------------------------------------- the scorer and known answers
+
+
+def test_scorer_returns_each_heads_own_output() -> None:
+    variant = Classifier(toy_linear()).encode(EXAMPLE).variant
+    logits = toy_logits(list(EXAMPLE.words), WEIGHT)  # [-2.2, 2.2]
+    single = Classifier(toy_linear()).predict_proba([variant])[0]
+    np.testing.assert_allclose(single, np.exp(logits) / np.exp(logits).sum(), atol=1e-6)
+    multi = Classifier(toy_linear("multi_label")).predict_proba([variant])[0]
+    np.testing.assert_allclose(multi, [sigmoid(-2.2), sigmoid(2.2)], atol=1e-6)
+    assert multi[1] != pytest.approx(single[1], abs=0.05)  # sigmoid(2.2) = 0.90, softmax: sigmoid(4.4) = 0.99
+    score = Classifier(toy_linear("regression")).predict_proba([variant])[0]
+    np.testing.assert_allclose(score, [2.2], atol=1e-6)
+    # The override explains the softmax toy's logits as independent sigmoids, on this request only.
+    loaded = toy_linear()
+    overridden = Classifier(loaded, head_type="multi_label").predict_proba([variant])[0]
+    np.testing.assert_allclose(overridden, multi, atol=1e-6)
+    assert Classifier(loaded).head.kind == "single_label"
+
+
+@pytest.mark.parametrize("key", ["loo_empty", "loo_unk", "loo_zero"])
+@pytest.mark.parametrize("output", ["log_odds", "probability"])
+def test_leave_one_out_of_a_regression_head_is_the_change_of_the_score(key: str, output: str) -> None:
+    clf = Classifier(toy_linear("regression"))
+    spec = explainers.get(key)
+    result = explainers.run_explainer(spec, clf, EXAMPLE, 0, spec.make_params({"output": output}))
+    words = list(EXAMPLE.words)
+    original = toy_logits(words, REGRESSION_WEIGHT)[0]
+    expected = [original - toy_logits(words[:i] + words[i + 1 :], REGRESSION_WEIGHT)[0] for i in range(len(words))]
+    np.testing.assert_allclose(result.scores, expected, atol=1e-5)
+    assert result.scores[words.index("great")] == pytest.approx(3.0, abs=1e-5)
+    assert result.scores[words.index("bad")] == pytest.approx(-1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("target", [0, 1])
+@pytest.mark.parametrize("output", ["log_odds", "probability"])
+def test_leave_one_out_of_a_multi_label_head_is_the_change_of_the_labels_sigmoid(target: int, output: str) -> None:
+    clf = Classifier(toy_linear("multi_label"))
+    spec = explainers.get("loo_empty")
+    result = explainers.run_explainer(spec, clf, EXAMPLE, target, spec.make_params({"output": output}))
+    words = list(EXAMPLE.words)
+    z = toy_logits(words, WEIGHT)[target]
+    for i, word in enumerate(words):
+        removed = toy_logits(words[:i] + words[i + 1 :], WEIGHT)[target]
+        # log2-odds of a sigmoid is its logit / ln 2
+        expected = (z - removed) / math.log(2) if output == "log_odds" else sigmoid(z) - sigmoid(removed)
+        assert result.scores[i] == pytest.approx(expected, abs=1e-5), word
+    assert result.scores[words.index("great")] != 0.0
+
+
+def test_gradients_differentiate_the_regression_score_and_the_labels_sigmoid() -> None:
+    spec = explainers.get("grad_x_input")
+    regression = explainers.run_explainer(spec, Classifier(toy_linear("regression")), EXAMPLE, 0)
+    expected = [
+        float(np.array(PLANTED.get(w, [0, 0, 0, 0])) @ np.array(REGRESSION_WEIGHT)[:, 0]) for w in EXAMPLE.words
+    ]
+    np.testing.assert_allclose(regression.scores, expected, atol=1e-6)  # d score / d x = the weight column
+    multi = explainers.run_explainer(spec, Classifier(toy_linear("multi_label")), EXAMPLE, 1)
+    slope = sigmoid(2.2) * (1 - sigmoid(2.2))  # d sigmoid(z) / dz at the label's logit
+    expected = [slope * float(np.array(PLANTED.get(w, [0, 0, 0, 0])) @ np.array(WEIGHT)[:, 1]) for w in EXAMPLE.words]
+    np.testing.assert_allclose(multi.scores, expected, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- every method, tiny random BERTs
+
+FAST = {
+    "integrated_gradients": {"n_steps": 16},
+    "lime": {"n_samples": 60},
+    "lime_mlm": {"n_samples": 40},
+    "kernel_shap": {"n_samples": 60},
+    "marc": {"n_steps": 15},
+    "aml": {"n_steps": 2, "n_train": 8, "n_epochs": 1},
+}
+SINGLE_LABEL_ONLY = {"aml"}  # AML's loss is a cross-entropy over a softmax of exclusive classes
+
+
+@pytest.fixture(scope="module")
+def toy_mlm() -> MaskedLM:
+    from transformers import BertForMaskedLM
+
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    return MaskedLM("toy-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
+
+
+@pytest.fixture(scope="module", params=["multi_label", "regression"])
+def head_bert(request):
+    return toy_bert_head(request.param)
+
+
+@pytest.mark.parametrize("key", list(explainers.REGISTRY))
+def test_every_method_explains_each_head(key: str, head_bert, toy_mlm: MaskedLM) -> None:
+    clf = Classifier(head_bert)
+    spec = explainers.get(key)
+    names = {f.name for f in dataclasses.fields(spec.params_cls)}
+    params = spec.make_params({k: v for k, v in FAST.get(key, {}).items() if k in names})
+    target = clf.head.label_names.index(clf.head.label_names[-1])
+    if key in SINGLE_LABEL_ONLY:
+        with pytest.raises(ValueError, match=f"single-label.*{clf.head.kind} head"):
+            explainers.run_explainer(spec, clf, EXAMPLE, target, params, mlm=toy_mlm)
+        return
+    result = explainers.run_explainer(spec, clf, EXAMPLE, target, params, mlm=toy_mlm)
+    assert result.scores.shape == (len(EXAMPLE.words),)
+    assert np.all(np.isfinite(result.scores))
+    assert np.any(result.scores != 0.0), key  # the softmax of one logit made every score 0
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_faithfulness_of_a_regression_head_measures_the_change_of_the_score() -> None:
+    clf = Classifier(toy_linear("regression"))
+    attribution = explainers.run_explainer(explainers.get("loo_empty"), clf, EXAMPLE, 0)
+    results = F.score_many(clf, EXAMPLE, attribution, {"comprehensiveness": F.BinParams(bins="marc")})
+    words = list(EXAMPLE.words)
+    original = toy_logits(words, REGRESSION_WEIGHT)[0]
+    first_bin = results["comprehensiveness"].curve[0][1]  # 5% of 10 words: "great" removed
+    assert first_bin == pytest.approx(original - toy_logits([w for w in words if w != "great"], REGRESSION_WEIGHT)[0])
+    assert first_bin == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="log_odds metric needs probabilities.*regression head"):
+        F.score_many(clf, EXAMPLE, attribution, {"log_odds": None})
+
+
+def test_faithfulness_of_a_multi_label_head_uses_the_labels_sigmoid() -> None:
+    clf = Classifier(toy_linear("multi_label"))
+    attribution = explainers.run_explainer(explainers.get("loo_empty"), clf, EXAMPLE, 1)
+    result = F.score_many(clf, EXAMPLE, attribution, {"log_odds": F.LogOddsParams(removal="delete")})["log_odds"]
+    words = list(EXAMPLE.words)
+    order = F.ranking(attribution.scores)  # 20% of 10 words: the top two are deleted
+    assert words[order[0]] == "great"
+    remaining = [w for i, w in enumerate(words) if i not in set(order[:2])]
+    expected = math.log(sigmoid(toy_logits(remaining, WEIGHT)[1])) - math.log(sigmoid(toy_logits(words, WEIGHT)[1]))
+    assert result.value == pytest.approx(expected, abs=1e-6)
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+@pytest.fixture(scope="module")
+def head_dirs(tmp_path_factory) -> dict[str, str]:
+    folders = {}
+    for head in ("multi_label", "regression"):
+        folder = tmp_path_factory.mktemp(head)
+        loaded = toy_bert_head(head)
+        loaded.model.save_pretrained(folder)
+        loaded.tokenizer.save_pretrained(folder)
+        folders[head] = str(folder)
+    return folders
+
+
+def evaluate(capsys, model: str, *extra: str) -> tuple[int, dict | None, str]:
+    code = main(
+        ["evaluate", "--model", model, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+         "--methods", "loo_empty,saliency,lime", "--param", "lime.n_samples=40", "--quiet", "--json", *extra]
+    )  # fmt: skip
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code == 0 else None), out.err
+
+
+@pytest.mark.parametrize("head", ["multi_label", "regression"])
+def test_cli_evaluate_each_head(head: str, head_dirs, capsys) -> None:
+    code, payload, err = evaluate(capsys, head_dirs[head])
+    assert code == 0, err
+    metrics = set(payload["metrics"])
+    assert ("log_odds" in metrics) == (head == "multi_label")  # left out of the defaults for a score
+    for method in ("loo_empty", "saliency", "lime"):
+        assert payload["results"][method]["comprehensiveness"]["n"] == 2
+
+
+def test_cli_refuses_log_odds_for_a_regression_head_and_takes_an_override(head_dirs, capsys) -> None:
+    code, _, err = evaluate(capsys, head_dirs["regression"], "--metrics", "deletion,log_odds")
+    assert code == 2
+    assert err.strip().startswith("error: the log_odds metric needs probabilities")
+    assert len(err.strip().splitlines()) == 1
+    # The override: the one output read as a sigmoid probability, so log-odds are defined again.
+    code, payload, err = evaluate(capsys, head_dirs["regression"], "--head-type", "multi_label")
+    assert code == 0, err
+    assert "log_odds" in payload["metrics"]
+
+
+@pytest.mark.parametrize("head", ["multi_label", "regression"])
+def test_cli_predict_shows_the_heads_prediction(head: str, head_dirs, tmp_path, capsys) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "the movie was great"}\n')
+    code = main(["predict", "--model", head_dirs[head], "--texts", str(texts), "--threshold", "0.3"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["head"] == head
+    row = payload["examples"][0]
+    if head == "regression":
+        assert len(row["scores"]) == 1 and "predicted" not in row
+    else:
+        assert row["labels"] == [i for i, p in enumerate(row["probabilities"]) if p >= 0.3]
+
+
+def test_cli_refuses_a_model_with_no_head_in_one_line(tmp_path, capsys) -> None:
+    loaded = toy_bert_head("regression")
+    config = loaded.model.config
+    config.id2label = {}  # a classifier with zero outputs
+    type(loaded.model)(config).save_pretrained(tmp_path)
+    loaded.tokenizer.save_pretrained(tmp_path)
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "the movie was great"}\n')
+    capsys.readouterr()  # the weights writer's progress bar
+    code = main(["predict", "--model", str(tmp_path), "--texts", str(texts)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert "no classification head to explain: num_labels=0" in err
+    assert len(err.splitlines()) == 1

@@ -1,0 +1,133 @@
+"""Every page with a multi-label and a regression model (issue 24), through AppTest: tiny random
+BERTs of each head type saved as local folders and typed into the sidebar's model path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.toy import toy_bert_head
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+TEXT = "the movie was great but the plot was bad ."
+HEADS = ["multi_label", "regression"]
+
+
+@pytest.fixture(scope="module")
+def head_dirs(tmp_path_factory) -> dict[str, str]:
+    folders = {}
+    for head in HEADS:
+        folder = tmp_path_factory.mktemp(f"page-{head}")
+        loaded = toy_bert_head(head)
+        loaded.model.save_pretrained(folder)
+        loaded.tokenizer.save_pretrained(folder)
+        folders[head] = str(folder)
+    return folders
+
+
+def open_app(model: str, methods: list[str]) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = model
+    at.session_state["sidebar.dataset"] = "free text"
+    at.session_state["sidebar.text"] = TEXT
+    at.session_state["heatmaps.methods"] = methods
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.slow  # AppTest imports the whole app
+@pytest.mark.parametrize("head", HEADS)
+def test_heatmap_page_shows_the_heads_prediction_and_picker(head: str, head_dirs) -> None:
+    at = open_app(head_dirs[head], ["loo_empty", "saliency"])
+    assert_clean(at)
+    summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+    targets = [s for s in at.selectbox if s.key == "sidebar.target"]
+    if head == "regression":
+        assert summary.startswith("**Score:** sentiment score = ")
+        assert not targets  # one score: nothing to pick
+    else:
+        assert summary.startswith("**Predicted labels** (probability ≥ 50%)")
+        assert targets[0].options == ["most probable label", "toxic", "insult", "threat"]
+        assert at.slider(key="sidebar.threshold").value == 0.5
+    heatmap = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    assert 'data-method="loo_empty"' in heatmap and 'data-method="saliency"' in heatmap
+
+
+@pytest.mark.slow
+def test_multi_label_threshold_and_target_change_what_is_shown(head_dirs) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = head_dirs["multi_label"]
+    at.session_state["sidebar.dataset"] = "free text"
+    at.session_state["sidebar.text"] = TEXT
+    at.session_state["heatmaps.methods"] = ["loo_empty"]
+    at.session_state["sidebar.threshold"] = 0.05
+    at.session_state["sidebar.target"] = 2
+    at.run()
+    assert_clean(at)
+    summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+    shown = summary.split("  \n")[0]
+    assert all(name in shown for name in ("toxic", "insult", "threat"))  # every sigmoid is near 0.5 > 0.05
+    assert "**Explaining:** threat" in summary
+
+
+@pytest.mark.slow
+def test_head_override_in_the_sidebar(head_dirs) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = head_dirs["regression"]
+    at.session_state["sidebar.dataset"] = "free text"
+    at.session_state["sidebar.text"] = TEXT
+    at.session_state["heatmaps.methods"] = ["loo_empty"]
+    at.session_state["sidebar.head_type"] = "multi_label"
+    at.run()
+    assert_clean(at)
+    summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+    assert summary.startswith("**Predicted labels**")  # the one output read as a sigmoid
+
+
+PAGES = {
+    "app_pages/faithfulness.py": None,
+    "app_pages/rationales.py": None,
+    "app_pages/input_marginalization.py": None,
+    "app_pages/sanity_checks.py": "sanity.run",
+    "app_pages/adversarial.py": "adversarial.run",
+    "app_pages/explorer.py": None,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None:
+    at = open_app(head_dirs[head], [])
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    if page == "app_pages/faithfulness.py":
+        at.multiselect(key="faithfulness.methods").set_value(["loo_empty"]).run()
+        if head == "regression":
+            assert any("Log-odds are not defined for a regression head" in c.value for c in at.caption)
+    if page == "app_pages/sanity_checks.py":
+        at.multiselect(key="sanity.methods").set_value(["grad_x_input"]).run()
+    for button in at.button:  # runs estimated as long wait for a click
+        if button.key and (button.key == PAGES[page] or button.key.startswith("im.run.")):
+            button.click().run()
+    assert_clean(at)
+
+
+@pytest.mark.slow
+def test_a_model_with_no_head_gets_a_one_line_error(tmp_path) -> None:
+    loaded = toy_bert_head("regression")
+    config = loaded.model.config
+    config.id2label = {}  # a classifier with zero outputs
+    type(loaded.model)(config).save_pretrained(tmp_path)
+    loaded.tokenizer.save_pretrained(tmp_path)
+    at = open_app(str(tmp_path), ["loo_empty"])
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any("no classification head to explain: num_labels=0" in e for e in errors), errors
+    assert all("\n" not in e for e in errors)

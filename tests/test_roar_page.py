@@ -1,0 +1,57 @@
+"""The ROAR page on the bundled precomputed job (offline, nothing computed): curves, the Eq. 3
+table equal to the engine's summary of the bundled file, the removed words of an example shown
+escaped; and the synthetic teaching task, plain and recursive side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.roar.report import load_report, summary
+from services.roar import BUNDLED_DIR
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def open_page(monkeypatch, tmp_path) -> AppTest:
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "empty-results"))
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    at.run()
+    at.switch_page("app_pages/roar.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_bundled_job_shows_offline(monkeypatch, tmp_path) -> None:
+    bundled = sorted(BUNDLED_DIR.glob("*.json"))
+    assert bundled, "the bundled ROAR job is missing from assets/roar/"
+    at = open_page(monkeypatch, tmp_path)
+    assert at.selectbox(key="roar.source").value == f"Bundled: {bundled[0].stem}"
+    report = load_report(bundled[0])
+    expected = summary(report, "accuracy")
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 2  # the curves and the sparsity plot
+    table = at.dataframe[0].value
+    assert list(table["method"]) == list(expected["faithfulness"])
+    for method, shown in zip(table["method"], table["Eq. 3 (%)"], strict=True):
+        mean = expected["faithfulness"][method]["mean"]
+        assert shown == ("–" if mean is None else f"{mean:.1f}")
+    assert report["command"].startswith("python -m cli roar --task sst2")
+    assert any(report["command"] in code.value for code in at.code)
+    removed = "".join(m.value for m in at.markdown)
+    assert "<s " in removed  # removed words struck through
+    assert "<script" not in removed
+
+
+@pytest.mark.slow  # the synthetic task retrains 3 seeds x 2 x 16 logistic regressions
+def test_the_synthetic_task_shows_plain_and_recursive(monkeypatch, tmp_path) -> None:
+    at = open_page(monkeypatch, tmp_path)
+    at.selectbox(key="roar.source").select("Synthetic task (paper 001, Eq. 1)").run()
+    at.select_slider(key="roar.synthetic_n").set_value(500).run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) == 2
+    tables = [frame.value for frame in at.dataframe]
+    assert len(tables) == 2 and all(set(t["method"]) == {"weights", "truth", "worst"} for t in tables)

@@ -1,0 +1,139 @@
+"""ROAR jobs on the run store with the real bundled recipe at a tiny budget (SST-2, 8 training
+and 8 evaluation examples, two training steps per model): a job killed with SIGKILL resumes
+through ``python -m cli roar --resume`` with the same results as an uninterrupted job; the stored
+curves give Eq. 3 and the t-test when recomputed by hand; Recursive ROAR with masked-LM removal
+keeps removed words removed and removes the paper's count."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from engine.roar.report import summary
+from engine.roar.run import execute_job, open_job, unit_results
+from engine.runs.store import RunStore
+from experiments.roar.job import RoarJob
+from experiments.roar.removal import Level, n_to_remove
+from experiments.roar.scores import RANDOM, SHARED
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"task": "sst2", "train_size": 8, "eval_size": 8, "train_steps": 2}
+ARGS = ["--task", "sst2", "--methods", "loo_empty", "--levels", "10", "--seeds", "2"]
+ARGS += ["--train-size", "8", "--eval-size", "8", "--train-steps", "2"]
+pytestmark = pytest.mark.slow  # each unit trains and saves a model: 5-20 s on the busy 2-core machine
+
+
+def plain_job() -> RoarJob:
+    return RoarJob(methods=("loo_empty",), levels=(Level(10),), seeds=2, **TINY)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[RunStore, str]:
+    """The plain job run in one go, in-process."""
+    store = RunStore(tmp_path_factory.mktemp("reference"))
+    info = execute_job(open_job(plain_job(), store), store)
+    assert info.status == "done" and info.units_done == info.units_total == 8
+    return store, info.run_id
+
+
+def unit_tables(store: RunStore, run_id: str) -> dict[int, list[dict]]:
+    units = store.units(run_id)
+    return {
+        int(u): pq.read_table(store.root / p).to_pylist() for u, p in zip(units["unit"], units["path"], strict=True)
+    }
+
+
+def test_a_job_killed_with_sigkill_resumes_with_identical_results(reference, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTRIBUTION_RESULTS_DIR": str(tmp_path / "results")}
+    command = [sys.executable, "-m", "cli", "roar", *ARGS, "--no-estimate", "--quiet", "--json"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    store = RunStore(tmp_path / "results", read_only=True)
+    deadline = time.monotonic() + 600
+    info = None
+    while time.monotonic() < deadline and process.poll() is None:
+        infos = store.infos() if store.catalogue_path.exists() else []
+        if infos and infos[0].units_done >= 3:
+            info = infos[0]
+            break
+        time.sleep(0.1)
+    assert info is not None, process.stderr.read().decode() if process.poll() is not None else "timed out"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed = store.get(info.run_id)
+    assert killed.status == "running" and killed.writer_gone and 3 <= killed.units_done < 8
+    assert killed.run_id == reference[1]  # the same settings are the same job
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "cli", "roar", "--resume", info.run_id, "--no-estimate", "--quiet", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result = json.loads(resumed.stdout)
+    assert result["status"] == "done" and result["units_done"] == 8
+    assert "python -m cli roar --task sst2 --methods loo_empty" in result["command"]
+    assert unit_results(store, info.run_id) == unit_results(*reference)
+    assert unit_tables(store, info.run_id) == unit_tables(*reference)
+    assert set(result["faithfulness"]) == {"loo_empty"} and set(result["curves"]) == {"loo_empty", RANDOM}
+
+
+def test_stored_curves_give_eq3_and_the_t_test_recomputed_by_hand(reference):
+    store, run_id = reference
+    rows = unit_results(store, run_id)
+    assert len(rows) == 8 and {(r.method, r.level.label) for r in rows if r.method == SHARED} == {
+        (SHARED, "0%"),
+        (SHARED, "100%"),
+    }
+    value = {(r.method, r.level.amount, r.seed): r.accuracy for r in rows}
+    x = np.array([0.0, 0.1])
+    eq3 = []
+    for seed in (0, 1):
+        zero, floor = value[(SHARED, 0, seed)], value[(SHARED, 100, seed)]
+        p = np.array([zero, value[("loo_empty", 10, seed)]])
+        b = np.array([zero, value[(RANDOM, 10, seed)]])
+        area = np.trapezoid(b - p, x)
+        base = np.trapezoid(b - floor, x)
+        eq3.append(100 * area / base if base else np.nan)
+    eq3 = [v for v in eq3 if np.isfinite(v)]
+    from engine.roar.report import job_report
+
+    got = summary(job_report(store, run_id), "accuracy")
+    mean = got["faithfulness"]["loo_empty"]["mean"]
+    assert (mean is None and not eq3) or mean == pytest.approx(np.mean(eq3))
+    a = [value[("loo_empty", 10, s)] for s in (0, 1)]
+    b = [value[(RANDOM, 10, s)] for s in (0, 1)]
+    test = next(t for t in got["t_tests"] if t["level"] == "10%" and {t["a"], t["b"]} == {"loo_empty", RANDOM})
+    expected = stats.ttest_ind(a, b, equal_var=False)
+    if np.isfinite(expected.pvalue):
+        assert test["p"] == pytest.approx(expected.pvalue)
+    curve = {c["level"]: c for c in got["curves"]["loo_empty"]}
+    assert curve["10%"]["mean"] == pytest.approx(np.mean([value[("loo_empty", 10, s)] for s in (0, 1)]))
+    assert got["floor"] == pytest.approx(np.mean([value[(SHARED, 100, s)] for s in (0, 1)]))
+
+
+def test_recursive_mlm_keeps_removed_words_and_removes_the_papers_count(tmp_path):
+    job = RoarJob(methods=("loo_empty",), levels=(Level(10), Level(30)), seeds=1, removal="mlm", recursive=True, **TINY)
+    store = RunStore(tmp_path)
+    opened = open_job(job, store)
+    info = execute_job(opened, store)
+    assert info.status == "done" and info.units_done == 6
+    tables = unit_tables(store, info.run_id)
+    index = {unit.key: i for i, unit in enumerate(job.units)}
+    first, second = tables[index["loo_empty/10%/0"]], tables[index["loo_empty/30%/0"]]
+    examples = {"train": opened.data.train, "eval": opened.data.eval}
+    for before, after in zip(first, second, strict=True):
+        words = examples[after["split"]][after["index"]].words
+        assert set(before["removed"]) <= set(after["removed"])  # removed words stay removed
+        assert len(before["removed"]) == n_to_remove(len(words), Level(10), "paper000")
+        assert len(after["removed"]) == n_to_remove(len(words), Level(30), "paper000")
+        if after["split"] == "eval":  # masked-LM fill-ins, one per removed word, never empty
+            assert len(after["shown"]) == len(after["removed"]) and all(after["shown"])
+    assert job.depends_on(job.units[index["loo_empty/30%/0"]]) == job.units[index["loo_empty/10%/0"]]

@@ -1,0 +1,106 @@
+"""The heatmap page's second model: pick it (bundled, hub id, folder, or the model's randomized
+copy in one click), see both models' rows per method under the same words with their
+predictions, and each method's rank correlation between the two models.
+
+The choice is kept in the URL as ``?compare=<model>`` (``compare=randomized`` for the copy).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import services
+from ui.heatmap import heatmap_html, side_by_side
+from ui.presentation import palette
+from ui.runs import run_or_stop
+
+ON, MODEL, PATH = "heatmaps.compare.on", "heatmaps.compare.model", "heatmaps.compare.path"
+RANDOMIZED = "randomized"  # the picker's entry (and URL value) for the model's randomized copy
+PARAM = "compare"
+_URL_READ = "heatmaps.compare.url_read"
+
+
+def _read_url_once() -> None:
+    if st.session_state.get(_URL_READ):
+        return
+    st.session_state[_URL_READ] = True
+    wanted = st.query_params.get(PARAM, "").strip()
+    if wanted:
+        st.session_state[ON] = True
+        known = {RANDOMIZED, *(c.name for c in services.model_choices())}
+        st.session_state[MODEL if wanted in known else PATH] = wanted
+
+
+def _randomized_copy() -> None:
+    st.session_state[ON] = True
+    st.session_state[MODEL] = RANDOMIZED
+    st.session_state[PATH] = ""
+
+
+def second_model(model: str) -> str | None:
+    """The widgets; the second model's name for ``services`` (None when the comparison is off)."""
+    _read_url_once()
+    left, middle, right = st.columns([2, 3, 3], vertical_alignment="bottom")
+    on = left.toggle("Second model", key=ON, help="Explain the same words with a second model, row under row.")
+    right.button(
+        "This model vs its randomized copy",
+        key="heatmaps.compare.randomized",
+        on_click=_randomized_copy,
+        help="Every weight re-initialised, as the last step of the sanity checks' cascading randomization "
+        "(Adebayo et al. 2018): an explanation that survives it does not depend on what the model learned.",
+    )
+    if not on:
+        st.query_params.pop(PARAM, None)
+        return None
+    choices = {RANDOMIZED: f"{model} randomized (every layer)"}
+    choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
+    if st.session_state.get(MODEL) not in choices:
+        st.session_state[MODEL] = RANDOMIZED
+    picked = middle.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL)
+    typed = "" if services.shared_mode() else st.text_input("…or a hub id or local folder", key=PATH)
+    chosen = typed.strip() or picked
+    st.query_params[PARAM] = chosen
+    return services.randomized_name(model) if chosen == RANDOMIZED else chosen
+
+
+def render(selection, first: services.HeatmapResult, other: str, methods: list[str], params: dict) -> None:
+    """Both models' predictions, their rows under the same words and the rank correlations."""
+    comparison = run_or_stop(
+        services.compare, first, other, selection.example, methods, params=params, mlm_name=selection.mlm
+    )
+    second = comparison.second
+    randomized = other == services.randomized_name(selection.model)
+    names = (selection.model, f"{selection.model} randomized (every layer, seed 0)" if randomized else other)
+    st.subheader("Two models side by side")
+    columns = st.columns(2)
+    for column, label, name, result in zip(columns, "AB", names, (first, second)):
+        prediction = result.prediction
+        column.markdown(
+            f"**{label}** = `{name}`  \n**Predicted:** {prediction.label_names[prediction.predicted]} "
+            f"({prediction.probabilities[prediction.predicted]:.1%}) · **explaining:** "
+            f"{prediction.label_names[result.target]}"
+        )
+    for key, message in second.errors.items():
+        st.error(f"{key} (model B): {message}")
+    n_words, rows = side_by_side(first.attributions, second.attributions)
+    if n_words < len(first.prediction.example.words):
+        st.warning(f"Model B keeps only the first {n_words} words: both rows show those.")
+    example = first.prediction.example
+    rationale = example.rationale[:n_words] if example.rationale is not None else None
+    st.html(
+        heatmap_html(
+            example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale, palette=palette()
+        )
+    )
+    table = pd.DataFrame(
+        [
+            {"method": a.method, "Spearman ρ": a.spearman, "Spearman ρ of |scores|": a.spearman_abs, "words": a.n_words}
+            for a in comparison.agreements.values()
+        ]
+    )
+    st.caption(
+        "Rank correlation of each method's two rows (1: the same ranking of the words, 0: unrelated; "
+        "blank where a row is constant)."
+    )
+    st.dataframe(table, hide_index=True, key="heatmaps.compare.table")

@@ -1,0 +1,41 @@
+"""The prediction as the head defines it (``core.heads``): one class with its softmax probability,
+the set of labels whose own sigmoid reaches a threshold, or a regression head's score."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+DEFAULT_THRESHOLD = 0.5
+
+
+def label_set(outputs: Sequence[float], threshold: float = DEFAULT_THRESHOLD) -> list[int]:
+    """The labels of a multi-label head predicted at ``threshold`` (their own probability at or above it)."""
+    return [i for i, p in enumerate(outputs) if p >= threshold]
+
+
+def prediction_markdown(
+    label_names: Sequence[str],
+    outputs: Sequence[float],
+    head: str,
+    predicted: int,
+    target: int,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> str:
+    """Two markdown lines: what the model predicts, and the output the methods explain (escaped)."""
+    names = [html.escape(n) for n in label_names]
+    if head == "regression":
+        return f"**Score:** {names[target]} = {outputs[target]:.4f}  \n**Explaining:** the score of {names[target]}"
+    if head == "multi_label":
+        chosen = label_set(outputs, threshold)
+        shown = ", ".join(f"{names[i]} ({outputs[i]:.1%})" for i in chosen) or "none"
+        return (
+            f"**Predicted labels** (probability ≥ {threshold:.0%}): {shown}  \n"
+            f"**Explaining:** {names[target]} ({outputs[target]:.1%}, its own sigmoid)"
+        )
+    return f"**Predicted:** {names[predicted]} ({outputs[predicted]:.1%})  \n**Explaining:** {names[target]}"
+
+
+def output_label(head: str) -> str:
+    """What the explained output is called in tables and axes."""
+    return "score" if head == "regression" else "probability"

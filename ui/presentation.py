@@ -1,0 +1,55 @@
+"""The presentation setting: larger fonts and a high-contrast heatmap palette for a projector.
+
+A toggle in the sidebar's teaching section, kept in the URL as ``?present=1`` (read on a
+session's first run, written on every run, so a shared link opens in the same mode). Pages that
+draw heatmaps pass ``palette()`` to ``ui.heatmap.heatmap_html``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+KEY = "presentation.on"  # the toggle
+SETTING = "presentation.setting"
+PARAM = "present"
+_URL_READ = "presentation.url_read"
+
+# Streamlit sizes its text in rem: a larger root font scales every page; the heatmap's cells
+# get bolder text and a thicker rationale outline.
+STYLE = """<style>
+html { font-size: 21px; }
+.hm-block { font-size: 1.15rem !important; }
+.hm-cell { font-weight: 600; }
+[data-testid="stSidebar"] { font-size: 0.95rem; }
+</style>"""
+
+
+def _remember() -> None:
+    st.session_state[SETTING] = bool(st.session_state[KEY])
+
+
+def render() -> bool:
+    """The toggle (in the sidebar), the URL parameter and, when on, the larger fonts. The setting
+    lives in a plain session key (``SETTING``) copied into the widget on every run: a page switch
+    may drop a widget's own state."""
+    if not st.session_state.get(_URL_READ):
+        st.session_state[_URL_READ] = True
+        st.session_state[SETTING] = st.query_params.get(PARAM) == "1"
+    st.session_state[KEY] = bool(st.session_state.get(SETTING, False))
+    on = st.sidebar.toggle(
+        "Presentation mode",
+        key=KEY,
+        on_change=_remember,
+        help="Larger fonts and a high-contrast heatmap palette for a projector; kept in the link.",
+    )
+    if on:
+        st.query_params[PARAM] = "1"
+        st.html(STYLE)
+    else:
+        st.query_params.pop(PARAM, None)
+    return on
+
+
+def palette() -> str:
+    """The heatmap palette of the current setting (a key of ``ui.heatmap.PALETTES``)."""
+    return "high_contrast" if st.session_state.get(SETTING) else "default"

@@ -1,0 +1,162 @@
+"""Figures and tables of the ROAR page: performance vs share removed with 95% bands (random
+dashed, the 100% floor dotted), the Eq. 3 and t-test tables, the sparsity plot and an example's
+text at each removal level with the removed words visible (paper 001, Figures 1 and 2)."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ui.explorer import method_colour
+
+SHARED = "*"
+
+
+def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of words removed") -> go.Figure:
+    """One line per method with its 95% band over seeds; the random baseline dashed."""
+    figure = go.Figure()
+    for index, (method, cells) in enumerate(summary["curves"].items()):
+        cells = [c for c in cells if c["mean"] is not None]
+        if not cells:
+            continue
+        x = [c["x"] for c in cells]
+        colour = method_colour(method, index)
+        banded = [c for c in cells if c["low"] is not None and c["high"] is not None]
+        if banded:
+            r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+            bx = [c["x"] for c in banded]
+            figure.add_trace(
+                go.Scatter(
+                    x=bx + bx[::-1],
+                    y=[c["high"] for c in banded] + [c["low"] for c in banded][::-1],
+                    fill="toself",
+                    fillcolor=f"rgba({r},{g},{b},0.15)",
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=method,
+                )
+            )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[c["mean"] for c in cells],
+                mode="lines+markers",
+                name=method,
+                legendgroup=method,
+                line={"color": colour, "dash": "dash" if method == "random" else "solid"},
+                customdata=[[c["level"], c["n"]] for c in cells],
+                hovertemplate=f"<b>{html.escape(method)}</b> %{{customdata[0]}}<br>%{{y:.3f}} over %{{customdata[1]}} seed(s)<extra></extra>",
+            )
+        )
+    if summary.get("floor") is not None:
+        figure.add_hline(y=summary["floor"], line={"dash": "dot", "color": "#555555"}, annotation_text="100% removed")
+    percent = all(c["level"].endswith("%") for cells in summary["curves"].values() for c in cells)
+    figure.update_layout(
+        title={"text": html.escape(title), "font": {"size": 15}},
+        height=400,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": x_title, "tickformat": ".0%" if percent else None},
+        yaxis={"title": summary["metric"]},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def faithfulness_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """Paper 001's Eq. 3 per method: mean over seeds, 95% interval and the verdict."""
+    rows = []
+    for method, f in summary["faithfulness"].items():
+        mean = f["mean"]
+        verdict = "–" if mean is None else ("not faithful (above random)" if mean < 0 else "below random")
+        rows.append(
+            {
+                "method": method,
+                "Eq. 3 (%)": _fmt(mean),
+                "95% interval": f"[{_fmt(f['low'])}, {_fmt(f['high'])}]",
+                "seeds": f["n"],
+                "reading": verdict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def t_test_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """Paper 000's Welch t-test between every two methods at each level."""
+    return pd.DataFrame(
+        [
+            {"level": t["level"], "methods": f"{t['a']} vs {t['b']}", "t": _fmt(t["t"], 2), "p": _fmt(t["p"], 4)}
+            for t in summary["t_tests"]
+        ]
+    )
+
+
+def leakage_lines(summary: dict[str, Any]) -> list[str]:
+    """One sentence per rise of a curve (paper 001's class-leakage warning)."""
+    return [
+        f"{leak['method']} rises by {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"
+        + (" (beyond both 95% intervals)" if leak["significant"] else " (within the intervals)")
+        for leak in summary["leakage"]
+    ]
+
+
+def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
+    """Paper 001's Appendix E: the share of an example's total importance in its top words."""
+    figure = go.Figure()
+    for index, (method, by_level) in enumerate(shares.items()):
+        figure.add_trace(
+            go.Bar(
+                x=list(by_level),
+                y=list(by_level.values()),
+                name=method,
+                marker_color=method_colour(method, index),
+            )
+        )
+    figure.update_layout(
+        barmode="group",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": "Share of total |importance| in the top words (step 0)", "font": {"size": 15}},
+        yaxis={"tickformat": ".0%", "range": [0, 1]},
+    )
+    return figure
+
+
+def removal_html(words: list[str], shown: dict[str, str]) -> str:
+    """The example's words with the removed ones visible: deleted words struck through, replaced
+    ones struck through with their replacement ([MASK] or the masked LM's fill-in) after them.
+    Every word is escaped."""
+    parts = []
+    for i, word in enumerate(words):
+        replacement = shown.get(str(i))
+        if replacement is None:
+            parts.append(html.escape(word))
+        elif replacement == "":
+            parts.append(f'<s style="color:#b00020">{html.escape(word)}</s>')
+        else:
+            parts.append(
+                f'<s style="color:#b00020">{html.escape(word)}</s>'
+                f'<span style="color:#0072B2">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
+            )
+    return '<span style="line-height:1.9">' + " ".join(parts) + "</span>"
+
+
+def removal_rows(example: dict[str, Any], label_names: list[str]) -> list[tuple[str, str, str]]:
+    """(method, level, HTML) for every method and level stored for ``example`` (seed 0)."""
+    out = []
+    for method, levels in example["levels"].items():
+        if method == SHARED:
+            continue
+        for level, stored in levels.items():
+            predicted = stored.get("predicted")
+            name = label_names[predicted] if predicted is not None and predicted < len(label_names) else predicted
+            out.append((method, f"{level} · predicts {name}", removal_html(example["words"], stored["shown"])))
+    return out
