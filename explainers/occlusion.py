@@ -29,7 +29,7 @@ from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution
-from explainers.loo import OUTPUTS, output_space
+from explainers.loo import OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def explain(
     rows = [tuple([1] * n)] + [tuple(0 if i in span else 1 for i in range(n)) for span in spans]
     variants = [encoded.variant] + [removal_variant(clf, encoded, span, params.removal) for span in spans]
     probabilities = clf.predict_proba(variants, progress=progress)[:, target]
-    value_of = dict(zip(rows, output_space(probabilities, params.output), strict=True))
+    value_of = dict(zip(rows, clf.head.transform(probabilities, params.output), strict=True))
 
     def forward(present: torch.Tensor) -> torch.Tensor:  # (batch, n_words) 0/1 -> (batch,)
         keys = [tuple(int(v > 0.5) for v in row) for row in present.cpu().numpy()]

@@ -32,7 +32,7 @@ from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers._seeding import seeded
 from explainers.base import Passes, make_attribution
-from explainers.loo import OUTPUTS, output_space
+from explainers.loo import OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def explain(
         variants = [
             removal_variant(clf, encoded, np.flatnonzero(row < 0.5).tolist(), params.removal) for row in present
         ]
-        return output_space(clf.predict_proba(variants, progress=progress)[:, target], params.output)
+        return clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
 
     explainer = shap.PartitionExplainer(model, _WordMasker(word_tree(segments), n))
     with seeded(params.seed, clf):

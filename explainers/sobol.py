@@ -34,7 +34,7 @@ from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution
-from explainers.loo import OUTPUTS, output_space
+from explainers.loo import OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def explain(
         c[i, :, i] = b[:, i]
     masks = np.concatenate([a, b, c.reshape(-1, n)])
     variants = [removal_variant(clf, encoded, np.flatnonzero(~row).tolist(), params.removal) for row in masks]
-    values = output_space(clf.predict_proba(variants, progress=progress)[:, target], params.output)
+    values = clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
     f_a, f_b, f_c = values[: len(a)], values[len(a) : 2 * len(a)], values[2 * len(a) :].reshape(n, len(a))
     scores = total_order(f_a, f_b, f_c)
     extras = {"variance": float(np.var(values[: 2 * len(a)])), "designs": params.n_designs}
