@@ -134,8 +134,7 @@ def coverage_note(model: str, prediction: services.PredictionResult) -> None:
     elif prediction.dropped_words:
         st.warning(
             f"The text is longer than {model} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
-            "words are explained, the last "
-            f"{prediction.dropped_words} were dropped"
+            f"words are explained; the last {prediction.dropped_words} words were dropped"
             + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
         )
 
