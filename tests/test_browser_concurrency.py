@@ -127,9 +127,10 @@ def test_a_quick_request_stays_responsive_beside_a_long_slice(app_url: str, brow
         page.close()
         return elapsed
 
+    cold = quick_latency()  # loads the model
     idle = quick_latency()
     slow = open_page(browser, f"{app_url}/faithfulness?model=minilm-sst2&dataset=sst2&split=dev&index=0", 1400)
-    slow.get_by_role("button", name="Dataset slice").click()
+    slow.get_by_text("Dataset slice", exact=True).first.click()
     count = slow.get_by_label(re.compile(r"^Examples \("))
     count.fill("40")
     count.press("Enter")
@@ -140,7 +141,9 @@ def test_a_quick_request_stays_responsive_beside_a_long_slice(app_url: str, brow
     slow.close()
     OUTPUT.mkdir(exist_ok=True)
     (OUTPUT / "latency.json").write_text(
-        json.dumps({"idle_s": idle, "beside_slice_s": busy, "slice_still_running": still_running}, indent=1)
+        json.dumps(
+            {"cold_s": cold, "idle_s": idle, "beside_slice_s": busy, "slice_still_running": still_running}, indent=1
+        )
     )
     assert still_running, "the slice finished before the quick request: the test measured nothing"
     assert busy < max(30.0, 10 * idle), (idle, busy)
