@@ -304,15 +304,22 @@ class Classifier:
     # ------------------------------------------------------------------ the batched scorer
 
     def _batch_tensors(self, chunk: Sequence[Variant]) -> dict[str, torch.Tensor]:
-        width = max(len(v.input_ids) for v in chunk)
+        """Padded tensors of a chunk. A variant longer than the model accepts (a text at the limit
+        whose word was replaced by a fill-in of more pieces) keeps its first ``max_length - 1``
+        tokens and its final [SEP]."""
+        limit = self.loaded.max_length
+        width = min(max(len(v.input_ids) for v in chunk), limit)
         pad = self.tokenizer.pad_token_id or 0
         ids = torch.full((len(chunk), width), pad, dtype=torch.long)
         types = torch.zeros((len(chunk), width), dtype=torch.long)
         mask = torch.zeros((len(chunk), width), dtype=torch.long)
         for row, v in enumerate(chunk):
-            n = len(v.input_ids)
-            ids[row, :n] = torch.tensor(v.input_ids)
-            types[row, :n] = torch.tensor(v.token_type_ids)
+            keep = list(range(len(v.input_ids)))
+            if len(keep) > limit:
+                keep = keep[: limit - 1] + keep[-1:]
+            n = len(keep)
+            ids[row, :n] = torch.tensor([v.input_ids[i] for i in keep])
+            types[row, :n] = torch.tensor([v.token_type_ids[i] for i in keep])
             mask[row, :n] = 1
         batch = {"input_ids": ids, "attention_mask": mask}
         if self._uses_token_types():

@@ -208,7 +208,7 @@ def test_errors_without_data(monkeypatch):
         load_examples("sst2", "dev")
     with pytest.raises(ValueError, match="unknown dataset"):
         load_examples("imdb", "dev")
-    assert set(DATASET_NAMES) == {"sst2", "esnli", "movies", "hatexplain", "multirc", "examples"}
+    assert set(DATASET_NAMES) == {"sst2", "esnli", "movies", "movie-reviews", "hatexplain", "multirc", "examples"}
 
 
 def test_unknown_split(tmp_path):
