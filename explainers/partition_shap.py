@@ -17,7 +17,7 @@ Owen values are Shapley values when the model is additive over words, and always
 ``f(x) - f(no words)`` (efficiency). ``n_evals`` caps the evaluations (shap's ``max_evals``); a
 balanced tree of n words needs about 2 n^2 / 3 to be explored fully (then the result does not
 depend on the budget; ``extras["evaluations"]`` says how many were used). shap breaks ties in its priority queue with numpy's global generator,
-seeded with ``seed`` (explainers/_seeding.py). Cost: at most ``n_evals`` forward passes.
+seeded with 0 (explainers/_seeding.py), so the method is deterministic. Cost: at most ``n_evals`` forward passes.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class PartitionShapParams:
     n_evals: int = param(500, "most coalitions evaluated (shap's max_evals)", min=3, max=100_000)
     removal: str = param("mask", "how an absent word is removed", choices=REMOVALS)
     output: str = param("probability", "score space: probability or log2-odds", choices=OUTPUTS)
-    seed: int = param(0, "random seed (shap breaks priority ties at random)")
 
 
 class _WordMasker:
@@ -104,7 +103,7 @@ def explain(
         return clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
 
     explainer = shap.PartitionExplainer(model, _WordMasker(word_tree(segments), n))
-    with seeded(params.seed, clf):
+    with seeded(0, clf):  # shap breaks rare priority ties at random: fixed, so the method is deterministic
         explanation = explainer(np.ones((1, n)), max_evals=params.n_evals, batch_size=params.n_evals, silent=True)
     scores = np.asarray(explanation.values[0], dtype=np.float64)
     base = float(np.asarray(explanation.base_values).reshape(-1)[0])
