@@ -32,6 +32,7 @@ def test_registry_covers_the_brief():
         "double-trouble-tableA5",
         "marc-table1",
         "aml-table1",
+        "recursive-roar-synthetic",
     }
 
 
@@ -51,7 +52,10 @@ def test_every_entry_is_complete(name):
         return [value] if isinstance(value, float) else []
 
     printed = numbers(entry.published)
-    assert len(printed) >= 4 and all(math.isfinite(v) for v in printed)
+    if "without printed numbers" in entry.published_note:  # a figure: the check is qualitative
+        assert not printed
+    else:
+        assert len(printed) >= 4 and all(math.isfinite(v) for v in printed)
 
 
 def test_double_trouble_cites_its_arxiv_id():

@@ -92,8 +92,8 @@ def test_page_shows_cached_tables_beside_the_published_values(results, monkeypat
     monkeypatch.setattr(reproduce, "run", lambda *a, **k: pytest.fail("opening the page must compute nothing"))
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
-    assert "**1 of 7** findings hold here, 1 do not, 5 not run yet." in text
-    assert text.count(":gray-badge[not run]") == 5
+    assert "**1 of 8** findings hold here, 1 do not, 6 not run yet." in text
+    assert text.count(":gray-badge[not run]") == 6
     assert text.count(":green-badge[holds]") == 2  # claim line and finding line of Table A3
     assert text.count(":red-badge[does not hold]") == 2
     assert "replaces a word with a masked language model" in text  # the paper's paragraph
@@ -136,7 +136,7 @@ def test_run_button_fills_the_cache_and_a_new_session_reads_it(results, monkeypa
     assert calls == [("aml-table1", 3)]
     again = open_page()
     assert calls == [("aml-table1", 3)]
-    assert "**2 of 7** findings hold here, 1 do not, 4 not run yet." in "\n".join(m.value for m in again.markdown)
+    assert "**2 of 8** findings hold here, 1 do not, 5 not run yet." in "\n".join(m.value for m in again.markdown)
 
 
 def test_table_exports_as_csv():
