@@ -100,7 +100,7 @@ def test_page_shows_cached_tables_beside_the_published_values(results, monkeypat
     assert "earlier version of the code (0123456789ab)" in text
     headers = [h.value for h in app.header]
     assert headers[0].startswith("Double Trouble (Pham, Bui, Mai & Nguyen 2022, arXiv 2110.11929)")
-    assert len(headers) == 3  # Double Trouble, MaRC, AML
+    assert len(headers) == 4  # Double Trouble, MaRC, AML, Recursive ROAR
     table = next(
         d.value for d in app.dataframe if "e-SNLI · % top-1 exact match, human-highlighted words" in set(d.value["row"])
     )
