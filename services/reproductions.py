@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import streamlit as st
+
 from core.types import ProgressFn
 from engine import reproduce
 from engine.reproduce import StoredResult
+from engine.runs.store import results_dir
 
 
 @dataclass(frozen=True)
@@ -44,16 +47,25 @@ def reproductions() -> list[ReproductionInfo]:
 
 
 def stored() -> dict[str, Shown]:
-    """Every reproduction's stored results, read from the run store's catalogue in one pass, and
-    the payload of the one to show (``engine.reproduce.pick``)."""
+    """Every reproduction's stored results, read from the run store's catalogue in one pass (each
+    rerun, so a result another process stores appears), and the payload of the one to show
+    (``engine.reproduce.pick``)."""
     results = reproduce.stored_results()
     version = code_version()
     shown = {}
     for name in reproduce.REGISTRY:
         own = [result for result in results if result.name == name]
         chosen, current = reproduce.pick(own, version)
-        shown[name] = Shown(own, None if chosen is None else reproduce.load(chosen.run_id), current)
+        payload = None if chosen is None else _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
+        shown[name] = Shown(own, payload, current)
     return shown
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _payload(root: str, run_id: str, computed: str) -> dict[str, Any]:
+    """One stored result, read once per (store, run, computation): a ``--refresh`` keeps the run id
+    but changes when it was computed, so it is read again."""
+    return reproduce.load(run_id, root)
 
 
 def code_version() -> str:
