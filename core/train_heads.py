@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from core import datasets as ds
+from core.catalog import HATEXPLAIN_SCORE_LABEL as SCORE_LABEL
 from core.models import base_model, encoder_path, load_sequence_classifier, load_tokenizer
 from core.train import (
     BASE,
@@ -34,7 +35,6 @@ from core.train import (
     save_adapter,
 )
 
-SCORE_LABEL = "hateful or offensive (share of annotators)"
 TARGETS = {
     "hatexplain-score": "regression (MSE): the share of the three annotators who marked the post hate speech "
     "or offensive, in {0, 1/3, 2/3, 1}",
