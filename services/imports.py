@@ -45,8 +45,19 @@ def import_upload(
 
 
 def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMethod]:
-    """The methods imported into the run store for ``model`` on ``dataset``/``split``."""
-    return _stored.imported_methods(RunStore(read_only=True), model, dataset, split)
+    """The methods imported into the run store for ``model`` on ``dataset``/``split`` (the
+    catalogue is read again only when it changed: pages ask on every rerun)."""
+    store = RunStore(read_only=True)
+    path = store.catalogue_path
+    changed = tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
+    return _imported_methods(str(store.root.resolve()), changed, model, dataset, split)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _imported_methods(
+    root: str, changed: tuple[int, ...], model: str, dataset: str, split: str
+) -> list[ImportedMethod]:
+    return _stored.imported_methods(RunStore(root, read_only=True), model, dataset, split)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
