@@ -1,7 +1,7 @@
 """Imports in the app: the explorer page's import box (an attribution file made elsewhere:
 ferret, inseq, Thermostat, CSV, this project's JSON, uploaded and stored as a run on the
 sidebar's model), and the picker and coverage note that put stored imports of the sidebar's
-dataset split beside the built-in methods on the faithfulness and rationale pages."""
+dataset split beside the built-in methods on the heatmap, faithfulness and rationale pages."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ and presetting them (a session bundle's parameters) before they are drawn."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,6 +81,8 @@ def _accepted(field: ParamField, value: Any) -> Any:
     if isinstance(field.default, bool):
         return value if isinstance(value, bool) else None
     if isinstance(field.default, int | float) and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            return None
         if isinstance(field.default, int):
             if value != int(value):
                 return None
