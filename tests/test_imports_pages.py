@@ -48,6 +48,18 @@ def csv_bytes(scores: dict[str, list[float]]) -> bytes:
     return "\n".join(rows).encode()
 
 
+def scored_directly(clf: Classifier, examples: list, scores: dict[str, list[float]], metrics: dict):
+    """``evaluate_slice`` of the hand scores (as the CSV holds them) over ``examples``, for the
+    class each example's prediction picks, with the metrics' settings ``metrics``."""
+    given = [
+        {CSV: Attribution("csv.mine", e.id, -1, e.words, np.asarray(scores[e.id], dtype=np.float32))}
+        if e.id in scores
+        else {}
+        for e in examples
+    ]
+    return evaluate_slice(clf, examples, [], metric_params(list(metrics), metrics), given=given)
+
+
 def interval(summary) -> str:
     """A summary as the pages' tables print it."""
     return f"{summary.mean:.3f} [{summary.low:.3f}, {summary.high:.3f}]"
@@ -118,14 +130,7 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
     table = at.dataframe[0].value
     assert list(table.index) == ["loo_empty", CSV, ROUND_TRIP]
 
-    params = metric_params(list(FAITHFULNESS), FAITHFULNESS)
-    given = [
-        {CSV: Attribution("csv.mine", e.id, -1, e.words, np.asarray(scores[e.id], dtype=np.float32))}
-        if e.id in scores
-        else {}
-        for e in examples
-    ]
-    expected = evaluate_slice(clf, examples, [], params, given=given)
+    expected = scored_directly(clf, examples, scores, FAITHFULNESS)
     summary = metric_summaries(expected)[CSV]
     assert summary["deletion"].n == 2 and table.loc[CSV, "n"] == 2
     for key, column in (("deletion", "deletion AUC ↓"), ("comprehensiveness", "comprehensiveness ↑")):
@@ -196,14 +201,7 @@ def test_an_imported_csv_on_the_rationale_page(esnli, tmp_path, monkeypatch) -> 
         | ({"convention": R.CONVENTION.choices[0]} if key in R.CONVENTION_METRICS else {})
         for key in R.METRICS
     }
-    params = metric_params(list(plausibility), plausibility)
-    given = [
-        {CSV: Attribution("csv.mine", e.id, -1, e.words, np.asarray(scores[e.id], dtype=np.float32))}
-        if e.id in scores
-        else {}
-        for e in examples
-    ]
-    expected = evaluate_slice(clf, examples, [], params, given=given)
+    expected = scored_directly(clf, examples, scores, plausibility)
     first = expected.results[0].metrics[CSV]
     assert table.loc[CSV, "IoU ↑"] == pytest.approx(first["iou"].value, abs=1e-12)
     assert table.loc[CSV, "AUPRC ↑"] == pytest.approx(first["auprc"].value, abs=1e-12)
@@ -223,7 +221,7 @@ def test_an_imported_csv_on_the_rationale_page(esnli, tmp_path, monkeypatch) -> 
     summary = metric_summaries(expected)[CSV]
     for key in ("iou", "token_f1", "auprc"):
         assert table.loc[CSV, R.column_name(key)] == interval(summary[key])
-    report = plausibility_report(expected, params)
+    report = plausibility_report(expected, metric_params(list(plausibility), plausibility))
     assert report is not None
     tau = chart(at, "rationales.slice.tau_curve")
     line = next(t for t in tau.data if t.name.startswith(CSV))
