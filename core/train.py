@@ -72,7 +72,7 @@ TASKS: dict[str, TaskSpec] = {
     "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),
     # regression and multi-label heads (core.train_heads): same data and budget class as hatexplain
     "hatexplain-score": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
-    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 400, 1e-3, 16, 64),
+    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 300, 1e-3, 16, 64),
 }
 
 

@@ -76,6 +76,7 @@ def test_bundled_classifier_loads_offline_quickly_and_meets_its_target(name: str
     assert accuracy >= TARGETS.get(name, 0.0), f"{name}: {accuracy:.4f} is below the target {TARGETS[name]}"
 
 
+@pytest.mark.slow  # the whole test split through each head: about a minute each
 @pytest.mark.parametrize("name", HEADS)
 def test_bundled_heads_reproduce_their_cards_and_beat_the_trivial_answer(name: str) -> None:
     """The regression head's MSE and Pearson r and the multi-label head's F1 on the whole report
