@@ -84,8 +84,8 @@ def assert_close(got, expected, where: str = "rows") -> None:
         assert len(got) == len(expected), where
         for i, (a, b) in enumerate(zip(got, expected, strict=True)):
             assert_close(a, b, f"{where}/{i}")
-    elif isinstance(expected, str) and isinstance(got, str) and expected[:1] in "[{":
-        assert_close(json.loads(got), json.loads(expected), where)
+    elif isinstance(expected, str) and isinstance(got, str) and expected.startswith(("[{", '{"')):
+        assert_close(json.loads(got), json.loads(expected), where)  # an attribution or metric record
     else:
         assert got == expected, where
 
