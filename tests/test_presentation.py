@@ -188,6 +188,9 @@ def test_heatmaps_and_coloured_html_follow_the_theme() -> None:
         assert "#67001f" in html and "#053061" in html  # high_contrast's ends
         assert colour(1.0, "default") not in html and colour(-1.0, "default") not in html
     assert "rgb(103, 0, 31)" in spans
+    with theme.using(theme.PRESENTATION):
+        removed = roar.removal_html(["good", "film"], {"0": "", "1": "movie"})
+    assert removed.count("rgb(103, 0, 31)") == 2 and "color:#004488" in removed
     assert list(styles["c"]) == [theme.PRESENTATION.highlight, ""]  # deletion: lower is better
     plain = heatmap_html(words, (0, 0), rows)
     assert "#b2182b" in plain and "#67001f" not in plain
@@ -235,21 +238,10 @@ def test_the_roar_page_sends_the_themed_figures(present: bool, monkeypatch, tmp_
     assert rgb(chosen.series[0]) in spec_colours(specs["roar.job.curve"])
 
 
-@pytest.fixture(scope="module")
-def toy_bert_dir(tmp_path_factory) -> str:
-    from tests.toy import toy_bert
-
-    folder = tmp_path_factory.mktemp("toy-bert-presentation")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
-def test_the_faithfulness_page_in_presentation_mode(toy_bert_dir) -> None:
+def test_the_faithfulness_page_in_presentation_mode(toy_bert_folder: str) -> None:
     at = AppTest.from_file(str(APP), default_timeout=300)
     at.query_params["present"] = "1"
-    at.session_state["sidebar.model_path"] = toy_bert_dir
+    at.session_state["sidebar.model_path"] = toy_bert_folder
     at.session_state["heatmaps.methods"] = ["loo_empty", "random"]
     at.run()
     assert not at.exception, at.exception

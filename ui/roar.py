@@ -135,18 +135,20 @@ def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
 def removal_html(words: list[str], shown: dict[str, str]) -> str:
     """The example's words with the removed ones visible: deleted words struck through, replaced
     ones struck through with their replacement ([MASK] or the masked LM's fill-in) after them.
-    Every word is escaped."""
+    Every word is escaped; the colours are the current theme's (removed: the palette's red)."""
+    theme = current()
+    removed, added = theme.rgb("positive"), theme.series[0]
     parts = []
     for i, word in enumerate(words):
         replacement = shown.get(str(i))
         if replacement is None:
             parts.append(html.escape(word))
         elif replacement == "":
-            parts.append(f'<s style="color:#b00020">{html.escape(word)}</s>')
+            parts.append(f'<s style="color:{removed}">{html.escape(word)}</s>')
         else:
             parts.append(
-                f'<s style="color:#b00020">{html.escape(word)}</s>'
-                f'<span style="color:#0072B2">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
+                f'<s style="color:{removed}">{html.escape(word)}</s>'
+                f'<span style="color:{added}">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
             )
     return '<span style="line-height:1.9">' + " ".join(parts) + "</span>"
 
