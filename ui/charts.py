@@ -3,8 +3,9 @@
 ``style(figure)`` puts the current theme (``ui.theme``) on a figure: its title size always and,
 in the presentation setting, a template (thicker lines, larger markers, the theme's colours as
 the colorway) plus the larger type on every text of the figure itself. The type goes on the
-figure, not only in the template, because Streamlit's chart theme fills the template's fonts
-with its own small sizes on screen. Colours are the builders' own, taken from ``current()``.
+figure, not in the template, because on screen Streamlit's chart theme puts its own font sizes
+into a figure's template; the figure's own settings win over it (tests/test_browser_teaching.py
+reads 18 px off the page). Colours are the builders' own, taken from ``current()``.
 """
 
 from __future__ import annotations
