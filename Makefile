@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make run    create .venv, install everything, start the app on the bundled offline model
-#   make test   the same set-up, then every test (unit, AppTest, browser)
+#   make test   the same set-up, then the tests (unit, real models, AppTest, browser); slow ones: make test-slow
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 # Datasets are read from $ATTRIBUTION_DATA_DIR; default to ../shared/data when it exists.
@@ -15,7 +15,7 @@ PORT ?= 8501
 SHARE ?=
 ADDRESS := $(if $(SHARE),0.0.0.0,127.0.0.1)
 
-.PHONY: install browser run test bench lint
+.PHONY: install browser run test test-slow bench lint
 
 # The project itself is installed editable, without dependencies or a build environment (the
 # venv's pinned setuptools builds it), so the console script `attrx` exists and `import api` works
@@ -38,8 +38,13 @@ run: install browser
 	ATTRIBUTION_SHARED=$(if $(SHARE),1,$${ATTRIBUTION_SHARED:-}) \
 	  $(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
 
+# The default suite leaves out the tests marked slow (each over about 20 s: whole-split checks,
+# retraining, Ray, most browser sessions); CI runs them too (`make test-slow`, .ci/run).
 test: install browser
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -m "not slow"
+
+test-slow: install browser
+	$(PYTHON) -m pytest -q -m slow
 
 bench: install
 	$(PYTHON) -m cli bench --model minilm-sst2 --methods all --json

@@ -17,16 +17,17 @@ import services
 from ui import faithfulness as F
 from ui import state
 from ui.downloads import show_figure, show_table
+from ui.imports import imported_note, imported_picker
 from ui.runs import gate, run_or_stop, stopped_note
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
 
 
-def example_view(selection, methods: list[str], metric_params: dict, method_params: dict) -> None:
+def example_view(selection, methods: list[str], imported: list, metric_params: dict, method_params: dict) -> None:
     result = run_or_stop(
         services.faithfulness, selection.model, selection.example, methods, metric_params,
-        target=selection.target, method_params=method_params, mlm_name=selection.mlm,
+        target=selection.target, method_params=method_params, mlm_name=selection.mlm, imported=imported,
     )  # fmt: skip
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
@@ -49,8 +50,9 @@ def example_view(selection, methods: list[str], metric_params: dict, method_para
     )
 
 
-def slice_results(selection, methods, metric_sets, method_params, memory: str) -> list | None:
-    """Slice controls and the Run gate; each of ``metric_sets`` evaluated on the same examples."""
+def slice_results(selection, methods, imported, metric_sets, method_params, memory: str) -> list | None:
+    """Slice controls and the Run gate; each of ``metric_sets`` evaluated on the same examples,
+    the ``imported`` methods beside the built-in ones."""
     if selection.dataset is None:
         st.info("Pick a dataset and split in the sidebar to evaluate a slice of it.")
         return None
@@ -61,9 +63,9 @@ def slice_results(selection, methods, metric_sets, method_params, memory: str) -
     seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="faithfulness.slice_seed"))
     data = [selection.dataset, selection.split, n, random_order, seed]
     request = {"model": selection.model, "data": data, "methods": methods, "metrics": metric_sets,
-               "method_params": method_params, "mlm": selection.mlm}  # fmt: skip
+               "method_params": method_params, "mlm": selection.mlm, "imported": [m.name for m in imported]}  # fmt: skip
     examples = services.slice_examples(*data[:3], random_order=random_order == "random N", seed=seed)
-    kept = {"method_params": method_params, "mlm_name": selection.mlm}
+    kept = {"method_params": method_params, "mlm_name": selection.mlm, "imported": imported}
     stopped_note([services.slice_stopped_at(selection.model, examples, methods, m, **kept) for m in metric_sets])
     if not gate("faithfulness.slice_run", request, "Run on the slice", container=fourth, memory=memory):
         return None
@@ -71,21 +73,23 @@ def slice_results(selection, methods, metric_sets, method_params, memory: str) -
     for metric_params in metric_sets:
         result = run_or_stop(
             services.evaluate_slice, selection.model, examples, methods, metric_params,
-            method_params=method_params, mlm_name=selection.mlm,
+            method_params=method_params, mlm_name=selection.mlm, imported=imported,
         )  # fmt: skip
         for method, message in result.errors.items():
             st.error(f"{method}: {message}")
         results.append(result)
+    explained = " (or the class of its imported attributions)" if imported else ""
     st.caption(
-        f"{len(examples)} examples of {selection.dataset}/{selection.split}, each explaining its predicted class · "
-        f"{sum(r.runtime_s for r in results):.1f} s · {sum(r.forward_passes for r in results)} forward passes "
-        "for the metrics"
+        f"{len(examples)} examples of {selection.dataset}/{selection.split}, each explaining its predicted class"
+        f"{explained} · {sum(r.runtime_s for r in results):.1f} s · {sum(r.forward_passes for r in results)} forward "
+        "passes for the metrics"
     )
+    imported_note(imported, results[0].missing, len(examples))
     return results
 
 
-def slice_view(selection, methods: list[str], metric_params: dict, method_params: dict) -> None:
-    results = slice_results(selection, methods, [metric_params], method_params, "faithfulness.slice_request")
+def slice_view(selection, methods: list[str], imported: list, metric_params: dict, method_params: dict) -> None:
+    results = slice_results(selection, methods, imported, [metric_params], method_params, "faithfulness.slice_request")
     if results is None:
         return
     F.show_curves(F.slice_curves(results[0]), "faithfulness.slice")
@@ -94,7 +98,7 @@ def slice_view(selection, methods: list[str], metric_params: dict, method_params
     st.caption("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.")
 
 
-def compare_view(selection, methods: list[str], metric_params: dict, method_params: dict) -> None:
+def compare_view(selection, methods: list[str], imported: list, metric_params: dict, method_params: dict) -> None:
     st.caption(
         "Paper 000 (Table 1) shows that the verdict depends on how words are removed: a method that wins when "
         "removed words are replaced by a masked LM's fill-ins can lose when they are deleted."
@@ -108,10 +112,10 @@ def compare_view(selection, methods: list[str], metric_params: dict, method_para
         "Removal B", list(F.REMOVALS), index=4, format_func=F.REMOVALS.get, key="faithfulness.compare_b"
     )
     sets = [{key: {**metric_params[key], "removal": mode}} for mode in (mode_a, mode_b)]
-    results = slice_results(selection, methods, sets, method_params, "faithfulness.compare_request")
+    results = slice_results(selection, methods, imported, sets, method_params, "faithfulness.compare_request")
     if results is None:
         return
-    modes = (mode_a, mode_b)
+    modes, methods = (mode_a, mode_b), list(results[0].summary)  # the built-in and the imported methods
     frame, styled, flips, rankings = F.compare_table(methods, key, modes, tuple(results))
     show_table(frame, shown=styled, key="faithfulness.compare.table", name=f"faithfulness-{key}-{mode_a}-vs-{mode_b}")
     st.caption(f"{F.LABELS[key]}: {'higher' if F.higher_is_better(key) else 'lower'} is better; rank 1 = best.")
@@ -139,12 +143,13 @@ methods = st.multiselect(
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods",
     placeholder="Choose attribution methods",
 )  # fmt: skip
+imported = imported_picker(selection, "faithfulness.imported")
 metric_params, method_params = F.settings_form(infos, methods)
 if selection.head == "regression":  # log-odds need probabilities; a regression head has a raw score
     metric_params.pop("log_odds", None)
     st.caption("Log-odds are not defined for a regression head: the other metrics measure the change in score.")
-if not methods:
+if not methods and not imported:
     st.info("Choose at least one method.")
     st.stop()
 view_of = {VIEWS[0]: example_view, VIEWS[1]: slice_view, VIEWS[2]: compare_view}
-view_of[view](selection, methods, metric_params, method_params)
+view_of[view](selection, methods, imported, metric_params, method_params)

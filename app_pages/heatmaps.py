@@ -13,6 +13,7 @@ from ui.charts import probability_chart
 from ui.downloads import download_row
 from ui.export import Heatmap
 from ui.heatmap import cost_rows, heatmap_html
+from ui.imports import imported_picker
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import prediction_markdown
@@ -50,6 +51,7 @@ chosen = st.multiselect(
     help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
 )
 st.query_params["methods"] = ",".join(chosen)
+imported = imported_picker(selection, "heatmaps.imported")
 
 left, middle, right = st.columns([2, 2, 3])
 shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale")
@@ -61,7 +63,7 @@ other = compare.second_model(selection.model)
 
 bundle_opener()
 opened = opened_for(selection)
-if not chosen and opened is None and not st.session_state.get("heatmaps.stored"):
+if not chosen and not imported and opened is None and not st.session_state.get("heatmaps.stored"):
     st.info("Choose at least one method.")
     st.stop()
 
@@ -89,7 +91,9 @@ if stored is not None:
 if opened is not None and stored is None:
     stored = show_opened(*opened)
 windows = long_text_toggle(selection) if stored is None else False
-result = stored if stored is not None else explain_selected(selection, chosen, params, windows=windows)
+if stored is None:
+    stored = services.with_imports(explain_selected(selection, chosen, params, windows=windows), imported)
+result = stored
 
 prediction = result.prediction
 example = prediction.example

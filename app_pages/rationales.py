@@ -20,6 +20,7 @@ from ui import rationales as R
 from ui import state
 from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
+from ui.imports import imported_note, imported_picker
 from ui.runs import explain_selected, gate, run_or_stop
 
 DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
@@ -32,7 +33,9 @@ def open_example(index: int) -> None:
     st.session_state["rationales.view"] = VIEWS[0]
 
 
-def example_view(selection: state.Selection, methods: list[str], metric_params: dict, annotator: str) -> None:
+def example_view(
+    selection: state.Selection, methods: list[str], imported: list, metric_params: dict, annotator: str
+) -> None:
     example = selection.example
     if example.rationale is None and not example.rationales:
         st.info(
@@ -40,7 +43,7 @@ def example_view(selection: state.Selection, methods: list[str], metric_params: 
             "(split dev_highlighted), ERASER movies and HateXplain (posts judged normal have none)."
         )
         return
-    result = explain_selected(selection, methods)
+    result = services.with_imports(explain_selected(selection, methods), imported)
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
     prediction, fitted, target = result.prediction, result.prediction.example, result.target
@@ -72,7 +75,9 @@ def example_view(selection: state.Selection, methods: list[str], metric_params: 
     show_table(costs, key="rationales.example.costs", name="rationales-costs", hide_index=True)
 
 
-def slice_view(selection: state.Selection, methods: list[str], metric_params: dict, annotator: str) -> None:
+def slice_view(
+    selection: state.Selection, methods: list[str], imported: list, metric_params: dict, annotator: str
+) -> None:
     if selection.dataset is None:
         st.info("Pick a dataset with human rationales in the sidebar (e-SNLI dev_highlighted, movies, HateXplain).")
         return
@@ -89,22 +94,25 @@ def slice_view(selection: state.Selection, methods: list[str], metric_params: di
         help="Paper 000 reports each method at the τ in 0.05, 0.10, …, 0.95 with the best mean agreement.",
     )  # fmt: skip
     request = {"model": selection.model, "data": [selection.dataset, selection.split, n, order, seed, correct_only],
-               "methods": methods, "metrics": metric_params, "objective": objective, "mlm": selection.mlm}  # fmt: skip
+               "methods": methods, "metrics": metric_params, "objective": objective, "mlm": selection.mlm,
+               "imported": [m.name for m in imported]}  # fmt: skip
     if not gate("rationales.slice_run", request, "Run on the slice", container=fifth):
         return
     indices = services.slice_indices(selection.dataset, selection.split, n, random_order=order == "random N", seed=seed)
     result = run_or_stop(
         services.rationale_slice, selection.model, selection.dataset, selection.split, indices, methods,
-        metric_params, correct_only=correct_only, objective=objective, mlm_name=selection.mlm,
+        metric_params, correct_only=correct_only, objective=objective, mlm_name=selection.mlm, imported=imported,
     )  # fmt: skip
     for method, message in result.errors.items():
         st.error(f"{method}: {message}")
     st.caption(
         f"{len(result.items)} examples of {selection.dataset}/{selection.split} (predicted class explained"
+        f"{', or that of the imported attributions' if imported else ''}"
         f"{', correct predictions only' if correct_only else ''}) · {result.human_coverage.skipped} without a human "
         f"rationale ({R.annotator_label(annotator)}), counted apart · {result.runtime_s:.1f} s · "
         f"{result.forward_passes} forward passes for the explanations"
     )
+    imported_note(imported, result.missing, len(indices))
     R.summary_table(result, metric_params["iou"]["threshold"])
     R.convention_note(metric_params)
     R.micro_table(result)
@@ -130,6 +138,7 @@ methods = st.multiselect(
     format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods",
     placeholder="Choose attribution methods",
 )  # fmt: skip
+imported = imported_picker(selection, "rationales.imported")
 annotators = 0
 if selection.dataset is not None:
     annotators = services.annotator_count(selection.dataset, selection.split)
@@ -137,7 +146,7 @@ elif selection.example is not None:
     annotators = len(selection.example.rationales)
 options = ["majority", "any", *(str(i) for i in range(annotators if annotators > 1 else 0))]
 metric_params, annotator = R.settings_form(options)
-if not methods:
+if not methods and not imported:
     st.info("Choose at least one method.")
     st.stop()
-(example_view if view == VIEWS[0] else slice_view)(selection, methods, metric_params, annotator)
+(example_view if view == VIEWS[0] else slice_view)(selection, methods, imported, metric_params, annotator)

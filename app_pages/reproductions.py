@@ -2,8 +2,9 @@
 values beside ours, each finding marked holds / does not hold / not run (``python -m cli
 reproduce``; Pham et al. 2022, arXiv 2110.11929; Brinner & Zarrieß 2023; Barkan et al. 2024).
 
-Opening the page reads the cached results only; a Run button per reproduction computes one (the
-engine's code, cached under ``$ATTRIBUTION_RESULTS_DIR/reproduce``) through the one Run gate.
+Opening the page reads the results kept in the run store only (``engine.reproduce``: runs of kind
+``reproduce``); a Run button per reproduction computes one (the engine's code) through the one Run
+gate and stores it.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ entries = services.reproductions.reproductions()
 papers: dict[str, list] = {}
 for entry in entries:
     papers.setdefault(entry.paper, []).append(entry)
-results = {entry.name: services.reproductions.latest(entry.name) for entry in entries}
-ran = [name for name, (payload, _) in results.items() if payload is not None]
-holding = [name for name in ran if results[name][0]["finding"]["holds"]]
+results = services.reproductions.stored()
+version = services.reproductions.code_version()
+ran = [name for name, shown in results.items() if shown.payload is not None]
+holding = [name for name in ran if results[name].payload["finding"]["holds"]]
 st.markdown(
     f"**{len(holding)} of {len(entries)}** findings hold here, {len(ran) - len(holding)} do not, "
     f"{len(entries) - len(ran)} not run yet."
@@ -38,7 +40,8 @@ for paper, group in papers.items():
     if claim:
         st.markdown(plain(claim))
     for entry in group:
-        payload, current = results[entry.name]
+        shown = results[entry.name]
+        payload, current = shown.payload, shown.current
         st.subheader(f"{entry.table}: {entry.name}")
         st.markdown(f"{R.verdict(payload)} **Claim:** {plain(entry.claim)}")
         left, right = st.columns([1, 3], vertical_alignment="bottom")
@@ -52,5 +55,8 @@ for paper, group in papers.items():
         if gate(f"reproductions.{entry.name}.run", request, f"Run {entry.name}", container=right, hint=False):
             payload = run_or_stop(services.reproductions.run, entry.name, limit)
             current = True
-        if payload is not None:
+        if payload is None:
+            R.not_run(services.reproductions.command(entry.name, entry.default_limit))
+        else:
             R.show_result(payload, current, services.reproductions.command(entry.name, payload["limit"]))
+            R.show_stored(shown.stored, version, entry.name)

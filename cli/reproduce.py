@@ -3,8 +3,11 @@ data, set beside the published values (the work is ``engine.reproduce``).
 
 ``--list`` names every reproduction with its paper, table and claim; ``reproduce NAME`` prints row
 by row the published value, ours (mean, 95% interval, n), the convention used and whether the
-finding holds, with the reasons ours may differ. Results are cached under
-``$ATTRIBUTION_RESULTS_DIR`` (default ./results); ``--refresh`` recomputes.
+finding holds, with the reasons ours may differ. Results are kept in the run store under
+``$ATTRIBUTION_RESULTS_DIR`` (default ./results, or ``--results-dir``) as runs of kind
+``reproduce`` (``engine.reproduce.stored``); a stored result of the same name, slice and code
+version is printed instead of recomputed, ``--refresh`` recomputes and replaces it, and
+``--cached`` prints the stored result without ever computing.
 """
 
 from __future__ import annotations
@@ -39,16 +42,47 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         raise ValueError(f"give a reproduction name or --list; choose one of {', '.join(reproduce.REGISTRY)}")
-    reproduce.get(args.name)
-    start = time.perf_counter()
-    payload, cached = reproduce.cached_run(
-        args.name, args.limit, refresh=args.refresh, progress=None if args.quiet else _progress(start)
-    )
+    if args.cached and args.refresh:
+        raise ValueError("give --cached (print the stored result) or --refresh (recompute), not both")
+    if args.cached:
+        payload, cached = _stored(args), True
+    else:
+        start = time.perf_counter()
+        payload, cached = reproduce.cached_run(
+            args.name,
+            args.limit,
+            refresh=args.refresh,
+            progress=None if args.quiet else _progress(start),
+            root=args.results_dir,
+        )
     if args.json:
         print_json({**payload, "cached": cached})
     else:
         _print(payload, cached)
     return 0
+
+
+def _stored(args: argparse.Namespace) -> dict[str, Any]:
+    """The stored result of ``args.name`` (at ``--limit`` when given) the current code computed,
+    else the newest of an older version; a one-line error naming the command when none is stored."""
+    from engine import reproduce
+    from engine.reproduce.base import check_limit
+
+    reproduce.get(args.name)
+    if args.limit is not None:
+        check_limit(args.limit)
+    results = reproduce.stored_results(args.name, args.results_dir)
+    if args.limit is not None:
+        results = [result for result in results if result.limit == args.limit]
+    chosen, current = reproduce.pick(results)
+    if chosen is None:
+        at = "" if args.limit is None else f" at --limit {args.limit}"
+        command = f"python -m cli reproduce {args.name}" + ("" if args.limit is None else f" --limit {args.limit}")
+        raise ValueError(f"no stored result of {args.name}{at}; compute it with `{command}`")
+    if not current:
+        note = f"note: stored by an earlier version of the code ({chosen.code}); rerun without --cached to update"
+        print(note, file=sys.stderr)
+    return reproduce.load(chosen.run_id, args.results_dir)
 
 
 def _progress(start: float):
@@ -83,8 +117,11 @@ def _print(payload: dict[str, Any], cached: bool) -> None:
     print("ours may differ because:")
     for reason in payload["differences"]:
         print(f"  - {reason}")
-    source = "cached" if cached else "computed"
-    print(f"{payload['limit']} examples per split, {payload['runtime_s']} s ({source}; code {payload['code_version']})")
+    source = "stored" if cached else "computed now"
+    print(
+        f"{payload['limit']} examples per split, {payload['runtime_s']} s, finished {payload['computed']} UTC"
+        f" (code {payload['code_version']}; {source}, run {payload['run_id']})"
+    )
 
 
 def register(sub) -> None:
@@ -96,7 +133,11 @@ def register(sub) -> None:
     parser.add_argument(
         "--limit", type=positive_int, help="first N examples of each split (default: the entry's slice)"
     )
-    parser.add_argument("--refresh", action="store_true", help="recompute even when a cached result exists")
+    parser.add_argument("--refresh", action="store_true", help="recompute and replace the stored result")
+    parser.add_argument(
+        "--cached", action="store_true", help="print the stored result (newest; at --limit when given), never compute"
+    )
+    parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

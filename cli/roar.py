@@ -25,9 +25,12 @@ def parse_levels(text: str):
 def job_from_args(args: argparse.Namespace):
     from experiments.roar.job import RoarJob
 
+    on_model = args.model is not None or args.dataset is not None
     return RoarJob(
         methods=tuple(m for m in args.methods.split(",") if m),
-        task=args.task,
+        task=None if on_model and args.task is None else (args.task or "sst2"),
+        model=args.model,
+        dataset=args.dataset,
         removal=args.removal,
         levels=parse_levels(args.levels),
         recursive=args.recursive,
@@ -140,7 +143,11 @@ def register(sub) -> None:
     from experiments.roar.removal import ORDERS, REMOVALS, ROUNDINGS, SCOPES
 
     parser = sub.add_parser("roar", help="remove and retrain (ROAR, ROAR_BERT, Recursive ROAR), resumable")
-    parser.add_argument("--task", default="sst2", help="bundled task: sst2, esnli, movies, hatexplain")
+    parser.add_argument("--task", help="bundled task: sst2 (default), esnli, movies, hatexplain")
+    parser.add_argument(
+        "--model", help="instead of a task: a hub model id or folder to retrain from (with --dataset and --train-steps)"
+    )
+    parser.add_argument("--dataset", help="the dataset of --model (a local name such as sst2, or hub:NAME)")
     parser.add_argument(
         "--methods",
         default="loo_empty,integrated_gradients,im",

@@ -22,10 +22,13 @@ def run(args: argparse.Namespace) -> int:
     for info in infos:
         status = "killed" if info.writer_gone else info.status
         origin = info.selection.get("import")
-        imported = f" (imported from {origin['file']}, {origin['format']})" if origin else ""
+        note = f" (imported from {origin['file']}, {origin['format']})" if origin else ""
+        if info.kind == "reproduce":  # engine.reproduce.stored: a reproduction's result
+            note = f" (reproduce {info.selection['name']} --limit {info.selection['limit']})"
+        data = f"{info.dataset}:{info.split}" if info.split else info.dataset
         print(
             f"{info.run_id:<16}  {status:<8}  {info.rows_done:>5}/{info.rows_total:<5}  {info.wall_s:>7.1f}s"
-            f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {info.dataset}:{info.split} / {','.join(info.methods)}{imported}"
+            f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {data} / {','.join(info.methods)}{note}"
         )
     return 0
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.datasets import ESNLI_LABELS, HATEXPLAIN_LABELS, MOVIES_LABELS, SST2_LABELS
+from core.datasets import ESNLI_LABELS, HATEXPLAIN_COMMUNITIES, HATEXPLAIN_LABELS, MOVIES_LABELS, SST2_LABELS
+
+# The one output of the bundled HateXplain regression head (``core.train_heads``).
+HATEXPLAIN_SCORE_LABEL = "hateful or offensive (share of annotators)"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ CATALOG: tuple[CatalogEntry, ...] = (
     _classifier(
         "minilm-hatexplain", "bundled", "hatexplain", HATEXPLAIN_LABELS, dataset="hatexplain",
         description="MiniLM fine-tuned on HateXplain (locally trained): hate speech / normal / offensive.",
+    ),
+    _classifier(
+        "minilm-hatexplain-score", "bundled", "hatexplain", (HATEXPLAIN_SCORE_LABEL,),
+        description="MiniLM with a regression head on HateXplain (locally trained): the share of "
+        "annotators who marked a post hateful or offensive, a score in [0, 1].",
+    ),
+    _classifier(
+        "minilm-hatexplain-targets", "bundled", "hatexplain", HATEXPLAIN_COMMUNITIES,
+        description="MiniLM with a multi-label head on HateXplain (locally trained): one sigmoid per "
+        "target community the post names.",
     ),
     _masked_lm(
         "minilm-mlm", "bundled",

@@ -73,23 +73,34 @@ def read_task(folder: Path) -> dict:
     return json.loads((folder / TASK_CONFIG).read_text())
 
 
+def base_source(info: dict) -> str:
+    """Where the adapter described by ``info`` (a ``task.json``) starts from: its ``base_model``
+    (a hub id or folder, for models this project fine-tuned from another encoder, e.g. a ROAR job
+    on a hub model) or, by default, the packaged encoder."""
+    return str(info.get("base_model") or encoder_path())
+
+
 def base_model(info: dict):
-    """The packaged encoder with the head ``info`` (a ``task.json``) asks for, before any adapter."""
+    """The starting encoder (``base_source``) with the head ``info`` (a ``task.json``) asks for,
+    before any adapter; a classifier head of another size in the source is replaced."""
+    source = base_source(info)
+    kwargs = _offline_kwargs()
     if info["architecture"] == "masked-lm":
         from transformers import AutoModelForMaskedLM
 
-        return AutoModelForMaskedLM.from_pretrained(encoder_path(), **_quiet_init())
+        return AutoModelForMaskedLM.from_pretrained(source, **kwargs)
     from transformers import AutoModelForSequenceClassification
 
     labels = info["label_names"]
     return AutoModelForSequenceClassification.from_pretrained(
-        encoder_path(),
+        source,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={n: i for i, n in enumerate(labels)},
         **({"problem_type": info["problem_type"]} if info.get("problem_type") else {}),
+        **({} if source == encoder_path() else {"ignore_mismatched_sizes": True}),
         attn_implementation="eager",
-        **_quiet_init(),
+        **kwargs,
     )
 
 
@@ -124,7 +135,7 @@ def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
     folder = delta_folder(name_or_path)
-    source = encoder_path() if folder is not None else name_or_path
+    source = base_source(read_task(folder)) if folder is not None else name_or_path
     local = Path(source)
     if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
         raise ValueError(f"{name_or_path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES[:3])}, ...)")

@@ -27,6 +27,7 @@ from core import datasets as ds
 from core.models import (
     TASK_CONFIG,
     base_model,
+    base_source,
     encoder_path,
     load_masked_lm,
     load_sequence_classifier,
@@ -35,6 +36,14 @@ from core.models import (
 from core.types import Example
 
 ENCODER_LORA = r"bert\.encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)"
+# Another base (a hub id or folder, ``core.models.base_source``): every attention and feed-forward
+# projection of the common encoder families (BERT, RoBERTa, DistilBERT, ELECTRA, DeBERTa, GPT-2 and
+# Llama-style names), never the pooler or the head (those are trained in full).
+OTHER_BASE_LORA = (
+    r"^(?!.*(classifier|pooler|score)).*\.(query|key|value|dense|query_proj|key_proj|value_proj|in_proj|"
+    r"q_proj|k_proj|v_proj|o_proj|out_proj|q_lin|k_lin|v_lin|out_lin|lin1|lin2|fc1|fc2|c_attn|c_proj|c_fc|"
+    r"gate_proj|up_proj|down_proj)$"
+)
 # The masked LM's output bias (``cls.predictions.bias``) is tied to its decoder, whose weight is
 # tied to the word embeddings: the adapter carries the bias as the ``lora_B`` bias of a rank-1
 # LoRA on the decoder whose factors stay zero, so merging leaves the embeddings untouched.
@@ -63,7 +72,7 @@ TASKS: dict[str, TaskSpec] = {
     "mlm": TaskSpec("mlm", "", "dev", 2400, 1e-3, 64, 32),
     # regression and multi-label heads (core.train_heads): same data and budget class as hatexplain
     "hatexplain-score": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
-    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 40, 1e-3, 16, 64),
+    "hatexplain-targets": TaskSpec("hatexplain", "val", "test", 300, 1e-3, 16, 64),
 }
 
 
@@ -95,11 +104,21 @@ def _schedule(optimizer: torch.optim.Optimizer, steps: int, warmup: float) -> to
     )
 
 
-def lora_config(architecture: str, rank: int, alpha: float, dropout: float):
+def lora_config(architecture: str, rank: int, alpha: float, dropout: float, packaged: bool = True):
     """The ``peft`` LoRA config of the bundled models: every query/key/value/dense layer of the
     encoder, and in full the task head (classifiers: pooler and classifier; masked LM: the head
-    transform and the encoder's LayerNorms, plus the output bias, see ``MLM_DECODER``)."""
+    transform and the encoder's LayerNorms, plus the output bias, see ``MLM_DECODER``). A
+    classifier over another base (``packaged=False``) adapts ``OTHER_BASE_LORA``'s layers."""
     from peft import LoraConfig
+
+    if not packaged and architecture != "masked-lm":
+        return LoraConfig(
+            r=rank,
+            lora_alpha=alpha,
+            lora_dropout=dropout,
+            target_modules=OTHER_BASE_LORA,
+            modules_to_save=["classifier", "pooler.dense", "score"],
+        )
 
     if architecture == "masked-lm":
         return LoraConfig(
@@ -135,14 +154,17 @@ def _trainable(model: nn.Module) -> list[nn.Parameter]:
     return trainable
 
 
-def _adapt(model: nn.Module, cfg: TrainConfig, architecture: str) -> tuple[nn.Module, list[nn.Parameter]]:
-    """Wrap the packaged encoder in a fresh LoRA adapter, or continue a saved one (``--init-from``)."""
+def _adapt(
+    model: nn.Module, cfg: TrainConfig, architecture: str, packaged: bool = True
+) -> tuple[nn.Module, list[nn.Parameter]]:
+    """Wrap the starting encoder (the packaged one unless ``packaged`` is False) in a fresh LoRA
+    adapter, or continue a saved one (``--init-from``)."""
     from peft import PeftModel, get_peft_model
 
     if cfg.init_from:
         model = PeftModel.from_pretrained(model, cfg.init_from, is_trainable=True)
     else:
-        config = lora_config(architecture, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout)
+        config = lora_config(architecture, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout, packaged)
         model = get_peft_model(model, config)
     return model, _trainable(model)
 
@@ -154,7 +176,8 @@ def save_adapter(model: nn.Module, out: Path, info: dict) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     card = out / "README.md"
     kept = card.read_text() if card.exists() else None
-    model.peft_config["default"].base_model_name_or_path = ENCODER_ID  # not this machine's path
+    # the hub id, not this machine's path
+    model.peft_config["default"].base_model_name_or_path = info.get("base_model") or ENCODER_ID
     with warnings.catch_warnings():
         # peft 0.21 reads the masked LM's 1-D ``lora_B`` biases as unsharded ZeRO-3/FSDP factors
         warnings.filterwarnings("ignore", message=r".*LoRA tensor\(s\) have invalid shape")
@@ -252,7 +275,8 @@ def fit_classifier(
     cfg: TrainConfig, train: list[Example], info: dict, log: bool = True, base: nn.Module | None = None
 ) -> nn.Module:
     """The bundled recipe on ``train`` (labelled examples): a fresh LoRA adapter (or ``init_from``)
-    over the packaged encoder with the head ``info`` asks for (``base``, copied, when the caller
+    over the starting encoder (``core.models.base_source``: the packaged one unless ``info`` names
+    a ``base_model``) with the head ``info`` asks for (``base``, copied, when the caller
     keeps one: loading it costs more than a few steps), ``cfg.steps`` AdamW steps; returns the
     ``peft`` model (``save_adapter`` writes it). The same seed gives the same model."""
     import copy
@@ -262,9 +286,10 @@ def fit_classifier(
         start = base_model(info)
     else:  # the new head drawn again under this seed, as loading the encoder would draw it
         start = copy.deepcopy(base)
-        start._init_weights(start.classifier)
-    model, trainable = _adapt(start, cfg, info["architecture"])
-    tokenizer = load_tokenizer(encoder_path())
+        head = start.classifier if hasattr(start, "classifier") else start.score
+        head.apply(start._init_weights)
+    model, trainable = _adapt(start, cfg, info["architecture"], packaged=not info.get("base_model"))
+    tokenizer = load_tokenizer(base_source(info))
     optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = _schedule(optimizer, cfg.steps, cfg.warmup)
     model.train()

@@ -121,6 +121,12 @@ def score_attribution(
     return {key: results[key] for key in params_by_metric if key in results}
 
 
+def slice_methods(methods: Sequence[str], given: Sequence[Mapping[str, Attribution]] | None = None) -> list[str]:
+    """The methods of a slice's evaluation: ``methods``, then the names of the ``given``
+    attributions in the order they first appear."""
+    return [*methods, *dict.fromkeys(m for per in given or () for m in per if m not in methods)]
+
+
 def evaluate_slice(
     clf: Classifier,
     examples: Sequence[Example],
@@ -153,8 +159,7 @@ def evaluate_slice(
     from metrics.faithfulness import check_head
 
     check_head(clf, list(params_by_metric))
-    extra = [m for per in given or () for m in per if m not in methods]
-    all_methods = [*methods, *dict.fromkeys(extra)]
+    all_methods = slice_methods(methods, given)
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):
         raise ValueError("the evaluation to resume has other methods or metrics than this request")

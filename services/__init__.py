@@ -48,6 +48,7 @@ from services.im_tables import (
     lime_counterfactual_rows,
     loo_counterfactual_rows,
 )
+from services.imports import with_imports
 from services.methods import MethodInfo, MetricInfo, ParamField, attack_info, methods, metric_infos
 from services.models import (
     DEFAULT_MLM,
@@ -159,6 +160,7 @@ __all__ = [
     "slice_indices",
     "slice_stopped_at",
     "split_ref",
+    "with_imports",
 ]
 
 # The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).

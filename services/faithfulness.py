@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ from core.types import Attribution, Example, ProgressFn
 from metrics.base import MetricResult
 from services import models, store
 from services.explain import HeatmapResult, explain, predict_example
+from services.imports import ImportedMethod, with_imports
 
 # =========================================================================== faithfulness
 # Section owned by the faithfulness metrics (app_pages/faithfulness.py): metric results cached per
@@ -77,7 +79,7 @@ def score_attribution(
 class FaithfulnessResult:
     heatmap: HeatmapResult
     runs: dict[str, MetricsRun]  # method -> its metric results
-    errors: dict[str, str]  # method -> message (explaining or scoring failed)
+    errors: dict[str, str]  # method -> message (explaining or scoring failed, or no imported attribution)
 
 
 def faithfulness(
@@ -89,11 +91,14 @@ def faithfulness(
     target: int | None = None,
     method_params: dict[str, dict[str, Any]] | None = None,
     mlm_name: str = models.DEFAULT_MLM,
+    imported: Sequence[ImportedMethod] = (),
     progress: ProgressFn | None = None,
 ) -> FaithfulnessResult:
     """Every method's attribution of ``example`` and its metrics; both steps cached, so changing
-    a metric parameter recomputes the metrics only. Progress is reported between the cached
-    calls, never from inside them (a cached function must not touch page elements)."""
+    a metric parameter recomputes the metrics only. The ``imported`` methods' stored
+    attributions of the example for the same class are scored beside them. Progress is
+    reported between the cached calls, never from inside them (a cached function must not touch
+    page elements)."""
     heatmaps = []
     for index, key in enumerate(method_keys):
         if progress is not None:
@@ -102,7 +107,9 @@ def faithfulness(
     prediction = heatmaps[0].prediction if heatmaps else predict_example(model, example)
     attributions = {k: a for h in heatmaps for k, a in h.attributions.items()}
     errors = {k: e for h in heatmaps for k, e in h.errors.items()}
-    heatmap = HeatmapResult(prediction, heatmaps[0].target if heatmaps else prediction.predicted, attributions, errors)
+    target = heatmaps[0].target if heatmaps else (prediction.predicted if target is None else target)
+    heatmap = with_imports(HeatmapResult(prediction, target, attributions, errors), imported)
+    attributions, errors = heatmap.attributions, dict(heatmap.errors)
     runs: dict[str, MetricsRun] = {}
     for index, (method, attribution) in enumerate(attributions.items()):
         if progress is not None:

@@ -1,18 +1,26 @@
 """Imports from the app: an uploaded attribution file stored as a run (``engine.imports``),
-computed in this process on the shared model, under the caller's progress bar and queue slot."""
+computed in this process on the shared model, under the caller's progress bar and queue slot;
+and the stored imports of a dataset split offered beside the built-in methods
+(``engine.imports.stored``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
-from core.types import ProgressFn
+import streamlit as st
+
+from core.types import Attribution, Example, ProgressFn
 from engine.imports import FORMATS, import_bytes
-from engine.runs.store import RunStore
+from engine.imports import stored as _stored
+from engine.imports.stored import ImportedMethod
+from engine.runs.store import RunStore, results_dir
+from services.explain import HeatmapResult
 from services.models import classifier
 
 UPLOAD_MB = 32  # the largest upload (the uploader refuses more; checked here again)
 
-__all__ = ["FORMATS", "UPLOAD_MB", "import_upload"]
+__all__ = ["FORMATS", "UPLOAD_MB", "ImportedMethod", "given_for", "import_upload", "imported_methods", "with_imports"]
 
 
 def import_upload(
@@ -34,3 +42,48 @@ def import_upload(
         progress=progress, clf=classifier(model),
     )  # fmt: skip
     return outcome.info.run_id
+
+
+def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMethod]:
+    """The methods imported into the run store for ``model`` on ``dataset``/``split`` (the
+    catalogue is read again only when it changed: pages ask on every rerun)."""
+    store = RunStore(read_only=True)
+    path = store.catalogue_path
+    changed = tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
+    return _imported_methods(str(store.root.resolve()), changed, model, dataset, split)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _imported_methods(
+    root: str, changed: tuple[int, ...], model: str, dataset: str, split: str
+) -> list[ImportedMethod]:
+    return _stored.imported_methods(RunStore(root, read_only=True), model, dataset, split)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _attributions(root: str, method: ImportedMethod) -> dict[str, Attribution]:
+    """Read once per process and shared read-only: a finished import never changes."""
+    return _stored.imported_attributions(RunStore(root, read_only=True), method)
+
+
+def _stored_of(chosen: Sequence[ImportedMethod]) -> list[dict[str, Attribution]]:
+    root = str(results_dir().resolve())
+    return [_attributions(root, method) for method in chosen]
+
+
+def given_for(
+    chosen: Sequence[ImportedMethod], examples: Sequence[Example]
+) -> tuple[list[dict[str, Attribution]], dict[str, tuple[str, ...]]]:
+    """The chosen imports' attributions of ``examples`` (``evaluate_slice``'s ``given``) and,
+    per imported name, the ids of the examples the import lacks."""
+    return _stored.given_for(chosen, _stored_of(chosen), examples)
+
+
+def with_imports(result: HeatmapResult, chosen: Sequence[ImportedMethod]) -> HeatmapResult:
+    """``result`` with the chosen imports' attributions of its example (as the model saw it) for
+    its class beside its methods' own, and, among its errors, why an import has none to show."""
+    if not chosen:
+        return result
+    stored = _stored_of(chosen)
+    given, refused = _stored.example_imports(chosen, stored, result.prediction.example, result.target)
+    return dataclasses.replace(result, attributions=result.attributions | given, errors=result.errors | refused)

@@ -1,7 +1,7 @@
-"""The papers' reproductions for the app: the registry's entries, their cached results (read from
-``$ATTRIBUTION_RESULTS_DIR/reproduce``, never computed when the page opens) and a run that computes
-one and fills that cache (``engine.reproduce.cached_run``, the same code as
-``python -m cli reproduce``).
+"""The papers' reproductions for the app: the registry's entries, their results kept in the run
+store (``engine.reproduce``: runs of kind ``reproduce``; listed and read, never computed, when the
+page opens) and a run that computes one and stores it (``engine.reproduce.cached_run``, the same
+code as ``python -m cli reproduce``).
 """
 
 from __future__ import annotations
@@ -9,8 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import streamlit as st
+
 from core.types import ProgressFn
 from engine import reproduce
+from engine.reproduce import StoredResult
+from engine.runs.store import results_dir
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,16 @@ class ReproductionInfo:
     default_limit: int
 
 
+@dataclass(frozen=True)
+class Shown:
+    """One reproduction's stored results (newest first), the one to show, whether the current
+    code computed it, and its whole payload (None when it never ran)."""
+
+    stored: list[StoredResult]
+    payload: dict[str, Any] | None
+    current: bool
+
+
 def reproductions() -> list[ReproductionInfo]:
     """Every registered reproduction, in registry order."""
     return [
@@ -32,18 +46,40 @@ def reproductions() -> list[ReproductionInfo]:
     ]
 
 
-def latest(name: str) -> tuple[dict[str, Any] | None, bool]:
-    """The newest cached result of ``name`` and whether the current code computed it."""
-    return reproduce.latest(name)
+def stored() -> dict[str, Shown]:
+    """Every reproduction's stored results, read from the run store's catalogue in one pass (each
+    rerun, so a result another process stores appears), and the payload of the one to show
+    (``engine.reproduce.pick``)."""
+    results = reproduce.stored_results()
+    version = code_version()
+    shown = {}
+    for name in reproduce.REGISTRY:
+        own = [result for result in results if result.name == name]
+        chosen, current = reproduce.pick(own, version)
+        payload = None if chosen is None else _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
+        shown[name] = Shown(own, payload, current)
+    return shown
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _payload(root: str, run_id: str, computed: str) -> dict[str, Any]:
+    """One stored result, read once per (store, run, computation): a ``--refresh`` keeps the run id
+    but changes when it was computed, so it is read again."""
+    return reproduce.load(run_id, root)
+
+
+def code_version() -> str:
+    """The current code's version (the key a stored result is current under)."""
+    return reproduce.code_version()
 
 
 def run(name: str, limit: int, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """The result at ``limit`` examples per split: from the cache when this code version already
-    computed it, else computed now and cached (atomically)."""
+    """The result at ``limit`` examples per split: the stored one when this code version already
+    computed it, else computed now and kept in the run store (atomically)."""
     payload, _ = reproduce.cached_run(name, limit, progress=progress)
     return payload
 
 
 def command(name: str, limit: int) -> str:
-    """The command line that computes (or prints from the cache) the same result."""
+    """The command line that computes (or prints from the run store) the same result."""
     return f"python -m cli reproduce {name} --limit {limit}"

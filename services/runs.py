@@ -36,7 +36,8 @@ def catalogue() -> pd.DataFrame:
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()
-    runs = runs[runs["kind"] != "roar"] if len(runs) else runs  # ROAR jobs have their own page
+    # ROAR jobs and reproductions have their own pages
+    runs = runs[~runs["kind"].isin(("roar", "reproduce"))] if len(runs) else runs
     return runs.sort_values("created", ascending=False).reset_index(drop=True) if len(runs) else runs
 
 

@@ -6,7 +6,8 @@ target, masked LM)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -17,6 +18,7 @@ from metrics.base import Summary
 from metrics.plausibility import ThresholdSearch
 from services import models, store
 from services.data import dataset_example
+from services.imports import ImportedMethod, given_for
 from services.resources import resources
 
 
@@ -50,13 +52,21 @@ def _evaluate(
     target: str,
     mlm_name: str,
     progress: ProgressFn | None,
-) -> tuple[engine.SliceEvaluation, dict[str, Any], float]:
+    imported: Sequence[ImportedMethod] = (),
+) -> tuple[engine.SliceEvaluation, dict[str, Any], float, dict[str, tuple[str, ...]]]:
+    """The evaluation, the metrics' parameters, the time it took and, per imported method, the
+    ids of the examples its import lacks (scored without it)."""
     params_by_metric = engine.metric_params(list(metric_params), metric_params)
     mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
+    given, missing = given_for(imported, examples)
     # Taken out of the store while it runs, so two sessions never append to one evaluation; put
     # back, with whatever it finished, if the run stops before its end.
     partial = _partial_store().pop(key)
-    evaluation = partial[0] if partial is not None else engine.SliceEvaluation(method_keys, list(params_by_metric))
+    evaluation = (
+        partial[0]
+        if partial is not None
+        else engine.SliceEvaluation(engine.slice_methods(method_keys, given), list(params_by_metric))
+    )
     start = time.perf_counter()
     finished = False
     try:
@@ -70,13 +80,14 @@ def _evaluate(
             progress=progress,
             target=target,
             resources=resources(),
+            given=given,
             resume=evaluation,
         )
         finished = True
     finally:
         if not finished and evaluation.results:
             _partial_store().put(key, (evaluation, len(examples)))
-    return evaluation, params_by_metric, time.perf_counter() - start
+    return evaluation, params_by_metric, time.perf_counter() - start, missing
 
 
 def _first_errors(evaluation: engine.SliceEvaluation) -> dict[str, str]:
@@ -97,7 +108,8 @@ class SliceResult:
 
     ``values[method][metric]`` holds one value per example (None where the metric skipped the
     example or the method failed), ``summary`` their mean and 95% interval, ``mean_curves`` the
-    pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``)."""
+    pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``); ``missing`` the
+    ids of the examples each imported method's import lacks (left out of its values)."""
 
     example_ids: tuple[str, ...]
     values: dict[str, dict[str, list[float | None]]]
@@ -106,6 +118,7 @@ class SliceResult:
     errors: dict[str, str]
     runtime_s: float
     forward_passes: int
+    missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def evaluate_slice(
@@ -117,13 +130,16 @@ def evaluate_slice(
     method_params: dict[str, dict[str, Any]] | None = None,
     target: str = "predicted",
     mlm_name: str = models.DEFAULT_MLM,
+    imported: Sequence[ImportedMethod] = (),
     progress: ProgressFn | None = None,
 ) -> SliceResult:
-    """Every method and metric on every example, explaining the ``predicted`` or ``gold`` class."""
+    """Every method and metric on every example, explaining the ``predicted`` or ``gold`` class;
+    the ``imported`` methods' stored attributions scored beside them (``engine.imports.stored``;
+    an example with one explains the class it was imported for)."""
 
     def compute() -> SliceResult:
-        evaluation, _, runtime = _evaluate(
-            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+        evaluation, _, runtime, missing = _evaluate(
+            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress, imported
         )
         return SliceResult(
             tuple(e.id for e in examples),
@@ -133,9 +149,10 @@ def evaluate_slice(
             _first_errors(evaluation),
             runtime,
             evaluation.forward_passes,
+            missing,
         )
 
-    key = _faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name)
+    key = _faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name, imported)
     return _cached(key, compute)
 
 
@@ -147,6 +164,7 @@ def _faithfulness_key(
     method_params: dict[str, dict[str, Any]] | None = None,
     target: str = "predicted",
     mlm_name: str = models.DEFAULT_MLM,
+    imported: Sequence[ImportedMethod] = (),
 ) -> tuple:
     return (
         "faithfulness",
@@ -157,7 +175,12 @@ def _faithfulness_key(
         store.params_key(method_params or {}),
         target,
         mlm_name,
+        _imported_key(imported),
     )
+
+
+def _imported_key(imported: Sequence[ImportedMethod]) -> tuple:
+    return tuple((m.run_id, m.method, m.name) for m in imported)
 
 
 def slice_stopped_at(
@@ -169,9 +192,12 @@ def slice_stopped_at(
     method_params: dict[str, dict[str, Any]] | None = None,
     target: str = "predicted",
     mlm_name: str = models.DEFAULT_MLM,
+    imported: Sequence[ImportedMethod] = (),
 ) -> tuple[int, int] | None:
     """(done, asked) when ``evaluate_slice`` with these arguments was stopped before its end."""
-    return stopped_at(_faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name))
+    return stopped_at(
+        _faithfulness_key(model, examples, method_keys, metric_params, method_params, target, mlm_name, imported)
+    )
 
 
 @dataclass(frozen=True)
@@ -190,7 +216,8 @@ class RationaleSlice:
     method failed); ``summary`` and ``ceiling`` (the annotators among themselves) are means with
     95% intervals; ``thresholds[method]`` is paper 000's optimal tau search and ``at_best`` the
     threshold metrics at that tau; ``human_coverage`` the share of words the humans marked;
-    ``micro[method][metric]`` ERASER's micro average of token F1 and IOU-F1 (precision, recall, F1)."""
+    ``micro[method][metric]`` ERASER's micro average of token F1 and IOU-F1 (precision, recall, F1);
+    ``missing`` the ids of the slice's examples each imported method's import lacks."""
 
     items: tuple[SliceItem, ...]
     values: dict[str, dict[str, list[float | None]]]
@@ -203,6 +230,7 @@ class RationaleSlice:
     errors: dict[str, str]
     runtime_s: float
     forward_passes: int
+    missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def rationale_slice(
@@ -218,15 +246,17 @@ def rationale_slice(
     target: str = "predicted",
     method_params: dict[str, dict[str, Any]] | None = None,
     mlm_name: str = models.DEFAULT_MLM,
+    imported: Sequence[ImportedMethod] = (),
     progress: ProgressFn | None = None,
 ) -> RationaleSlice:
     """Explain every example with every method and score the agreement with the humans;
-    ``correct_only`` keeps the correctly predicted examples (paper 000)."""
+    ``correct_only`` keeps the correctly predicted examples (paper 000); the ``imported``
+    methods' stored attributions are scored beside them."""
 
     def compute() -> RationaleSlice:
         examples = [dataset_example(dataset, split, index) for index in indices]
-        evaluation, params_by_metric, runtime = _evaluate(
-            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress
+        evaluation, params_by_metric, runtime, missing = _evaluate(
+            key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress, imported
         )
         if correct_only:
             evaluation = engine.correct_only(evaluation)
@@ -254,6 +284,7 @@ def rationale_slice(
             {**report.errors, **_first_errors(evaluation)},
             runtime,
             evaluation.forward_passes,
+            missing,
         )
 
     key = (
@@ -269,5 +300,6 @@ def rationale_slice(
         target,
         store.params_key(method_params or {}),
         mlm_name,
+        _imported_key(imported),
     )
     return _cached(key, compute)

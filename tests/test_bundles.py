@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -128,7 +129,7 @@ def test_the_command_line_prints_the_view_and_starts_the_app_on_it(linear_clf, t
 # ---------------------------------------------------------------------------------- in the app
 
 
-def planted_bundle(tmp_path: Path) -> tuple[Path, list[float]]:
+def planted_bundle(tmp_path: Path, params: dict | None = None) -> tuple[Path, list[float]]:
     """A bundle of the bundled SST-2 model on example 2 whose ``random`` scores were planted by
     hand: the app shows these, not a recomputation."""
     from core.datasets import load_bundled_examples
@@ -143,7 +144,7 @@ def planted_bundle(tmp_path: Path) -> tuple[Path, list[float]]:
     )
     selection = {"dataset": "examples", "split": "sst2", "index": 2, "methods": ["random"], "view": "words"}
     path = tmp_path / "planted.zip"
-    path.write_bytes(bundle_bytes("minilm-sst2", selection, {"random": {}}, result, dict))
+    path.write_bytes(bundle_bytes("minilm-sst2", selection, params or {"random": {}}, result, dict))
     return path, scores
 
 
@@ -161,6 +162,15 @@ def test_the_app_opens_the_bundle_it_was_started_on_without_recomputing(tmp_path
     for word, score in zip(words, scores, strict=True):
         assert f'title="{html.escape(word)}: {score:+.4g}"' in shown
     assert "75.0%" in "".join(m.value for m in at.markdown)  # the bundle's prediction, not the model's
+
+
+def test_a_bundle_parameter_the_form_cannot_take_is_named(tmp_path, monkeypatch) -> None:
+    path, _ = planted_bundle(tmp_path, {"random": {"seed": "seven"}})
+    monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=300).run()
+    assert not at.exception, at.exception
+    assert any("cannot take random.seed='seven'" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.number_input(key="heatmaps.param.random.seed").value == 0  # the default, said so above
 
 
 def test_the_heatmap_page_offers_the_bundle_and_the_sidebar_the_link() -> None:
@@ -201,3 +211,58 @@ def test_the_page_bundle_carries_the_heatmap_figures(tmp_path) -> None:
     archive = zipfile.ZipFile(io.BytesIO(data))
     assert "<script>" not in archive.read("figures/heatmap.html").decode()
     assert "50\\%" in archive.read("figures/heatmap.tex").decode()
+
+
+def test_opening_a_bundle_sets_the_parameter_form_so_recompute_gives_its_scores(tmp_path, monkeypatch) -> None:
+    """A bundle made with other parameters than the form's defaults (IG 20 steps; LIME 300
+    samples, [MASK] removal, seed 7): opening it sets the sidebar and every parameter widget to
+    the bundle's values, so "Recompute" gives the bundle's scores and costs (the defaults would
+    not)."""
+    from core.classifier import Classifier, load_classifier
+    from core.datasets import load_bundled_examples
+    from services.explain import HeatmapResult, PredictionResult
+
+    clf = Classifier(load_classifier("minilm-sst2"))
+    example = load_bundled_examples(split="sst2")[2]
+    params = {"integrated_gradients": {"n_steps": 20}, "lime": {"n_samples": 300, "removal": "mask", "seed": 7}}
+    made = explain_example(clf, example, list(params), params=params)
+    prediction = PredictionResult(
+        made.example, made.prediction.probabilities, made.prediction.predicted, clf.label_names, made.dropped_words
+    )
+    result = HeatmapResult(prediction, made.target, made.attributions)
+    selection = {"dataset": "examples", "split": "sst2", "index": 2, "methods": list(params), "view": "words",
+                 "mlm": "minilm-mlm"}  # fmt: skip
+    path = tmp_path / "tuned.zip"
+    resolved = {method: a.params for method, a in made.attributions.items()}
+    path.write_bytes(bundle_bytes("minilm-sst2", selection, resolved, result, dict))
+    defaults = explain_example(clf, example, list(params)).attributions
+    for method, attribution in made.attributions.items():  # the form's defaults give another view
+        assert defaults[method].forward_passes != attribution.forward_passes
+
+    monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=600).run()
+    assert not at.exception, at.exception
+    assert any("tuned.zip" in info.value for info in at.info)
+    assert at.session_state["sidebar.index"] == 2 and at.session_state["sidebar.mlm"] == "minilm-mlm"
+    assert at.multiselect(key="heatmaps.methods").value == ["integrated_gradients", "lime"]
+    assert at.number_input(key="heatmaps.param.integrated_gradients.n_steps").value == 20
+    assert at.number_input(key="heatmaps.param.lime.n_samples").value == 300
+    assert at.number_input(key="heatmaps.param.lime.seed").value == 7
+    assert at.selectbox(key="heatmaps.param.lime.removal").value == "mask"
+    assert at.number_input(key="heatmaps.param.lime.kernel_width").value == 25.0  # the bundle's, also the default
+
+    at.button(key="heatmaps.recompute_bundle").click().run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert not any("tuned.zip" in info.value for info in at.info)  # computed now, not read from the bundle
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    for method, attribution in made.attributions.items():  # the method's row, over the heatmap's lines
+        row = "".join(re.findall(rf'<tr class="hm-row" data-method="{method}">(.*?)</tr>', shown))
+        titles = re.findall(r'class="hm-cell"[^>]* title="([^"]*)"', row)
+        expected = [
+            f"{html.escape(w)}: {float(s):+.4g}" for w, s in zip(attribution.words, attribution.scores, strict=True)
+        ]
+        assert titles == expected
+    costs = next(d.value for d in at.dataframe if "forward passes" in d.value.columns).set_index("method")
+    for method, attribution in made.attributions.items():
+        assert costs.loc[method, "forward passes"] == attribution.forward_passes
+        assert costs.loc[method, "backward passes"] == attribution.backward_passes

@@ -10,7 +10,10 @@ from core import catalog
 from core.catalog import CATALOG, CatalogEntry, classifiers, find, masked_lms
 from core.datasets import DATASET_NAMES, ESNLI_LABELS, HATEXPLAIN_LABELS
 
-BUNDLED = {"minilm-sst2", "minilm-esnli", "minilm-movies", "minilm-hatexplain", "minilm-mlm"}
+BUNDLED = {
+    "minilm-sst2", "minilm-esnli", "minilm-movies", "minilm-hatexplain", "minilm-hatexplain-score",
+    "minilm-hatexplain-targets", "minilm-mlm",
+}  # fmt: skip
 HUB_CLASSIFIERS = {
     "textattack/bert-base-uncased-SST-2",
     "distilbert-base-uncased-finetuned-sst-2-english",
@@ -34,8 +37,9 @@ def test_fields_are_valid():
         assert e.kind in ("classifier", "masked-lm"), e.name
         assert e.description, e.name
         assert e.dataset is None or e.dataset in DATASET_NAMES, e.name
-        if e.kind == "classifier":
-            assert len(e.label_names) >= 2 and len(set(e.label_names)) == len(e.label_names), e.name
+        if e.kind == "classifier":  # a regression head has one output, every other at least two
+            least = 1 if e.name == "minilm-hatexplain-score" else 2
+            assert len(e.label_names) >= least and len(set(e.label_names)) == len(e.label_names), e.name
         else:
             assert e.label_names == () and not e.pair and e.dataset is None, e.name
         if e.source == "bundled":
@@ -56,6 +60,8 @@ def test_bundled_models():
     assert hate.label_names == HATEXPLAIN_LABELS == ("hatespeech", "normal", "offensive")
     assert find("minilm-sst2").label_names == ("negative", "positive")
     assert find("minilm-movies").dataset == "movies"
+    assert find("minilm-hatexplain-score").label_names == ("hateful or offensive (share of annotators)",)
+    assert len(find("minilm-hatexplain-targets").label_names) == 7
     mlm = find("minilm-mlm")
     assert mlm.kind == "masked-lm" and "MiniLM-MLM (locally trained)" in mlm.description
 

@@ -69,9 +69,11 @@ def test_bundled_classifier_reproduces_the_old_delta_logits(name: str, tokenizer
     else:
         enc = tokenizer(SINGLE, padding=True, return_tensors="pt")
     logits = model(**enc).logits
-    # 1e-6 rounding of the reference plus 1e-6 tolerance
-    torch.testing.assert_close(logits, torch.tensor(REFERENCE[name]), rtol=0, atol=1.5e-6)
-    torch.testing.assert_close(logits.softmax(-1), torch.tensor(REFERENCE[name]).softmax(-1), rtol=0, atol=1.5e-6)
+    # 1e-6 rounding of the reference, plus float32 kernels that differ between CPUs by a few units
+    # in the last place (2.4e-6 on a logit of 2.3 seen on an AMD EPYC): a real conversion error is
+    # orders of magnitude larger
+    torch.testing.assert_close(logits, torch.tensor(REFERENCE[name]), rtol=0, atol=1e-5)
+    torch.testing.assert_close(logits.softmax(-1), torch.tensor(REFERENCE[name]).softmax(-1), rtol=0, atol=1e-5)
 
 
 @torch.no_grad()

@@ -1,12 +1,12 @@
 """The reproductions of the papers' findings (``engine.reproduce``, ``python -m cli reproduce``):
 the registry's contract, every finding check on hand-made rows (holds and does not hold), one
-reproduction end to end on the bundled masked LM, the command line's bad input and the cache."""
+reproduction end to end on the bundled masked LM and kept in the run store, and the command line's
+bad input (the store itself: tests/test_reproduce_store.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 
 import pytest
 
@@ -14,6 +14,7 @@ from cli.main import main
 from engine import reproduce
 from engine.reproduce import base, double_trouble, mask_papers
 from engine.reproduce.base import Row
+from engine.runs.store import RESULTS_ENV
 
 
 def rows(*cells: tuple[tuple[str, ...], float]) -> list[Row]:
@@ -150,16 +151,16 @@ def test_a_check_without_scored_rows_does_not_hold():
     assert not finding.holds and "no scored examples" in finding.reason
 
 
-# --------------------------------------------------------------------------- end to end and cache
+# --------------------------------------------------------------------------- end to end and the run store
 
 
 @pytest.fixture
 def results(tmp_path, monkeypatch):
-    monkeypatch.setenv(base.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
     return tmp_path
 
 
-def test_table_a3_end_to_end_then_cached(results, capsys, monkeypatch):
+def test_table_a3_end_to_end_then_stored(results, capsys, monkeypatch):
     assert main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--json", "--quiet"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["cached"] is False and payload["limit"] == 2
@@ -171,32 +172,35 @@ def test_table_a3_end_to_end_then_cached(results, capsys, monkeypatch):
     assert 0 < by_key[("SST-2", "exact_all")]["mean"] < 100
     assert by_key[("e-SNLI", "top10_mass")]["mean"] <= 100
     assert isinstance(payload["finding"]["holds"], bool) and payload["finding"]["reason"]
-    files = list((results / "reproduce").iterdir())
-    assert [f.name for f in files] == [f"double-trouble-tableA3-limit2-{base.code_version()}.json"]
+    [stored] = reproduce.stored_results()
+    assert (stored.name, stored.limit, stored.code, stored.n) == ("double-trouble-tableA3", 2, base.code_version(), 2)
+    assert stored.run_id == payload["run_id"] and not (results / "reproduce").exists()
 
     def no_compute(*args, **kwargs):
-        raise AssertionError("the cached result should have been used")
+        raise AssertionError("the stored result should have been used")
 
     monkeypatch.setattr(reproduce, "run", no_compute)
     assert main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["cached"] is True and again["rows"] == payload["rows"]
-    with pytest.raises(AssertionError, match="cached result"):
+    with pytest.raises(AssertionError, match="stored result"):
         main(["reproduce", "double-trouble-tableA3", "--limit", "2", "--refresh"])
 
 
 def test_unknown_name_is_one_line_naming_the_choices(results, capsys):
-    assert main(["reproduce", "table9"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "unknown reproduction 'table9'" in err and "double-trouble-table1" in err
-    assert not (results / "reproduce").exists()
+    for extra in ([], ["--cached"]):
+        assert main(["reproduce", "table9", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "unknown reproduction 'table9'" in err and "double-trouble-table1" in err
+    assert list(results.iterdir()) == []  # no store, no file
 
 
 def test_slice_too_small_for_an_interval(results, capsys):
-    assert main(["reproduce", "marc-table1", "--limit", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "error: --limit 1 is too small for a 95% interval: give 2 or more"
-    assert not (results / "reproduce").exists()
+    for extra in ([], ["--cached"]):
+        assert main(["reproduce", "marc-table1", "--limit", "1", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == "error: --limit 1 is too small for a 95% interval: give 2 or more"
+    assert list(results.iterdir()) == []
 
 
 def test_list_names_paper_table_and_claim(capsys):
@@ -204,28 +208,3 @@ def test_list_names_paper_table_and_claim(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == len(reproduce.REGISTRY)
     assert lines[0].split("\t")[:3] == ["double-trouble-table1", double_trouble.PAPER.cite(), "Table 1 (a)"]
-
-
-def test_save_is_atomic(tmp_path):
-    path = tmp_path / "reproduce" / "x.json"
-    base.save_atomic(path, {"value": 1})
-    with pytest.raises(ValueError):
-        base.save_atomic(path, {"value": float("nan")})  # not JSON: fails half-way through the dump
-    assert json.loads(path.read_text()) == {"value": 1}
-    assert os.listdir(path.parent) == ["x.json"]
-
-
-def test_damaged_cache_is_recomputed(results, monkeypatch):
-    path = base.cache_path("double-trouble-tableA3", 2)
-    path.parent.mkdir(parents=True)
-    path.write_text('{"rows": [')  # a truncated file, e.g. from another tool
-    monkeypatch.setattr(reproduce, "run", lambda name, limit, progress=None: {"name": name, "limit": limit})
-    _, cached = reproduce.cached_run("double-trouble-tableA3", 2)
-    assert not cached and json.loads(path.read_text()) == {"name": "double-trouble-tableA3", "limit": 2}
-
-
-def test_cache_key_names_reproduction_slice_and_code_version(results):
-    one = base.cache_path("aml-table1", 5, "abc")
-    assert one.name == "aml-table1-limit5-abc.json"
-    assert base.cache_path("aml-table1", 6, "abc") != one != base.cache_path("aml-table1", 5, "abd")
-    assert len(base.code_version()) == 12

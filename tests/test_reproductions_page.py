@@ -1,22 +1,26 @@
-"""The Reproductions page (app_pages/reproductions.py) in AppTest, on a results folder of its own.
+"""The Reproductions page (app_pages/reproductions.py) in AppTest, on a run store of its own.
 
-Opening the page reads the cache only: a result the current code computed, one an older code
-version left behind, and five never run. The Run button goes through the one Run gate to
-``engine.reproduce.cached_run``; the reproduction's computation itself is tested in
-tests/test_reproduce.py, so here ``engine.reproduce.run`` returns a recorded payload (a real
-``--limit 2`` run of Table A3 takes 20-90 s) and the test checks what the page does with it: the
-file lands in the cache, and a new session shows it without running anything.
+Opening the page reads the run store only: a result the current code computed, one an older code
+version left behind, and six never run; no model is loaded and no computation starts. The Run
+button goes through the one Run gate to ``engine.reproduce.cached_run``; the reproduction's
+computation itself is tested in tests/test_reproduce.py, so here the registry entry's ``compute``
+returns recorded rows (a real ``--limit 2`` run of Table A3 takes 20-90 s) and the test checks
+what the page does with them: the result lands in the run store, and a new session shows it
+without running anything.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from engine import reproduce
-from engine.reproduce import base
+from engine.reproduce import base, stored
+from engine.reproduce.base import Row
+from engine.runs.store import RESULTS_ENV, RunStore
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "reproductions.py")
 
@@ -45,6 +49,7 @@ TABLE_A3 = {
     "runtime_s": 85.8,
     "load_average": None,
     "code_version": "",
+    "computed": "2025-01-02T03:04:05",
 }  # fmt: skip
 
 
@@ -57,16 +62,30 @@ def payload(name: str, holds: bool, version: str, limit: int = 2) -> dict:
 
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv(base.RESULTS_ENV, str(tmp_path))
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
+    store = RunStore(tmp_path)
     version = base.code_version()
-    base.save_atomic(
-        base.cache_path("double-trouble-tableA3", 2, version), payload("double-trouble-tableA3", True, version)
-    )
+    stored.save(store, payload("double-trouble-tableA3", True, version))
     old = "0123456789ab"
-    base.save_atomic(
-        base.cache_path("double-trouble-table4", 100, old), payload("double-trouble-table4", False, old, 100)
-    )
+    stored.save(store, payload("double-trouble-table4", False, old, 100))
     return tmp_path
+
+
+@pytest.fixture
+def no_computing(monkeypatch):
+    """Every way of computing a reproduction fails the test: each entry's compute, the engine's
+    run and the loading of a classifier or the masked LM."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail("opening the page must compute nothing and load no model")
+
+    for name, entry in list(reproduce.REGISTRY.items()):
+        monkeypatch.setitem(reproduce.REGISTRY, name, dataclasses.replace(entry, compute=refuse))
+    monkeypatch.setattr(reproduce, "run", refuse)
+    monkeypatch.setattr(base.Resources, "classifier", refuse)
+    monkeypatch.setattr(base.Resources, "mlm", refuse)
+    monkeypatch.setattr("core.classifier.load_classifier", refuse)
+    monkeypatch.setattr("core.masked_lm.MaskedLM.load", refuse)
 
 
 def open_page():
@@ -88,8 +107,7 @@ def test_latest_prefers_the_current_code_version(results):
         reproduce.latest("nope")
 
 
-def test_page_shows_cached_tables_beside_the_published_values(results, monkeypatch):
-    monkeypatch.setattr(reproduce, "run", lambda *a, **k: pytest.fail("opening the page must compute nothing"))
+def test_page_shows_stored_tables_beside_the_published_values(results, no_computing):
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
     assert "**1 of 8** findings hold here, 1 do not, 6 not run yet." in text
@@ -98,6 +116,8 @@ def test_page_shows_cached_tables_beside_the_published_values(results, monkeypat
     assert text.count(":red-badge[does not hold]") == 2
     assert "replaces a word with a masked language model" in text  # the paper's paragraph
     assert "earlier version of the code (0123456789ab)" in text
+    assert "finished 2025\\-01\\-02T03:04:05 UTC" in text  # escaped: renders as typed
+    assert text.count("No stored result yet. On the command line:") == 6
     headers = [h.value for h in app.header]
     assert headers[0].startswith("Double Trouble (Pham, Bui, Mai & Nguyen 2022, arXiv 2110.11929)")
     assert len(headers) == 4  # Double Trouble, MaRC, AML, Recursive ROAR
@@ -110,33 +130,48 @@ def test_page_shows_cached_tables_beside_the_published_values(results, monkeypat
     commands = [c.value for c in app.code]
     assert "python -m cli reproduce double-trouble-tableA3 --limit 2" in commands
     assert "python -m cli reproduce double-trouble-table4 --limit 100" in commands
+    assert "python -m cli reproduce aml-table1 --limit 40" in commands  # not run: the default slice
+    listings = [d.value.to_dict("records") for d in app.dataframe if "finished (UTC)" in d.value.columns]
+    run_of = {r.name: r.run_id for r in reproduce.stored_results()}
+    common = {"finished (UTC)": "2025-01-02 03:04", "n": 2, "run time (s)": 85.8}
+    assert listings == [  # page order: Table 4, then Table A3
+        [{**common, "code": "0123456789ab", "examples per split": 100, "finding": "does not hold",
+          "run": run_of["double-trouble-table4"]}],
+        [{**common, "code": f"{base.code_version()} (current)", "examples per split": 2, "finding": "holds",
+          "run": run_of["double-trouble-tableA3"]}],
+    ]  # fmt: skip
     keys = {b.key for b in app.download_button}
     assert "reproductions.double-trouble-tableA3.table.download.table.csv" in keys
     assert "reproductions.double-trouble-tableA3.table.download.table.parquet" in keys
 
 
-def test_run_button_fills_the_cache_and_a_new_session_reads_it(results, monkeypatch):
+def test_run_button_stores_the_result_and_a_new_session_reads_it(results, monkeypatch):
     calls = []
 
-    def recorded(name, limit, progress=None):
-        calls.append((name, limit))
+    def recorded(resources, limit, progress):
+        calls.append(limit)
         progress(1.0, "done")
-        return payload(name, True, base.code_version(), limit)
+        return [Row("SST-2 · published cell", ("SST-2", "log_odds", "fAML"), -1.994, -1.5, -2.0, -1.0, limit)]
 
-    monkeypatch.setattr(reproduce, "run", recorded)
+    entry = reproduce.REGISTRY["aml-table1"]
+    monkeypatch.setitem(reproduce.REGISTRY, "aml-table1", dataclasses.replace(entry, compute=recorded))
     app = open_page()
     app.number_input(key="reproductions.aml-table1.limit").set_value(3).run()
     assert calls == []
     app.button(key="reproductions.aml-table1.run").click().run()
     assert not app.exception
-    assert calls == [("aml-table1", 3)]
-    assert base.cache_path("aml-table1", 3).is_file()
+    assert calls == [3]
+    [kept] = reproduce.stored_results("aml-table1")
+    assert (kept.limit, kept.code, kept.n) == (3, base.code_version(), 3)
+    assert reproduce.load(kept.run_id)["rows"][0]["mean"] == -1.5
     assert "python -m cli reproduce aml-table1 --limit 3" in [c.value for c in app.code]
-    app.run()  # a rerun reads the file the run wrote
-    assert calls == [("aml-table1", 3)]
+    app.run()  # a rerun reads what the run stored
+    assert calls == [3]
     again = open_page()
-    assert calls == [("aml-table1", 3)]
-    assert "**2 of 8** findings hold here, 1 do not, 5 not run yet." in "\n".join(m.value for m in again.markdown)
+    assert calls == [3]
+    text = "\n".join(m.value for m in again.markdown)
+    assert "not run yet" in text and text.count("No stored result yet.") == 5
+    assert any(-1.5 in set(d.value.get("ours", [])) for d in again.dataframe)
 
 
 def test_table_exports_as_csv():

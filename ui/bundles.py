@@ -1,8 +1,10 @@
 """Opening a session bundle on the heatmap page: an upload, or the bundle the server was
 started on (``python -m cli open BUNDLE --app``). Opening points the sidebar at the bundle's
-model and example (a dataset example, or its text typed in) and the page's methods and view at
-the bundle's, then the page shows the bundle's results for as long as that view is selected:
-nothing is recomputed until "Recompute" is pressed."""
+model (and head override), example (a dataset example, or its text typed in), target class and
+masked LM, and the page's methods, every method parameter widget, sliding windows and view at
+the bundle's, all before the widgets are drawn; then the page shows the bundle's results for as
+long as that view is selected: nothing is recomputed until "Recompute" is pressed, which then
+computes the bundled view again with the bundle's own parameters."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import services
 from services.bundles import bundle_bytes, bundle_result, open_bundle, startup_bundle
 from ui import sidebar
 from ui.export import Heatmap, heatmap_files
+from ui.params import preset_params
 from ui.state import Selection
 
 OPENED = "heatmaps.bundle"  # (file name, Bundle)
@@ -62,13 +65,25 @@ def _open(name: str, data: bytes) -> bool:
         st.session_state["heatmaps.bundle_error"] = str(error)
         return False
     chosen = bundle.selection
+    model, head = services.split_ref(bundle.model)
     if chosen.get("dataset"):
-        sidebar.select_example(bundle.model, chosen["dataset"], chosen["split"], int(chosen["index"] or 0))
+        sidebar.select_example(model, chosen["dataset"], chosen["split"], int(chosen["index"] or 0))
     else:
-        sidebar.select_text(bundle.model, chosen.get("text") or bundle.example.text, chosen.get("text_b") or "")
+        sidebar.select_text(model, chosen.get("text") or bundle.example.text, chosen.get("text_b") or "")
+    st.session_state["sidebar.head_type"] = head
     st.session_state["sidebar.target"] = chosen.get("target")
-    known = {m.key for m in services.methods()}
-    st.session_state["heatmaps.methods"] = [m for m in bundle.attributions if m in known]
+    if chosen.get("mlm") in services.mlm_choices():
+        st.session_state["sidebar.mlm"] = chosen["mlm"]
+    infos = {m.key: m for m in services.methods()}
+    st.session_state["heatmaps.methods"] = [m for m in bundle.attributions if m in infos]
+    st.session_state["heatmaps.imported"] = [m for m in bundle.attributions if m not in infos]
+    refused = preset_params(infos, bundle.params, "heatmaps")
+    if refused:
+        st.session_state["heatmaps.bundle_error"] = (
+            f"{name}: this app's form cannot take {', '.join(refused)}; those parameters keep their defaults, so "
+            "recomputing gives other scores than the bundle's."
+        )
+    st.session_state["runs.windows"] = any("windows" in a.extras for a in bundle.attributions.values())
     if chosen.get("view") in ("words", "subwords"):
         st.session_state["heatmaps.view"] = chosen["view"]
     st.session_state["heatmaps.shared_scale"] = bool(chosen.get("shared_scale"))

@@ -1,7 +1,10 @@
-"""Parameter forms generated from an explainer's parameter metadata (help, choices, min, max)."""
+"""Parameter forms generated from an explainer's parameter metadata (help, choices, min, max),
+and presetting them (a session bundle's parameters) before they are drawn."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -16,8 +19,12 @@ def params_form(method: MethodInfo, prefix: str) -> dict[str, Any]:
     columns = st.columns(max(1, min(3, len(method.fields))))
     for i, field in enumerate(method.fields):
         with columns[i % len(columns)]:
-            values[field.name] = _widget(field, f"{prefix}.param.{method.key}.{field.name}")
+            values[field.name] = _widget(field, widget_key(prefix, method.key, field.name))
     return values
+
+
+def widget_key(prefix: str, method: str, name: str) -> str:
+    return f"{prefix}.param.{method}.{name}"
 
 
 def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: str) -> dict[str, dict[str, Any]]:
@@ -47,3 +54,41 @@ def _widget(field: ParamField, key: str) -> Any:
         high = float(field.max) if field.max is not None else None
         return float(st.number_input(label, low, high, field.default, help=field.help, key=key, format="%g"))
     return st.text_input(label, str(field.default), help=field.help, key=key)
+
+
+def preset_params(infos: Mapping[str, MethodInfo], params: Mapping[str, Mapping[str, Any]], prefix: str) -> list[str]:
+    """Set the widgets of ``methods_params_form(..., prefix)`` to ``params`` (by method, then
+    parameter name). Call it before the widgets are drawn in this run (a callback, or before the
+    page): Streamlit refuses a widget's value set after it is drawn. Returns ``method.name=value``
+    of each value the form cannot take (not one of its choices, outside its bounds, another type)."""
+    refused = []
+    for method, values in params.items():
+        for field in infos[method].fields if method in infos else ():
+            if field.name not in values:
+                continue
+            value = _accepted(field, values[field.name])
+            if value is None:
+                refused.append(f"{method}.{field.name}={values[field.name]!r}")
+            else:
+                st.session_state[widget_key(prefix, method, field.name)] = value
+    return refused
+
+
+def _accepted(field: ParamField, value: Any) -> Any:
+    """``value`` as the field's widget holds it, None when the widget cannot show it."""
+    if field.choices:
+        return value if value in field.choices else None
+    if isinstance(field.default, bool):
+        return value if isinstance(value, bool) else None
+    if isinstance(field.default, int | float) and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            return None
+        if isinstance(field.default, int):
+            if value != int(value):
+                return None
+            value = int(value)
+        else:
+            value = float(value)
+        inside = (field.min is None or value >= field.min) and (field.max is None or value <= field.max)
+        return value if inside else None
+    return value if isinstance(field.default, str) and isinstance(value, str) else None

@@ -1,5 +1,6 @@
 """The Reproductions page's parts: what each paper claims (our summary of the research notes), the
-verdict badge of a finding, and one reproduced table with the published values beside ours.
+verdict badge of a finding, the list of a reproduction's stored results, and one reproduced table
+with the published values beside ours.
 
 Papers: Pham, Bui, Mai & Nguyen 2022 ("Double Trouble", arXiv 2110.11929); Madsen, Meade,
 Adlakha & Reddy 2022 (Recursive ROAR, arXiv 2110.08412); Brinner & Zarrieß 2023 (MaRC); Barkan,
@@ -8,13 +9,17 @@ Toib, Elisha, Weill & Koenigstein 2024 (AML).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from ui.downloads import show_table
 from ui.text import plain
+
+if TYPE_CHECKING:
+    from services.reproductions import StoredResult
 
 # (words of the paper's title, what it claims), matched case-insensitively against the title
 CLAIMS = (
@@ -94,6 +99,41 @@ def rows_frame(payload: dict[str, Any]) -> pd.DataFrame:
     )
 
 
+def stored_frame(results: Sequence[StoredResult], version: str) -> pd.DataFrame:
+    """One line per stored result, newest first: when it finished (UTC), the code version (marked
+    when it is the current one), the slice, the most examples a row was scored on, the verdict and
+    the run time."""
+    return pd.DataFrame(
+        [
+            {
+                "finished (UTC)": f"{result.computed:%Y-%m-%d %H:%M}",
+                "code": result.code + (" (current)" if result.code == version else ""),
+                "examples per split": result.limit,
+                "n": result.n,
+                "finding": "holds" if result.holds else "does not hold",
+                "run time (s)": result.runtime_s,
+                "run": result.run_id,
+            }
+            for result in results
+        ]
+    )
+
+
+def not_run(command: str) -> None:
+    """What a reproduction that never ran shows: the command that computes it."""
+    st.markdown("No stored result yet. On the command line:")
+    st.code(command, language="bash")
+
+
+def show_stored(results: Sequence[StoredResult], version: str, name: str) -> None:
+    """The stored results of one reproduction (every slice and code version), in an expander;
+    nothing when there are none."""
+    if results:
+        with st.expander(f"Stored results ({len(results)})"):
+            show_table(stored_frame(results, version), key=f"reproductions.{name}.stored", name=f"reproductions-{name}",
+                       hide_index=True)  # fmt: skip
+
+
 def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     """The table, the finding with its reason, the command and why our numbers may differ."""
     number = st.column_config.NumberColumn(format="%.4g")
@@ -104,10 +144,11 @@ def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     st.caption(f"Published: {plain(payload['published_note'])}. “—” = not printed for this row.")
     finding = payload["finding"]
     st.markdown(f"{verdict(payload)} {plain(finding['reason'])}")
-    stale = "" if current else f" by an earlier version of the code ({payload['code_version']}): run it again to update"
+    version = plain(str(payload["code_version"]))
+    stale = "" if current else f" by an earlier version of the code ({version}): run it again to update"
     st.markdown(
-        f"{payload['limit']} examples per split, {payload['runtime_s']} s, computed{stale}. The same numbers on the "
-        f"command line:"
+        f"{payload['limit']} examples per split, {plain(str(payload['runtime_s']))} s, finished "
+        f"{plain(str(payload['computed']))} UTC{stale}. The same numbers on the command line:"
     )
     st.code(command, language="bash")
     with st.expander("Why ours may differ, and the settings"):

@@ -1,40 +1,50 @@
 """Reproductions of the papers' headline findings: a registry of tables, each computed through the
 engine and set beside the published values (``python -m cli reproduce``; no streamlit here).
 
-``run(name, limit)`` returns the JSON payload of one reproduction at a slice: the paper, table,
-claim, settings, one row per published cell (published, ours: mean, 95% interval, n), the finding
-(holds / does not hold, with the reason) and the reasons ours may differ. ``cached_run`` keeps one
-JSON file per (reproduction, slice, code version) under ``$ATTRIBUTION_RESULTS_DIR`` (default
-``./results``), written atomically.
+``run(name, limit)`` computes one reproduction at a slice and returns its JSON payload: the paper,
+table, claim, settings (with each metric's convention), one row per published cell (published,
+ours: mean, 95% interval, n), the finding (holds / does not hold, with the reason), the reasons
+ours may differ, the run time and when it finished. ``cached_run`` keeps results in the run store
+under ``$ATTRIBUTION_RESULTS_DIR`` (default ``./results``), one run of kind ``reproduce`` per
+(reproduction, slice, code version), written only once the computation has finished
+(``engine.reproduce.stored``); ``stored_results``, ``latest`` and ``load`` read them without
+computing anything.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from typing import Any
 
 from core.types import ProgressFn
-from engine.reproduce import double_trouble, mask_papers, recursive_roar
-from engine.reproduce.base import (
-    Finding,
-    Reproduction,
-    Resources,
-    Row,
-    cache_path,
-    cached_files,
-    check_limit,
-    code_version,
-    load_cached,
-    row_json,
-    save_atomic,
-)
+from engine.reproduce import double_trouble, mask_papers, recursive_roar, stored
+from engine.reproduce.base import Finding, Reproduction, Resources, Row, check_limit, code_version, row_json
+from engine.reproduce.stored import StoredResult
+from engine.runs.store import RunStore
 
 REGISTRY: dict[str, Reproduction] = {
     r.name: r for r in (*double_trouble.REPRODUCTIONS, *mask_papers.REPRODUCTIONS, *recursive_roar.REPRODUCTIONS)
 }
 
-__all__ = ["REGISTRY", "Finding", "Reproduction", "Row", "cached_run", "get", "latest", "run"]
+__all__ = [
+    "REGISTRY",
+    "Finding",
+    "Reproduction",
+    "Row",
+    "StoredResult",
+    "cached_run",
+    "code_version",
+    "get",
+    "latest",
+    "load",
+    "pick",
+    "run",
+    "stored_results",
+]
+
+Root = str | os.PathLike | None
 
 
 def get(name: str) -> Reproduction:
@@ -67,36 +77,62 @@ def run(name: str, limit: int | None = None, progress: ProgressFn | None = None)
         "runtime_s": round(time.perf_counter() - start, 1),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "code_version": code_version(),
+        "computed": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
     }
 
 
 def cached_run(
-    name: str, limit: int | None = None, *, refresh: bool = False, progress: ProgressFn | None = None
+    name: str,
+    limit: int | None = None,
+    *,
+    refresh: bool = False,
+    progress: ProgressFn | None = None,
+    root: Root = None,
 ) -> tuple[dict[str, Any], bool]:
-    """``run``'s payload from the cache when present (and ``refresh`` is off), else computed and
-    saved; the flag says whether it came from the cache."""
+    """The stored result of ``name`` at ``limit`` computed by this code version when there is one
+    (and ``refresh`` is off), else ``run``'s payload computed now and kept in the run store,
+    replacing a stored one with the same key; the flag says whether it was stored before. The
+    name and slice are checked before anything is opened or computed."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
     check_limit(limit)
-    path = cache_path(name, limit)
     if not refresh:
-        cached = load_cached(path)
-        if cached is not None:
-            return cached, True
+        version = code_version()
+        found = [r for r in stored_results(name, root) if r.limit == limit and r.code == version]
+        if found:
+            return load(found[0].run_id, root), True
     payload = run(name, limit, progress)
-    save_atomic(path, payload)
-    return payload, False
+    saved = stored.save(RunStore(root), payload)
+    return load(saved.run_id, root), False
 
 
-def latest(name: str) -> tuple[dict[str, Any] | None, bool]:
-    """The newest readable cached result of ``name`` at any slice, the current code version's
-    first, else an older version's (the flag says whether it is current); (None, False) when
-    ``name`` never ran. Reads files only: nothing is computed."""
-    get(name)
-    version = code_version()
-    files = cached_files(name)
-    for path in sorted(files, key=lambda path: not path.stem.endswith(f"-{version}")):
-        payload = load_cached(path)
-        if payload is not None:
-            return payload, payload.get("code_version") == version
-    return None, False
+def stored_results(name: str | None = None, root: Root = None) -> list[StoredResult]:
+    """Every stored result (of ``name`` when given), newest first, from the run store's catalogue;
+    JSON results of earlier versions are imported first, once (``stored.import_legacy``)."""
+    if name is not None:
+        get(name)
+    stored.import_legacy(root, REGISTRY)
+    return stored.listing(RunStore(root, read_only=True), name)
+
+
+def pick(results: list[StoredResult], version: str | None = None) -> tuple[StoredResult | None, bool]:
+    """The result to show among one reproduction's stored ones (newest first): the newest that
+    code ``version`` (default: the current code) computed, else the newest of another version (the
+    flag says whether it is of ``version``)."""
+    version = version or code_version()
+    current = [result for result in results if result.code == version]
+    if current:
+        return current[0], True
+    return (results[0] if results else None), False
+
+
+def load(run_id: str, root: Root = None) -> dict[str, Any]:
+    """One stored result's whole payload (read from the run store; nothing is computed)."""
+    return stored.load(RunStore(root, read_only=True), run_id)
+
+
+def latest(name: str, root: Root = None) -> tuple[dict[str, Any] | None, bool]:
+    """The stored result of ``name`` to show (``pick``) and whether the current code computed it;
+    (None, False) when ``name`` never ran. Reads the run store only: nothing is computed."""
+    chosen, current = pick(stored_results(name, root))
+    return (None, False) if chosen is None else (load(chosen.run_id, root), current)

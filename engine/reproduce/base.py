@@ -1,5 +1,6 @@
 """What every reproduction shares: the registry entry, its rows and findings, the models it loads
-and the on-disk cache of results.
+and the code version that keys a stored result (results are kept in the run store:
+``engine.reproduce.stored``).
 
 A ``Reproduction`` names one table of one paper, copies the published values with the table's
 caption conventions, states the settings, computes ours through the engine (``compute``) and says
@@ -10,12 +11,8 @@ label, the published value and ours as the mean, 95% t interval and n over the e
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,7 +25,6 @@ if TYPE_CHECKING:
     from core.masked_lm import MaskedLM
     from core.types import ProgressFn
 
-RESULTS_ENV = "ATTRIBUTION_RESULTS_DIR"
 MLM = "minilm-mlm"
 # The packages whose code decides a result: a change to any of their files is a new code version.
 _CODE_PACKAGES = ("core", "explainers", "metrics", "experiments", "engine")
@@ -151,7 +147,7 @@ def best(rows: Sequence[Row], prefix: tuple[str, ...], lower: bool) -> tuple[str
     return (min if lower else max)(found, key=lambda item: item[1])
 
 
-# --------------------------------------------------------------------------- results on disk
+# --------------------------------------------------------------------------- code version and rows
 
 
 def code_version() -> str:
@@ -163,44 +159,6 @@ def code_version() -> str:
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
-
-
-def results_dir() -> Path:
-    return Path(os.environ.get(RESULTS_ENV) or "results")
-
-
-def cache_path(name: str, limit: int, version: str | None = None) -> Path:
-    """One file per (reproduction, slice, code version)."""
-    return results_dir() / "reproduce" / f"{name}-limit{limit}-{version or code_version()}.json"
-
-
-def cached_files(name: str) -> list[Path]:
-    """Every cached result file of ``name`` (any slice, any code version), newest first."""
-    folder = results_dir() / "reproduce"
-    found = folder.glob(f"{glob.escape(name)}-limit*-*.json") if folder.is_dir() else []
-    return sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)
-
-
-def load_cached(path: Path) -> dict[str, Any] | None:
-    """A cached result, None when absent or unreadable (a damaged file is recomputed)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def save_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` as JSON to a temporary file beside ``path`` and rename it into place, so a
-    reader sees the old file or the whole new one, never a half-written one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(payload, file, indent=2, allow_nan=False)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def row_json(row: Row) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 The counts (retrains, training steps, explanations per method, masked-LM fills, predictions)
 come from ``experiments.roar.job.RoarJob.estimate``; the rates are measured on this machine with
-the job's own data: two training steps of the bundled recipe (after one untimed step), each
-method explaining ``n_probe`` evaluation examples with the task's bundled model, the batched
+the job's own data: three training steps of the job's recipe (after one untimed step), each
+method explaining ``n_probe`` evaluation examples with the task's bundled model (a job on a
+model and a dataset: the model of those three steps), the batched
 scorer on a batch of evaluation examples, and the masked LM filling them (``mlm`` removal). The
 time is for one worker; Ray divides the per-unit work over its workers, not the explanations of
 one unit.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from engine.roar.unit import JobData, train_config
 from experiments.roar.job import Cost
@@ -31,7 +32,8 @@ def measure(data: JobData, n_probe: int = 2) -> Rates:
     """Per-item seconds on this machine (module docstring)."""
     import numpy as np
 
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier, classifier_from_model, load_classifier
+    from core.models import base_source, load_tokenizer
     from core.train import fit_classifier
     from engine.explain import explain_example
     from engine.roar.run import task_model
@@ -43,9 +45,13 @@ def measure(data: JobData, n_probe: int = 2) -> Rates:
     fit_classifier(config, data.train, data.info, log=False, base=data.base())
     config.steps = 3
     start = time.perf_counter()
-    fit_classifier(config, data.train, data.info, log=False, base=data.base())
+    probe_model = fit_classifier(config, data.train, data.info, log=False, base=data.base())
     per_step = (time.perf_counter() - start) / 3
-    clf = Classifier(load_classifier(task_model(job)))
+    if job.task is not None:
+        clf = Classifier(load_classifier(task_model(job)))
+    else:  # no trained classifier of the job's labels yet: the probe's three steps stand in
+        merged = cast(Any, probe_model).merge_and_unload().eval()
+        clf = Classifier(classifier_from_model(merged, load_tokenizer(base_source(data.info)), name=task_model(job)))
     probe = data.eval[:n_probe]
     rates = {}
     for method in job.methods:

@@ -62,15 +62,15 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
     import pyarrow.parquet as pq
 
     from core.datasets import load_examples
-    from core.train import TASKS
+    from engine.roar.recipe import recipe_of
 
     info = store.get(run_id)
     job = job_of(info)
     units = unit_meta(store, run_id)
-    spec = TASKS[job.task or ""]
+    recipe = recipe_of(job, data_dir)
     evaluation = [
         e
-        for e in load_examples(spec.dataset, spec.report_split, data_dir, limit=job.eval_size)
+        for e in load_examples(recipe.dataset, recipe.eval_split, data_dir, limit=job.eval_size)
         if e.label is not None and e.words
     ][:N_EXAMPLES]
     examples: list[dict[str, Any]] = [

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from core.types import ProgressFn
+from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
 from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
 from experiments.roar.job import RoarJob, Unit
@@ -39,61 +40,67 @@ EXECUTORS = ("serial", "ray")
 
 
 def task_model(job: RoarJob) -> str:
-    """The bundled model of the job's task (``minilm-sst2``): its label names and the cost rates."""
-    return f"minilm-{job.task}"
-
-
-def _check_runnable(job: RoarJob) -> None:
-    if job.task is None:
-        raise ValueError(
-            "a ROAR job runs on a bundled task (sst2, esnli, movies, hatexplain); a hub model is not supported yet"
-        )
+    """The model a job is named by: the bundled model of its task (``minilm-sst2``), which gives
+    the label names and measures the cost, or the model it retrains from."""
+    return f"minilm-{job.task}" if job.task is not None else str(job.model)
 
 
 def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobData:
     """The job's training and evaluation examples (the first ``train_size`` / ``eval_size`` of the
-    task's splits, labelled ones only) and the task.json of its retrained models."""
+    recipe's splits, ``engine.roar.recipe``, labelled ones only) and the task.json of its
+    retrained models (a task job's bundled model's; else the dataset's labels over the job's model
+    as ``base_model``)."""
     from core.datasets import load_examples
     from core.models import bundled_folder, read_task
-    from core.train import TASKS
 
-    _check_runnable(job)
-    spec = TASKS[job.task or ""]
+    recipe = recipe_of(job, data_dir)
     train = [
         e
-        for e in load_examples(spec.dataset, spec.train_split, data_dir, limit=job.train_size)
+        for e in load_examples(recipe.dataset, recipe.train_split, data_dir, limit=job.train_size)
         if e.label is not None and e.words
     ]
     test = [
         e
-        for e in load_examples(spec.dataset, spec.report_split, data_dir, limit=job.eval_size)
+        for e in load_examples(recipe.dataset, recipe.eval_split, data_dir, limit=job.eval_size)
         if e.label is not None and e.words
     ]
     if not train or not test:
-        raise ValueError(f"{spec.dataset} has no labelled examples in {spec.train_split} or {spec.report_split}")
-    bundled = bundled_folder(task_model(job))
-    if bundled is None:
-        raise ValueError(f"the bundled model {task_model(job)} is missing")
-    return JobData(job, train, test, read_task(bundled), folder)
+        raise ValueError(f"{recipe.dataset} has no labelled examples in {recipe.train_split} or {recipe.eval_split}")
+    if recipe.base_model is None:
+        bundled = bundled_folder(task_model(job))
+        if bundled is None:
+            raise ValueError(f"the bundled model {task_model(job)} is missing")
+        info = read_task(bundled)
+    else:
+        if not train[0].label_names:
+            raise ValueError(f"{recipe.dataset} has no label names")
+        info = {
+            "architecture": "sequence-classification",
+            "task": f"roar-{recipe.dataset}",
+            "label_names": list(train[0].label_names),
+            "pair": train[0].is_pair,
+            "dataset": recipe.dataset,
+            "max_length": recipe.max_length,
+            "base_model": recipe.base_model,
+        }
+    return JobData(job, train, test, info, folder, recipe)
 
 
 def new_run(job: RoarJob, data: JobData) -> NewRun:
-    from core.models import encoder_path
-    from core.train import TASKS
+    from core.models import base_source
     from engine.runs.executor import model_fingerprint
 
-    encoder = model_fingerprint(encoder_path())
+    encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
     if job.removal == "mlm":
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
-    spec = TASKS[job.task or ""]
     return NewRun(
         key_fields=key_fields,
         kind=KIND,
         model=task_model(job),
         model_fingerprint=encoder,
-        dataset=spec.dataset,
-        split=spec.report_split,
+        dataset=data.recipe.dataset,
+        split=data.recipe.eval_split,
         selection=job.to_json() | {"n_train": len(data.train), "n_eval": len(data.eval)},
         methods=job.methods,
         metrics=METRICS,
@@ -119,7 +126,6 @@ def open_job(job: RoarJob, store: RunStore, *, data_dir: str | None = None) -> O
     """The stored run of ``job`` (created when new; the same settings are the same run)."""
     from engine.runs.store import run_id_of, run_key
 
-    _check_runnable(job)
     probe = load_data(job, store.root, data_dir)
     new = new_run(job, probe)
     run_id = run_id_of(run_key(new.key_fields))

@@ -9,8 +9,8 @@ A unit (method, level, seed) reads the words its dependency removed (nothing for
 model) and that dependency's model, explains the examples that still need words removed with
 that model on that model's view (``gold`` or ``predicted`` class), removes the top words
 (``remove_top``: plain ROAR ranks the step-0 scores, Recursive ROAR the previous step's, and
-already-removed words stay removed), then retrains from the packaged encoder with the bundled
-task recipe (``core.train.fit_classifier``: the same seed for every method and level of a seed,
+already-removed words stay removed), then retrains from the starting encoder with the job's
+recipe (``core.train.fit_classifier``: the same seed for every method and level of a seed,
 so only the data differ) and scores the equally-masked evaluation set through the batched scorer
 (``Classifier.predict_proba``). The model is saved (a LoRA adapter, written atomically) so the
 units that depend on it can run later, in another process or after a resume; evaluation and
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.types import Example
+from engine.roar.recipe import Recipe
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import FULL, View, candidates, n_to_remove, remove_top, removed_views
 from experiments.roar.scores import SHARED, performance
@@ -56,6 +57,7 @@ class JobData:
     eval: list[Example]
     info: dict[str, Any]  # the task.json of the retrained models
     folder: Path  # runs/<run_id> in the store: models/ and scores/ live here
+    recipe: Recipe
     mlm: MaskedLM | None = None
     _base: Any = None
     _models: dict[str, Classifier] = field(default_factory=dict)
@@ -221,16 +223,15 @@ def order_of(job: RoarJob) -> str:
 
 
 def train_config(data: JobData, seed: int):
-    from core.train import TASKS, TrainConfig
+    from core.train import TrainConfig
 
-    spec = TASKS[data.job.task or ""]
     return TrainConfig(
-        task=data.job.task or "",
+        task=data.job.task or data.info["task"],
         steps=int(data.job.train_steps or 1),
         seed=seed,
-        lr=spec.lr,
-        rank=spec.rank,
-        max_length=spec.max_length,
+        lr=data.recipe.lr,
+        rank=data.recipe.rank,
+        max_length=data.recipe.max_length,
     )
 
 

@@ -12,5 +12,7 @@ Reading runs (what the app's explorer and the command line use):
 - ``engine.runs.executor.read_evaluation(store, run_id)`` -> ``(RunInfo, SliceEvaluation)``, for
   ``engine.evaluate``'s ``summarize``, ``mean_curves``, ``rationale_references``, ``example_json``.
 
-Writing runs: ``engine.runs.executor.execute(RunSpec(...), RunStore(), executor="ray"|"serial")``.
+Writing runs: ``engine.runs.executor.execute(RunSpec(...), RunStore(), executor="ray"|"serial")``;
+ROAR jobs (``engine.roar.run``) and reproduction results (``engine.reproduce.stored``, through
+``RunStore.save_whole``) are runs of kinds ``roar`` and ``reproduce`` in the same catalogue.
 """

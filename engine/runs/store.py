@@ -11,6 +11,9 @@ Parquet file is written under a temporary name and renamed, then the ``units`` r
 progress counters are committed in one DuckDB transaction. Readers only read the files the
 catalogue lists, so a run killed at any moment (even between the rename and the commit) leaves no
 half-written unit readable, and resuming recomputes exactly the units that are not listed.
+A run computed in one go (a reproduction, kind ``reproduce``: ``engine.reproduce.stored``) is
+kept by ``save_whole`` once it has finished: its one unit's file as above, then its catalogue row
+and unit row in one transaction, so a computation that fails first leaves no row at all.
 
 Concurrency. DuckDB lets one process hold a database file for writing and refuses every other
 process meanwhile, readers included. So no process keeps the catalogue open: the writer opens it
@@ -376,7 +379,9 @@ class RunStore:
         return self.get(run_id), found is None
 
     @staticmethod
-    def _insert(con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str) -> None:
+    def _insert(
+        con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str, status: str = "running"
+    ) -> None:
         now = _now()
         units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
         con.execute(
@@ -399,7 +404,7 @@ class RunStore:
                 new.target,
                 list(new.label_names),
                 version,
-                "running",
+                status,
                 None,
                 now,
                 now,
@@ -442,10 +447,39 @@ class RunStore:
         """Write one finished unit atomically: Parquet under a temporary name, renamed, then the
         unit row and the run's counters (recounted from the unit rows, so committing the same unit
         twice counts it once) in one transaction. ``wall_s`` is the run's wall time so far."""
+        self._require_writer()
+        relative = self._write_unit_file(run_id, stats.unit, table)
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            self._commit_unit_rows(con, run_id, stats, relative, wall_s)
+            con.execute("COMMIT")
+
+    def save_whole(self, new: NewRun, stats: UnitStats, table: pa.Table, wall_s: float) -> RunInfo:
+        """Keep a run computed in one go (a reproduction, ``engine.reproduce.stored``): its one
+        unit's Parquet file written atomically, then its catalogue row (status ``done``) and unit
+        row in one transaction. Nothing is in the catalogue before that commit, so a computation
+        that fails or is killed leaves no row. A stored run with the same key is replaced (the
+        file by an atomic rename, the rows in the same transaction)."""
+        self._require_writer()
+        key = run_key(new.key_fields)
+        run_id = run_id_of(key)
+        version = code_version()
+        relative = self._write_unit_file(run_id, stats.unit, table)
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute("DELETE FROM units WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+            self._insert(con, run_id, key, new, version, status="done")
+            self._commit_unit_rows(con, run_id, stats, relative, wall_s)
+            con.execute("COMMIT")
+        return self.get(run_id)
+
+    def _write_unit_file(self, run_id: str, unit: int, table: pa.Table) -> Path:
+        """The unit's Parquet file, written under a temporary name, synced and renamed into place;
+        returns its path relative to the results folder."""
         import pyarrow.parquet as pq
 
-        self._require_writer()
-        relative = Path("runs") / run_id / f"unit-{stats.unit:05d}.parquet"
+        relative = Path("runs") / run_id / f"unit-{unit:05d}.parquet"
         final = self.root / relative
         final.parent.mkdir(parents=True, exist_ok=True)
         temporary = final.with_name(f".{final.name}.{os.getpid()}.tmp")
@@ -453,34 +487,38 @@ class RunStore:
         with open(temporary, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, final)
+        return relative
+
+    @staticmethod
+    def _commit_unit_rows(
+        con: duckdb.DuckDBPyConnection, run_id: str, stats: UnitStats, relative: Path, wall_s: float
+    ) -> None:
+        """The unit's row and the run's recounted counters, inside the caller's transaction."""
         now = _now()
-        with self._connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            con.execute(
-                "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    run_id,
-                    stats.unit,
-                    stats.first_row,
-                    stats.n_rows,
-                    relative.as_posix(),
-                    stats.forward_passes,
-                    stats.explain_s,
-                    stats.metrics_s,
-                    now,
-                ],
-            )
-            con.execute(
-                """UPDATE runs SET
-                       rows_done = t.rows, units_done = t.units, forward_passes = t.passes,
-                       explain_s = t.explain, metrics_s = t.metrics, wall_s = ?, updated = ?
-                   FROM (SELECT count(*) AS units, sum(n_rows) AS rows, sum(forward_passes) AS passes,
-                                sum(explain_s) AS explain, sum(metrics_s) AS metrics
-                         FROM units WHERE run_id = ?) AS t
-                   WHERE runs.run_id = ?""",
-                [wall_s, now, run_id, run_id],
-            )
-            con.execute("COMMIT")
+        con.execute(
+            "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                stats.unit,
+                stats.first_row,
+                stats.n_rows,
+                relative.as_posix(),
+                stats.forward_passes,
+                stats.explain_s,
+                stats.metrics_s,
+                now,
+            ],
+        )
+        con.execute(
+            """UPDATE runs SET
+                   rows_done = t.rows, units_done = t.units, forward_passes = t.passes,
+                   explain_s = t.explain, metrics_s = t.metrics, wall_s = ?, updated = ?
+               FROM (SELECT count(*) AS units, sum(n_rows) AS rows, sum(forward_passes) AS passes,
+                            sum(explain_s) AS explain, sum(metrics_s) AS metrics
+                     FROM units WHERE run_id = ?) AS t
+               WHERE runs.run_id = ?""",
+            [wall_s, now, run_id, run_id],
+        )
 
 
 def _now() -> dt.datetime:

@@ -1,0 +1,56 @@
+"""What a ROAR job trains on and how: the dataset's splits and the training recipe.
+
+A job on a bundled task (``--task sst2``) takes the task's splits and recipe from
+``core.train.TASKS`` and retrains from the packaged encoder. A job on a model and a dataset
+(``--model ID --dataset D``) retrains from that model (a hub id or a local folder, loaded as the
+starting encoder with a new head of the dataset's labels, ``core.models.base_model``) with the
+default recipe below, on these splits of the dataset: the training split is ``train`` (else the
+first split that is not the evaluation split) and the evaluation split is the first of
+``EVAL_SPLITS`` the dataset has, as paper 000 and paper 001 train on train and report on dev.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from experiments.roar.job import RoarJob
+
+EVAL_SPLITS = ("dev", "validation", "val", "test")
+# The recipe of a job on a model and a dataset: the bundled SST-2 recipe's learning rate and rank,
+# at a maximum length that fits the papers' sentence tasks.
+DEFAULT_LR = 5e-4
+DEFAULT_RANK = 16
+DEFAULT_MAX_LENGTH = 128
+
+
+@dataclass(frozen=True)
+class Recipe:
+    dataset: str
+    train_split: str
+    eval_split: str
+    lr: float
+    rank: int
+    max_length: int
+    base_model: str | None  # None: the packaged encoder (bundled tasks)
+
+
+def recipe_of(job: RoarJob, data_dir: str | None = None) -> Recipe:
+    """The splits and recipe of ``job`` (module docstring); a dataset without a training and an
+    evaluation split gets a one-line error naming the splits it has."""
+    if job.task is not None:
+        from core.train import TASKS
+
+        spec = TASKS[job.task]
+        return Recipe(spec.dataset, spec.train_split, spec.report_split, spec.lr, spec.rank, spec.max_length, None)
+    from core.datasets import available_splits
+
+    dataset = str(job.dataset)  # RoarJob checked that a model job has a dataset
+    splits = available_splits(dataset, data_dir)
+    eval_split = next((s for s in EVAL_SPLITS if s in splits), None)
+    train_split = "train" if "train" in splits else next((s for s in splits if s != eval_split), None)
+    if eval_split is None or train_split is None or train_split == eval_split:
+        raise ValueError(
+            f"{dataset} needs a training split and an evaluation split (one of {', '.join(EVAL_SPLITS)}); "
+            f"found {', '.join(splits) or 'none'}"
+        )
+    return Recipe(dataset, train_split, eval_split, DEFAULT_LR, DEFAULT_RANK, DEFAULT_MAX_LENGTH, job.model)
