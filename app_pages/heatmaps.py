@@ -17,7 +17,6 @@ from ui.imports import imported_picker
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import prediction_markdown
-from ui.presentation import palette
 from ui.runs import coverage_note, explain_selected, long_text_toggle
 
 FAST_METHODS = (
@@ -136,7 +135,6 @@ if attributions:
             rationale=example.rationale,
             subwords=subwords,
             shared_scale=shared_scale,
-            palette=palette(),
         )
     )
     name = f"heatmap-{example.id or 'text'}"

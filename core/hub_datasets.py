@@ -25,16 +25,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.datasets import (
-    ESNLI_LABELS,
-    HATEXPLAIN_LABELS,
-    MOVIES_LABELS,
-    SST2_LABELS,
-    align_mask,
-    hatexplain_example,
-    majority_mask,
-    span_mask,
-)
+from core.datasets.common import majority_mask
+from core.datasets.esnli import ESNLI_LABELS, align_mask
+from core.datasets.hatexplain import HATEXPLAIN_LABELS, hatexplain_example
+from core.datasets.movies import MOVIES_LABELS, span_mask
+from core.datasets.sst2 import SST2_LABELS
 from core.types import Example
 
 ESNLI_CSV_URL = "https://raw.githubusercontent.com/OanaMariaCamburu/e-SNLI/master/dataset/"

@@ -38,6 +38,16 @@ def toy_example() -> Example:
     return Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
 
 
+@pytest.fixture(scope="session")
+def toy_bert_folder(tmp_path_factory) -> str:
+    """The tiny BERT classifier (``toy_bert()``) saved as a local folder, for the CLI and the app."""
+    folder = tmp_path_factory.mktemp("toy-bert")
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
 def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny BERT classifier and masked LM saved as local folders (clf, mlm)."""

@@ -1,7 +1,7 @@
 """End to end in a real browser: a teacher on the first page picks a guided tour in the sidebar,
 starts it and follows it without typing anything (the sanity-check tour: the model next to its
 randomized copy on the heatmap page, then the cascading randomization page), with the
-presentation setting on and kept in the link. A screenshot goes to ``test-output/tour.png``."""
+presentation setting on (its larger chart type on screen) and kept in the link. A screenshot goes to ``test-output/tour.png``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ def test_follow_the_sanity_tour_from_the_first_page(app_url: str, browser) -> No
     page = open_page(browser, f"{app_url}/?model=minilm-sst2&present=1", 1600)
     expect(page.get_by_role("heading", name="Token attribution heatmaps")).to_be_visible(timeout=TIMEOUT_MS)
     expect(rows(page, "random").first).to_be_visible(timeout=TIMEOUT_MS)  # the first run has finished
+    # the charts' own type survives Streamlit's chart theme: the probability bars' labels at 18 px
+    label = page.locator(".js-plotly-plot .ytick text").first
+    expect(label).to_be_visible(timeout=TIMEOUT_MS)
+    assert label.evaluate("e => getComputedStyle(e).fontSize") == "18px"
     sidebar = page.locator('[data-testid="stSidebar"]')
     # the "Guided tours" expander is open while no tour runs
     tour_box = sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Tour")

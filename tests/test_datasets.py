@@ -22,19 +22,17 @@ from core.datasets import (
     ESNLI_LABELS,
     EXAMPLES_FILE,
     HATEXPLAIN_LABELS,
-    align_mask,
     available_datasets,
     available_splits,
     data_dir,
-    hatexplain_example,
     load_bundled_examples,
     load_examples,
     majority_mask,
-    movie_example,
-    parse_esnli_highlights,
-    span_mask,
     split_words,
 )
+from core.datasets.esnli import align_mask, parse_esnli_highlights
+from core.datasets.hatexplain import hatexplain_example
+from core.datasets.movies import movie_example, span_mask
 from core.types import Example
 
 ESC_ON, ESC_OFF = "\x1b[0;30;43m", "\x1b[0m"

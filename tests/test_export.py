@@ -39,7 +39,7 @@ from ui.export import (
     latex_escape,
     table_bytes,
 )
-from ui.heatmap import NEGATIVE, POSITIVE
+from ui.theme import NEGATIVE, POSITIVE
 
 ROOT = Path(__file__).resolve().parents[1]
 

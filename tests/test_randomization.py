@@ -175,15 +175,6 @@ def test_results_repeat_with_the_same_seed_and_modes_share_random_weights(bert_c
     assert _scores(independent) == [row[:2] for row in _scores(first)]
 
 
-@pytest.fixture(scope="module")
-def toy_bert_folder(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("toy-bert")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def test_cli_prints_one_object_per_step_matching_a_direct_run(toy_bert_folder: str, capsys) -> None:
     text = "the movie was great but the plot was bad ."
     argv = ["randomize", "--model", toy_bert_folder, "--text", text, "--methods", "saliency,attention_mean"]

@@ -13,8 +13,9 @@ from streamlit.testing.v1 import AppTest
 import explainers
 import services
 from ui import method_cards
-from ui.heatmap import PALETTES, colour
+from ui.heatmap import colour
 from ui.method_notes import NOTES
+from ui.theme import PALETTES
 from ui.tour_steps import TOURS
 from ui.tours import available
 

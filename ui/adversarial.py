@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.explorer import PALETTE
+from ui.charts import style
 from ui.heatmap import heatmap_html
+from ui.theme import current
 
 ATTACKS = {
     "embedding": "embedding perturbation (thesis)",
@@ -118,9 +119,11 @@ def show_example(per_method: dict, label: Callable[[int], str]) -> None:
 
 
 def trace_figure(per_method: dict) -> go.Figure:
+    """Each method's attack distance (solid) and predicted-class probability (dotted) per step."""
+    theme = current()
     figure = go.Figure()
     for i, (method, result) in enumerate(per_method.items()):
-        colour = PALETTE[i % len(PALETTE)]
+        colour = theme.method_colour(method, i)
         for series, dash in (("distance", "solid"), ("probability", "dot")):
             values = result.trace.get(series, ())
             figure.add_trace(
@@ -140,7 +143,7 @@ def trace_figure(per_method: dict) -> go.Figure:
         yaxis2={"title": "predicted-class probability (dotted)", "overlaying": "y", "side": "right", "range": [0, 1]},
         legend={"orientation": "h", "y": 1.15},
     )
-    return figure
+    return style(figure)
 
 
 def summary_rows(summary: dict) -> list[dict]:
@@ -168,6 +171,7 @@ def summary_rows(summary: dict) -> list[dict]:
 
 def rank_change_figure(rows: list[dict], summary: dict) -> go.Figure:
     """Mean Rank Change per method with its 95% interval and the thesis's 40% line."""
+    theme = current()
     bars = go.Figure(
         go.Bar(
             x=[r["method"] for r in rows],
@@ -179,14 +183,14 @@ def rank_change_figure(rows: list[dict], summary: dict) -> go.Figure:
                     (r["Rank Change"] or 0) - (summary[r["method"]]["rank_change"]["low"] or 0) for r in rows
                 ],
             },
-            marker_color=PALETTE[0],
+            marker_color=theme.series[0],
         )
     )
-    bars.add_hline(y=0.4, line_dash="dot", line_color="#888", annotation_text="thesis: lowest value above 40%")
+    bars.add_hline(y=0.4, line_dash="dot", line_color=theme.muted, annotation_text="thesis: lowest value above 40%")
     bars.update_layout(
         height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis={"title": "mean Rank Change", "range": [0, 1.05]}
     )
-    return bars
+    return style(bars)
 
 
 def cost_text(attack: str, attack_params: dict) -> str:

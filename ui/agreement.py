@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.heatmap import NEGATIVE, NEUTRAL, POSITIVE
+from ui.charts import diverging_scale, style
 
 MEASURE_LABELS = {
     "spearman": "Spearman ρ (signed scores)",
@@ -21,9 +21,6 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
     """The matrix as an annotated heatmap on the heatmaps' diverging palette (-1 blue, 0 white,
     1 red; overlap runs 0..1); undefined entries are blank and marked "n/a"."""
     low = 0.0 if measure == "top_k_overlap" else -1.0
-    scale = [[0.0, f"rgb{NEGATIVE}"], [0.5, f"rgb{NEUTRAL}"], [1.0, f"rgb{POSITIVE}"]]
-    if low == 0.0:
-        scale = [[0.0, f"rgb{NEUTRAL}"], [1.0, f"rgb{POSITIVE}"]]
     text = [["n/a" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
     figure = go.Figure(
         go.Heatmap(
@@ -32,7 +29,7 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
             y=list(names),
             zmin=low,
             zmax=1.0,
-            colorscale=scale,
+            colorscale=diverging_scale(low),
             text=text,
             texttemplate="%{text}",
             hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
@@ -46,4 +43,4 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
         margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         yaxis={"autorange": "reversed"},
     )
-    return figure
+    return style(figure)

@@ -1,12 +1,71 @@
-"""Small plotly charts shared by the pages."""
+"""The one plotly styling every chart builder ends with, and the small charts shared by the pages.
+
+``style(figure)`` puts the current theme (``ui.theme``) on a figure: its title size always and,
+in the presentation setting, a template (thicker lines, larger markers, the theme's colours as
+the colorway) plus the larger type on every text of the figure itself. The type goes on the
+figure, not in the template, because on screen Streamlit's chart theme puts its own font sizes
+into a figure's template; the figure's own settings win over it (tests/test_browser_teaching.py
+reads 18 px off the page). Colours are the builders' own, taken from ``current()``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
-from ui.heatmap import NEGATIVE, POSITIVE
+from ui.theme import Theme, current
+
+
+def template(theme: Theme) -> go.layout.Template:
+    """The theme's trace defaults and colorway (traces that set their own keep them)."""
+    return go.layout.Template(
+        data={
+            "scatter": [go.Scatter(line={"width": theme.line_width}, marker={"size": theme.marker_size})],
+            "box": [go.Box(line={"width": theme.line_width})],
+        },
+        layout={"colorway": list(theme.series)},
+    )
+
+
+def style(figure: go.Figure) -> go.Figure:
+    """``figure`` in the current theme (changed in place and returned)."""
+    theme = current()
+    figure.update_layout(title_font_size=theme.title_size)
+    if theme.font_size is None:
+        return figure
+    size = theme.font_size
+    figure.update_layout(
+        template=pio.templates.merge_templates(figure.layout.template, template(theme)),
+        font_size=size,
+        legend_font_size=size,
+        hoverlabel_font_size=size,
+    )
+    figure.update_xaxes(tickfont_size=size, title_font_size=size)
+    figure.update_yaxes(tickfont_size=size, title_font_size=size)
+    figure.update_annotations(font_size=size)
+    for trace in figure.data:
+        if "textfont" in trace:
+            trace.textfont.size = size
+        if "colorbar" in trace:
+            trace.colorbar.update(tickfont_size=size, title_font_size=size)
+    return figure
+
+
+def band_colour(line: str, alpha: float = 0.15) -> str:
+    """The fill of a 95% band around a line of colour ``line`` (``#rrggbb``)."""
+    r, g, b = (int(line[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def diverging_scale(low: float) -> list[list[float | str]]:
+    """A plotly colour scale on the theme's heatmap palette: negative, neutral, positive from
+    ``low`` = -1 to 1, or neutral to positive from ``low`` = 0."""
+    theme = current()
+    if low == 0.0:
+        return [[0.0, theme.rgb("neutral")], [1.0, theme.rgb("positive")]]
+    return [[0.0, theme.rgb("negative")], [0.5, theme.rgb("neutral")], [1.0, theme.rgb("positive")]]
 
 
 def probability_chart(
@@ -21,16 +80,17 @@ def probability_chart(
     red (the predicted class, or every label at or above ``threshold`` of a multi-label head, with
     the threshold drawn), the explained target (when not predicted) outlined. A regression head's
     score is drawn on its own scale."""
-    muted = f"rgb{tuple(round(0.35 * c + 0.65 * 200) for c in NEGATIVE)}"
+    theme = current()
+    muted = f"rgb{tuple(round(0.35 * c + 0.65 * 200) for c in theme.colours.negative)}"
     chosen = {i for i, p in enumerate(probabilities) if p >= threshold} if head == "multi_label" else {predicted}
-    colours = [f"rgb{POSITIVE}" if i in chosen else muted for i in range(len(label_names))]
+    colours = [theme.rgb("positive") if i in chosen else muted for i in range(len(label_names))]
     outline = [2.5 if i == target and i not in chosen else 0 for i in range(len(label_names))]
     figure = go.Figure(
         go.Bar(
             x=list(probabilities),
             y=list(label_names),
             orientation="h",
-            marker={"color": colours, "line": {"color": "#1b1b1b", "width": outline}},
+            marker={"color": colours, "line": {"color": theme.ink, "width": outline}},
             text=[f"{p:.4f}" if head == "regression" else f"{p:.1%}" for p in probabilities],
             textposition="auto",
             hovertemplate="%{y}: %{x:.4f}<extra></extra>",
@@ -46,5 +106,5 @@ def probability_chart(
         showlegend=False,
     )
     if head == "multi_label":
-        figure.add_vline(x=threshold, line_dash="dot", line_color="#1b1b1b")
-    return figure
+        figure.add_vline(x=threshold, line_dash="dot", line_color=theme.ink)
+    return style(figure)

@@ -12,7 +12,6 @@ import streamlit as st
 
 import services
 from ui.heatmap import heatmap_html, side_by_side
-from ui.presentation import palette
 from ui.runs import run_or_stop
 
 ON, MODEL, PATH = "heatmaps.compare.on", "heatmaps.compare.model", "heatmaps.compare.path"
@@ -88,11 +87,7 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
         st.warning(f"Model B keeps only the first {n_words} words: both rows show those.")
     example = first.prediction.example
     rationale = example.rationale[:n_words] if example.rationale is not None else None
-    st.html(
-        heatmap_html(
-            example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale, palette=palette()
-        )
-    )
+    st.html(heatmap_html(example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale))
     table = pd.DataFrame(
         [
             {"method": a.method, "Spearman ρ": a.spearman, "Spearman ρ of |scores|": a.spearman_abs, "words": a.n_words}

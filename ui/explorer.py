@@ -8,13 +8,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-# Okabe-Ito, colour-blind safe; the random baseline is grey and dashed.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-RANDOM_COLOUR = "#8c8c8c"
-
-
-def method_colour(method: str, index: int) -> str:
-    return RANDOM_COLOUR if method == "random" else PALETTE[index % len(PALETTE)]
+from ui.charts import band_colour, style
+from ui.theme import current
 
 
 def progress_line(info) -> str:
@@ -25,6 +20,7 @@ def progress_line(info) -> str:
 
 def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
     """One box (with the points) per method of ``values`` (columns method, value)."""
+    theme = current()
     figure = go.Figure()
     for index, (method, group) in enumerate(values.groupby("method", sort=False)):
         figure.add_trace(
@@ -32,18 +28,18 @@ def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
                 y=group["value"],
                 name=method,
                 boxpoints="outliers",
-                marker_color=method_colour(method, index),
+                marker_color=theme.method_colour(method, index),
                 boxmean=True,
                 hovertemplate=f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>",
             )
         )
     figure.update_layout(
-        title={"text": f"{metric} per example", "font": {"size": 15}},
+        title={"text": f"{metric} per example"},
         height=380,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         showlegend=False,
     )
-    return figure
+    return style(figure)
 
 
 def mean_curve_figure(
@@ -52,19 +48,19 @@ def mean_curve_figure(
     """The mean ``metric`` curve of every method with its 95% band (``engine.evaluate.mean_curves``);
     with ``summary`` (``[method][metric]`` -> ``metrics.base.Summary``) each legend entry shows the
     method's mean value and each point its band on hover."""
+    theme = current()
     figure = go.Figure()
     for index, (method, per) in enumerate(curves.items()):
         curve = per.get(metric)
         if not curve:
             continue
-        line = method_colour(method, index)
-        r, g, b = (int(line[i : i + 2], 16) for i in (1, 3, 5))
+        line = theme.method_colour(method, index)
         figure.add_trace(
             go.Scatter(
                 x=curve["x"] + curve["x"][::-1],
                 y=curve["high"] + curve["low"][::-1],
                 fill="toself",
-                fillcolor=f"rgba({r},{g},{b},0.15)",
+                fillcolor=band_colour(line),
                 line={"width": 0},
                 hoverinfo="skip",
                 showlegend=False,
@@ -92,11 +88,11 @@ def mean_curve_figure(
             )
         )
     figure.update_layout(
-        title={"text": f"mean {metric} curve (95% band)", "font": {"size": 15}},
+        title={"text": f"mean {metric} curve (95% band)"},
         height=380,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": "fraction of the words", "tickformat": ".0%"},
         yaxis={"title": "probability of the explained class"},
         legend={"orientation": "h", "y": -0.25},
     )
-    return figure
+    return style(figure)

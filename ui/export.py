@@ -37,7 +37,7 @@ import os
 import tempfile
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +49,7 @@ from choreographer.browsers import Chromium
 
 from core.types import Attribution
 from ui.heatmap import SEGMENT_NAMES, _text_colour, colour, heatmap_html, peak
+from ui.theme import current
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
 TABLE_FORMATS = ("csv", "parquet")
@@ -152,7 +153,9 @@ def table_bytes(table: pd.DataFrame, fmt: str) -> bytes:
 
 @dataclass(frozen=True)
 class Heatmap:
-    """What the side-by-side heatmap draws: ``ui.heatmap.heatmap_html``'s arguments and a title."""
+    """What the side-by-side heatmap draws: ``ui.heatmap.heatmap_html``'s arguments and a title.
+    ``palette`` is the current theme's when the record is made, so a file exported later has the
+    colours the screen showed."""
 
     words: Sequence[str]
     segment_ids: Sequence[int]
@@ -161,6 +164,7 @@ class Heatmap:
     subwords: bool = False
     shared_scale: bool = False
     title: str = "Token attributions"
+    palette: str = field(default_factory=lambda: current().palette)
 
 
 _PAGE_STYLE = (
@@ -181,6 +185,7 @@ def heatmap_document(heatmap: Heatmap) -> str:
         rationale=heatmap.rationale,
         subwords=heatmap.subwords,
         shared_scale=heatmap.shared_scale,
+        palette=heatmap.palette,
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -246,11 +251,11 @@ def _rgb(hex_colour: str) -> str:
     return ",".join(str(int(hex_colour[i : i + 2], 16)) for i in (1, 3, 5))
 
 
-def _latex_box(text: str, value: float, outlined: bool) -> str:
+def _latex_box(text: str, value: float, outlined: bool, palette: str) -> str:
     """One word on its colour (``value`` scaled to [-1, 1]); rationale words get a black frame."""
-    fill = _rgb(colour(value))
+    fill = _rgb(colour(value, palette))
     body = rf"\strut {latex_escape(text)}"
-    if _text_colour(value) == "#ffffff":
+    if _text_colour(value, palette) == "#ffffff":
         body = rf"\strut\textcolor{{white}}{{{latex_escape(text)}}}"
     if outlined:
         return rf"\fcolorbox[RGB]{{27,27,27}}{{{fill}}}{{{body}}}"
@@ -288,11 +293,11 @@ def heatmap_latex(heatmap: Heatmap, *, document: bool = True) -> str:
                 value = float(attribution.scores[w])
                 scaled = value / scale if scale > 0 and math.isfinite(value) else 0.0
                 outlined = bool(heatmap.rationale is not None and heatmap.rationale[w])
-                boxes.append(_latex_box(heatmap.words[w], scaled, outlined))
+                boxes.append(_latex_box(heatmap.words[w], scaled, outlined, heatmap.palette))
             head = rf"\textbf{{{latex_escape(key)}}} {{\scriptsize $\pm${_format_peak(peaks[key])}}}"
             lines.append(f"{head} & {' '.join(boxes)}\\\\")
     lines.append(r"\end{tabular}")
-    low, middle, high = (_rgb(colour(v)) for v in (-1.0, 0.0, 1.0))
+    low, middle, high = (_rgb(colour(v, heatmap.palette)) for v in (-1.0, 0.0, 1.0))
     ends = (
         (f"$-${_format_peak(shared)}", f"$+${_format_peak(shared)}") if heatmap.shared_scale else ("$-$max", "$+$max")
     )

@@ -13,9 +13,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import services
+from ui.charts import style
 from ui.downloads import show_figure
-from ui.explorer import mean_curve_figure, method_colour
+from ui.explorer import mean_curve_figure
 from ui.params import methods_params_form, params_form
+from ui.theme import current
 
 REMOVALS = {
     "delete": "delete the words",
@@ -28,7 +30,6 @@ BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"
 INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
-BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
 STEP_AXIS = "step / steps (share of the budget)"
 # (metric, title, x axis, y axis, x tick format) of the four curves, one example / the slice
 CURVES = (
@@ -69,13 +70,13 @@ def best_styles(shown: pd.DataFrame, numbers: dict[str, tuple[str, pd.Series]]) 
         values = pd.to_numeric(values, errors="coerce")
         if values.notna().any():
             best = values.max() if higher_is_better(key) else values.min()
-            styles.loc[values == best, column] = BEST_STYLE
+            styles.loc[values == best, column] = current().highlight
     return styles
 
 
 def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
     figure.update_layout(
-        title={"text": title, "font": {"size": 15}},
+        title={"text": title},
         height=360,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": x_title, "tickformat": x_format},
@@ -83,7 +84,7 @@ def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: 
         legend={"orientation": "h", "y": -0.25},
         hoverlabel={"align": "left"},
     )
-    return figure
+    return style(figure)
 
 
 def example_curves(runs: dict[str, services.MetricsRun], n_words: int) -> dict[str, go.Figure]:
@@ -100,6 +101,7 @@ def slice_curves(result: services.SliceResult) -> dict[str, go.Figure]:
 
 def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) -> go.Figure:
     """One metric's curve per method, overlaid; hovering a point shows the input at that step."""
+    theme = current()
     figure = go.Figure()
     for index, (method, run) in enumerate(runs.items()):
         result = run.results.get(key)
@@ -119,7 +121,7 @@ def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) 
                 y=y,
                 mode="lines+markers",
                 name=f"{method} ({result.value:.3f})",
-                line={"color": method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
+                line={"color": theme.method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
                 customdata=custom,
                 hovertemplate=f"<b>{html.escape(method)}</b> · %{{customdata[1]}}<br>"
                 "value %{y:.3f}<br>%{customdata[0]}<extra></extra>",
@@ -189,15 +191,17 @@ def compare_table(
     frame = pd.DataFrame.from_dict(rows, orient="index")
     changed = frame["rank change"].fillna(0) != 0
 
-    def style(_: pd.DataFrame) -> pd.DataFrame:
+    theme = current()
+
+    def cell_styles(_: pd.DataFrame) -> pd.DataFrame:
         styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
-        styles.loc[changed, "rank change"] = "font-weight:700;color:#D55E00"
+        styles.loc[changed, "rank change"] = f"font-weight:700;color:{theme.series[1]}"
         for name, ranking in ((name_a, rank_a), (name_b, rank_b)):
-            styles.loc[[m for m, r in ranking.items() if r == 1], name] = BEST_STYLE
+            styles.loc[[m for m, r in ranking.items() if r == 1], name] = theme.highlight
         return styles
 
     flips = [f"{m}: {rank_a[m]} → {rank_b[m]}" for m in frame.index[changed]]
-    styled = frame.style.apply(style, axis=None).format(precision=3, na_rep="—")
+    styled = frame.style.apply(cell_styles, axis=None).format(precision=3, na_rep="—")
     return frame, styled, flips, (rank_a, rank_b)
 
 
@@ -206,6 +210,7 @@ def rank_figure(
 ) -> go.Figure:
     """Each method's rank under the two removals, joined by a line."""
     (mode_a, mode_b), (rank_a, rank_b) = modes, rankings
+    theme = current()
     figure = go.Figure()
     for index, method in enumerate(m for m in methods if m in rank_a and m in rank_b):
         figure.add_trace(
@@ -216,7 +221,7 @@ def rank_figure(
                 text=[method, method],
                 textposition=["middle left", "middle right"],
                 name=method,
-                line={"color": method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
+                line={"color": theme.method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
                 hovertemplate=f"<b>{html.escape(method)}</b>: rank %{{y}}<extra></extra>",
             )
         )

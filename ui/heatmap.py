@@ -1,7 +1,8 @@
 """Token heatmaps as HTML: one row per method under the same words, every token escaped.
 
 Colours follow a diverging, colour-blind-safe palette (the ends and middle of ColorBrewer's
-RdBu): red cells support the target class, blue cells speak against it, white is zero. The raw
+RdBu; the presentation setting's is darker, ``ui.theme``): red cells support the target class,
+blue cells speak against it, white is zero. The raw
 score shows on hover (``title``), words of the human rationale are outlined, and a sentence pair
 is drawn as two blocks, premise then hypothesis. Long texts wrap into blocks of whole words, each
 block showing every method's row so the rows stay aligned word by word.
@@ -19,30 +20,9 @@ from typing import Any
 import numpy as np
 
 from core.types import Attribution
+from ui.theme import PALETTES, current
 
-NEGATIVE = (33, 102, 172)  # #2166ac
-NEUTRAL = (247, 247, 247)  # #f7f7f7
-POSITIVE = (178, 24, 43)  # #b2182b
 SEGMENT_NAMES = ("Premise", "Hypothesis")
-
-
-@dataclass(frozen=True)
-class Palette:
-    """A diverging palette: the colours at -1, 0 and +1, the ramp's exponent (below 1 lifts small
-    scores off white) and the scaled |score| above which the text turns white."""
-
-    negative: tuple[int, int, int]
-    neutral: tuple[int, int, int]
-    positive: tuple[int, int, int]
-    gamma: float = 1.0
-    white_text: float = 0.6
-
-
-# "high_contrast" is for a projector: RdBu's darkest ends on pure white, small scores lifted.
-PALETTES = {
-    "default": Palette(NEGATIVE, NEUTRAL, POSITIVE),
-    "high_contrast": Palette((5, 48, 97), (255, 255, 255), (103, 0, 31), gamma=0.6, white_text=0.45),
-}
 
 _TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
 _HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;white-space:nowrap;min-width:11rem;max-width:11rem;"
@@ -57,9 +37,10 @@ class _Column:
     subword: int | None  # index into subword_scores (None: the column is a whole word)
 
 
-def colour(value: float, palette: str = "default") -> str:
-    """Background for a score scaled to [-1, 1] in one of ``PALETTES``."""
-    chosen = PALETTES[palette]
+def colour(value: float, palette: str | None = None) -> str:
+    """Background for a score scaled to [-1, 1] in one of ``ui.theme.PALETTES`` (default: the
+    current theme's)."""
+    chosen = PALETTES[palette or current().palette]
     value = 0.0 if not math.isfinite(value) else max(-1.0, min(1.0, value))
     end = chosen.positive if value > 0 else chosen.negative
     t = abs(value) ** chosen.gamma
@@ -67,8 +48,9 @@ def colour(value: float, palette: str = "default") -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _text_colour(value: float, palette: str = "default") -> str:
-    return "#ffffff" if math.isfinite(value) and abs(value) > PALETTES[palette].white_text else "#1b1b1b"
+def _text_colour(value: float, palette: str | None = None) -> str:
+    white = PALETTES[palette or current().palette].white_text
+    return "#ffffff" if math.isfinite(value) and abs(value) > white else "#1b1b1b"
 
 
 def _reference(attributions: Mapping[str, Attribution]) -> Attribution | None:
@@ -175,16 +157,18 @@ def heatmap_html(
     subwords: bool = False,
     shared_scale: bool = False,
     line_chars: int = 100,
-    palette: str = "default",
+    palette: str | None = None,
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
     ``subwords`` shows subword columns where some method has subword scores (the others span
     their word's subwords); ``shared_scale`` colours every row on one scale instead of each on
-    its own largest absolute score; ``palette`` is a key of ``PALETTES``.
+    its own largest absolute score; ``palette`` is a key of ``ui.theme.PALETTES`` (default: the
+    current theme's, so the presentation setting reaches every heatmap).
     """
     if not attributions:
         return ""
+    palette = palette or current().palette
     reference = _reference(attributions) if subwords else None
     units = _units(words, reference)
     peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
@@ -211,7 +195,7 @@ def heatmap_html(
     return "".join(parts)
 
 
-def legend_html(shared_scale: bool, scale: float, rationale: bool, palette: str = "default") -> str:
+def legend_html(shared_scale: bool, scale: float, rationale: bool, palette: str | None = None) -> str:
     """Colour bar from 'against the target' (blue) to 'for the target' (red)."""
     low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"

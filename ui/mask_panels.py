@@ -20,12 +20,12 @@ from plotly.subplots import make_subplots
 
 import services
 from core.types import Attribution
-from ui.heatmap import NEGATIVE, POSITIVE
+from ui.charts import style
+from ui.theme import current
 
 _PHRASE = "background:#fbe3e6;border:2px solid rgb{colour};border-radius:4px;padding:1px 4px;margin:0 1px;"
 _WORD = "padding:1px 2px;"
 _SEGMENT_BREAK = "<span style='display:inline-block;width:1.2rem;color:#777'>‖</span>"
-_TERM_COLOURS = ("#b2182b", "#2166ac", "#4d9221", "#8c510a", "#762a83")
 
 
 def has_mask_extras(attribution: Attribution) -> bool:
@@ -58,8 +58,8 @@ def spans_html(
             end = starts[i]
             phrase = " ".join(html.escape(w) for w in words[i:end])
             mean = float(np.mean(scores[i:end]))
-            style = _PHRASE.format(colour=POSITIVE)
-            parts.append(f"<span style='{style}' title='words {i + 1}-{end}, mean mask {mean:.3f}'>{phrase}</span>")
+            frame = _PHRASE.format(colour=current().colours.positive)
+            parts.append(f"<span style='{frame}' title='words {i + 1}-{end}, mean mask {mean:.3f}'>{phrase}</span>")
             i = end
             continue
         parts.append(f"<span style='{_WORD}'>{html.escape(words[i])}</span>")
@@ -86,9 +86,9 @@ def masked_preview_html(
         shown = fill if fill is not None and value < threshold else word
         grey = round(170 * (1 - value))
         decoration = "line-through" if value < threshold and fill is None else "none"
-        style = f"{_WORD}color:rgb({grey},{grey},{grey});text-decoration:{decoration};opacity:{0.35 + 0.65 * value:.2f}"
+        css = f"{_WORD}color:rgb({grey},{grey},{grey});text-decoration:{decoration};opacity:{0.35 + 0.65 * value:.2f}"
         title = html.escape(f"{word}: mask {value:.3f}", quote=True)
-        parts.append(f"<span style='{style}' title='{title}'>{html.escape(shown)}</span>")
+        parts.append(f"<span style='{css}' title='{title}'>{html.escape(shown)}</span>")
     return f"<div style='line-height:2.1;font-size:0.95rem'>{' '.join(parts)}</div>"
 
 
@@ -96,6 +96,7 @@ def trace_figure(trace: dict[str, list[float]], terms: Sequence[str], selected_s
     """Two panels over the optimisation steps: the loss and its terms (top); the target
     probability on the masked and the complement input, the mean mask and, for fAML, the selection
     metric (bottom). A dotted line marks the kept step."""
+    theme = current()
     steps = trace.get("step", [])
     figure = make_subplots(
         rows=2,
@@ -105,28 +106,28 @@ def trace_figure(trace: dict[str, list[float]], terms: Sequence[str], selected_s
         subplot_titles=("loss terms", "probabilities and mask"),
     )
     figure.add_trace(
-        go.Scatter(x=steps, y=trace.get("loss", []), name="loss", line={"color": "#1b1b1b", "width": 3}), 1, 1
+        go.Scatter(x=steps, y=trace.get("loss", []), name="loss", line={"color": theme.ink, "width": 3}), 1, 1
     )
-    for colour, term in zip(_TERM_COLOURS, terms):
+    for colour, term in zip(theme.series, terms):
         if term in trace:
             figure.add_trace(go.Scatter(x=steps, y=trace[term], name=term, line={"color": colour}), 1, 1)
     lower = (
-        ("p_masked", "p(target | masked)", f"rgb{POSITIVE}", "solid"),
-        ("p_complement", "p(target | complement)", f"rgb{NEGATIVE}", "solid"),
-        ("mean_mask", "mean mask", "#555555", "dash"),
-        ("selection_metric", "selection metric", "#4d9221", "dot"),
+        ("p_masked", "p(target | masked)", theme.rgb("positive"), "solid"),
+        ("p_complement", "p(target | complement)", theme.rgb("negative"), "solid"),
+        ("mean_mask", "mean mask", theme.muted, "dash"),
+        ("selection_metric", "selection metric", theme.series[2], "dot"),
     )
     for key, name, colour, dash in lower:
         if key in trace:
             figure.add_trace(go.Scatter(x=steps, y=trace[key], name=name, line={"color": colour, "dash": dash}), 2, 1)
     if selected_step is not None and len(steps) > 1:
         for row in (1, 2):
-            figure.add_vline(x=selected_step, line={"dash": "dot", "color": "#777777"}, row=row, col=1)
+            figure.add_vline(x=selected_step, line={"dash": "dot", "color": theme.muted}, row=row, col=1)
     figure.update_layout(
         height=460, margin={"l": 0, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.12}
     )
     figure.update_xaxes(title_text="step", row=2, col=1)
-    return figure
+    return style(figure)
 
 
 def summary_rows(attribution: Attribution) -> list[dict[str, Any]]:

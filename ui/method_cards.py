@@ -14,7 +14,6 @@ import streamlit as st
 import services
 from ui.heatmap import heatmap_html
 from ui.method_notes import NOTES
-from ui.presentation import palette
 from ui.runs import run_or_stop
 
 SENTENCE = "A gorgeous, witty and seductive movie."
@@ -103,7 +102,7 @@ def render(found: Card, model: str) -> None:
         explained = result.prediction.label_names[result.target]
         st.markdown(f"**Live on “{SENTENCE}”** ({model}, explaining {explained})")
         words = result.prediction.example
-        st.html(heatmap_html(words.words, words.segment_ids, result.attributions, palette=palette()))
+        st.html(heatmap_html(words.words, words.segment_ids, result.attributions))
         st.caption(
             f"Measured: {attribution.runtime_s:.2f} s, {attribution.forward_passes:,} forward and "
             f"{attribution.backward_passes:,} backward passes."

@@ -1,13 +1,16 @@
-"""The presentation setting: larger fonts and a high-contrast heatmap palette for a projector.
+"""The presentation setting: larger fonts and a high-contrast palette for a projector.
 
 A toggle in the sidebar's teaching section, kept in the URL as ``?present=1`` (read on a
-session's first run, written on every run, so a shared link opens in the same mode). Pages that
-draw heatmaps pass ``palette()`` to ``ui.heatmap.heatmap_html``.
+session's first run, written on every run, so a shared link opens in the same mode). ``render``
+makes ``ui.theme.PRESENTATION`` the run's theme, which every chart builder, heatmap and coloured
+table reads (``ui.theme.current``), and adds the larger page fonts below.
 """
 
 from __future__ import annotations
 
 import streamlit as st
+
+from ui import theme
 
 KEY = "presentation.on"  # the toggle
 SETTING = "presentation.setting"
@@ -29,9 +32,9 @@ def _remember() -> None:
 
 
 def render() -> bool:
-    """The toggle (in the sidebar), the URL parameter and, when on, the larger fonts. The setting
-    lives in a plain session key (``SETTING``) copied into the widget on every run: a page switch
-    may drop a widget's own state."""
+    """The toggle (in the sidebar), the URL parameter, the run's theme and, when on, the larger
+    fonts. The setting lives in a plain session key (``SETTING``) copied into the widget on every
+    run: a page switch may drop a widget's own state. app.py calls it before the page runs."""
     if not st.session_state.get(_URL_READ):
         st.session_state[_URL_READ] = True
         st.session_state[SETTING] = st.query_params.get(PARAM) == "1"
@@ -40,16 +43,13 @@ def render() -> bool:
         "Presentation mode",
         key=KEY,
         on_change=_remember,
-        help="Larger fonts and a high-contrast heatmap palette for a projector; kept in the link.",
+        help="Larger fonts, thicker lines and a high-contrast palette on every chart and heatmap, for a projector; "
+        "kept in the link.",
     )
+    theme.use(theme.PRESENTATION if on else theme.DEFAULT)
     if on:
         st.query_params[PARAM] = "1"
         st.html(STYLE)
     else:
         st.query_params.pop(PARAM, None)
     return on
-
-
-def palette() -> str:
-    """The heatmap palette of the current setting (a key of ``ui.heatmap.PALETTES``)."""
-    return "high_contrast" if st.session_state.get(SETTING) else "default"

@@ -16,8 +16,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import services
+from ui.charts import style
 from ui.downloads import show_figure, show_table
-from ui.explorer import method_colour
+from ui.theme import current
 
 INFOS = {m.key: m for m in services.metric_infos("plausibility")}
 METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
@@ -28,7 +29,6 @@ CONVENTION = {f.name: f for k in METRICS for f in INFOS[k].fields}.get("conventi
 CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in INFOS[k].fields))
 CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
 CEILING_ROW = "humans (each vs the others)"
-BEST_STYLE = "font-weight:700;background-color:rgba(0,158,115,0.22)"
 
 
 def column_name(key: str) -> str:
@@ -66,7 +66,7 @@ def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: floa
         else:
             best = values.max() if INFOS[key].higher_is_better else values.min()
             best_rows = values[values == best].index
-        styles.loc[best_rows, column_name(key)] = BEST_STYLE
+        styles.loc[best_rows, column_name(key)] = current().highlight
     return styles
 
 
@@ -204,6 +204,7 @@ def threshold_table(result, objective: str) -> None:
 
 def threshold_figure(result, objective: str) -> go.Figure:
     """Mean agreement of each method at every threshold τ."""
+    theme = current()
     figure = go.Figure()
     for index, (method, search) in enumerate(result.thresholds.items()):
         taus = list(search.means)
@@ -213,7 +214,7 @@ def threshold_figure(result, objective: str) -> go.Figure:
                 y=[search.means[t] for t in taus],
                 mode="lines+markers",
                 name=f"{method} (τ* {search.best:.2f})",
-                line={"color": method_colour(method, index)},
+                line={"color": theme.method_colour(method, index)},
                 hovertemplate=f"<b>{html.escape(method)}</b><br>τ %{{x:.2f}}: %{{y:.3f}}<extra></extra>",
             )
         )
@@ -224,7 +225,7 @@ def threshold_figure(result, objective: str) -> go.Figure:
         yaxis={"title": f"mean {LABELS[objective]}"},
         legend={"orientation": "h", "y": -0.3},
     )
-    return figure
+    return style(figure)
 
 
 def worst_examples(result, open_example, count: int = 5) -> None:

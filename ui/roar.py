@@ -11,30 +11,31 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.explorer import method_colour
+from ui.charts import band_colour, style
+from ui.theme import current
 
 SHARED = "*"
 
 
 def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of words removed") -> go.Figure:
     """One line per method with its 95% band over seeds; the random baseline dashed."""
+    theme = current()
     figure = go.Figure()
     for index, (method, cells) in enumerate(summary["curves"].items()):
         cells = [c for c in cells if c["mean"] is not None]
         if not cells:
             continue
         x = [c["x"] for c in cells]
-        colour = method_colour(method, index)
+        colour = theme.method_colour(method, index)
         banded = [c for c in cells if c["low"] is not None and c["high"] is not None]
         if banded:
-            r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
             bx = [c["x"] for c in banded]
             figure.add_trace(
                 go.Scatter(
                     x=bx + bx[::-1],
                     y=[c["high"] for c in banded] + [c["low"] for c in banded][::-1],
                     fill="toself",
-                    fillcolor=f"rgba({r},{g},{b},0.15)",
+                    fillcolor=band_colour(colour),
                     line={"width": 0},
                     hoverinfo="skip",
                     showlegend=False,
@@ -54,17 +55,17 @@ def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of w
             )
         )
     if summary.get("floor") is not None:
-        figure.add_hline(y=summary["floor"], line={"dash": "dot", "color": "#555555"}, annotation_text="100% removed")
+        figure.add_hline(y=summary["floor"], line={"dash": "dot", "color": theme.muted}, annotation_text="100% removed")
     percent = all(c["level"].endswith("%") for cells in summary["curves"].values() for c in cells)
     figure.update_layout(
-        title={"text": html.escape(title), "font": {"size": 15}},
+        title={"text": html.escape(title)},
         height=400,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": x_title, "tickformat": ".0%" if percent else None},
         yaxis={"title": summary["metric"]},
         legend={"orientation": "h", "y": -0.2},
     )
-    return figure
+    return style(figure)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -110,6 +111,7 @@ def leakage_lines(summary: dict[str, Any]) -> list[str]:
 
 def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
     """Paper 001's Appendix E: the share of an example's total importance in its top words."""
+    theme = current()
     figure = go.Figure()
     for index, (method, by_level) in enumerate(shares.items()):
         figure.add_trace(
@@ -117,34 +119,36 @@ def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
                 x=list(by_level),
                 y=list(by_level.values()),
                 name=method,
-                marker_color=method_colour(method, index),
+                marker_color=theme.method_colour(method, index),
             )
         )
     figure.update_layout(
         barmode="group",
         height=320,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        title={"text": "Share of total |importance| in the top words (step 0)", "font": {"size": 15}},
+        title={"text": "Share of total |importance| in the top words (step 0)"},
         yaxis={"tickformat": ".0%", "range": [0, 1]},
     )
-    return figure
+    return style(figure)
 
 
 def removal_html(words: list[str], shown: dict[str, str]) -> str:
     """The example's words with the removed ones visible: deleted words struck through, replaced
     ones struck through with their replacement ([MASK] or the masked LM's fill-in) after them.
-    Every word is escaped."""
+    Every word is escaped; the colours are the current theme's (removed: the palette's red)."""
+    theme = current()
+    removed, added = theme.rgb("positive"), theme.series[0]
     parts = []
     for i, word in enumerate(words):
         replacement = shown.get(str(i))
         if replacement is None:
             parts.append(html.escape(word))
         elif replacement == "":
-            parts.append(f'<s style="color:#b00020">{html.escape(word)}</s>')
+            parts.append(f'<s style="color:{removed}">{html.escape(word)}</s>')
         else:
             parts.append(
-                f'<s style="color:#b00020">{html.escape(word)}</s>'
-                f'<span style="color:#0072B2">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
+                f'<s style="color:{removed}">{html.escape(word)}</s>'
+                f'<span style="color:{added}">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
             )
     return '<span style="line-height:1.9">' + " ".join(parts) + "</span>"
 

@@ -12,8 +12,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui.explorer import PALETTE
+from ui.charts import style
 from ui.heatmap import colour, peak
+from ui.theme import current
 
 MEASURES = {
     "spearman": "Spearman ρ (signed scores)",
@@ -42,6 +43,7 @@ def how_to_read() -> None:
 
 def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Figure:
     """One line per method: the mean ``measure`` after each step, with 95% error bars over several examples."""
+    theme = current()
     figure = go.Figure()
     for i, method in enumerate(result.methods):
         means = [step[method][measure][0] for step in summary]
@@ -50,7 +52,7 @@ def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Fi
             "y": means,
             "name": method,
             "mode": "lines+markers",
-            "line": {"color": PALETTE[i % len(PALETTE)]},
+            "line": {"color": theme.method_colour(method, i)},
             "hovertemplate": f"{method}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
         }
         if len(result.examples) > 1:
@@ -61,7 +63,7 @@ def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Fi
                 "thickness": 1,
             }
         figure.add_trace(go.Scatter(**trace))
-    figure.add_hline(y=0, line_dash="dot", line_color="#888")
+    figure.add_hline(y=0, line_dash="dot", line_color=theme.muted)
     correlation = measure in ("spearman", "spearman_abs")
     figure.update_layout(
         height=380,
@@ -72,7 +74,7 @@ def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Fi
     )
     if measure in ("topk_overlap", "sign_change"):
         figure.update_yaxes(range=[-0.02, 1.02])
-    return figure
+    return style(figure)
 
 
 def thumbnail(title: str, value: float, words, scores, measure: str) -> str:

@@ -1,0 +1,67 @@
+"""Model-parameter randomisation: does an explanation change when the model's weights are destroyed?
+
+After Adebayo et al. (2018), as the thesis (seed 002, section 2.7) applies it to transformers:
+
+* **cascading**: re-initialise the classifier head, then the top encoder block, then the next,
+  down to the embeddings, and explain again after each step (the x-axis of the thesis's plots
+  runs "original, head, block L, ..., block 1, embeddings");
+* **independent**: re-initialise one component at a time, every other weight kept.
+
+A block is a whole transformer layer (self-attention and the MLP after it), as in the thesis. The
+similarity of each step's explanation to the original one is Spearman's rho of the signed and of
+the absolute scores and the top-k overlap; paper 000 (Table A5) adds, for the classifier-head
+reset, the share of words whose score changes sign and the mean absolute change. They are
+reported for every step.
+
+Weights are re-initialised with the model's own initializer (``PreTrainedModel._init_weights``)
+on CPU under a forked, seeded generator, so a seed gives the same random weights on every device
+and in both modes (component ``i`` always draws from the seed ``(seed, i)``). Every step works on
+a deep copy: the shared model is never touched.
+
+The package is split by job: ``components`` (what is re-initialised, and how), ``similarity``
+(one step's scores against the original ones) and ``runs`` (a run over examples and methods).
+The names below are its interface.
+"""
+
+from __future__ import annotations
+
+from experiments.randomization.components import (
+    EMBEDDINGS,
+    HEAD,
+    MODES,
+    ORIGINAL,
+    Component,
+    Step,
+    component_seed,
+    model_components,
+    plan,
+    randomized_copy,
+    randomized_model,
+    reinitialize,
+    select_components,
+)
+from experiments.randomization.runs import ExampleRandomization, RandomizationResult, run_randomization, step_classifier
+from experiments.randomization.similarity import MEASURES, Similarity, similarity
+
+__all__ = [
+    "EMBEDDINGS",
+    "HEAD",
+    "MEASURES",
+    "MODES",
+    "ORIGINAL",
+    "Component",
+    "ExampleRandomization",
+    "RandomizationResult",
+    "Similarity",
+    "Step",
+    "component_seed",
+    "model_components",
+    "plan",
+    "randomized_copy",
+    "randomized_model",
+    "reinitialize",
+    "run_randomization",
+    "select_components",
+    "similarity",
+    "step_classifier",
+]

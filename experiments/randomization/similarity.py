@@ -1,0 +1,41 @@
+"""How close an explanation of a randomised model is to the original one: Spearman's rho of the
+signed and of the absolute scores and the top-k overlap (Adebayo et al. 2018, arXiv 1810.03292,
+as the thesis, paper 002, reports them), and paper 000's share of words changing sign and mean
+absolute change (Pham et al. 2022, arXiv 2110.11929, Table A5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics import agreement
+
+MEASURES = ("spearman", "spearman_abs", "topk_overlap", "sign_change", "mean_abs_change")
+
+
+@dataclass(frozen=True)
+class Similarity:
+    """How close a step's scores are to the original ones (see ``MEASURES``)."""
+
+    spearman: float
+    spearman_abs: float
+    topk_overlap: float
+    sign_change: float
+    mean_abs_change: float
+
+
+def similarity(original, scores, top_k_fraction: float = 0.2) -> Similarity:
+    """Compare a step's word scores with the original ones; top-k uses the highest signed scores,
+    ``k = top_k_fraction`` of the words rounded, at least 1."""
+    original = np.asarray(original, dtype=np.float64)
+    if len(original) == 0:
+        raise ValueError("cannot compare attributions over zero words")
+    k = agreement.top_k_size(len(original), top_k_fraction)
+    return Similarity(
+        spearman=agreement.spearman(original, scores),
+        spearman_abs=agreement.spearman_abs(original, scores),
+        topk_overlap=agreement.top_k_overlap(original, scores, k),
+        sign_change=agreement.sign_change(original, scores),
+        mean_abs_change=agreement.mean_abs_change(original, scores),
+    )

@@ -1,0 +1,119 @@
+"""The faithfulness metrics as registry entries (``metrics.base.MetricSpec``, read by
+``metrics.REGISTRY``) and ``score_many``, which scores every variant of every requested metric
+of one attribution in one batch. Papers: Arras et al. 2017; paper 000 (Pham et al. 2022, arXiv
+2110.11929); ERASER (DeYoung et al. 2020, arXiv 1911.03429); paper 003 (MaRC); Shrikumar et al.
+2017 (arXiv 1704.02685) as paper 004 (AML) uses it. Definitions in ``metrics.faithfulness``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from core.classifier import Classifier
+from core.masked_lm import MaskedLM
+from core.types import Attribution, Example
+from metrics.base import MetricResult, MetricSpec
+from metrics.faithfulness.plans import PLANNERS, BinParams, CurveParams, LogOddsParams
+from metrics.faithfulness.removal import Context
+
+_PAPER_CURVES = "Arras et al. 2017; paper 000 (Deletion, Deletion_BERT)"
+_PAPER_ERASER = "DeYoung et al. 2020 (ERASER); paper 003 (MaRC bins)"
+
+
+def score_many(
+    clf: Classifier,
+    example: Example,
+    attribution: Attribution,
+    params_by_key: dict[str, Any],
+    *,
+    mlm: MaskedLM | None = None,
+) -> dict[str, MetricResult]:
+    """Several faithfulness metrics of one attribution, every variant scored in one batch.
+
+    ``params_by_key`` maps metric keys to their params dataclass (None: defaults)."""
+    ctx = Context(clf, example, attribution, mlm)
+    plans = {}
+    for key, params in params_by_key.items():
+        if key not in PLANNERS:
+            raise ValueError(f"{key!r} is not a faithfulness metric; known: {', '.join(PLANNERS)}")
+        plans[key] = PLANNERS[key](ctx, params if params is not None else BY_KEY[key].params_cls())
+    variants = [v for plan in plans.values() for v in plan.variants]
+    probs = clf.predict_proba(variants)[:, attribution.target] if variants else np.zeros(0)
+    results, start = {}, 0
+    for key, plan in plans.items():
+        result = plan.finish(probs[start : start + len(plan.variants)])
+        results[key] = BY_KEY[key].checked(result, bounded=clf.head.is_probability)
+        start += len(plan.variants)
+    return results
+
+
+def _compute(key: str) -> Callable[..., MetricResult]:
+    def compute(
+        clf: Classifier, example: Example, attribution: Attribution, params: Any, *, mlm: MaskedLM | None = None
+    ) -> MetricResult:
+        return score_many(clf, example, attribution, {key: params}, mlm=mlm)[key]
+
+    compute.__name__ = key
+    return compute
+
+
+METRIC_KEYS = tuple(PLANNERS)
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        key="deletion",
+        function=_compute("deletion"),
+        params_cls=CurveParams,
+        description="area under the target probability as top-ranked words are removed (x = step / steps)",
+        label="deletion AUC",
+        higher_is_better=False,
+        family="faithfulness",
+        paper=_PAPER_CURVES,
+        value_range=(0.0, 1.0),
+    ),
+    MetricSpec(
+        key="insertion",
+        function=_compute("insertion"),
+        params_cls=CurveParams,
+        description="area under the target probability as top-ranked words are put back into the removed input",
+        label="insertion AUC",
+        higher_is_better=True,
+        family="faithfulness",
+        paper=_PAPER_CURVES,
+        value_range=(0.0, 1.0),
+    ),
+    MetricSpec(
+        key="comprehensiveness",
+        function=_compute("comprehensiveness"),
+        params_cls=BinParams,
+        description="mean drop of the target probability when the top-k% words are removed",
+        label="comprehensiveness",
+        higher_is_better=True,
+        family="faithfulness",
+        paper=_PAPER_ERASER,
+        value_range=(-1.0, 1.0),
+    ),
+    MetricSpec(
+        key="sufficiency",
+        function=_compute("sufficiency"),
+        params_cls=BinParams,
+        description="mean drop of the target probability when only the top-k% words are kept",
+        label="sufficiency",
+        higher_is_better=False,
+        family="faithfulness",
+        paper=_PAPER_ERASER,
+        value_range=(-1.0, 1.0),
+    ),
+    MetricSpec(
+        key="log_odds",
+        function=_compute("log_odds"),
+        params_cls=LogOddsParams,
+        description="ln p(target) after replacing the top-k% words minus ln p(target) before",
+        label="log-odds",
+        higher_is_better=False,
+        family="faithfulness",
+        paper="Shrikumar et al. 2017, arXiv:1704.02685; paper 004 (AML)",
+    ),
+)
+BY_KEY = {spec.key: spec for spec in METRICS}

@@ -1,0 +1,261 @@
+"""The presentation setting reaches every chart and colour-coded view (issue 18 item 3).
+
+Every chart builder is run in both themes and its figure read back: in the presentation theme
+its type is 18 px (titles 24), its scatter traces default to 3.5 px lines and every colour it
+draws is one of ``ui.theme.PRESENTATION``'s; in the default theme the type is left to
+Streamlit (titles 15) and every colour is one of ``DEFAULT``'s. The coloured HTML (heatmaps,
+sanity thumbnails, mask spans, best-cell highlights) and the exports follow the same theme, and
+two pages opened with ``?present=1`` send the presentation figures to the browser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.types import Attribution
+from metrics.base import MetricResult
+from ui import adversarial, agreement, explorer, faithfulness, mask_panels, rationales, roar, sanity, theme
+from ui.charts import band_colour, probability_chart
+from ui.export import Heatmap, heatmap_document, heatmap_latex
+from ui.heatmap import colour, heatmap_html
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+THEMES = (theme.DEFAULT, theme.PRESENTATION)
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|rgba?\([^)]*\)")
+
+
+def rgb(text: str) -> tuple[int, int, int]:
+    """``#rrggbb``, ``#rgb``, ``rgb(r, g, b)`` or ``rgba(r, g, b, a)`` as its three channels."""
+    if text.startswith("#") and len(text) == 4:
+        return tuple(17 * int(digit, 16) for digit in text[1:])  # type: ignore[return-value]
+    if text.startswith("#"):
+        return tuple(int(text[i : i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+    r, g, b = (int(float(part)) for part in text[text.index("(") + 1 : text.index(")")].split(",")[:3])
+    return r, g, b
+
+
+def drawn_colours(value: Any, key: str = "") -> set[tuple[int, int, int]]:
+    """Every colour a figure's own JSON sets (traces, shapes, layout; the template left out)."""
+    found: set[tuple[int, int, int]] = set()
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name != "template":
+                found |= drawn_colours(item, name)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found |= drawn_colours(item, key)
+    elif isinstance(value, str) and "color" in key and COLOUR.fullmatch(value):
+        found.add(rgb(value))
+    return found
+
+
+def allowed(chosen: theme.Theme) -> set[tuple[int, int, int]]:
+    named = [*chosen.series, chosen.baseline, chosen.ink, chosen.muted]
+    return {rgb(c) for c in named} | {getattr(chosen.colours, end) for end in ("negative", "neutral", "positive")}
+
+
+def curves_summary() -> dict:
+    cell = {"x": 0.0, "level": "0%", "mean": 0.9, "low": 0.85, "high": 0.95, "n": 3}
+    later = {**cell, "x": 0.5, "level": "50%", "mean": 0.7, "low": 0.6, "high": 0.8}
+    return {"curves": {"loo_empty": [cell, later], "random": [cell, later]}, "floor": 0.5, "metric": "accuracy"}
+
+
+def metric_run(value: float) -> Any:
+    curve = ((0.0, 0.9), (0.5, value))
+    extras = {"fraction_removed": [0.0, 0.5], "inputs": ["a b", "a"]}
+    return SimpleNamespace(results={"deletion": MetricResult(value, curve, extras)})
+
+
+BUILDERS: dict[str, Callable[[], go.Figure]] = {
+    "probabilities": lambda: probability_chart(["negative", "positive"], [0.2, 0.8], 1, 0),
+    "agreement": lambda: agreement.agreement_figure(["a", "b"], np.array([[1.0, -0.4], [-0.4, 1.0]]), "spearman"),
+    "distribution": lambda: explorer.distribution_figure(
+        pd.DataFrame({"method": ["loo_empty", "loo_empty", "random"], "value": [0.1, 0.3, 0.2]}), "deletion"
+    ),
+    "mean curves": lambda: explorer.mean_curve_figure(
+        {
+            m: {"deletion": {"x": [0, 1], "mean": [0.9, 0.4], "low": [0.8, 0.3], "high": [1.0, 0.5]}}
+            for m in ("im", "random")
+        },
+        "deletion",
+    ),
+    "faithfulness curve": lambda: faithfulness.layout(
+        faithfulness.example_curve({"loo_empty": metric_run(0.3), "random": metric_run(0.6)}, "deletion", 2),
+        *faithfulness.CURVES[0][1:],
+    ),
+    "faithfulness ranks": lambda: faithfulness.rank_figure(
+        ["loo_empty", "im"], ("delete", "mlm"), ({"loo_empty": 1, "im": 2}, {"loo_empty": 2, "im": 1})
+    ),
+    "rationale thresholds": lambda: rationales.threshold_figure(
+        SimpleNamespace(thresholds={"lime": SimpleNamespace(means={0.1: 0.3, 0.5: 0.4}, best=0.5)}), "token_f1"
+    ),
+    "sanity curves": lambda: sanity.curve_figure(
+        SimpleNamespace(methods=("saliency", "random"), examples=(1, 2), mode="cascading"),
+        [
+            {m: {"spearman": (1.0, 1.0, 1.0)} for m in ("saliency", "random")},
+            {m: {"spearman": (0.2, 0.1, 0.3)} for m in ("saliency", "random")},
+        ],
+        ["original", "head"],
+        "spearman",
+    ),
+    "attack trace": lambda: adversarial.trace_figure(
+        {"saliency": SimpleNamespace(trace={"distance": [0.0, 0.4], "probability": [0.9, 0.88]})}
+    ),
+    "rank change": lambda: adversarial.rank_change_figure(
+        [{"method": "saliency", "Rank Change": 0.6}], {"saliency": {"rank_change": {"low": 0.5, "high": 0.7}}}
+    ),
+    "roar curves": lambda: roar.curve_figure(curves_summary(), "ROAR"),
+    "roar sparsity": lambda: roar.sparsity_figure({"loo_empty": {"10%": 0.4, "20%": 0.6}}),
+    "mask trace": lambda: mask_panels.trace_figure(
+        {
+            "step": [0, 1],
+            "loss": [1.0, 0.5],
+            "sufficiency": [0.4, 0.2],
+            "p_masked": [0.6, 0.8],
+            "p_complement": [0.5, 0.3],
+            "mean_mask": [0.5, 0.4],
+        },
+        ("sufficiency",),
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("chosen", THEMES, ids=lambda t: t.name)
+@pytest.mark.parametrize("name", BUILDERS)
+def test_every_chart_builder_draws_in_the_current_theme(name: str, chosen: theme.Theme) -> None:
+    with theme.using(chosen):
+        figure = BUILDERS[name]()
+    layout = figure.layout
+    assert layout.title.font.size == chosen.title_size
+    assert layout.font.size == chosen.font_size and layout.legend.font.size == chosen.font_size
+    assert layout.xaxis.tickfont.size == chosen.font_size and layout.yaxis.title.font.size == chosen.font_size
+    if chosen.font_size is not None:
+        assert all(a.font.size == chosen.font_size for a in layout.annotations)
+        assert layout.template.data.scatter[0].line.width == chosen.line_width == 3.5
+        assert list(layout.template.layout.colorway) == list(chosen.series)
+    colours = drawn_colours(figure.to_plotly_json())
+    if name == "probabilities":  # the other classes' bars: the palette's blue washed toward grey
+        washed = tuple(round(0.35 * c + 0.65 * 200) for c in chosen.colours.negative)
+        assert colours == {chosen.colours.positive, washed, rgb(chosen.ink)}
+    else:
+        assert colours and colours <= allowed(chosen), colours - allowed(chosen)
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_the_two_themes_colour_every_chart_differently(name: str) -> None:
+    drawn = {}
+    for chosen in THEMES:
+        with theme.using(chosen):
+            drawn[chosen.name] = drawn_colours(BUILDERS[name]().to_plotly_json())
+    assert not drawn["default"] & drawn["presentation"]
+
+
+def test_method_colours_random_band_and_theme_reset() -> None:
+    assert theme.PRESENTATION.method_colour("lime", 0) == "#004488"
+    assert theme.PRESENTATION.method_colour("lime", 9) == theme.PRESENTATION.series[1]
+    assert theme.DEFAULT.method_colour("random", 0) == "#8c8c8c"
+    assert band_colour("#004488") == "rgba(0,68,136,0.15)"
+    with theme.using(theme.PRESENTATION):
+        assert theme.current() is theme.PRESENTATION
+    assert theme.current() is theme.DEFAULT
+
+
+def attribution(words: tuple[str, ...], scores: list[float]) -> Attribution:
+    return Attribution(method="m", example_id="t", target=1, words=words, scores=np.array(scores))
+
+
+def test_heatmaps_and_coloured_html_follow_the_theme() -> None:
+    words = ("good", "bad")
+    rows = {"m": attribution(words, [1.0, -1.0])}
+    with theme.using(theme.PRESENTATION):
+        body = heatmap_html(words, (0, 0), rows)
+        thumb = sanity.thumbnail("head", 0.5, words, np.array([1.0, -1.0]), "spearman")
+        spans = mask_panels.spans_html(words, [(0, 1)], [0.9, 0.1])
+        styles = faithfulness.best_styles(pd.DataFrame({"c": [0.1, 0.2]}), {"c": ("deletion", pd.Series([0.1, 0.2]))})
+    for html in (body, thumb):
+        assert "#67001f" in html and "#053061" in html  # high_contrast's ends
+        assert colour(1.0, "default") not in html and colour(-1.0, "default") not in html
+    assert "rgb(103, 0, 31)" in spans
+    with theme.using(theme.PRESENTATION):
+        removed = roar.removal_html(["good", "film"], {"0": "", "1": "movie"})
+    assert removed.count("rgb(103, 0, 31)") == 2 and "color:#004488" in removed
+    assert list(styles["c"]) == [theme.PRESENTATION.highlight, ""]  # deletion: lower is better
+    plain = heatmap_html(words, (0, 0), rows)
+    assert "#b2182b" in plain and "#67001f" not in plain
+
+
+def test_an_exported_heatmap_keeps_the_palette_it_was_drawn_in() -> None:
+    words = ("good", "bad")
+    with theme.using(theme.PRESENTATION):
+        drawn = Heatmap(words, (0, 0), {"m": attribution(words, [1.0, -1.0])})
+    assert drawn.palette == "high_contrast"
+    # exported later, outside the run that drew it: still the presentation colours
+    assert "#67001f" in heatmap_document(drawn) and "#b2182b" not in heatmap_document(drawn)
+    assert "103,0,31" in heatmap_latex(drawn) and "178,24,43" not in heatmap_latex(drawn)
+    assert Heatmap(words, (0, 0), {}).palette == "default"
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def chart_specs(at: AppTest) -> dict[str, dict]:
+    return {chart.key: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
+
+
+def spec_colours(spec: dict) -> set[tuple[int, int, int]]:
+    return drawn_colours({"data": spec["data"], "layout": spec["layout"]})
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["present", "plain"])
+def test_the_roar_page_sends_the_themed_figures(present: bool, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "empty-results"))
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    if present:
+        at.query_params["present"] = "1"
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    at.run()
+    at.switch_page("app_pages/roar.py").run()
+    assert not at.exception, at.exception
+    chosen = theme.PRESENTATION if present else theme.DEFAULT
+    specs = chart_specs(at)
+    assert {"roar.job.curve", "roar.sparsity"} <= set(specs)
+    for spec in specs.values():
+        assert spec["layout"]["title"]["font"]["size"] == chosen.title_size
+        assert spec["layout"].get("font", {}).get("size") == chosen.font_size
+        assert spec_colours(spec) <= allowed(chosen)
+    assert rgb(chosen.series[0]) in spec_colours(specs["roar.job.curve"])
+
+
+def test_the_faithfulness_page_in_presentation_mode(toy_bert_folder: str) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params["present"] = "1"
+    at.session_state["sidebar.model_path"] = toy_bert_folder
+    at.session_state["heatmaps.methods"] = ["loo_empty", "random"]
+    at.run()
+    assert not at.exception, at.exception
+    heatmap_page = chart_specs(at)  # the probability bars and the agreement matrix
+    assert {"heatmaps.probabilities", "heatmaps.agreement"} <= set(heatmap_page)
+    matrix = heatmap_page["heatmaps.agreement"]["data"][0]
+    assert [rgb(c) for _, c in matrix["colorscale"]] == [(5, 48, 97), (255, 255, 255), (103, 0, 31)]
+    assert any("#67001f" in h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    at.switch_page("app_pages/faithfulness.py").run()
+    at.multiselect(key="faithfulness.methods").set_value(["loo_empty", "random"]).run()
+    assert not at.exception and not at.error
+    specs = chart_specs(at)
+    assert len(specs) == 4
+    for spec in specs.values():
+        assert spec["layout"]["font"]["size"] == 18 and spec["layout"]["xaxis"]["tickfont"]["size"] == 18
+        lines = {rgb(t["line"]["color"]) for t in spec["data"]}
+        assert lines == {rgb("#004488"), rgb(theme.PRESENTATION.baseline)}  # loo_empty, random
