@@ -19,16 +19,7 @@ from core.masked_lm import MaskedLM
 from core.models import bundled_names
 from explainers.base import make_attribution
 from metrics import faithfulness as F
-from tests.toy import VOCAB, toy_bert, toy_tokenizer
-
-
-@pytest.fixture(scope="module")
-def toy_model_dir(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("toy-bert")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
+from tests.toy import VOCAB, toy_tokenizer
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -37,10 +28,10 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
+def test_evaluate_json_keys_and_values(toy_bert_folder, capsys):
     code, out, err = run_cli(
         capsys,
-        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "3",
+        "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "3",
         "--methods", "loo_empty,random", "--metrics", "deletion,comprehensiveness,sufficiency,iou",
         "--param", "deletion.fraction=1.0", "--param", "comprehensiveness.bins=marc",
         "--per-example", "--seed", "3", "--json",
@@ -70,7 +61,7 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert set(examples[0]["scores"]) == {"loo_empty", "random"}
 
     # The command's per-example values equal the metrics computed directly from its scores.
-    clf = Classifier(load_classifier(toy_model_dir))
+    clf = Classifier(load_classifier(toy_bert_folder))
     originals = load_examples("examples", "sst2", limit=3)
     params = {
         "deletion": F.CurveParams(fraction=1.0),
@@ -90,8 +81,8 @@ def test_evaluate_json_keys_and_values(toy_model_dir, capsys):
     assert payload["results"]["random"]["iou"]["n"] == 3
 
 
-def test_target_gold_explains_the_label_not_the_prediction(toy_model_dir, capsys):
-    common = ["--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "6"]
+def test_target_gold_explains_the_label_not_the_prediction(toy_bert_folder, capsys):
+    common = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "6"]
     common += ["--methods", "loo_empty", "--metrics", "comprehensiveness", "--per-example", "--json"]
     runs = {}
     for target in ("predicted", "gold"):
@@ -106,11 +97,11 @@ def test_target_gold_explains_the_label_not_the_prediction(toy_model_dir, capsys
             assert gold["scores"]["loo_empty"] != predicted["scores"]["loo_empty"]
 
 
-def test_rationale_metrics_skip_examples_without_one(toy_model_dir, capsys):
+def test_rationale_metrics_skip_examples_without_one(toy_bert_folder, capsys):
     # The bundled examples all carry a highlight; SST-2 sentences carry none.
     code, out, err = run_cli(
         capsys,
-        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "random", "--metrics", "iou,deletion", "--json", "--quiet",
     )  # fmt: skip
     assert code == 0, err
@@ -121,7 +112,7 @@ def test_rationale_metrics_skip_examples_without_one(toy_model_dir, capsys):
         pytest.skip("no SST-2 data folder")
     code, out, err = run_cli(
         capsys,
-        "--model", toy_model_dir, "--dataset", "sst2", "--split", "dev", "--limit", "2",
+        "--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev", "--limit", "2",
         "--methods", "random", "--metrics", "iou,deletion", "--json", "--quiet", "--per-example",
     )  # fmt: skip
     assert code == 0, err
@@ -133,7 +124,7 @@ def test_rationale_metrics_skip_examples_without_one(toy_model_dir, capsys):
     assert set(payload["examples"][0]["metrics"]["random"]) == {"deletion"}
 
 
-def test_masked_lm_removal_through_the_command(toy_model_dir, tmp_path, capsys):
+def test_masked_lm_removal_through_the_command(toy_bert_folder, tmp_path, capsys):
     torch.manual_seed(0)
     config = BertConfig(
         vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
@@ -143,14 +134,14 @@ def test_masked_lm_removal_through_the_command(toy_model_dir, tmp_path, capsys):
     toy_tokenizer().save_pretrained(tmp_path)
     code, out, err = run_cli(
         capsys,
-        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "loo_empty", "--metrics", "deletion", "--param", "deletion.removal=mlm",
         "--mlm", str(tmp_path), "--per-example", "--json", "--quiet",
     )  # fmt: skip
     assert code == 0, err
     payload = json.loads(out)
     assert payload["metrics"]["deletion"]["params"]["removal"] == "mlm"
-    clf = Classifier(load_classifier(toy_model_dir))
+    clf = Classifier(load_classifier(toy_bert_folder))
     mlm = MaskedLM.load(str(tmp_path))
     for record, example in zip(payload["examples"], load_examples("examples", "sst2", limit=2)):
         attribution = make_attribution(example, record["target"], record["scores"]["loo_empty"])
@@ -178,17 +169,17 @@ def test_random_selection_is_seeded_and_ordered():
         (["--param", "deletion.removal=erase"], "not one of"),
     ],
 )
-def test_argument_errors(toy_model_dir, capsys, extra, message):
+def test_argument_errors(toy_bert_folder, capsys, extra, message):
     code, _, err = run_cli(
-        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--methods", "random", *extra
+        capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--methods", "random", *extra
     )
     assert code == 2
     assert message in err
 
 
-def test_text_table(toy_model_dir, capsys):
+def test_text_table(toy_bert_folder, capsys):
     code, out, _ = run_cli(
-        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "random", "--metrics", "deletion,insertion", "--quiet",
     )  # fmt: skip
     assert code == 0
@@ -213,7 +204,7 @@ def test_evaluate_bundled_sst2(capsys):
             assert math.isclose(record["metrics"]["loo_empty"][key], result.value, abs_tol=1e-6)
 
 
-def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_model_dir, capsys, monkeypatch):
+def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsys, monkeypatch):
     import explainers
 
     real = explainers.run_explainer
@@ -225,7 +216,7 @@ def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_model_dir, capsys,
 
     monkeypatch.setattr(explainers, "run_explainer", refuse_random)
     code, out, err = run_cli(
-        capsys, "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "2",
+        capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "random,loo_empty", "--metrics", "deletion", "--json", "--quiet", "--per-example",
     )  # fmt: skip
     assert code == 0, err
@@ -274,14 +265,14 @@ def test_human_ceiling_and_best_threshold_match_direct_computation(capsys):
     assert best["iou"]["mean"] == pytest.approx(search.means[search.best])
 
 
-def test_the_app_and_the_command_line_give_the_same_slice_numbers(toy_model_dir, capsys):
+def test_the_app_and_the_command_line_give_the_same_slice_numbers(toy_bert_folder, capsys):
     """One implementation of dataset evaluation: the app's dataset view (services.evaluate_slice)
     and ``evaluate --json`` agree on every mean, interval and mean curve, gold-class targets included."""
     import services
 
     code, out, err = run_cli(
         capsys,
-        "--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "3",
+        "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "3",
         "--methods", "loo_empty,grad_x_input", "--metrics", "deletion,comprehensiveness",
         "--target", "gold", "--json", "--quiet",
     )  # fmt: skip
@@ -289,7 +280,7 @@ def test_the_app_and_the_command_line_give_the_same_slice_numbers(toy_model_dir,
     payload = json.loads(out)
     examples = load_examples("examples", "sst2", limit=3)
     app = services.evaluate_slice(
-        toy_model_dir,
+        toy_bert_folder,
         examples,
         ["loo_empty", "grad_x_input"],
         {"deletion": {}, "comprehensiveness": {}},

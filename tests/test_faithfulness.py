@@ -316,18 +316,7 @@ def test_mean_curve_interpolates_different_lengths():
 # --------------------------------------------------------------------------- the page
 
 
-@pytest.fixture(scope="module")
-def toy_bert_dir(tmp_path_factory) -> str:
-    from tests.toy import toy_bert
-
-    folder = tmp_path_factory.mktemp("toy-bert-page")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
-def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
+def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
@@ -336,7 +325,7 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     from core.datasets import load_examples
 
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
-    at.session_state["sidebar.model_path"] = toy_bert_dir
+    at.session_state["sidebar.model_path"] = toy_bert_folder
     at.session_state["heatmaps.methods"] = []  # the home page computes nothing
     at.run()
     at.switch_page("app_pages/faithfulness.py").run()
@@ -355,7 +344,7 @@ def test_page_runs_in_apptest(toy_bert_dir, monkeypatch):
     # The table's values are the metrics of the same attribution computed directly.
     import explainers
 
-    clf = Classifier(load_classifier(toy_bert_dir))
+    clf = Classifier(load_classifier(toy_bert_folder))
     example = load_examples("examples", "sst2")[0]
     target = int(np.argmax(clf.predict_proba([clf.encode(example).variant])[0]))
     spec = explainers.get("random")

@@ -16,19 +16,9 @@ from cli.main import main
 from engine.imports import formats, import_bytes, import_file, records
 from engine.runs.executor import RunSpec, execute, open_run, read_evaluation
 from engine.runs.store import RunStore
-from tests.toy import toy_bert
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 METRICS = ["deletion", "comprehensiveness"]
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("toy-import")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
 
 
 def stored(store: RunStore, run_id: str) -> dict[str, dict[str, list[float]]]:
@@ -37,9 +27,9 @@ def stored(store: RunStore, run_id: str) -> dict[str, dict[str, list[float]]]:
     return {r.example.id: {m: a.scores.tolist() for m, a in r.attributions.items()} for r in evaluation.results}
 
 
-def test_ferret_tokens_are_summed_into_words_and_kept_as_subwords(toy_dir, tmp_path):
+def test_ferret_tokens_are_summed_into_words_and_kept_as_subwords(toy_bert_folder, tmp_path):
     store = RunStore(tmp_path)
-    outcome = import_file(FIXTURES / "ferret.json", store, model=toy_dir, metrics=METRICS)
+    outcome = import_file(FIXTURES / "ferret.json", store, model=toy_bert_folder, metrics=METRICS)
     info, evaluation = read_evaluation(store, outcome.info.run_id)
     assert info.kind == "import" and info.status == "done"
     assert info.methods == ("ferret.partition_shap",)
@@ -54,13 +44,13 @@ def test_ferret_tokens_are_summed_into_words_and_kept_as_subwords(toy_dir, tmp_p
     assert set(first.metrics["ferret.partition_shap"]) == set(METRICS)
 
 
-def test_inseq_thermostat_csv_and_our_json(toy_dir, tmp_path):
+def test_inseq_thermostat_csv_and_our_json(toy_bert_folder, tmp_path):
     store = RunStore(tmp_path)
-    inseq = import_file(FIXTURES / "inseq.json", store, model=toy_dir, metrics=METRICS)
+    inseq = import_file(FIXTURES / "inseq.json", store, model=toy_bert_folder, metrics=METRICS)
     assert stored(store, inseq.info.run_id) == {
         "import:inseq/0": {"inseq.integrated_gradients": [0.125, 0.25, -0.0625, 0.5, 1.0]}
     }
-    thermostat = import_file(FIXTURES / "thermostat.jsonl", store, model=toy_dir, metrics=METRICS)
+    thermostat = import_file(FIXTURES / "thermostat.jsonl", store, model=toy_bert_folder, metrics=METRICS)
     scores = stored(store, thermostat.info.run_id)
     np.testing.assert_allclose(scores["0"]["thermostat.layerintegratedgradients"], [0.1, 0.2, 0.3, -0.75, 0.05])
     np.testing.assert_allclose(scores["1"]["thermostat.layerintegratedgradients"], [0.5, 0.25, 1.0])
@@ -70,10 +60,10 @@ def test_inseq_thermostat_csv_and_our_json(toy_dir, tmp_path):
         ("the", "movie", "was", "boring", "."),
         ("it", "is", "fun"),
     ]
-    ours = import_file(FIXTURES / "ours.json", store, model=toy_dir, metrics=METRICS)
+    ours = import_file(FIXTURES / "ours.json", store, model=toy_bert_folder, metrics=METRICS)
     assert stored(store, ours.info.run_id) == {"free/0": {"json.handmade": [0.0, 0.25, -0.5, 2.0, 0.5]}}
     csv = import_file(
-        FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2", methods=["random"],
+        FIXTURES / "scores.csv", store, model=toy_bert_folder, dataset="examples", split="sst2", methods=["random"],
         metrics=METRICS,
     )  # fmt: skip
     info = csv.info
@@ -82,7 +72,7 @@ def test_inseq_thermostat_csv_and_our_json(toy_dir, tmp_path):
     assert scores["examples/sst2/11"]["csv.mine"] == [0.0, 0.0, 0.5, 0.5] + [0.0] * 15
     assert len(scores["examples/sst2/3"]["random"]) == 20  # a built-in method beside the imported one
     again = import_file(
-        FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2", methods=["random"],
+        FIXTURES / "scores.csv", store, model=toy_bert_folder, dataset="examples", split="sst2", methods=["random"],
         metrics=METRICS,
     )  # fmt: skip
     assert not again.created and again.info.run_id == info.run_id
@@ -120,8 +110,8 @@ def test_a_computed_run_exported_and_imported_back_has_the_same_scores_and_metri
                     assert after.metrics[f"{source}.{method}"][key].value == before.metrics[method][key].value
 
 
-def test_the_command_line_imports_lists_and_shows(toy_dir, tmp_path, capsys):
-    assert main(["import", str(FIXTURES / "ferret.json"), "--model", toy_dir, "--metrics", "deletion",
+def test_the_command_line_imports_lists_and_shows(toy_bert_folder, tmp_path, capsys):
+    assert main(["import", str(FIXTURES / "ferret.json"), "--model", toy_bert_folder, "--metrics", "deletion",
                  "--results-dir", str(tmp_path), "--quiet", "--json"]) == 0  # fmt: skip
     shown = json.loads(capsys.readouterr().out)
     assert shown["run"]["kind"] == "import" and shown["run"]["imported"]["format"] == "ferret"
@@ -197,43 +187,45 @@ def test_csv_errors_name_the_line_and_example():
     assert "not finite" in refused(b"id,word_index,score\ne,0,inf\n", "x.csv")
 
 
-def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_dir, tmp_path):
+def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_bert_folder, tmp_path):
     store = RunStore(tmp_path)
     other = [
         {"text": "the movie", "tokens": ["[CLS]", "the", "film", "[SEP]"], "scores": [0, 1, 2, 0], "explainer": "x"}
     ]
     with pytest.raises(ValueError, match=r"token 1 of example 'import:bad/0' is 'film' in the file but 'movie'"):
-        import_bytes(json.dumps(other).encode(), "bad.json", store, model=toy_dir, metrics=METRICS)
+        import_bytes(json.dumps(other).encode(), "bad.json", store, model=toy_bert_folder, metrics=METRICS)
     with pytest.raises(ValueError, match=r"example 'nope' is not in the dataset split"):
-        import_bytes(b"id,word_index,score\nnope,0,1\n", "x.csv", store, model=toy_dir, dataset="examples",
+        import_bytes(b"id,word_index,score\nnope,0,1\n", "x.csv", store, model=toy_bert_folder, dataset="examples",
                      split="sst2", metrics=METRICS)  # fmt: skip
     with pytest.raises(ValueError, match=r"1 scores for the 20 words of example 'examples/sst2/3'"):
-        import_bytes(b"id,word_index,score\nexamples/sst2/3,0,1\n", "x.csv", store, model=toy_dir,
+        import_bytes(b"id,word_index,score\nexamples/sst2/3,0,1\n", "x.csv", store, model=toy_bert_folder,
                      dataset="examples", split="sst2", metrics=METRICS)  # fmt: skip
     two = "id,word_index,score,method,target\n" + "".join(
         f"examples/sst2/3,{i},1,{m},{t}\n" for m, t in (("a", 0), ("b", 1)) for i in range(20)
     )
     with pytest.raises(ValueError, match=r"example 'examples/sst2/3' is explained for two classes \[0, 1\]"):
-        import_bytes(two.encode(), "two.csv", store, model=toy_dir, dataset="examples", split="sst2", metrics=METRICS)
+        import_bytes(
+            two.encode(), "two.csv", store, model=toy_bert_folder, dataset="examples", split="sst2", metrics=METRICS
+        )
     assert store.list_runs().empty  # nothing half-imported
 
 
 # ---------------------------------------------------------------------------------- in the app
 
 
-def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_dir, tmp_path, monkeypatch):
+def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_bert_folder, tmp_path, monkeypatch):
     """A CSV matched to dataset examples opens on the heatmap page with the file's scores; a
     ferret file's own texts show on the explorer but are not dataset examples to open."""
     from streamlit.testing.v1 import AppTest
 
     store = RunStore(tmp_path)
-    ferret = import_file(FIXTURES / "ferret.json", store, model=toy_dir, metrics=METRICS).info.run_id
-    csv = import_file(FIXTURES / "scores.csv", store, model=toy_dir, dataset="examples", split="sst2",
+    ferret = import_file(FIXTURES / "ferret.json", store, model=toy_bert_folder, metrics=METRICS).info.run_id
+    csv = import_file(FIXTURES / "scores.csv", store, model=toy_bert_folder, dataset="examples", split="sst2",
                       metrics=METRICS).info.run_id  # fmt: skip
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
     app = Path(__file__).resolve().parents[1] / "app.py"
     at = AppTest.from_file(str(app), default_timeout=300)
-    at.session_state["sidebar.model_path"] = toy_dir
+    at.session_state["sidebar.model_path"] = toy_bert_folder
     at.session_state["heatmaps.methods"] = []
     at.session_state["explorer.run"] = ferret
     at.run()
@@ -254,14 +246,16 @@ def test_imported_runs_show_on_the_explorer_and_open_on_the_heatmap_page(toy_dir
     assert 'data-method="csv.mine"' in shown and 'title="joyful: +0.5"' in shown
 
 
-def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_dir, tmp_path, monkeypatch):
+def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_bert_folder, tmp_path, monkeypatch):
     from services import imports as upload
 
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
     data = (FIXTURES / "ferret.json").read_bytes()
-    run_id = upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None, methods=["random"])
+    run_id = upload.import_upload(
+        data, "ferret.json", model=toy_bert_folder, dataset=None, split=None, methods=["random"]
+    )
     info = RunStore(tmp_path, read_only=True).get(run_id)
     assert info.methods == ("random", "ferret.partition_shap") and info.rows_done == 2
     monkeypatch.setattr(upload, "UPLOAD_MB", 0)
     with pytest.raises(ValueError, match="larger than the 0 MB an upload may be"):
-        upload.import_upload(data, "ferret.json", model=toy_dir, dataset=None, split=None)
+        upload.import_upload(data, "ferret.json", model=toy_bert_folder, dataset=None, split=None)

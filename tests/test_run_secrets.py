@@ -16,20 +16,10 @@ from engine.runs import executor
 from engine.runs.executor import RunSpec, execute, open_run
 from engine.runs.secrets import redact
 from engine.runs.store import RunStore
-from tests.toy import toy_bert
 
 TOKEN = "tok-SECRET-8f3a"
 PASSWORD = "pw-SECRET-77"
 ADDRESS = f"ray://alice:{PASSWORD}@127.0.0.1:10001"
-
-
-@pytest.fixture(scope="module")
-def toy_dir(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("toy-secrets")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.fixture
@@ -54,20 +44,20 @@ def test_redact_removes_user_information_and_the_token(credentials) -> None:
     assert redact("http://bob:hunter22@host:8265/api", None) == "http://***@host:8265/api"
 
 
-def test_no_credential_reaches_the_store_show_exports_or_the_error_line(credentials, toy_dir, tmp_path,
+def test_no_credential_reaches_the_store_show_exports_or_the_error_line(credentials, toy_bert_folder, tmp_path,
                                                                       capsys) -> None:  # fmt: skip
     store = RunStore(tmp_path)
-    spec = RunSpec(model=toy_dir, dataset="examples", split="sst2", limit=2, methods=("random",),
+    spec = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=2, methods=("random",),
                    metrics=("deletion",), chunk_size=1)  # fmt: skip
     done = execute(open_run(spec, store), store, executor="serial", address=ADDRESS).info
-    failing = RunSpec(model=toy_dir, dataset="examples", split="sst2", limit=3, methods=("random",),
+    failing = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=3, methods=("random",),
                       metrics=("deletion",), chunk_size=1)  # fmt: skip
     with pytest.raises(ConnectionError):
         execute(open_run(failing, store), store, executor="ray", address=ADDRESS)
     failed = next(i for i in store.infos() if i.status == "failed")
     assert failed.error.startswith("ConnectionError: cannot reach ray://***@127.0.0.1:10001 (auth token ***)")
     # the command line: its error line, then what show / runs print
-    code = main(["run", "--model", toy_dir, "--dataset", "examples", "--split", "sst2", "--limit", "4",
+    code = main(["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "4",
                  "--methods", "random", "--metrics", "deletion", "--executor", "ray", "--address", ADDRESS,
                  "--results-dir", str(tmp_path), "--quiet"])  # fmt: skip
     assert code == 2
@@ -89,7 +79,7 @@ def test_no_credential_reaches_the_store_show_exports_or_the_error_line(credenti
     no_secret_in(table_bytes(store.rows(done.run_id), "parquet"), "the run's Parquet export")
     from services.bundles import bundle_bytes
 
-    buffer = io.BytesIO(bundle_bytes(toy_dir, {"dataset": "examples"}, {}, _heatmap(store, done.run_id), dict))
+    buffer = io.BytesIO(bundle_bytes(toy_bert_folder, {"dataset": "examples"}, {}, _heatmap(store, done.run_id), dict))
     no_secret_in(buffer.getvalue(), "a session bundle")
     for info in store.infos():
         no_secret_in(json.dumps([info.params, info.overrides, info.selection, info.executor]), "stored parameters")

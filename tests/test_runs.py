@@ -36,15 +36,6 @@ METHODS = ("loo_empty", "saliency", "random")
 METRICS = ("deletion", "comprehensiveness", "iou")
 
 
-@pytest.fixture(scope="module")
-def toy_model_dir(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("toy-bert")
-    loaded = toy_bert()
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def toy_spec(model: str, **changes) -> RunSpec:
     fields = {
         "model": model,
@@ -94,8 +85,8 @@ class Interrupted(Exception):
     pass
 
 
-def test_rows_round_trip_and_resume_after_an_interruption(toy_model_dir, tmp_path):
-    spec = toy_spec(toy_model_dir)
+def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_path):
+    spec = toy_spec(toy_bert_folder)
     reference_store = RunStore(tmp_path / "a")
     reference = execute(open_run(spec, reference_store), reference_store, executor="serial")
     assert (reference.info.status, reference.info.rows_done, reference.info.units_done) == ("done", 6, 3)
@@ -140,18 +131,18 @@ def test_rows_round_trip_and_resume_after_an_interruption(toy_model_dir, tmp_pat
     assert frame["value/loo_empty/deletion"].tolist() == [r["value/loo_empty/deletion"] for r in expected]
 
 
-def test_same_key_is_the_same_run_and_a_changed_model_file_is_a_new_one(toy_model_dir, tmp_path):
+def test_same_key_is_the_same_run_and_a_changed_model_file_is_a_new_one(toy_bert_folder, tmp_path):
     store = RunStore(tmp_path / "results")
-    spec = toy_spec(toy_model_dir, limit=2, methods=("loo_empty",), metrics=("deletion",))
+    spec = toy_spec(toy_bert_folder, limit=2, methods=("loo_empty",), metrics=("deletion",))
     first = execute(open_run(spec, store), store, executor="serial")
     assert first.created and first.computed_units == 1
     # Spelling a default parameter out is the same run; nothing is recomputed.
-    same = toy_spec(toy_model_dir, limit=2, methods=("loo_empty",), metrics=("deletion",))
+    same = toy_spec(toy_bert_folder, limit=2, methods=("loo_empty",), metrics=("deletion",))
     same = RunSpec(**{**same.__dict__, "overrides": {"deletion": {"fraction": "0.2"}}})
     again = execute(open_run(same, store), store, executor="serial")
     assert (again.info.run_id, again.created, again.computed_units) == (first.info.run_id, False, 0)
     other_seed = open_run(
-        toy_spec(toy_model_dir, limit=2, methods=("loo_empty",), metrics=("deletion",), seed=4), store
+        toy_spec(toy_bert_folder, limit=2, methods=("loo_empty",), metrics=("deletion",), seed=4), store
     )
     assert other_seed.info.run_id != first.info.run_id
 
@@ -162,16 +153,16 @@ def test_same_key_is_the_same_run_and_a_changed_model_file_is_a_new_one(toy_mode
         loaded.model.classifier.bias[0] += 0.5
     loaded.model.save_pretrained(changed)
     loaded.tokenizer.save_pretrained(changed)
-    assert model_fingerprint(str(changed)) != model_fingerprint(toy_model_dir)
+    assert model_fingerprint(str(changed)) != model_fingerprint(toy_bert_folder)
     moved = open_run(toy_spec(str(changed), limit=2, methods=("loo_empty",), metrics=("deletion",)), store)
     assert moved.created and moved.info.run_id != first.info.run_id
     assert len(store.infos()) == 3
 
 
-def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_model_dir, monkeypatch):
+def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkeypatch):
     import engine.runs.executor as executor_module
 
-    spec = toy_spec(toy_model_dir, limit=2, batch_size=8)
+    spec = toy_spec(toy_bert_folder, limit=2, batch_size=8)
     worker = UnitWorker(spec)
     examples = open_examples(spec)
     _, expected = worker.run(0, 0, examples)
@@ -196,9 +187,9 @@ def open_examples(spec: RunSpec):
     return load_examples(spec.dataset, spec.split, limit=spec.limit)
 
 
-def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_model_dir, tmp_path, capsys, monkeypatch):
+def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_bert_folder, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
-    common = ["--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "5"]
+    common = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "5"]
     common += ["--methods", ",".join(METHODS), "--metrics", ",".join(METRICS), "--seed", "2"]
     common += ["--param", "deletion.fraction=0.5", "--per-example", "--json", "--quiet"]
     assert main(["evaluate", *common]) == 0
@@ -279,10 +270,10 @@ def test_two_readers_in_other_processes_while_a_writer_writes(tmp_path):
 
 
 @pytest.mark.slow  # a subprocess that loads torch: 30 s on a quiet machine, 156 s on a busy one
-def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_model_dir, tmp_path):
+def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_bert_folder, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTRIBUTION_RESULTS_DIR": str(tmp_path / "results")}
-    spec = toy_spec(toy_model_dir, limit=12, chunk_size=1, methods=("loo_empty", "integrated_gradients"))
-    args = ["--model", toy_model_dir, "--dataset", "examples", "--split", "sst2", "--limit", "12", "--seed", "3"]
+    spec = toy_spec(toy_bert_folder, limit=12, chunk_size=1, methods=("loo_empty", "integrated_gradients"))
+    args = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "12", "--seed", "3"]
     args += ["--methods", ",".join(spec.methods), "--metrics", ",".join(spec.metrics), "--chunk-size", "1"]
     command = [sys.executable, "-m", "cli", "run", *args, "--executor", "serial", "--quiet", "--json"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -312,8 +303,8 @@ def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_model_
 
 
 @pytest.mark.slow
-def test_ray_and_serial_executors_give_identical_rows(toy_model_dir, tmp_path):
-    spec = toy_spec(toy_model_dir, limit=6, chunk_size=2)
+def test_ray_and_serial_executors_give_identical_rows(toy_bert_folder, tmp_path):
+    spec = toy_spec(toy_bert_folder, limit=6, chunk_size=2)
     serial_store, ray_store = RunStore(tmp_path / "serial"), RunStore(tmp_path / "ray")
     serial = execute(open_run(spec, serial_store), serial_store, executor="serial")
     on_ray = execute(open_run(spec, ray_store), ray_store, executor="ray", actors=2)
