@@ -71,10 +71,11 @@ def press_run_if_asked(page, method: str) -> None:
 
 
 def shown_scores(page, method: str) -> list[tuple[str, float]]:
-    """(word, score) of every cell in a method's heatmap row(s), from the cells' hover titles."""
-    titles = page.locator(f'tr.hm-row[data-method="{method}"] td.hm-cell').evaluate_all(
-        "cells => cells.map(c => c.getAttribute('title'))"
-    )
+    """(word, score) of every cell in a method's row(s) of the page's first heatmap that has the
+    method (the IM page draws the rows again beside LIME's), from the cells' hover titles."""
+    row = f'tr.hm-row[data-method="{method}"]'
+    heatmap = page.locator('[data-testid="stHtml"]').filter(has=page.locator(row)).first
+    titles = heatmap.locator(f"{row} td.hm-cell").evaluate_all("cells => cells.map(c => c.getAttribute('title'))")
     out = []
     for title in titles:
         match = CELL_TITLE.match(title)
