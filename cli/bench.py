@@ -33,7 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     result = run_bench(
-        clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True), resources=Resources()
+        clf,
+        examples,
+        methods,
+        mlm,
+        progress=lambda m: print(m, file=sys.stderr, flush=True),
+        resources=Resources(),
+        group=args.group,
     )
     result.update(
         {
@@ -57,5 +63,11 @@ def register(sub) -> None:
     parser.add_argument("--max-words", type=int, default=22, help="only examples with at most this many words")
     parser.add_argument("--mlm", default="minilm-mlm")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--group",
+        type=positive_int,
+        default=1,
+        help="examples explained together, as a dataset run does (8 per unit by default); 1: one at a time",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

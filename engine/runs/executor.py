@@ -12,8 +12,10 @@ implementation of dataset evaluation). Units are independent, so they run anywhe
   (or ``$RAY_ADDRESS``) joins an existing cluster instead, shipping this project's code with the
   job (``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed).
 
-What scales is the number of examples: units spread over actors. One example's methods do not:
-they run in order inside a unit, so an example is never faster than on one worker.
+What scales is the number of examples: units spread over actors. Inside a unit the examples are
+explained together (``evaluate_slice``'s ``group``: one padded forward/backward for the one-pass
+gradient and attention methods, pooled scorer batches for the one-call perturbation methods);
+the methods run in order, so one example is never faster than on one worker.
 
 Each actor loads the model once. Batches are sized to the device (``batch_size`` None: 64 on a
 CPU, 256 on a GPU); an out-of-memory error halves the batch and runs the unit again (results do
@@ -263,6 +265,7 @@ class UnitWorker:
                     mlm=self.mlm,
                     progress=progress,
                     target=self.spec.target,
+                    group=len(examples),  # a unit's examples are explained together
                 )
                 break
             except Exception as error:
