@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from core.attention_view import attention_implementation, eager_view
-from core.devices import best_device
+from core.devices import best_device, chunk_rows, is_out_of_memory, release_device_memory
 from core.heads import Head, detect_head
 from core.types import Example, ProgressFn
 
@@ -405,7 +405,10 @@ class Classifier:
 
         Identical variants of one group are scored once (and counted once, for that group's
         example); the groups' variants are pooled, sorted by length so each chunk of
-        ``batch_size`` needs little padding, and run under ``torch.inference_mode()``.
+        ``batch_size`` needs little padding (fewer rows for long inputs: ``rows_for``), and run
+        under ``torch.inference_mode()``. Only one chunk's tensors exist at a time. A chunk that
+        runs out of device memory halves ``batch_size`` (``halve_batch``) and is scored again; the
+        outputs do not depend on it.
         """
         items: dict[tuple[int, Variant], int] = {}
         for owner, variants in enumerate(groups):
@@ -415,22 +418,62 @@ class Classifier:
         order = sorted(range(len(distinct)), key=lambda i: len(distinct[i][1].input_ids))
         out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            start = 0
+            while start < len(order):
+                widest = distinct[order[min(start + self.batch_size, len(order)) - 1]][1]  # sorted by length
+                rows = order[start : start + self.rows_for(len(widest.input_ids))]
                 chunk = [distinct[i][1] for i in rows]
-                batch = self._batch_tensors(chunk)
-                if any(v.zero_positions for v in chunk):
-                    embeds = self.input_embeddings(batch.pop("input_ids"))
-                    for r, v in enumerate(chunk):
-                        if v.zero_positions:
-                            embeds[r, list(v.zero_positions)] = 0.0
-                    batch["inputs_embeds"] = embeds
-                logits = self.model(**batch).logits.float()
-                out[rows] = self.head.outputs(logits).cpu().numpy()
+                try:
+                    out[rows] = self._outputs(chunk)
+                except Exception as error:
+                    if not is_out_of_memory(error) or not self.halve_batch():
+                        raise
+                    continue  # the same rows again, in a chunk half as large
                 self._count([distinct[i][0] for i in rows])
+                start += len(chunk)
                 if progress is not None:
-                    progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
+                    progress(min(1.0, start / len(order)), "scoring")
         return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
+
+    def _outputs(self, chunk: Sequence[Variant]) -> np.ndarray:
+        """The head's outputs (float64 numpy) of one padded chunk of variants."""
+        batch = self._batch_tensors(chunk)
+        if any(v.zero_positions for v in chunk):
+            embeds = self.input_embeddings(batch.pop("input_ids"))
+            for r, v in enumerate(chunk):
+                if v.zero_positions:
+                    embeds[r, list(v.zero_positions)] = 0.0
+            batch["inputs_embeds"] = embeds
+        logits = self.model(**batch).logits.float()
+        return self.head.outputs(logits).cpu().numpy()
+
+    def rows_for(self, width: int) -> int:
+        """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``): ``batch_size``,
+        fewer for long inputs, so that a pass holds at most ``batch_size * TOKENS_PER_ROW`` tokens."""
+        return chunk_rows(self.batch_size, min(width, self.loaded.max_length))
+
+    def chunks(self, widths: Sequence[int], rows_per_item: int = 1) -> list[range]:
+        """Consecutive ranges of items (each ``rows_per_item`` rows of its ``widths`` tokens) to
+        run one pass each: as many as ``rows_for`` allows at the chunk's widest item, at least one."""
+        out: list[range] = []
+        start = 0
+        while start < len(widths):
+            end, widest = start + 1, widths[start]
+            while end < len(widths) and (end + 1 - start) * rows_per_item <= self.rows_for(max(widest, widths[end])):
+                widest = max(widest, widths[end])
+                end += 1
+            out.append(range(start, end))
+            start = end
+        return out
+
+    def halve_batch(self) -> bool:
+        """After an out-of-memory error: halve ``batch_size`` and release the device's cached
+        memory, so the caller can retry; False (nothing changed) when it is already 1."""
+        if self.batch_size == 1:
+            return False
+        self.batch_size //= 2
+        release_device_memory(self.device)
+        return True
 
     def _autocast(self):
         if self.autocast:

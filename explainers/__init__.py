@@ -256,6 +256,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="marc",
         explain=marc.explain_marc,
+        explain_batch=marc.explain_marc_batch,
         params_cls=marc.MarcParams,
         description="MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
         family="mask optimization",
@@ -267,6 +268,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="aml",
         explain=aml.explain_aml,
+        explain_batch=aml.explain_aml_batch,
         params_cls=aml.AmlParams,
         description="AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
         family="mask optimization",

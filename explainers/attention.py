@@ -37,14 +37,15 @@ def _each(
     clf: Classifier, examples: Sequence[Example], targets: Sequence[int], score: Callable[[torch.Tensor], torch.Tensor]
 ) -> list[Attribution]:
     """``score`` of every example's attention weights (layers, heads, seq, seq) -> (seq,) token
-    scores, the weights read in one padded forward pass per ``batch_size`` examples."""
+    scores, the weights read in one padded forward pass per chunk of examples (``Classifier.chunks``:
+    at most ``batch_size``, fewer for long texts)."""
     encodings = [clf.encode(example) for example in examples]
     out: list[Attribution] = []
-    for start in range(0, len(encodings), clf.batch_size):
-        chunk = encodings[start : start + clf.batch_size]
-        weights = clf.attentions([e.variant for e in chunk], owners=range(start, start + len(chunk)))
+    for owners in clf.chunks([len(e.input_ids) for e in encodings]):
+        chunk = encodings[owners.start : owners.stop]
+        weights = clf.attentions([e.variant for e in chunk], owners=owners)
         for offset, (encoded, attention) in enumerate(zip(chunk, weights, strict=True)):
-            example, target = examples[start + offset], targets[start + offset]
+            example, target = examples[owners.start + offset], targets[owners.start + offset]
             out.append(to_attribution(example, target, clf, encoded, score(attention).numpy()))
     return out
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.classifier import Classifier, ProgressFn
+from core.devices import is_out_of_memory
 from core.masked_lm import MaskedLM
 from core.params import params_from
 from core.types import Attribution, Example
@@ -35,9 +36,9 @@ class OneExample:
         self.batch = batch
 
     def __call__(
-        self, clf: Classifier, example: Example, target: int, params: Any, *, mlm=None, progress=None
+        self, clf: Classifier, example: Example, target: int, params: Any, *, mlm=None, progress=None, **resources
     ) -> Attribution:
-        return self.batch(clf, [example], [target], params, mlm=mlm, progress=progress)[0]
+        return self.batch(clf, [example], [target], params, mlm=mlm, progress=progress, **resources)[0]
 
 
 def one_example(batch: BatchFn) -> OneExample:
@@ -126,10 +127,8 @@ class ExplainerSpec:
     def __post_init__(self) -> None:
         if self.explain_batch is not None and getattr(self.explain, "batch", None) is not self.explain_batch:
             raise ValueError(f"{self.key}: explain must be one_example(explain_batch), not a second implementation")
-        if self.explain_batch is not None and (self.needs_mlm or self.takes_resources):
-            raise ValueError(
-                f"{self.key}: a batch function cannot count masked-LM passes or take resources per example"
-            )
+        if self.explain_batch is not None and self.needs_mlm:
+            raise ValueError(f"{self.key}: a batch function cannot count masked-LM passes per example")
         if self.sampling != (self.passes is not None):
             raise ValueError(f"{self.key}: a sampling method needs a passes cost model, and only it has one")
         if self.mask_optimiser != (self.steps is not None):
@@ -179,7 +178,9 @@ def run_explainers(
     are counted per example (``Classifier.per_example``) and the batch's time is shared equally
     among its examples; any other method explains them one after the other. A method that
     ``needs_attention_weights`` runs on the eager-attention view. ``resources`` (the engine's,
-    engine/resources.py) reach the methods that take them."""
+    engine/resources.py) reach the methods that take them. A gradient pass (or anything else)
+    that runs out of device memory halves ``clf.batch_size`` and runs the explainer again, down
+    to batch size 1 (the scorer retries its own chunks the same way)."""
     if len(examples) != len(targets):
         raise ValueError("one target per example")
     for example, target in zip(examples, targets):
@@ -189,11 +190,19 @@ def run_explainers(
     if spec.needs_mlm and mlm is None:
         raise ValueError(f"{spec.key} needs a masked language model")
     params = params if params is not None else spec.make_params()
-    attention = clf.eager_attention() if spec.needs_attention_weights else contextlib.nullcontext()
-    with attention:
-        if spec.explain_batch is not None:
-            return _batched(spec.explain_batch, spec, clf, examples, targets, params, progress)
-        return [_one(spec, clf, e, t, params, mlm, progress, resources) for e, t in zip(examples, targets)]
+    while True:
+        forward0, backward0 = clf.forward_passes, clf.backward_passes
+        try:
+            with clf.eager_attention() if spec.needs_attention_weights else contextlib.nullcontext():
+                if spec.explain_batch is not None:
+                    extra = {"resources": resources} if spec.takes_resources else {}
+                    return _batched(spec.explain_batch, spec, clf, examples, targets, params, progress, extra)
+                return [_one(spec, clf, e, t, params, mlm, progress, resources) for e, t in zip(examples, targets)]
+        except Exception as error:
+            if not is_out_of_memory(error) or not clf.halve_batch():
+                raise
+            # Run again with half the batch (results do not depend on it); count only that run's passes.
+            clf.forward_passes, clf.backward_passes = forward0, backward0
 
 
 def _batched(
@@ -204,11 +213,12 @@ def _batched(
     targets: Sequence[int],
     params: Any,
     progress: ProgressFn | None,
+    extra: dict[str, Any],
 ) -> list[Attribution]:
     forward0, backward0 = clf.forward_passes, clf.backward_passes
     start = time.perf_counter()
     with clf.per_example(len(examples)) as ledger:
-        attributions = batch(clf, list(examples), list(targets), params, mlm=None, progress=progress)
+        attributions = batch(clf, list(examples), list(targets), params, mlm=None, progress=progress, **extra)
     runtime = (time.perf_counter() - start) / len(examples)
     if (sum(ledger.forward), sum(ledger.backward)) != (clf.forward_passes - forward0, clf.backward_passes - backward0):
         raise RuntimeError(f"{spec.key}: a pass of the batch was not counted for its example")

@@ -103,19 +103,19 @@ def _gradients(
     clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int], output: str
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(embeddings, gradient), each (seq, dim), of every example: one padded forward and
-    backward pass per ``batch_size`` examples. Each example's rows are masked from the others',
-    so its gradient is the one it gets alone."""
+    backward pass per chunk of examples (``Classifier.chunks``: at most ``batch_size``, fewer
+    for long texts). Each example's rows are masked from the others', so its gradient is the one
+    it gets alone."""
     pad = clf.tokenizer.pad_token_id or 0
     out: list[tuple[torch.Tensor, torch.Tensor]] = []
-    for start in range(0, len(encodings), clf.batch_size):
-        chunk = encodings[start : start + clf.batch_size]
+    for owners in clf.chunks([len(e.input_ids) for e in encodings]):
+        chunk = encodings[owners.start : owners.stop]
         width = max(len(e.input_ids) for e in chunk)
         ids = torch.tensor([list(e.input_ids) + [pad] * (width - len(e.input_ids)) for e in chunk])
         with torch.no_grad():
             embeds = clf.input_embeddings(ids).detach()
-        owners = range(start, start + len(chunk))
         grad, _ = _input_gradient(
-            clf, [e.variant for e in chunk], embeds, targets[start : start + len(chunk)], output, False, owners
+            clf, [e.variant for e in chunk], embeds, targets[owners.start : owners.stop], output, False, owners
         )
         out += [(embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)]) for row, e in enumerate(chunk)]
     return out
@@ -227,7 +227,7 @@ def explain_integrated_gradients(
             baselines=baselines,
             n_steps=params.n_steps,
             method=params.method,
-            internal_batch_size=clf.batch_size,
+            internal_batch_size=clf.rows_for(len(encoded.input_ids)),
             return_convergence_delta=True,
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
@@ -321,14 +321,13 @@ def _integrated_gradients(
     path = baseline + points.view(-1, 1, 1) * difference  # (n_steps, seq, dim)
     if not create_graph:
         path = path.detach().requires_grad_(True)
+    rows = torch.cat([path, embeds])  # the path and the input itself (for its probabilities) in one pass
+    size = clf.rows_for(len(encoded.input_ids))
     logits = torch.cat(
-        [
-            clf.forward_embeds(path[i : i + clf.batch_size], encoded.variant)
-            for i in range(0, path.shape[0], clf.batch_size)
-        ]
+        [clf.forward_embeds(rows[i : i + size], encoded.variant) for i in range(0, rows.shape[0], size)]
     )
-    value = clf.head.target_output(logits, target, params.output).sum()
+    value = clf.head.target_output(logits[:-1], target, params.output).sum()
     (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
     average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)
-    probs = clf.head.outputs(clf.forward_embeds(embeds, encoded.variant))[0]
+    probs = clf.head.outputs(logits[-1:])[0]
     return matrix @ (difference[0] * average).sum(-1), probs

@@ -211,14 +211,6 @@ def chunks(n_rows: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(start, min(chunk_size, n_rows - start)) for start in range(0, n_rows, chunk_size)]
 
 
-def is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-    )
-
-
 class UnitWorker:
     """Holds a loaded model and evaluates units; the same class runs in-process (serial) and as
     a Ray actor."""
@@ -250,6 +242,7 @@ class UnitWorker:
     ) -> tuple[UnitStats, pa.Table]:
         """Evaluate one unit; positions and error indices are the rows' positions in the run.
         An out-of-memory error halves the batch size and starts the unit again."""
+        from core.devices import is_out_of_memory
         from engine.runs.rows import to_table
 
         while True:
@@ -269,11 +262,9 @@ class UnitWorker:
                 )
                 break
             except Exception as error:
-                if not is_out_of_memory(error) or self.clf.batch_size == 1:
+                if not is_out_of_memory(error) or not self.clf.halve_batch():
                     raise
-                self.clf.batch_size //= 2
                 self.halvings += 1
-                _empty_device_cache()
         shift_positions(evaluation, first_row)
         dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results, strict=True)]
         stats = UnitStats(
@@ -288,13 +279,6 @@ def shift_positions(evaluation: SliceEvaluation, first_row: int) -> None:
     for failures in evaluation.errors.values():
         for failure in failures:
             failure["index"] += first_row
-
-
-def _empty_device_cache() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 # ---------------------------------------------------------------------------------- executors
