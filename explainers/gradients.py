@@ -323,9 +323,7 @@ def _integrated_gradients(
         path = path.detach().requires_grad_(True)
     rows = torch.cat([path, embeds])  # the path and the input itself (for its probabilities) in one pass
     size = clf.rows_for(len(encoded.input_ids))
-    logits = torch.cat(
-        [clf.forward_embeds(rows[i : i + size], encoded.variant) for i in range(0, rows.shape[0], size)]
-    )
+    logits = torch.cat([clf.forward_embeds(rows[i : i + size], encoded.variant) for i in range(0, rows.shape[0], size)])
     value = clf.head.target_output(logits[:-1], target, params.output).sum()
     (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
     average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)

@@ -12,6 +12,10 @@ back-propagation, ``explainers.gradients.word_scores(create_graph=True)``), so o
 gradient methods can be attacked. The perturbed embeddings are also shown as their nearest
 vocabulary words (cosine similarity, special tokens excluded). Deterministic: the ascent starts
 from ``delta = 0``; the shared model is never modified.
+
+A rejected step's retries (each half the size of the one before) are screened in one forward
+pass before any is explained (``_ascend``), so a run of rejections near the class boundary costs
+one batched forward pass instead of one explanation and double back-propagation per retry.
 """
 
 from __future__ import annotations
@@ -136,6 +140,7 @@ def embedding_attack(
     original_scores, original_probs = explain(torch.zeros_like(base), attack_time=False)
     k = k_for(encoded.n_words, params.top_fraction)
     top = torch.as_tensor(top_k(original_scores.detach().cpu().numpy(), k).copy())
+
     def screen(deltas: torch.Tensor) -> list[tuple[bool, float]]:
         """For each candidate delta (K, seq, dim): is the prediction kept, and the target's output;
         one forward pass without a gradient for all of them."""

@@ -190,9 +190,7 @@ def explain_aml_batch(
                 progress(0.8 + 0.2 * (number + fraction) / len(parts), message)
 
         chosen = [examples[i] for i in part]
-        attributions = _explain_group(
-            clf, chosen, part, [targets[i] for i in part], params, pretrained[part[0]], step
-        )
+        attributions = _explain_group(clf, chosen, part, [targets[i] for i in part], params, pretrained[part[0]], step)
         out.update(zip(part, attributions))
     return [out[i] for i in range(len(examples))]
 
@@ -213,9 +211,7 @@ def _explain_group(
     outputs = clf.predict_proba_groups(predicted)
     probs = [outputs[owner][0] for owner in owners]
     # y: the predicted distribution when explaining the predicted class (the paper), else one-hot.
-    condition = np.stack(
-        [p if int(np.argmax(p)) == t else np.eye(clf.num_labels)[t] for p, t in zip(probs, targets)]
-    )
+    condition = np.stack([p if int(np.argmax(p)) == t else np.eye(clf.num_labels)[t] for p, t in zip(probs, targets)])
     condition_t = torch.tensor(condition, dtype=torch.float32, device=clf.device)
     batch = Batch.of(encodings, clf.tokenizer.pad_token_id or 0, clf.device)
     variants = [e.variant for e in encodings] * 2  # masked rows, then complement rows
