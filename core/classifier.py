@@ -405,7 +405,8 @@ class Classifier:
 
         Identical variants of one group are scored once (and counted once, for that group's
         example); the groups' variants are pooled, sorted by length so each chunk of
-        ``batch_size`` needs little padding, and run under ``torch.inference_mode()``.
+        ``batch_size`` needs little padding, and run under ``torch.inference_mode()``; the head's
+        outputs are computed in float64 from the float32 logits.
         """
         items: dict[tuple[int, Variant], int] = {}
         for owner, variants in enumerate(groups):
@@ -425,8 +426,10 @@ class Classifier:
                         if v.zero_positions:
                             embeds[r, list(v.zero_positions)] = 0.0
                     batch["inputs_embeds"] = embeds
-                logits = self.model(**batch).logits.float()
-                out[rows] = self.head.outputs(logits).cpu().numpy()
+                # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps
+                # the precision its log-odds need, whatever else shares the batch.
+                logits = self.model(**batch).logits.float().cpu().double()
+                out[rows] = self.head.outputs(logits).numpy()
                 self._count([distinct[i][0] for i in rows])
                 if progress is not None:
                     progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
