@@ -82,6 +82,13 @@ class Encoded:
         return Variant(tuple(ids), tuple(types), tuple(zeroed))
 
 
+def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices ordered by length and cut into chunks of at most ``size``, so each chunk, padded
+    to its longest, pads little."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 @dataclass(frozen=True)
 class PassLedger:
     """Passes counted per example of a batched request (``Classifier.per_example``)."""
@@ -413,11 +420,10 @@ class Classifier:
             for v in variants:
                 items.setdefault((owner, v), len(items))
         distinct = list(items)
-        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i][1].input_ids))
         out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
+        done = 0
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            for rows in length_chunks([len(v.input_ids) for _, v in distinct], self.batch_size):
                 chunk = [distinct[i][1] for i in rows]
                 batch = self._batch_tensors(chunk)
                 if any(v.zero_positions for v in chunk):
@@ -431,8 +437,9 @@ class Classifier:
                 logits = self.model(**batch).logits.float().cpu().double()
                 out[rows] = self.head.outputs(logits).numpy()
                 self._count([distinct[i][0] for i in rows])
+                done += len(rows)
                 if progress is not None:
-                    progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
+                    progress(done / len(distinct), "scoring")
         return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
 
     def _autocast(self):
@@ -465,11 +472,13 @@ class Classifier:
         gets the logits it would get alone. ``owners``: the example of each row in a batched
         request (``per_example``)."""
         n = embeds.shape[0]
-        layouts = [variants] * n if isinstance(variants, Variant) else list(variants)
-        if len(layouts) != n or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
+        layouts = [variants] if isinstance(variants, Variant) else list(variants)
+        if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
             raise ValueError("forward_embeds needs one layout per row, the longest as wide as the embeddings")
         batch = self._batch_tensors(layouts)
         del batch["input_ids"]
+        if len(layouts) < n:  # one layout that every row shares
+            batch = {key: t.expand(n, -1) for key, t in batch.items()}
         self._count(n if owners is None else owners, backward=embeds.requires_grad)
         return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
 
