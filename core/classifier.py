@@ -82,6 +82,23 @@ class Encoded:
         return Variant(tuple(ids), tuple(types), tuple(zeroed))
 
 
+def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices ordered by length and cut into chunks of at most ``size``, so each chunk, padded
+    to its longest, pads little; a chunk of long items holds fewer, at most ``size *
+    TOKENS_PER_ROW`` tokens counted at its longest (``core.devices.chunk_rows``), so one pass's
+    memory stays bounded whatever the length."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    chunks: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        end = start + 1  # sorted: the item at ``end`` would be the chunk's longest
+        while end < len(order) and end + 1 - start <= chunk_rows(size, lengths[order[end]]):
+            end += 1
+        chunks.append(order[start:end])
+        start = end
+    return chunks
+
+
 @dataclass(frozen=True)
 class PassLedger:
     """Passes counted per example of a batched request (``Classifier.per_example``)."""
@@ -405,34 +422,38 @@ class Classifier:
 
         Identical variants of one group are scored once (and counted once, for that group's
         example); the groups' variants are pooled, sorted by length so each chunk of
-        ``batch_size`` needs little padding (fewer rows for long inputs: ``rows_for``), and run
-        under ``torch.inference_mode()``. Only one chunk's tensors exist at a time. A chunk that
-        runs out of device memory halves ``batch_size`` (``halve_batch``) and is scored again; the
-        outputs do not depend on it.
+        ``batch_size`` needs little padding (``length_chunks``: fewer rows for long inputs), and
+        run under ``torch.inference_mode()``; the head's outputs are computed in float64 from the
+        float32 logits. Only one chunk's tensors exist at a time. A chunk that runs out of device
+        memory halves ``batch_size`` (``halve_batch``) and what is left is chunked again and
+        scored; the outputs do not depend on the batch size.
         """
         items: dict[tuple[int, Variant], int] = {}
         for owner, variants in enumerate(groups):
             for v in variants:
                 items.setdefault((owner, v), len(items))
         distinct = list(items)
-        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i][1].input_ids))
         out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
+        done = 0
         with torch.inference_mode(), self._autocast():
-            start = 0
-            while start < len(order):
-                widest = distinct[order[min(start + self.batch_size, len(order)) - 1]][1]  # sorted by length
-                rows = order[start : start + self.rows_for(len(widest.input_ids))]
-                chunk = [distinct[i][1] for i in rows]
-                try:
-                    out[rows] = self._outputs(chunk)
-                except Exception as error:
-                    if not is_out_of_memory(error) or not self.halve_batch():
-                        raise
-                    continue  # the same rows again, in a chunk half as large
-                self._count([distinct[i][0] for i in rows])
-                start += len(chunk)
-                if progress is not None:
-                    progress(min(1.0, start / len(order)), "scoring")
+            lengths = [len(v.input_ids) for _, v in distinct]
+            remaining = list(range(len(distinct)))
+            while remaining:
+                scored: set[int] = set()
+                for positions in length_chunks([lengths[i] for i in remaining], self.batch_size):
+                    rows = [remaining[p] for p in positions]
+                    try:
+                        out[rows] = self._outputs([distinct[i][1] for i in rows])
+                    except Exception as error:
+                        if not is_out_of_memory(error) or not self.halve_batch():
+                            raise
+                        break  # what is left, chunked again at half the batch size
+                    self._count([distinct[i][0] for i in rows])
+                    scored.update(rows)
+                    done += len(rows)
+                    if progress is not None:
+                        progress(done / len(distinct), "scoring")
+                remaining = [i for i in remaining if i not in scored]
         return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
 
     def _outputs(self, chunk: Sequence[Variant]) -> np.ndarray:
@@ -444,27 +465,15 @@ class Classifier:
                 if v.zero_positions:
                     embeds[r, list(v.zero_positions)] = 0.0
             batch["inputs_embeds"] = embeds
-        logits = self.model(**batch).logits.float()
-        return self.head.outputs(logits).cpu().numpy()
+        # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps the
+        # precision its log-odds need, whatever else shares the batch.
+        logits = self.model(**batch).logits.float().cpu().double()
+        return self.head.outputs(logits).numpy()
 
     def rows_for(self, width: int) -> int:
         """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``): ``batch_size``,
         fewer for long inputs, so that a pass holds at most ``batch_size * TOKENS_PER_ROW`` tokens."""
         return chunk_rows(self.batch_size, min(width, self.loaded.max_length))
-
-    def chunks(self, widths: Sequence[int], rows_per_item: int = 1) -> list[range]:
-        """Consecutive ranges of items (each ``rows_per_item`` rows of its ``widths`` tokens) to
-        run one pass each: as many as ``rows_for`` allows at the chunk's widest item, at least one."""
-        out: list[range] = []
-        start = 0
-        while start < len(widths):
-            end, widest = start + 1, widths[start]
-            while end < len(widths) and (end + 1 - start) * rows_per_item <= self.rows_for(max(widest, widths[end])):
-                widest = max(widest, widths[end])
-                end += 1
-            out.append(range(start, end))
-            start = end
-        return out
 
     def halve_batch(self) -> bool:
         """After an out-of-memory error: halve ``batch_size`` and release the device's cached
@@ -505,11 +514,13 @@ class Classifier:
         gets the logits it would get alone. ``owners``: the example of each row in a batched
         request (``per_example``)."""
         n = embeds.shape[0]
-        layouts = [variants] * n if isinstance(variants, Variant) else list(variants)
-        if len(layouts) != n or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
+        layouts = [variants] if isinstance(variants, Variant) else list(variants)
+        if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
             raise ValueError("forward_embeds needs one layout per row, the longest as wide as the embeddings")
         batch = self._batch_tensors(layouts)
         del batch["input_ids"]
+        if len(layouts) < n:  # one layout that every row shares
+            batch = {key: t.expand(n, -1) for key, t in batch.items()}
         self._count(n if owners is None else owners, backward=embeds.requires_grad)
         return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
 

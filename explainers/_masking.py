@@ -1,8 +1,7 @@
 """What the mask optimisers (explainers/marc.py, explainers/aml/) share: blending word embeddings
 toward a filler token's embedding, padded batches of several examples (both optimise several
-examples in one batch), rationale spans of a word mask,
-and their trace records; and the input embeddings of token ids (``embed_ids``, also used by
-explainers/gradients.py)."""
+examples in one batch), rationale spans of a word mask and their trace records; and the input
+embeddings of token ids (``embed_ids``, also used by explainers/gradients.py)."""
 
 from __future__ import annotations
 

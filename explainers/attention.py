@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.classifier import Classifier
+from core.classifier import Classifier, length_chunks
 from core.params import NoParams, param
 from core.types import Attribution, Example
 from explainers.base import one_example
@@ -37,17 +37,15 @@ def _each(
     clf: Classifier, examples: Sequence[Example], targets: Sequence[int], score: Callable[[torch.Tensor], torch.Tensor]
 ) -> list[Attribution]:
     """``score`` of every example's attention weights (layers, heads, seq, seq) -> (seq,) token
-    scores, the weights read in one padded forward pass per chunk of examples (``Classifier.chunks``:
-    at most ``batch_size``, fewer for long texts)."""
+    scores, the weights read in one padded forward pass per ``batch_size`` examples of similar
+    length."""
     encodings = [clf.encode(example) for example in examples]
-    out: list[Attribution] = []
-    for owners in clf.chunks([len(e.input_ids) for e in encodings]):
-        chunk = encodings[owners.start : owners.stop]
-        weights = clf.attentions([e.variant for e in chunk], owners=owners)
-        for offset, (encoded, attention) in enumerate(zip(chunk, weights, strict=True)):
-            example, target = examples[owners.start + offset], targets[owners.start + offset]
-            out.append(to_attribution(example, target, clf, encoded, score(attention).numpy()))
-    return out
+    out: dict[int, Attribution] = {}
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+        weights = clf.attentions([encodings[i].variant for i in rows], owners=rows)
+        for i, attention in zip(rows, weights, strict=True):
+            out[i] = to_attribution(examples[i], targets[i], clf, encodings[i], score(attention).numpy())
+    return [out[i] for i in range(len(examples))]
 
 
 def received_mean(attention: torch.Tensor) -> torch.Tensor:

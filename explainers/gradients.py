@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.classifier import Classifier, Encoded, Variant
+from core.classifier import Classifier, Encoded, Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import embed_ids
@@ -103,22 +103,21 @@ def _gradients(
     clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int], output: str
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(embeddings, gradient), each (seq, dim), of every example: one padded forward and
-    backward pass per chunk of examples (``Classifier.chunks``: at most ``batch_size``, fewer
-    for long texts). Each example's rows are masked from the others', so its gradient is the one
-    it gets alone."""
+    backward pass per ``batch_size`` examples of similar length. Each example's rows are masked
+    from the others', so its gradient is the one it gets alone."""
     pad = clf.tokenizer.pad_token_id or 0
-    out: list[tuple[torch.Tensor, torch.Tensor]] = []
-    for owners in clf.chunks([len(e.input_ids) for e in encodings]):
-        chunk = encodings[owners.start : owners.stop]
+    out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+        chunk = [encodings[i] for i in rows]
         width = max(len(e.input_ids) for e in chunk)
         ids = torch.tensor([list(e.input_ids) + [pad] * (width - len(e.input_ids)) for e in chunk])
         with torch.no_grad():
             embeds = clf.input_embeddings(ids).detach()
-        grad, _ = _input_gradient(
-            clf, [e.variant for e in chunk], embeds, targets[owners.start : owners.stop], output, False, owners
-        )
-        out += [(embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)]) for row, e in enumerate(chunk)]
-    return out
+        chosen = [targets[i] for i in rows]
+        grad, _ = _input_gradient(clf, [e.variant for e in chunk], embeds, chosen, output, False, rows)
+        for row, (i, e) in enumerate(zip(rows, chunk, strict=True)):
+            out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)])
+    return [out[i] for i in range(len(encodings))]
 
 
 def to_attribution(

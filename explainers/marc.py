@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from core.classifier import Classifier, Encoded, ProgressFn
+from core.classifier import Classifier, Encoded, ProgressFn, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import (
@@ -212,20 +212,21 @@ def explain_marc_batch(
     """MaRC on several examples at once: every example keeps its own mask parameters, Adam state,
     random stream (seeded with ``params.seed``) and early stop, and each step runs the masked and
     complement inputs of all examples still optimising as one padded forward and backward pass
-    (``clf.chunks``: at most ``batch_size`` rows, fewer for long texts). A row's logits do not
+    (``length_chunks``: at most ``batch_size`` rows, fewer for long texts). A row's logits do not
     depend on the other rows, so each example's result equals its single-example run to float
     rounding; each example is charged its own passes (two per step it ran, two for the final mask)."""
-    out: list[Attribution] = []
     runs = [_start(clf, example, i, target, params) for i, (example, target) in enumerate(zip(examples, targets))]
-    parts = clf.chunks([len(run.encoded.input_ids) for run in runs], rows_per_item=2)
+    # two rows per example: half the batch size in examples (and half its tokens)
+    parts = length_chunks([len(run.encoded.input_ids) for run in runs], clf.batch_size // 2)
+    out: dict[int, Attribution] = {}
     for number, part in enumerate(parts):
 
         def step(fraction: float, message: str, number: int = number) -> None:
             if progress is not None:
                 progress((number + fraction) / len(parts), message)
 
-        out += _optimise(clf, runs[part.start : part.stop], params, step)
-    return out
+        out.update(zip(part, _optimise(clf, [runs[i] for i in part], params, step)))
+    return [out[i] for i in range(len(runs))]
 
 
 def _logits(clf: Classifier, runs: list[_Run], masked: list[torch.Tensor], complement: list[torch.Tensor]):

@@ -26,7 +26,7 @@ import torch
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from core.classifier import Classifier, Encoded, ProgressFn, Variant
+from core.classifier import Classifier, Encoded, ProgressFn, Variant, length_chunks
 from core.types import Attribution, Example
 from explainers._masking import Batch, groups, span_extras, special_embedding, trace_row
 from explainers.aml.model import (
@@ -156,7 +156,7 @@ def explain_aml_batch(
     each example for ``n_steps``, keeping the best step by ``select_by``), on several examples.
     The pre-trained model comes from ``resources`` (``OnTheExample()`` when None: trained on each
     example, not cached). Examples sharing a pre-trained model are explained together, at most
-    ``_MAX_COPIES`` at a time (and two classifier rows each within ``clf.chunks``), each fine-tuned on a copy of its own
+    ``_MAX_COPIES`` at a time (and two classifier rows each within ``length_chunks``), each fine-tuned on a copy of its own
     (``_Copies``): one attribution-model pass and one classifier pass per step for the group, one
     scorer call for the step selection, each pass charged to its example. AML's loss (Eq. 4-7) is
     a cross-entropy over a softmax of exclusive classes, so a multi-label or regression head is
@@ -176,10 +176,10 @@ def explain_aml_batch(
     for index, p in enumerate(pretrained):
         by_model.setdefault(id(p.model), []).append(index)
     widths = [len(clf.encode(example).input_ids) for example in examples]
-    parts = [
-        [indices[i] for i in chunk[part.start : part.stop]]
+    parts = [  # two classifier rows per example: half the batch size in examples (and half its tokens)
+        [indices[chunk[i]] for i in part]
         for indices in by_model.values()
-        for chunk in clf.chunks([widths[i] for i in indices], rows_per_item=2)
+        for chunk in length_chunks([widths[i] for i in indices], clf.batch_size // 2)
         for part in groups(len(chunk), _MAX_COPIES)
     ]
     out: dict[int, Attribution] = {}
