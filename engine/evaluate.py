@@ -177,14 +177,15 @@ def evaluate_slice(
         indices = range(group_start, min(group_start + group, len(examples)))
         if progress is not None:
             progress(group_start / len(examples), f"example {group_start + 1} of {len(examples)}")
-        passes0 = clf.forward_passes
         start = time.perf_counter()
         supplied = [dict(given[i]) if given is not None else {} for i in indices]
         targets = [_explained_class(examples[i], target, per) for i, per in zip(indices, supplied, strict=True)]
 
+        # A group's share of the progress: the first half while it is explained, then half an
+        # example's share as each example is scored.
         def explaining(fraction: float, message: str, indices: range = indices) -> None:
             if progress is not None:
-                share = (indices.start + fraction * len(indices)) / len(examples)
+                share = (indices.start + 0.5 * fraction * len(indices)) / len(examples)
                 progress(share, f"explaining {indices.start + 1}-{indices.stop} of {len(examples)}: {message}")
 
         explanations = explain_examples(
@@ -199,11 +200,11 @@ def evaluate_slice(
             resources=resources,
         )
         evaluation.explain_s += time.perf_counter() - start
-        evaluation.forward_passes += clf.forward_passes - passes0
         for index, explanation, per in zip(indices, explanations, supplied, strict=True):
             if progress is not None and index > group_start:
-                progress(index / len(examples), f"example {index + 1} of {len(examples)}")
-            passes0 = clf.forward_passes
+                share = (group_start + 0.5 * (len(indices) + index - group_start)) / len(examples)
+                progress(share, f"example {index + 1} of {len(examples)}")
+            passes0 = clf.forward_passes - explanation.forward_passes  # its explanation's passes, then its metrics
             for method, message in explanation.errors.items():
                 evaluation.errors.setdefault(method, []).append(
                     {"index": index, "id": examples[index].id, "error": message}

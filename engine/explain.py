@@ -36,6 +36,15 @@ class Explanation:
     dropped_words: int = 0
     errors: dict[str, str] = field(default_factory=dict)
     windows: tuple[tuple[int, int], ...] = ()  # word ranges, when explained in sliding windows
+    forward_passes: int = 0  # spent on this example: its prediction, its methods, their refused attempts
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A method's refusal of one example (its ``ValueError``) and the passes the attempt spent."""
+
+    message: str
+    forward_passes: int
 
 
 def predict(clf: Classifier, example: Example) -> Prediction:
@@ -116,6 +125,7 @@ def explain_examples(
         method_params[key] = spec.make_params(overrides)
     results: list[dict[str, Attribution]] = [{} for _ in examples]
     errors: list[dict[str, str]] = [{} for _ in examples]
+    spent = [1] * len(examples)  # the prediction
     for index, (key, spec) in enumerate(specs.items()):
 
         def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
@@ -128,36 +138,40 @@ def explain_examples(
                 mlm=mlm, progress=step, resources=resources,
             )  # fmt: skip
 
-        for position, outcome in enumerate(_each_or_alone(run, len(examples), spec.explain_batch is not None)):
-            if isinstance(outcome, str):
-                errors[position][key] = outcome
+        for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), spec.explain_batch is not None)):
+            spent[position] += outcome.forward_passes
+            if isinstance(outcome, Refused):
+                errors[position][key] = outcome.message
             else:
                 results[position][key] = outcome
         if progress is not None:
             progress((index + 1) / len(methods), f"{key} done")
     return [
-        Explanation(example, prediction, target, attributions, dropped, failed)
-        for example, (_, dropped), prediction, target, attributions, failed in zip(
-            cut, fitted, predictions, explained, results, errors, strict=True
+        Explanation(example, prediction, target, attributions, dropped, failed, (), passes)
+        for example, (_, dropped), prediction, target, attributions, failed, passes in zip(
+            cut, fitted, predictions, explained, results, errors, spent, strict=True
         )
     ]
 
 
-def _each_or_alone(run: Callable[[list[int]], list[Attribution]], n: int, together: bool) -> list[Attribution | str]:
-    """Every example's attribution or refusal (``ValueError`` message): all examples in one call
-    when the method explains them together, else (or when one of them is refused, to know which)
-    one call per example."""
+def _each_or_alone(
+    clf: Classifier, run: Callable[[list[int]], list[Attribution]], n: int, together: bool
+) -> list[Attribution | Refused]:
+    """Every example's attribution or refusal: all examples in one call when the method explains
+    them together, else (or when one of them is refused, to know which) one call per example. The
+    passes of a refused batch are spent again one by one and charged to no example."""
     if together and n > 1:
         try:
             return list(run(list(range(n))))
         except ValueError:
             pass
-    outcomes: list[Attribution | str] = []
+    outcomes: list[Attribution | Refused] = []
     for i in range(n):
+        before = clf.forward_passes
         try:
             outcomes.append(run([i])[0])
         except ValueError as error:
-            outcomes.append(str(error))
+            outcomes.append(Refused(str(error), clf.forward_passes - before))
     return outcomes
 
 
@@ -220,4 +234,5 @@ def _explain_in_windows(
             backward_passes=sum(a.backward_passes for a in pieces),
             extras={"windows": [list(span) for span in spans], "stitch": options.stitch, "overlap": options.overlap},
         )
-    return Explanation(example, prediction, target, attributions, 0, errors, tuple(spans))
+    passes = len(parts) + sum(result.forward_passes for result in results)
+    return Explanation(example, prediction, target, attributions, 0, errors, tuple(spans), passes)

@@ -17,7 +17,7 @@ from core.classifier import Classifier, LoadedClassifier, load_classifier
 from core.datasets import split_words
 from core.types import Attribution, Example
 from engine.evaluate import evaluate_slice, metric_params, metric_values
-from engine.explain import _each_or_alone, explain_example, explain_examples
+from engine.explain import Refused, _each_or_alone, explain_example, explain_examples
 from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
 
 BATCHED = [key for key, spec in explainers.REGISTRY.items() if spec.explain_batch is not None]
@@ -126,15 +126,17 @@ def test_a_pass_that_names_no_example_inside_a_batch_is_refused(toy_bert_loaded)
     assert ledger.forward == [1]
 
 
-def test_a_refused_example_is_named_and_the_others_are_explained() -> None:
+def test_a_refused_example_is_named_and_the_others_are_explained(linear_clf) -> None:
     def run(chosen: list[int]) -> list[Attribution]:
+        linear_clf.predict_proba([linear_clf.encode(TOY[i]).variant for i in chosen])  # passes spent
         if 1 in chosen:
             raise ValueError("example 1 is refused")
-        return [Attribution("m", f"e{i}", 0, ("w",), np.zeros(1)) for i in chosen]
+        return [Attribution("m", f"e{i}", 0, ("w",), np.zeros(1), forward_passes=1) for i in chosen]
 
-    outcomes = _each_or_alone(run, 3, together=True)
-    assert outcomes[1] == "example 1 is refused"
+    outcomes = _each_or_alone(linear_clf, run, 3, together=True)
+    assert outcomes[1] == Refused("example 1 is refused", forward_passes=1)
     assert [a.example_id for a in (outcomes[0], outcomes[2]) if isinstance(a, Attribution)] == ["e0", "e2"]
+    assert linear_clf.forward_passes == 3 + 3  # the refused batch, then one by one
 
 
 def test_explain_examples_equals_explain_example_for_every_method(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
@@ -159,15 +161,16 @@ def test_a_slice_gives_the_same_metrics_and_passes_whatever_the_group(toy_bert_l
     methods = ["loo_empty", "saliency", "grad_x_input", "attention_rollout", "occlusion", "integrated_gradients"]
     params = metric_params(["deletion", "comprehensiveness"], {"deletion": {"removal": "delete"}})
     examples = TOY * 2
+    clfs = [Classifier(toy_bert_loaded), Classifier(toy_bert_loaded)]
     runs = [
-        evaluate_slice(Classifier(toy_bert_loaded), examples, methods, params, method_params={}, group=group)
-        for group in (1, 4)
+        evaluate_slice(clf, examples, methods, params, method_params={}, group=group)
+        for clf, group in zip(clfs, (1, 4), strict=True)
     ]
     one, grouped = (metric_values(run) for run in runs)
     for method in methods:
         for metric in params:
             np.testing.assert_allclose(grouped[method][metric], one[method][metric], rtol=1e-5, atol=1e-5)
-    assert runs[0].forward_passes == runs[1].forward_passes
+    assert runs[0].forward_passes == runs[1].forward_passes == clfs[0].forward_passes == clfs[1].forward_passes
     assert [r.position for r in runs[1].results] == list(range(len(examples)))
 
 
@@ -181,3 +184,14 @@ def test_the_benchmark_explains_groups_with_each_example_s_own_passes(toy_bert_l
         for count in ("forward_passes", "backward_passes"):
             assert grouped["methods"][key][count] == one["methods"][key][count], (key, count)
     assert grouped["methods"]["saliency"]["forward_passes"] == 1
+
+
+def test_sobol_does_not_depend_on_the_batch_size(toy_linear_loaded) -> None:
+    spec = explainers.get("sobol")
+    params = _fast_params(spec, 3)
+    first, second = (
+        explainers.run_explainer(spec, Classifier(toy_linear_loaded, batch_size=size), TOY[2], 1, params)
+        for size in (1, 7)
+    )
+    assert first.extras["variance"] > 1e-3  # the linear toy's output moves with its planted words
+    np.testing.assert_allclose(first.scores, second.scores, rtol=1e-5, atol=1e-5)

@@ -184,7 +184,10 @@ def test_registry_contract(key: str, toy_bert_loaded, toy_mlm: MaskedLM) -> None
     assert np.all(np.isfinite(first.scores))
     assert first.method == key and first.words == example.words
     np.testing.assert_allclose(run(7, seed=3).scores, first.scores, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(run(1, seed=3).scores, first.scores, rtol=1e-4, atol=1e-6)
+    if key != "sobol":
+        # Sobol's indices are scale-free: the toy BERT's output moves by about 1e-6 when words go,
+        # so there they are a ratio of float noise; tests/test_batching.py checks them on the linear toy.
+        np.testing.assert_allclose(run(1, seed=3).scores, first.scores, rtol=1e-4, atol=1e-6)
     if first.subword_scores is not None:
         # Special tokens are never scored: one subword score per word piece.
         assert len(first.subword_scores) == 6 + 2
