@@ -13,8 +13,9 @@ already-loaded ``transformers`` sequence classifier with ``tokenizer=`` (a fast 
 explain many times). A model object is frozen in place as the project's own loader freezes its
 models: ``eval()`` and ``requires_grad_(False)`` on every parameter, nothing else (it is not
 copied, not moved to another device unless ``device=`` is given, and its weights never change).
-The attention methods need eager attention: load such a model with
-``attn_implementation="eager"``.
+Any attention kernel will do: the attention methods read their weights from an eager-attention
+view of the same weights (core/attention_view.py), so a model loaded with the fused ``sdpa``
+kernel keeps it for every other method.
 
 Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics.REGISTRY``);
 ``params`` maps a method or metric key to its parameter overrides, as ``--param`` does.

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_dataset, add_model, load_dataset_examples, parse_params, positive_int, print_json, seed_int
+from cli.common import (
+    add_dataset,
+    add_model,
+    load_dataset_examples,
+    parse_params,
+    positive_int,
+    print_json,
+    progress_bar,
+    seed_int,
+)
 
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
@@ -50,10 +59,17 @@ def run(args: argparse.Namespace) -> int:
         mlm = MaskedLM.load(args.mlm)
     rows, results = [], []
     resources = Resources()  # one per command: AML pre-trains once for all the examples
-    for example in examples:
+    bar = progress_bar(100, enabled=not args.quiet, unit="%")  # tqdm: rate and time left
+    for index, example in enumerate(examples):
+
+        def step(fraction: float, message: str, index: int = index) -> None:
+            if bar is not None:
+                bar((index + fraction) / len(examples), f"example {index + 1} of {len(examples)}, {message}")
+
         per_method = attack_example(
-            clf, example, methods, args.attack, params, mlm=mlm, explainer_params=given, resources=resources
-        )
+            clf, example, methods, args.attack, params, mlm=mlm, explainer_params=given, resources=resources,
+            progress=step,
+        )  # fmt: skip
         results.append(per_method)
         rows.append({"id": example.id, "results": {m: r.to_json() for m, r in per_method.items()}})
         if not args.json:
@@ -123,4 +139,5 @@ def register(sub) -> None:
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for the substitution attack")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import sys
 
@@ -13,6 +14,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     import explainers
+    from core.attention_view import attention_implementation
     from core.classifier import Classifier, load_classifier
     from core.datasets import load_examples
     from engine.bench import run_bench
@@ -26,14 +28,23 @@ def run(args: argparse.Namespace) -> int:
     examples = [e for e in pool if args.min_words <= len(e.words) <= args.max_words][: args.limit or 20]
     if not examples:
         raise ValueError(f"no {dataset}/{split} example has {args.min_words}..{args.max_words} words")
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    loaded = load_classifier(args.model)
+    if args.attention == "eager":  # the kernel the models loaded with before the fused default
+        loaded = dataclasses.replace(loaded, model=loaded.eager_model)
+    clf = Classifier(loaded, batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM
 
         mlm = MaskedLM.load(args.mlm)
     result = run_bench(
-        clf, examples, methods, mlm, progress=lambda m: print(m, file=sys.stderr, flush=True), resources=Resources()
+        clf,
+        examples,
+        methods,
+        mlm,
+        progress=lambda m: print(m, file=sys.stderr, flush=True),
+        resources=Resources(),
+        group=args.group,
     )
     result.update(
         {
@@ -42,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             "device": str(clf.device),
             "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}",
             "batch_size": args.batch_size,
+            "attention": attention_implementation(clf.model),
         }
     )
     print_json(result)
@@ -57,5 +69,17 @@ def register(sub) -> None:
     parser.add_argument("--max-words", type=int, default=22, help="only examples with at most this many words")
     parser.add_argument("--mlm", default="minilm-mlm")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--group",
+        type=positive_int,
+        default=1,
+        help="examples explained together, as a dataset run does (8 per unit by default); 1: one at a time",
+    )
+    parser.add_argument(
+        "--attention",
+        choices=("default", "eager"),
+        default="default",
+        help="attention kernel of every forward pass: the model's default (fused sdpa where it has it) or eager",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from core.devices import best_device
+from core.attention_view import attention_implementation, eager_view
+from core.devices import best_device, chunk_rows, is_out_of_memory, release_device_memory
 from core.heads import Head, detect_head
 from core.types import Example, ProgressFn
 
@@ -81,6 +82,31 @@ class Encoded:
         return Variant(tuple(ids), tuple(types), tuple(zeroed))
 
 
+def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices ordered by length and cut into chunks of at most ``size``, so each chunk, padded
+    to its longest, pads little; a chunk of long items holds fewer, at most ``size *
+    TOKENS_PER_ROW`` tokens counted at its longest (``core.devices.chunk_rows``), so one pass's
+    memory stays bounded whatever the length."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    chunks: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        end = start + 1  # sorted: the item at ``end`` would be the chunk's longest
+        while end < len(order) and end + 1 - start <= chunk_rows(size, lengths[order[end]]):
+            end += 1
+        chunks.append(order[start:end])
+        start = end
+    return chunks
+
+
+@dataclass(frozen=True)
+class PassLedger:
+    """Passes counted per example of a batched request (``Classifier.per_example``)."""
+
+    forward: list[int]
+    backward: list[int]
+
+
 @dataclass
 class LoadedClassifier:
     """A model and tokenizer loaded once and shared (read-only) by every request."""
@@ -90,8 +116,18 @@ class LoadedClassifier:
     tokenizer: object
     device: torch.device
     pair: bool | None = None  # None: unknown (hub models accept one or two segments)
-    # Serialises the requests that must briefly touch the model's hooks (``Classifier.attentions``).
+    # Guards the one-off construction of the eager-attention view (``eager_model``).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def eager_model(self) -> torch.nn.Module:
+        """The shared model's eager-attention view (``core.attention_view``), built on first use."""
+        if self._eager is None:
+            with self.lock:
+                if self._eager is None:
+                    self._eager = eager_view(self.model)
+        return self._eager
 
     @property
     def label_names(self) -> tuple[str, ...]:
@@ -166,10 +202,13 @@ def classifier_from_model(
 class Classifier:
     """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
 
-    Every forward pass goes through ``predict_proba`` (perturbations) or ``forward_embeds``
-    (gradients), which count passes in ``forward_passes`` and ``backward_passes``. ``head`` is the
-    explained output (``core.heads``): detected from the model's config, or the type
-    ``head_type`` names (an override for models whose config is wrong, this request only).
+    Every forward pass goes through ``predict_proba`` (perturbations), ``forward_embeds``
+    (gradients) or ``attentions``, which count passes in ``forward_passes`` and
+    ``backward_passes``; inside ``per_example`` they also count them per example of a batched
+    request. ``head`` is the explained output (``core.heads``): detected from the model's config,
+    or the type ``head_type`` names (an override for models whose config is wrong, this request
+    only). ``model`` is the shared model (fused attention where it has it), or inside
+    ``eager_attention`` its eager-attention view (``core.attention_view``).
     """
 
     def __init__(
@@ -182,6 +221,8 @@ class Classifier:
         self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
         self.forward_passes = 0
         self.backward_passes = 0
+        self._ledger: PassLedger | None = None
+        self._eager = False
 
     # ------------------------------------------------------------------ properties
 
@@ -191,7 +232,17 @@ class Classifier:
 
     @property
     def model(self) -> torch.nn.Module:
-        return self.loaded.model
+        return self.loaded.eager_model if self._eager else self.loaded.model
+
+    @contextmanager
+    def eager_attention(self) -> Iterator[None]:
+        """Run the block on the eager-attention view of the shared weights: attention weights and
+        second derivatives (this request only; the shared model and other requests keep theirs)."""
+        previous, self._eager = self._eager, True
+        try:
+            yield
+        finally:
+            self._eager = previous
 
     @property
     def tokenizer(self):
@@ -223,6 +274,34 @@ class Classifier:
     def reset_counts(self) -> None:
         self.forward_passes = 0
         self.backward_passes = 0
+
+    @contextmanager
+    def per_example(self, n_examples: int) -> Iterator[PassLedger]:
+        """Count the block's passes per example of a batched request as well: each counted call
+        names the example of every row (``owners``; a call that names none inside a ledger of
+        several examples is a bug and raises)."""
+        if self._ledger is not None:
+            raise RuntimeError("per_example blocks do not nest")
+        self._ledger = PassLedger([0] * n_examples, [0] * n_examples)
+        try:
+            yield self._ledger
+        finally:
+            self._ledger = None
+
+    def _count(self, owners: Sequence[int] | int, backward: bool = False) -> None:
+        """One pass per row: ``owners`` is the example of each row, or a row count (all example 0)."""
+        rows = [0] * owners if isinstance(owners, int) else list(owners)
+        self.forward_passes += len(rows)
+        if backward:
+            self.backward_passes += len(rows)
+        if self._ledger is None:
+            return
+        if isinstance(owners, int) and len(self._ledger.forward) > 1:
+            raise RuntimeError("a pass inside a batched request must name the example of each row")
+        for owner in rows:
+            self._ledger.forward[owner] += 1
+            if backward:
+                self._ledger.backward[owner] += 1
 
     # ------------------------------------------------------------------ encoding
 
@@ -332,33 +411,78 @@ class Classifier:
     def predict_proba(self, variants: Sequence[Variant], progress: ProgressFn | None = None) -> np.ndarray:
         """The explained output of every label for each variant, shape (n, n_labels), float64:
         softmax or sigmoid probabilities, or raw scores for a regression head (``self.head``).
+        ``predict_proba_groups`` with one group."""
+        return self.predict_proba_groups([variants], progress)[0]
 
-        Identical variants are scored once; variants are sorted by length so each chunk of
-        ``batch_size`` needs little padding; runs under ``torch.inference_mode()``.
+    def predict_proba_groups(
+        self, groups: Sequence[Sequence[Variant]], progress: ProgressFn | None = None
+    ) -> list[np.ndarray]:
+        """``predict_proba`` of several examples' variants at once: group ``i`` belongs to example
+        ``i`` of a batched request and gets its own (n_i, n_labels) array.
+
+        Identical variants of one group are scored once (and counted once, for that group's
+        example); the groups' variants are pooled, sorted by length so each chunk of
+        ``batch_size`` needs little padding (``length_chunks``: fewer rows for long inputs), and
+        run under ``torch.inference_mode()``; the head's outputs are computed in float64 from the
+        float32 logits. Only one chunk's tensors exist at a time. A chunk that runs out of device
+        memory halves ``batch_size`` (``halve_batch``) and what is left is chunked again and
+        scored; the outputs do not depend on the batch size.
         """
-        unique: dict[Variant, int] = {}
-        for v in variants:
-            unique.setdefault(v, len(unique))
-        distinct = list(unique)
-        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i].input_ids))
+        items: dict[tuple[int, Variant], int] = {}
+        for owner, variants in enumerate(groups):
+            for v in variants:
+                items.setdefault((owner, v), len(items))
+        distinct = list(items)
         out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
+        done = 0
         with torch.inference_mode(), self._autocast():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                chunk = [distinct[i] for i in rows]
-                batch = self._batch_tensors(chunk)
-                if any(v.zero_positions for v in chunk):
-                    embeds = self.input_embeddings(batch.pop("input_ids"))
-                    for r, v in enumerate(chunk):
-                        if v.zero_positions:
-                            embeds[r, list(v.zero_positions)] = 0.0
-                    batch["inputs_embeds"] = embeds
-                logits = self.model(**batch).logits.float()
-                out[rows] = self.head.outputs(logits).cpu().numpy()
-                self.forward_passes += len(chunk)
-                if progress is not None:
-                    progress(min(1.0, (start + len(chunk)) / len(order)), "scoring")
-        return out[[unique[v] for v in variants]]
+            lengths = [len(v.input_ids) for _, v in distinct]
+            remaining = list(range(len(distinct)))
+            while remaining:
+                scored: set[int] = set()
+                for positions in length_chunks([lengths[i] for i in remaining], self.batch_size):
+                    rows = [remaining[p] for p in positions]
+                    try:
+                        out[rows] = self._outputs([distinct[i][1] for i in rows])
+                    except Exception as error:
+                        if not is_out_of_memory(error) or not self.halve_batch():
+                            raise
+                        break  # what is left, chunked again at half the batch size
+                    self._count([distinct[i][0] for i in rows])
+                    scored.update(rows)
+                    done += len(rows)
+                    if progress is not None:
+                        progress(done / len(distinct), "scoring")
+                remaining = [i for i in remaining if i not in scored]
+        return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
+
+    def _outputs(self, chunk: Sequence[Variant]) -> np.ndarray:
+        """The head's outputs (float64 numpy) of one padded chunk of variants."""
+        batch = self._batch_tensors(chunk)
+        if any(v.zero_positions for v in chunk):
+            embeds = self.input_embeddings(batch.pop("input_ids"))
+            for r, v in enumerate(chunk):
+                if v.zero_positions:
+                    embeds[r, list(v.zero_positions)] = 0.0
+            batch["inputs_embeds"] = embeds
+        # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps the
+        # precision its log-odds need, whatever else shares the batch.
+        logits = self.model(**batch).logits.float().cpu().double()
+        return self.head.outputs(logits).numpy()
+
+    def rows_for(self, width: int) -> int:
+        """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``): ``batch_size``,
+        fewer for long inputs, so that a pass holds at most ``batch_size * TOKENS_PER_ROW`` tokens."""
+        return chunk_rows(self.batch_size, min(width, self.loaded.max_length))
+
+    def halve_batch(self) -> bool:
+        """After an out-of-memory error: halve ``batch_size`` and release the device's cached
+        memory, so the caller can retry; False (nothing changed) when it is already 1."""
+        if self.batch_size == 1:
+            return False
+        self.batch_size //= 2
+        release_device_memory(self.device)
+        return True
 
     def _autocast(self):
         if self.autocast:
@@ -374,59 +498,53 @@ class Classifier:
         """Word embeddings (before position/segment embeddings), shape (batch, seq, dim)."""
         return self.embedding_layer()(input_ids.to(self.device))
 
-    def forward_embeds(self, embeds: torch.Tensor, variant: Variant, **kwargs) -> torch.Tensor:
-        """Logits for a batch of input-embedding tensors sharing one variant's layout (counted;
-        a pass on embeddings that require a gradient counts as a backward pass too)."""
+    def forward_embeds(
+        self,
+        embeds: torch.Tensor,
+        variants: Variant | Sequence[Variant],
+        *,
+        owners: Sequence[int] | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        """Logits for a batch of input-embedding tensors (counted; a pass on embeddings that
+        require a gradient counts as a backward pass too).
+
+        ``variants`` gives each row's layout (length, segments): one variant that every row
+        shares, or one per row, the rows right-padded to ``embeds.shape[1]`` and masked, so a row
+        gets the logits it would get alone. ``owners``: the example of each row in a batched
+        request (``per_example``)."""
         n = embeds.shape[0]
-        batch = {"attention_mask": torch.ones((n, len(variant.input_ids)), dtype=torch.long, device=self.device)}
-        if self._uses_token_types():
-            batch["token_type_ids"] = torch.tensor([variant.token_type_ids] * n, device=self.device)
-        self.forward_passes += n
-        if embeds.requires_grad:
-            self.backward_passes += n
+        layouts = [variants] if isinstance(variants, Variant) else list(variants)
+        if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
+            raise ValueError("forward_embeds needs one layout per row, the longest as wide as the embeddings")
+        batch = self._batch_tensors(layouts)
+        del batch["input_ids"]
+        if len(layouts) < n:  # one layout that every row shares
+            batch = {key: t.expand(n, -1) for key, t in batch.items()}
+        self._count(n if owners is None else owners, backward=embeds.requires_grad)
         return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
 
-    def attentions(self, variant: Variant) -> torch.Tensor:
-        """Attention weights of every layer, shape (layers, heads, seq, seq).
+    def attentions(self, variants: Sequence[Variant], owners: Sequence[int] | None = None) -> list[torch.Tensor]:
+        """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over
+        its own tokens, from one padded forward pass.
 
-        They come from the model's own outputs (``output_attentions=True``); transformers
-        captures them with forward hooks it installs on first use and keeps. The shared model
-        must carry nothing from a request, so the hooks installed by this call are removed
-        before it returns, under the model's lock (two attention requests never overlap).
+        They come from the model's own outputs (``output_attentions=True``), which only the eager
+        kernel returns: run this inside ``eager_attention`` (the runner does for the methods whose
+        registry entry declares ``needs_attention_weights``). The capture hooks transformers
+        installs on first use land on the eager view, never on the shared model.
         """
-        batch = self._batch_tensors([variant])
-        with self.loaded.lock, _request_hooks_removed(self.model), torch.inference_mode():
+        batch = self._batch_tensors(list(variants))
+        with torch.inference_mode():
             out = self.model(**batch, output_attentions=True)
-        self.forward_passes += 1
+        self._count(len(variants) if owners is None else owners)
         if not out.attentions or any(a is None for a in out.attentions):
-            implementation = getattr(self.model.config, "_attn_implementation", None)
-            raise ValueError(
-                f"{self.name} returns no attention weights with {implementation!r} attention: "
-                "load it with attn_implementation='eager'"
+            hint = (
+                "load it with attn_implementation='eager' (it cannot switch its attention at run time)"
+                if self._eager
+                else "run it inside Classifier.eager_attention()"
             )
-        return torch.stack([a[0] for a in out.attentions]).float().cpu()
-
-
-_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks")
-_CAPTURE_FLAG = "_output_capturing_hooks_installed"  # transformers' mark of a model whose hooks are installed
-
-
-@contextmanager
-def _request_hooks_removed(model: torch.nn.Module) -> Iterator[None]:
-    """Run a block, then remove every hook it registered on ``model`` and reset transformers'
-    "hooks installed" mark, leaving the model's hooks as they were."""
-    modules = list(model.modules())
-    before = [{name: set(getattr(m, name)) for name in _HOOK_DICTS} for m in modules]
-    flags = [m.__dict__.get(_CAPTURE_FLAG, None) for m in modules]
-    try:
-        yield
-    finally:
-        for module, known, flag in zip(modules, before, flags, strict=True):
-            for name in _HOOK_DICTS:
-                hooks = getattr(module, name)
-                for key in [k for k in hooks if k not in known[name]]:
-                    del hooks[key]
-            if flag is None:
-                module.__dict__.pop(_CAPTURE_FLAG, None)
-            else:
-                module.__dict__[_CAPTURE_FLAG] = flag
+            raise ValueError(
+                f"{self.name} returns no attention weights with {attention_implementation(self.model)!r} attention: {hint}"
+            )
+        stacked = torch.stack(list(out.attentions), dim=1).float().cpu()  # (batch, layers, heads, seq, seq)
+        return [stacked[row, :, :, : len(v.input_ids), : len(v.input_ids)] for row, v in enumerate(variants)]

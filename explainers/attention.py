@@ -7,18 +7,24 @@
   first up (``R = A_L ... A_1``) and take the column mean of ``R``. The thesis prints the version
   without the identity term; both are offered (``residual``).
 
-A word's score is the sum of its subwords' scores (the attention mass it receives).
+A word's score is the sum of its subwords' scores (the attention mass it receives). Attention
+weights come from the eager kernel: both methods declare ``needs_attention_weights`` on the
+registry, so the runner runs them on the eager-attention view of the shared weights
+(core/attention_view.py). Several examples share one padded forward pass (``explain_*_batch``),
+each reading its own rows and columns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from core.classifier import Classifier
+from core.classifier import Classifier, length_chunks
 from core.params import NoParams, param
 from core.types import Attribution, Example
+from explainers.base import one_example
 from explainers.gradients import to_attribution
 
 
@@ -27,13 +33,30 @@ class RolloutParams:
     residual: bool = param(True, "add the residual identity term (0.5 A + 0.5 I) before multiplying layers")
 
 
-def explain_mean(
-    clf: Classifier, example: Example, target: int, params: NoParams, *, mlm=None, progress=None
-) -> Attribution:
-    encoded = clf.encode(example)
-    attention = clf.attentions(encoded.variant)  # (layers, heads, seq, seq)
-    received = attention.mean(dim=(0, 1)).mean(dim=0)  # mean over layers, heads, then query rows j
-    return to_attribution(example, target, clf, encoded, received.double().numpy())
+def _each(
+    clf: Classifier, examples: Sequence[Example], targets: Sequence[int], score: Callable[[torch.Tensor], torch.Tensor]
+) -> list[Attribution]:
+    """``score`` of every example's attention weights (layers, heads, seq, seq) -> (seq,) token
+    scores, the weights read in one padded forward pass per ``batch_size`` examples of similar
+    length."""
+    encodings = [clf.encode(example) for example in examples]
+    out: dict[int, Attribution] = {}
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+        weights = clf.attentions([encodings[i].variant for i in rows], owners=rows)
+        for i, attention in zip(rows, weights, strict=True):
+            out[i] = to_attribution(examples[i], targets[i], clf, encodings[i], score(attention).numpy())
+    return [out[i] for i in range(len(examples))]
+
+
+def received_mean(attention: torch.Tensor) -> torch.Tensor:
+    """Attention each token receives, averaged over layers, heads, then query rows j."""
+    return attention.mean(dim=(0, 1)).mean(dim=0).double()
+
+
+def explain_mean_batch(
+    clf: Classifier, examples: Sequence[Example], targets: Sequence[int], params: NoParams, *, mlm=None, progress=None
+) -> list[Attribution]:
+    return _each(clf, examples, targets, received_mean)
 
 
 def rollout(attention: torch.Tensor, residual: bool) -> torch.Tensor:
@@ -49,9 +72,17 @@ def rollout(attention: torch.Tensor, residual: bool) -> torch.Tensor:
     return result
 
 
-def explain_rollout(
-    clf: Classifier, example: Example, target: int, params: RolloutParams, *, mlm=None, progress=None
-) -> Attribution:
-    encoded = clf.encode(example)
-    matrix = rollout(clf.attentions(encoded.variant), params.residual)
-    return to_attribution(example, target, clf, encoded, matrix.mean(dim=0).numpy())
+def explain_rollout_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: RolloutParams,
+    *,
+    mlm=None,
+    progress=None,
+) -> list[Attribution]:
+    return _each(clf, examples, targets, lambda attention: rollout(attention, params.residual).mean(dim=0))
+
+
+explain_mean = one_example(explain_mean_batch)
+explain_rollout = one_example(explain_rollout_batch)

@@ -13,8 +13,13 @@ Subword scores are native; a word's score is the sum of its subwords' scores (fo
 saliency, the L2 norm of all its subwords' gradients). The shared model is never modified:
 its parameters are frozen and gradients are taken with ``torch.autograd.grad``.
 
+Saliency and gradient x input explain several examples in one padded, attention-masked forward
+and backward pass (``explain_*_batch``; one example is a batch of one), each example's gradient
+the one it gets alone.
+
 ``word_scores`` recomputes any of the three on given input embeddings, optionally keeping the
-graph (``create_graph``) so the scores can be differentiated again: the embedding attack of
+graph (``create_graph``, on the eager-attention view: the fused kernel has no second derivative
+on the CPU) so the scores can be differentiated again: the embedding attack of
 Ghorbani et al. 2019 (arXiv:1710.10547, experiments/attacks/embedding.py) uses it. Its
 integrated gradients use Captum's quadrature nodes (``quadrature``, from
 ``numpy.polynomial.legendre.leggauss`` for Gauss-Legendre).
@@ -22,17 +27,18 @@ integrated gradients use Captum's quadrature nodes (``quadrature``, from
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from core.classifier import Classifier, Encoded
+from core.classifier import Classifier, Encoded, Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import embed_ids
-from explainers.base import make_attribution
+from explainers.base import make_attribution, one_example
 
 OUTPUTS = ("probability", "logit")
 
@@ -74,23 +80,44 @@ def embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:
 
 
 def _input_gradient(
-    clf: Classifier, encoded: Encoded, embeds: torch.Tensor, target: int, output: str, create_graph: bool
+    clf: Classifier,
+    layouts: Sequence[Variant],
+    embeds: torch.Tensor,
+    targets: Sequence[int],
+    output: str,
+    create_graph: bool,
+    owners: Sequence[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gradient of the target output w.r.t. ``embeds``, logits) from one forward and backward
-    pass; with ``create_graph`` the gradient stays differentiable w.r.t. what ``embeds`` depends on."""
+    """(gradient of each row's target output w.r.t. ``embeds``, logits) from one forward and
+    backward pass over the rows (each its own example, right-padded to the widest: ``layouts``);
+    with ``create_graph`` the gradient stays differentiable w.r.t. what ``embeds`` depends on."""
     inputs = embeds if create_graph else embeds.detach().requires_grad_(True)
     with torch.enable_grad():
-        logits = clf.forward_embeds(inputs, encoded.variant)
-        value = clf.head.target_output(logits, target, output).sum()
+        logits = clf.forward_embeds(inputs, layouts, owners=owners)
+        value = clf.head.target_output(logits, targets, output).sum()
         (grad,) = torch.autograd.grad(value, inputs, create_graph=create_graph)
     return grad, logits
 
 
-def _gradient(clf: Classifier, encoded: Encoded, target: int, output: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(embeddings, gradient), each (seq, dim), from one forward and backward pass."""
-    embeds = embed(clf, encoded)
-    grad, _ = _input_gradient(clf, encoded, embeds, target, output, create_graph=False)
-    return embeds[0], grad[0]
+def _gradients(
+    clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int], output: str
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(embeddings, gradient), each (seq, dim), of every example: one padded forward and
+    backward pass per ``batch_size`` examples of similar length. Each example's rows are masked
+    from the others', so its gradient is the one it gets alone."""
+    pad = clf.tokenizer.pad_token_id or 0
+    out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+        chunk = [encodings[i] for i in rows]
+        width = max(len(e.input_ids) for e in chunk)
+        ids = torch.tensor([list(e.input_ids) + [pad] * (width - len(e.input_ids)) for e in chunk])
+        with torch.no_grad():
+            embeds = clf.input_embeddings(ids).detach()
+        chosen = [targets[i] for i in rows]
+        grad, _ = _input_gradient(clf, [e.variant for e in chunk], embeds, chosen, output, False, rows)
+        for row, (i, e) in enumerate(zip(rows, chunk, strict=True)):
+            out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)])
+    return [out[i] for i in range(len(encodings))]
 
 
 def to_attribution(
@@ -122,25 +149,49 @@ def _l2(values: np.ndarray) -> float:
     return float(np.sqrt(np.sum(values**2)))
 
 
-def explain_saliency(
-    clf: Classifier, example: Example, target: int, params: SaliencyParams, *, mlm=None, progress=None
-) -> Attribution:
-    encoded = clf.encode(example)
-    _, grad = _gradient(clf, encoded, target, params.output)
-    if params.reduction == "l2":
-        # Word score: the L2 norm of the gradients of all its subword embeddings.
-        squares = (grad**2).sum(-1).cpu().double().numpy()
-        token_scores = np.sqrt(squares)
-        return to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2)
-    return to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy())
+def explain_saliency_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: SaliencyParams,
+    *,
+    mlm=None,
+    progress=None,
+) -> list[Attribution]:
+    encodings = [clf.encode(example) for example in examples]
+    out = []
+    for example, target, encoded, (_, grad) in zip(
+        examples, targets, encodings, _gradients(clf, encodings, targets, params.output), strict=True
+    ):
+        if params.reduction == "l2":
+            # Word score: the L2 norm of the gradients of all its subword embeddings.
+            token_scores = np.sqrt((grad**2).sum(-1).cpu().double().numpy())
+            out.append(to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2))
+        else:
+            out.append(to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy()))
+    return out
 
 
-def explain_grad_x_input(
-    clf: Classifier, example: Example, target: int, params: GradXInputParams, *, mlm=None, progress=None
-) -> Attribution:
-    encoded = clf.encode(example)
-    embeds, grad = _gradient(clf, encoded, target, params.output)
-    return to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
+def explain_grad_x_input_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: GradXInputParams,
+    *,
+    mlm=None,
+    progress=None,
+) -> list[Attribution]:
+    encodings = [clf.encode(example) for example in examples]
+    return [
+        to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
+        for example, target, encoded, (embeds, grad) in zip(
+            examples, targets, encodings, _gradients(clf, encodings, targets, params.output), strict=True
+        )
+    ]
+
+
+explain_saliency = one_example(explain_saliency_batch)
+explain_grad_x_input = one_example(explain_grad_x_input_batch)
 
 
 def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> torch.Tensor:
@@ -175,7 +226,7 @@ def explain_integrated_gradients(
             baselines=baselines,
             n_steps=params.n_steps,
             method=params.method,
-            internal_batch_size=clf.batch_size,
+            internal_batch_size=clf.rows_for(len(encoded.input_ids)),
             return_convergence_delta=True,
         )
     token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
@@ -222,14 +273,15 @@ def word_scores(
     if not create_graph:
         embeds = embeds.detach()
     matrix = _word_matrix(encoded, embeds.dtype, embeds.device)
-    # The math attention kernel is the one with a second derivative on every device.
-    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH):
+    # Eager attention has a second derivative on every device (the fused kernel has none on the CPU).
+    second_order = clf.eager_attention() if create_graph else contextlib.nullcontext()
+    with torch.enable_grad(), second_order:
         if isinstance(params, IntegratedGradientsParams):
             scores, probs = _integrated_gradients(
                 clf, encoded, embeds, target, params, matrix, create_graph, n_steps or params.n_steps
             )
         else:
-            grad, logits = _input_gradient(clf, encoded, embeds, target, params.output, create_graph)
+            grad, logits = _input_gradient(clf, [encoded.variant], embeds, [target], params.output, create_graph)
             probs = clf.head.outputs(logits)[0]
             if isinstance(params, GradXInputParams):
                 scores = matrix @ (embeds[0] * grad[0]).sum(-1)
@@ -268,14 +320,11 @@ def _integrated_gradients(
     path = baseline + points.view(-1, 1, 1) * difference  # (n_steps, seq, dim)
     if not create_graph:
         path = path.detach().requires_grad_(True)
-    logits = torch.cat(
-        [
-            clf.forward_embeds(path[i : i + clf.batch_size], encoded.variant)
-            for i in range(0, path.shape[0], clf.batch_size)
-        ]
-    )
-    value = clf.head.target_output(logits, target, params.output).sum()
+    rows = torch.cat([path, embeds])  # the path and the input itself (for its probabilities) in one pass
+    size = clf.rows_for(len(encoded.input_ids))
+    logits = torch.cat([clf.forward_embeds(rows[i : i + size], encoded.variant) for i in range(0, rows.shape[0], size)])
+    value = clf.head.target_output(logits[:-1], target, params.output).sum()
     (grads,) = torch.autograd.grad(value, path, create_graph=create_graph)  # (n_steps, seq, dim)
     average = (weights.view(-1, 1, 1) * grads).sum(0)  # (seq, dim)
-    probs = clf.head.outputs(clf.forward_embeds(embeds, encoded.variant))[0]
+    probs = clf.head.outputs(logits[-1:])[0]
     return matrix @ (difference[0] * average).sum(-1), probs

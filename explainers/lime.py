@@ -13,7 +13,8 @@ The word scores are the surrogate's coefficients.
 one pass (``all_at_once``) or left to right, each fill conditioned on the previous ones
 (``one_at_a_time``); paper 000 reports that both give similar results.
 All samples are drawn from a local generator before anything is scored, and all are scored in
-one scorer call, so the scores do not depend on the batch size.
+one scorer call, so the scores do not depend on the batch size; ``lime`` pools several examples'
+samples in that call in a dataset run (explainers/pooling.py).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from core.masked_lm import Fill, MaskedLM
 from core.params import param
 from core.perturb import REMOVALS, removal_variant, replaced_segments, sample_text
 from core.types import Attribution, Example
-from explainers.base import Passes, make_attribution
+from explainers.base import Passes, make_attribution, one_example
 from explainers.input_marginalization import fill_converter
+from explainers.pooling import Scoring, pooled
 
 FILLS = ("all_at_once", "one_at_a_time")
 GALLERY_SIZE = 50  # perturbed samples kept in the extras for display
@@ -143,17 +145,22 @@ def _attribution(
     return make_attribution(example, target, surrogate.coef, extras=extras)
 
 
-def explain(
-    clf: Classifier, example: Example, target: int, params: LimeParams, *, mlm=None, progress: ProgressFn | None = None
-) -> Attribution:
+def plan(clf: Classifier, example: Example, target: int, params: LimeParams) -> Scoring:
     encoded = clf.encode(example)
     kept = draw_kept(encoded.n_words, params.n_samples, np.random.default_rng(params.seed))
     removed = [np.flatnonzero(~row).tolist() for row in kept]
     variants = [removal_variant(clf, encoded, words, params.removal) for words in removed]
     marker = _removed_text(clf, params.removal)
     texts = [sample_text(replaced_segments(example, dict.fromkeys(words, marker))) for words in removed[:GALLERY_SIZE]]
-    probabilities = clf.predict_proba(variants, progress=progress)
-    return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+
+    def finish(probabilities: np.ndarray) -> Attribution:
+        return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+
+    return Scoring(variants, finish)
+
+
+explain_batch = pooled(plan)
+explain = one_example(explain_batch)
 
 
 def _fill_unique(mlm: MaskedLM, rows: list[tuple[tuple[str, ...], ...]]) -> list[list[Fill]]:

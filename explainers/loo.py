@@ -4,18 +4,22 @@
 and ``g`` the log2-odds (paper 000's default, for comparison with Input Marginalization) or the
 identity (probability difference); for a regression head ``g`` is the identity either way. The word
 is deleted (``loo_empty``), replaced by one [UNK] / [PAD] / [MASK] token, or its input
-embeddings are zeroed (``loo_zero``). Cost: n + 1 forward passes in one batch.
+embeddings are zeroed (``loo_zero``). Cost: n + 1 forward passes in one batch, pooled with the
+other examples' in a dataset run (explainers/pooling.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from core.classifier import Classifier
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import make_attribution
+from explainers.base import make_attribution, one_example
+from explainers.pooling import Scoring, pooled
 
 OUTPUTS = ("log_odds", "probability")
 
@@ -26,16 +30,22 @@ class LooParams:
     output: str = param("log_odds", "score space: log2-odds difference or probability difference", choices=OUTPUTS)
 
 
-def explain(
-    clf: Classifier, example: Example, target: int, params: LooParams, *, mlm=None, progress=None
-) -> Attribution:
+def plan(clf: Classifier, example: Example, target: int, params: LooParams) -> Scoring:
     encoded = clf.encode(example)
     variants = [encoded.variant] + [removal_variant(clf, encoded, [i], params.removal) for i in range(encoded.n_words)]
-    probs = clf.predict_proba(variants, progress=progress)[:, target]
-    values = clf.head.transform(probs, params.output)
-    return make_attribution(
-        example,
-        target,
-        values[0] - values[1:],
-        extras={"original_probability": float(probs[0]), "removed_probabilities": probs[1:].tolist()},
-    )
+
+    def finish(outputs: np.ndarray) -> Attribution:
+        probs = outputs[:, target]
+        values = clf.head.transform(probs, params.output)
+        return make_attribution(
+            example,
+            target,
+            values[0] - values[1:],
+            extras={"original_probability": float(probs[0]), "removed_probabilities": probs[1:].tolist()},
+        )
+
+    return Scoring(variants, finish)
+
+
+explain_batch = pooled(plan)
+explain = one_example(explain_batch)

@@ -12,6 +12,11 @@ whose mask exceeds ``span_threshold`` form the rationale spans. The shared class
 modified (the optimised tensors are the mask parameters; gradients via ``torch.autograd.grad``);
 the optimisation trace is reported in ``extras``.
 
+Several examples are optimised together (``explain_marc_batch``, the registry's batch function:
+a dataset run and the benchmark use it): each keeps its own parameters, Adam state, random
+stream and early stop, and one padded forward and backward pass per step serves all of them.
+``explain_marc`` is the same code on one example.
+
 The score follows the head (``core.heads``): a multi-label head is scored by the label's own
 log-sigmoid whatever ``score`` asks (its softmax would compare labels that are not exclusive), a
 regression head by its raw score (kept words raise it, the complement lowers it).
@@ -19,24 +24,26 @@ regression head by its raw score (kept words raise it, the complement lowers it)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from core.classifier import Classifier, ProgressFn
+from core.classifier import Classifier, Encoded, ProgressFn, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import (
     EPS,
     blend,
     embed_ids,
+    padded,
     span_extras,
     special_embedding,
     token_word_index,
     trace_row,
 )
-from explainers.base import Steps, make_attribution
+from explainers.base import Steps, make_attribution, one_example
 
 # MaRC's early-stop rule (authors' code): checked every 50 steps, on the change of the mean mask.
 _STOP_EVERY = 50
@@ -143,83 +150,198 @@ def _should_stop(step: int, mean: float, previous: float) -> bool:
     return settled and (step >= _STOP_MIN_STEP or mean < 0.3) and mean < 0.45
 
 
-def explain_marc(
-    clf: Classifier, example: Example, target: int, params: MarcParams, *, mlm=None, progress: ProgressFn | None = None
-) -> Attribution:
-    """MaRC: optimise per-word Gaussian-span mask parameters so the kept words alone keep the
-    target class and the removed words alone lose it, with as little kept as possible."""
+@dataclass
+class _Run:
+    """One example's optimisation: its inputs, its own random stream and mask parameters, and its record."""
+
+    example: Example
+    owner: int  # its position in the batched request (``Classifier.per_example``)
+    encoded: Encoded
+    target: int
+    embeds: torch.Tensor  # (seq, dim)
+    word_index: torch.Tensor  # (seq,)
+    noise_scale: float
+    generator: torch.Generator
+    weights: torch.Tensor
+    widths: torch.Tensor
+    trace: dict[str, list[float]] = field(default_factory=dict)
+    previous_mean: float = 1.0
+    stopped_at: int | None = None
+    done: bool = False
+    steps_run: int = 0
+
+
+def _start(clf: Classifier, example: Example, owner: int, target: int, params: MarcParams) -> _Run:
     encoded = clf.encode(example)
-    score = head_score(clf, params.score)
-    device = clf.device
-    generator = torch.Generator().manual_seed(params.seed)
     embeds = embed_ids(clf, list(encoded.input_ids))[0]  # (seq, dim)
-    pad = special_embedding(clf, ("pad",))
-    word_index = token_word_index(encoded, device)
+    word_index = token_word_index(encoded, clf.device)
     words_only = embeds[word_index < encoded.n_words]
     noise_scale = params.noise_std * float(words_only.std()) if len(words_only) > 1 else params.noise_std
+    n = encoded.n_words
+    return _Run(
+        example,
+        owner,
+        encoded,
+        target,
+        embeds,
+        word_index,
+        noise_scale,
+        torch.Generator().manual_seed(params.seed),
+        torch.full((n,), params.init_weight, device=clf.device, requires_grad=True),
+        torch.full((n,), params.init_width, device=clf.device, requires_grad=True),
+    )
 
-    weights = torch.full((encoded.n_words,), params.init_weight, device=device, requires_grad=True)
-    widths = torch.full((encoded.n_words,), params.init_width, device=device, requires_grad=True)
-    optimizer = torch.optim.Adam([weights, widths], lr=params.lr)
-    trace: dict[str, list[float]] = {}
-    previous_mean, stopped_at = 1.0, None
+
+def _inputs(run: _Run, pad: torch.Tensor, params: MarcParams, mask: torch.Tensor) -> torch.Tensor:
+    """(2, seq, dim): the masked and the complement input of this step, with flips and noise drawn
+    from the example's own generator (in the order a single-example run draws them)."""
+    keep = torch.cat([_flip(mask, params.flip_fraction, run.generator), mask.new_ones(1)])[run.word_index]
+    pair = torch.stack([blend(run.embeds, pad, keep), blend(run.embeds, pad, 1 - keep)])
+    return pair + run.noise_scale * torch.randn(pair.shape, generator=run.generator).to(pair.device)
+
+
+def explain_marc_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: MarcParams,
+    *,
+    mlm=None,
+    progress: ProgressFn | None = None,
+) -> list[Attribution]:
+    """MaRC on several examples at once: every example keeps its own mask parameters, Adam state,
+    random stream (seeded with ``params.seed``) and early stop, and each step runs the masked and
+    complement inputs of all examples still optimising as one padded forward and backward pass
+    (``length_chunks``: at most ``batch_size`` rows, fewer for long texts). A row's logits do not
+    depend on the other rows, so each example's result equals its single-example run to float
+    rounding; each example is charged its own passes (two per step it ran, two for the final mask)."""
+    runs = [_start(clf, example, i, target, params) for i, (example, target) in enumerate(zip(examples, targets))]
+    # two rows per example: half the batch size in examples (and half its tokens)
+    parts = length_chunks([len(run.encoded.input_ids) for run in runs], clf.batch_size // 2)
+    out: dict[int, Attribution] = {}
+    for number, part in enumerate(parts):
+
+        def step(fraction: float, message: str, number: int = number) -> None:
+            if progress is not None:
+                progress((number + fraction) / len(parts), message)
+
+        out.update(zip(part, _optimise(clf, [runs[i] for i in part], params, step)))
+    return [out[i] for i in range(len(runs))]
+
+
+def _logits(clf: Classifier, runs: list[_Run], masked: list[torch.Tensor], complement: list[torch.Tensor]):
+    """(2 n, labels) float logits of the examples' masked rows, then their complement rows, from
+    one padded pass; each row charged to its example."""
+    width = max(len(run.encoded.input_ids) for run in runs)
+    embeds = torch.cat([padded(masked, width), padded(complement, width)])
+    variants = [run.encoded.variant for run in runs] * 2
+    return clf.forward_embeds(embeds, variants, owners=[run.owner for run in runs] * 2).float()
+
+
+def _optimise(clf: Classifier, runs: list[_Run], params: MarcParams, progress: ProgressFn) -> list[Attribution]:
+    score = head_score(clf, params.score)
+    pad = special_embedding(clf, ("pad",))
+    optimizer = torch.optim.Adam([p for run in runs for p in (run.weights, run.widths)], lr=params.lr, foreach=True)
     with torch.enable_grad():
         for step in range(params.n_steps):
-            mask = span_mask(weights, widths, params.kernel)  # (n_words,)
-            mean = mask.detach().mean().item()
-            if params.early_stop and step > 0 and step % _STOP_EVERY == 0:
-                if _should_stop(step, mean, previous_mean):
-                    stopped_at = step
-                    break
-                previous_mean = mean
-            keep = torch.cat([_flip(mask, params.flip_fraction, generator), mask.new_ones(1)])[word_index]  # (seq,)
-            batch = torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)])  # (2, seq, dim)
-            batch = batch + noise_scale * torch.randn(batch.shape, generator=generator).to(device)
-            logits = clf.forward_embeds(batch, encoded.variant).float()
-            sufficiency = -_class_log_score(logits[:1], target, score)[0]
-            complement = _complement_term(logits[1:], target, score, params.complement)
-            sparsity = params.alpha_mask * mask.mean() ** 2
-            width = -params.alpha_width * torch.log(widths).mean()
-            loss = sufficiency + complement + sparsity + width
-            weights.grad, widths.grad = torch.autograd.grad(loss, [weights, widths])
+            active, masks = [], []
+            for run in runs:
+                if run.done:
+                    continue
+                mask = span_mask(run.weights, run.widths, params.kernel)  # (n_words,)
+                mean = mask.detach().mean().item()
+                if params.early_stop and step > 0 and step % _STOP_EVERY == 0:
+                    if _should_stop(step, mean, run.previous_mean):
+                        run.stopped_at, run.done = step, True
+                        continue
+                    run.previous_mean = mean
+                active.append(run)
+                masks.append(mask)
+            if not active:
+                break
+            pairs = [_inputs(run, pad, params, mask) for run, mask in zip(active, masks)]
+            logits = _logits(clf, active, [p[:1] for p in pairs], [p[1:] for p in pairs])
+            n = len(active)
+            total = logits.new_zeros(())
+            terms = []
+            for i, (run, mask) in enumerate(zip(active, masks)):
+                pair = logits[[i, n + i]]
+                sufficiency = -_class_log_score(pair[:1], run.target, score)[0]
+                complement = _complement_term(pair[1:], run.target, score, params.complement)
+                sparsity = params.alpha_mask * mask.mean() ** 2
+                width_term = -params.alpha_width * torch.log(run.widths).mean()
+                loss = sufficiency + complement + sparsity + width_term
+                total = total + loss
+                terms.append((loss, sufficiency, complement, sparsity, width_term, pair))
+            trainable = [p for run in active for p in (run.weights, run.widths)]
+            optimizer.zero_grad(set_to_none=True)  # a stopped example's parameters keep no gradient: Adam skips them
+            for p, g in zip(trainable, torch.autograd.grad(total, trainable)):
+                p.grad = g
             optimizer.step()
-            with torch.no_grad():
-                widths.clamp_(min=_MIN_WIDTH)
-            probs = clf.head.outputs(logits.detach())[:, target]
-            trace_row(
-                trace,
-                step=step,
-                loss=loss.item(),
-                sufficiency=sufficiency.item(),
-                complement=complement.item(),
-                sparsity=sparsity.item(),
-                width=width.item(),
-                p_masked=probs[0].item(),
-                p_complement=probs[1].item(),
-                mean_mask=mean,
-            )
-            if progress is not None and (step % 10 == 0 or step == params.n_steps - 1):
+            for run, mask, (loss, sufficiency, complement, sparsity, width_term, pair) in zip(active, masks, terms):
+                with torch.no_grad():
+                    run.widths.clamp_(min=_MIN_WIDTH)
+                probs = clf.head.outputs(pair.detach())[:, run.target]
+                run.steps_run += 1
+                trace_row(
+                    run.trace,
+                    step=step,
+                    loss=loss.item(),
+                    sufficiency=sufficiency.item(),
+                    complement=complement.item(),
+                    sparsity=sparsity.item(),
+                    width=width_term.item(),
+                    p_masked=probs[0].item(),
+                    p_complement=probs[1].item(),
+                    mean_mask=mask.detach().mean().item(),
+                )
+            if step % 10 == 0 or step == params.n_steps - 1:
                 progress((step + 1) / params.n_steps, f"mask step {step + 1}/{params.n_steps}")
-    with torch.no_grad():  # the final mask, without noise or flips, on the masked and the complement input
-        mask = span_mask(weights, widths, params.kernel)
-        keep = torch.cat([mask, mask.new_ones(1)])[word_index]
-        logits = clf.forward_embeds(
-            torch.stack([blend(embeds, pad, keep), blend(embeds, pad, 1 - keep)]), encoded.variant
+    return _finish(clf, runs, params, score, pad)
+
+
+def _finish(clf: Classifier, runs: list[_Run], params: MarcParams, score: str, pad: torch.Tensor) -> list[Attribution]:
+    """The final masks, without noise or flips, on the masked and the complement input of every
+    example (one pass), and each example's attribution."""
+    with torch.no_grad():
+        masks = [span_mask(run.weights, run.widths, params.kernel) for run in runs]
+        keeps = [torch.cat([mask, mask.new_ones(1)])[run.word_index] for run, mask in zip(runs, masks)]
+        logits = _logits(
+            clf,
+            runs,
+            [blend(run.embeds, pad, keep)[None] for run, keep in zip(runs, keeps)],
+            [blend(run.embeds, pad, 1 - keep)[None] for run, keep in zip(runs, keeps)],
         )
-        final_probs = clf.head.outputs(logits.float())[:, target].tolist()
+    n = len(runs)
+    out = []
+    for i, (run, mask) in enumerate(zip(runs, masks)):
+        final_probs = clf.head.outputs(logits[[i, n + i]])[:, run.target].tolist()
         final = mask.cpu().double().numpy()
-    extras = {
-        "trace": trace,
-        "trace_terms": ["sufficiency", "complement", "sparsity", "width"],
-        "n_steps_run": len(trace.get("step", [])),
-        "early_stopped": stopped_at is not None,
-        "score": score,
-        "p_masked": final_probs[0],
-        "p_complement": final_probs[1],
-        "widths": widths.detach().cpu().double().numpy().tolist(),
-        **span_extras(final, params.span_threshold),
-    }
-    return make_attribution(example, target, final, extras=extras)
+        extras = {
+            "trace": run.trace,
+            "trace_terms": ["sufficiency", "complement", "sparsity", "width"],
+            "n_steps_run": run.steps_run,
+            "early_stopped": run.stopped_at is not None,
+            "score": score,
+            "p_masked": final_probs[0],
+            "p_complement": final_probs[1],
+            "widths": run.widths.detach().cpu().double().numpy().tolist(),
+            **span_extras(final, params.span_threshold),
+        }
+        out.append(
+            make_attribution(
+                run.example,
+                run.target,
+                final,
+                extras=extras,
+            )
+        )
+    return out
+
+
+# MaRC: optimise per-word Gaussian-span mask parameters so the kept words alone keep the target
+# class and the removed words alone lose it, with as little kept as possible (one example).
+explain_marc = one_example(explain_marc_batch)
 
 
 def steps(params: MarcParams) -> Steps:

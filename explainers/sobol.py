@@ -15,7 +15,8 @@ The paper's masks are real-valued (an image blended toward a blurred copy); word
 half removed through token ids, so the masks are binary, the kept/removed choice of the paper's
 text experiments. Removed words are deleted (or replaced by [MASK]/[UNK]/[PAD], or zeroed). All
 ``n_designs x (n + 2)`` masked inputs are drawn first and scored in one call to the shared
-scorer (``Classifier.predict_proba``), repeated masks once.
+scorer (``Classifier.predict_proba``), repeated masks once; a dataset run pools several
+examples' masks in that call (explainers/pooling.py).
 
 Issue 18 asked for interpreto's Sobol attributions if a maintained library gives them without
 incompatible pins: interpreto 0.5.2 would install, but it brings about 30 packages (nnsight,
@@ -29,12 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.classifier import Classifier, ProgressFn
+from core.classifier import Classifier
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import Passes, make_attribution
+from explainers.base import Passes, make_attribution, one_example
 from explainers.loo import OUTPUTS
+from explainers.pooling import Scoring, pooled
 
 
 @dataclass(frozen=True)
@@ -68,15 +70,7 @@ def total_order(f_a: np.ndarray, f_b: np.ndarray, f_c: np.ndarray) -> np.ndarray
     return np.mean((f_a[None, :] - f_c) ** 2, axis=1) / (2 * variance)
 
 
-def explain(
-    clf: Classifier,
-    example: Example,
-    target: int,
-    params: SobolParams,
-    *,
-    mlm=None,
-    progress: ProgressFn | None = None,
-) -> Attribution:
+def plan(clf: Classifier, example: Example, target: int, params: SobolParams) -> Scoring:
     encoded = clf.encode(example)
     n = encoded.n_words
     a, b = designs(n, params.n_designs, params.seed)
@@ -85,11 +79,19 @@ def explain(
         c[i, :, i] = b[:, i]
     masks = np.concatenate([a, b, c.reshape(-1, n)])
     variants = [removal_variant(clf, encoded, np.flatnonzero(~row).tolist(), params.removal) for row in masks]
-    values = clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
-    f_a, f_b, f_c = values[: len(a)], values[len(a) : 2 * len(a)], values[2 * len(a) :].reshape(n, len(a))
-    scores = total_order(f_a, f_b, f_c)
-    extras = {"variance": float(np.var(values[: 2 * len(a)])), "designs": params.n_designs}
-    return make_attribution(example, target, scores, extras=extras)
+
+    def finish(outputs: np.ndarray) -> Attribution:
+        values = clf.head.transform(outputs[:, target], params.output)
+        f_a, f_b, f_c = values[: len(a)], values[len(a) : 2 * len(a)], values[2 * len(a) :].reshape(n, len(a))
+        scores = total_order(f_a, f_b, f_c)
+        extras = {"variance": float(np.var(values[: 2 * len(a)])), "designs": params.n_designs}
+        return make_attribution(example, target, scores, extras=extras)
+
+    return Scoring(variants, finish)
+
+
+explain_batch = pooled(plan)
+explain = one_example(explain_batch)
 
 
 def passes(n_words: int, params: SobolParams) -> Passes:

@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 import explainers
+from core.progress import with_eta
 from core.types import Example, ProgressFn
 from experiments import attacks as _adversarial
 from experiments import randomization as _randomization
@@ -106,7 +107,9 @@ def attack(
     progress: ProgressFn | None = None,
 ) -> list[dict[str, _adversarial.AttackResult]]:
     """Attack every method's explanation of every example (the predicted class); one cache entry
-    per example, so a longer slice reuses the examples already attacked."""
+    per example, so a longer slice reuses the examples already attacked. Progress messages end
+    with the time left (``core.progress.with_eta``)."""
+    progress = with_eta(progress)
     params = {key: dict((params or {}).get(key, {})) for key in method_keys}
     chosen = _adversarial.make_params(attack, preset, attack_params)
     needs_mlm = attack == "substitution" or any(explainers.get(key).needs_mlm for key in method_keys)

@@ -155,6 +155,27 @@ def test_embedding_attack_rejects_a_non_differentiable_method(linear_clf, toy_ex
         embedding_attack(linear_clf, toy_example, "loo_empty")
 
 
+def test_screened_retries_give_the_try_by_try_ascent(linear_clf, toy_example, monkeypatch):
+    """Unconstrained, "great" is pushed to the class boundary, where step after step is rejected
+    and retried at half the size. Screening the retries in one forward pass (no explanation, no
+    double back-propagation) must end where trying them one by one does."""
+    from experiments.attacks import embedding
+
+    screened = _attack(linear_clf, toy_example, "unconstrained")
+    monkeypatch.setattr(embedding, "_SCREENED", 0)
+    one_by_one = _attack(linear_clf, toy_example, "unconstrained")
+    np.testing.assert_allclose(screened.delta, one_by_one.delta, atol=1e-6)
+    np.testing.assert_allclose(screened.attacked.scores, one_by_one.attacked.scores, atol=1e-6)
+    assert screened.steps == one_by_one.steps
+    np.testing.assert_allclose(screened.trace["probability"], one_by_one.trace["probability"], atol=1e-6)
+    distances = np.array(screened.trace["distance"])
+    skipped = np.isnan(distances)
+    assert skipped.any()  # some retries were screened out without being explained
+    np.testing.assert_allclose(distances[~skipped], np.array(one_by_one.trace["distance"])[~skipped], atol=1e-6)
+    # grad x input: one backward pass per explained try, none for a screened one
+    assert screened.backward_passes == one_by_one.backward_passes - int(skipped.sum())
+
+
 # ------------------------------------------------------------------ substitution attack
 
 
@@ -212,6 +233,23 @@ def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method
         recomputed = explainers.run_explainer(spec, bert_clf, attacked, target).scores
         np.testing.assert_allclose(result.attacked.scores, recomputed)
         assert result.rank_change == pytest.approx(rank_change(result.original.scores, recomputed, result.k))
+
+
+def test_substitution_explains_a_round_of_candidates_in_one_batch(bert_clf, toy_example):
+    """The round's candidates are scored in one scorer call and the ones kept explained together
+    (one padded forward and backward pass for saliency), not one candidate at a time."""
+    calls: list[int] = []
+    handle = bert_clf.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    try:
+        result = _substitute(
+            bert_clf, toy_example, ["good", "bad", "film", "fun"], method="saliency", explainer_params=None,
+            budget=1, tolerance=0.2,
+        )  # fmt: skip
+    finally:
+        handle.remove()
+    # the prediction, the original explanation, the candidates' scores, the kept candidates' explanations
+    assert len(calls) == 4
+    assert result.backward_passes > 2  # the original and more than one candidate explained in that one call
 
 
 def test_beam_search_does_at_least_as_well_as_greedy(bert_clf, toy_example):

@@ -224,17 +224,27 @@ def test_console_script_entry_point_runs(capsys) -> None:
     assert capsys.readouterr().out.split()[0] == next(iter(explainers.REGISTRY))
 
 
-def test_attention_methods_ask_for_eager_attention() -> None:
+def test_attention_methods_work_on_a_model_with_the_fused_kernel() -> None:
+    """A model loaded with sdpa keeps it; the attention methods read the weights of an eager view
+    of the same weights, so they equal those of the same model loaded with eager attention."""
     from transformers import BertConfig, BertForSequenceClassification
 
-    config = BertConfig(
-        vocab_size=len(toy_tokenizer()), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=64, attn_implementation="sdpa",
-    )  # fmt: skip
-    model = BertForSequenceClassification(config)
-    result = api.explain(model, "the film was fun", ["attention_mean", "loo_empty"], tokenizer=toy_tokenizer())
-    assert set(result.attributions) == {"loo_empty"}
-    assert result.errors["attention_mean"].endswith("with 'sdpa' attention: load it with attn_implementation='eager'")
+    def model(attention: str):
+        torch.manual_seed(0)
+        config = BertConfig(
+            vocab_size=len(toy_tokenizer()), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=32, max_position_embeddings=64, attn_implementation=attention,
+        )  # fmt: skip
+        return BertForSequenceClassification(config)
+
+    fused, eager = model("sdpa"), model("eager")
+    methods = ["attention_mean", "attention_rollout", "loo_empty"]
+    result = api.explain(fused, "the film was fun", methods, tokenizer=toy_tokenizer())
+    expected = api.explain(eager, "the film was fun", methods, tokenizer=toy_tokenizer())
+    assert not result.errors and set(result.attributions) == set(methods)
+    for method in methods:
+        np.testing.assert_allclose(result.attributions[method].scores, expected.attributions[method].scores, atol=1e-6)
+    assert fused.config._attn_implementation == "sdpa"
 
 
 def test_a_split_loaded_as_a_dataset_keeps_its_examples():

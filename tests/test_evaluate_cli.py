@@ -207,14 +207,14 @@ def test_evaluate_bundled_sst2(capsys):
 def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsys, monkeypatch):
     import explainers
 
-    real = explainers.run_explainer
+    real = explainers.run_explainers
 
     def refuse_random(spec, *args, **kwargs):
         if spec.key == "random":
             raise ValueError("refused for the test")
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(explainers, "run_explainer", refuse_random)
+    monkeypatch.setattr(explainers, "run_explainers", refuse_random)
     code, out, err = run_cli(
         capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "random,loo_empty", "--metrics", "deletion", "--json", "--quiet", "--per-example",

@@ -91,7 +91,8 @@ def test_integrated_gradients_finds_planted_word(linear_clf: Classifier) -> None
 def test_attention_rollout_rows_are_distributions(bert_clf: Classifier) -> None:
     from explainers.attention import rollout
 
-    attention = bert_clf.attentions(bert_clf.encode(EXAMPLE).variant)
+    with bert_clf.eager_attention():
+        attention = bert_clf.attentions([bert_clf.encode(EXAMPLE).variant])[0]
     for residual in (True, False):
         matrix = rollout(attention, residual)
         np.testing.assert_allclose(matrix.sum(-1).numpy(), 1.0, atol=1e-6)
@@ -99,7 +100,8 @@ def test_attention_rollout_rows_are_distributions(bert_clf: Classifier) -> None:
 
 def test_attention_mean_by_hand(bert_clf: Classifier) -> None:
     encoded = bert_clf.encode(EXAMPLE)
-    attention = bert_clf.attentions(encoded.variant).numpy()  # (layers, heads, seq, seq)
+    with bert_clf.eager_attention():
+        attention = bert_clf.attentions([encoded.variant])[0].numpy()  # (layers, heads, seq, seq)
     received = attention.mean(axis=(0, 1, 2))
     result = explainers.run_explainer(explainers.get("attention_mean"), bert_clf, EXAMPLE, 1)
     for w in range(len(EXAMPLE.words)):
@@ -182,7 +184,10 @@ def test_registry_contract(key: str, toy_bert_loaded, toy_mlm: MaskedLM) -> None
     assert np.all(np.isfinite(first.scores))
     assert first.method == key and first.words == example.words
     np.testing.assert_allclose(run(7, seed=3).scores, first.scores, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(run(1, seed=3).scores, first.scores, rtol=1e-4, atol=1e-6)
+    if key != "sobol":
+        # Sobol's indices are scale-free: the toy BERT's output moves by about 1e-6 when words go,
+        # so there they are a ratio of float noise; tests/test_batching.py checks them on the linear toy.
+        np.testing.assert_allclose(run(1, seed=3).scores, first.scores, rtol=1e-4, atol=1e-6)
     if first.subword_scores is not None:
         # Special tokens are never scored: one subword score per word piece.
         assert len(first.subword_scores) == 6 + 2

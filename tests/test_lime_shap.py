@@ -174,7 +174,8 @@ def test_kernel_shap_is_exact_when_every_coalition_fits(linear_clf, toy_bert_loa
 
         assert attribution.extras["exact"] is True
         np.testing.assert_allclose(attribution.scores, brute_force_shapley(value, len(words)), atol=1e-6)
-        assert attribution.scores.sum() == pytest.approx(value(set(range(6))) - value(set()), abs=1e-9)
+        # The scores are stored as float32 (core.types.Attribution): six of them sum to within about 1e-7.
+        assert attribution.scores.sum() == pytest.approx(value(set(range(6))) - value(set()), abs=2e-7)
         assert attribution.forward_passes <= 64
     sampled = run("kernel_shap", linear_clf, example, n_samples=50)
     assert sampled.extras["exact"] is False

@@ -19,6 +19,8 @@ from core.classifier import Classifier
 from core.types import Example
 from engine.resources import Resources, training_examples
 from explainers import _masking, marc
+from explainers.aml import pretrain_aml
+from explainers.aml.model import own_backbone
 from ui import mask_panels
 
 GREAT, BAD = 3, 8
@@ -199,6 +201,153 @@ def test_aml_training_slice_rule(linear_clf, toy_example):
 
 
 # --------------------------------------------------------------------------- UI panels
+
+
+# --------------------------------------------------------------------------- several examples in one batch
+
+# Three texts of different lengths (so the batch is padded), each with its planted word elsewhere.
+PLANTED = (
+    (("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."), 1, 3),
+    (("it", "is", "a", "bad", "film"), 0, 3),
+    (("great", "actors", ",", "a", "fun", "plot", "and", "a", "very", "good", "film", "."), 1, 0),
+)
+
+
+def _planted() -> tuple[list[Example], list[int], list[int]]:
+    examples = [Example(segments=(words,), id=f"planted/{i}") for i, (words, _, _) in enumerate(PLANTED)]
+    return examples, [target for _, target, _ in PLANTED], [where for _, _, where in PLANTED]
+
+
+def _model_calls(clf: Classifier):
+    """A list that grows by one per call of the classifier's model (a forward pre-hook, removed by the caller)."""
+    calls: list[int] = []
+    handle = clf.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    return calls, handle
+
+
+@pytest.mark.parametrize("fixture", ["linear_clf", "bert_clf"])
+def test_marc_batch_equals_one_example_at_a_time(fixture, request):
+    """Each example keeps its own random stream, Adam state and early stop, so the batch gives each
+    example what it gets alone (the padding is masked: equal to float rounding) with one model
+    call per step instead of one per example and step."""
+    clf = request.getfixturevalue(fixture)
+    examples, targets, _ = _planted()
+    spec = explainers.get("marc")
+    params = spec.make_params({"n_steps": 120, "lr": 0.1})
+    calls, handle = _model_calls(clf)
+    try:
+        batched = explainers.run_explainers(spec, clf, examples, targets, params)
+        batched_calls = len(calls)
+        alone = [explainers.run_explainer(spec, clf, e, t, params) for e, t in zip(examples, targets)]
+    finally:
+        handle.remove()
+    steps = [a.extras["n_steps_run"] for a in alone]
+    for together, single in zip(batched, alone):
+        np.testing.assert_allclose(together.scores, single.scores, atol=1e-5)
+        assert together.extras["n_steps_run"] == single.extras["n_steps_run"]
+        np.testing.assert_allclose(together.extras["trace"]["loss"], single.extras["trace"]["loss"], atol=1e-4)
+        assert together.extras["p_masked"] == pytest.approx(single.extras["p_masked"], abs=1e-5)
+        # each example is charged its own passes: two per step it ran and two for the final mask
+        assert (together.forward_passes, together.backward_passes) == (single.forward_passes, single.backward_passes)
+        assert together.forward_passes == 2 * together.extras["n_steps_run"] + 2
+    assert batched_calls == max(steps) + 1  # one call per step (the longest run) and one for the final masks
+    assert len(calls) - batched_calls == sum(steps) + len(examples)
+
+
+def test_marc_batch_finds_every_planted_word(linear_clf):
+    examples, targets, planted = _planted()
+    spec = explainers.get("marc")
+    attributions = explainers.run_explainers(spec, linear_clf, examples, targets, spec.make_params(FAST_MARC))
+    for attribution, where in zip(attributions, planted):
+        # the planted word is kept, inside a rationale span, and the kept words keep the class
+        assert attribution.scores[where] > 0.9 and attribution.extras["p_masked"] > 0.8
+        assert any(start <= where < end for start, end in attribution.extras["rationale_spans"])
+    assert attributions[0].scores[BAD] < 0.1  # 'bad' speaks against the positive class
+
+
+def test_marc_groups_follow_the_batch_size(linear_clf):
+    """At batch size 4 the three examples run as two groups of two rows per example at most."""
+    examples, targets, _ = _planted()
+    spec = explainers.get("marc")
+    params = spec.make_params({"n_steps": 30})
+    wide = explainers.run_explainers(spec, linear_clf, examples, targets, params)
+    narrow_clf = Classifier(linear_clf.loaded, batch_size=4)
+    calls, handle = _model_calls(narrow_clf)
+    try:
+        narrow = explainers.run_explainers(spec, narrow_clf, examples, targets, params)
+    finally:
+        handle.remove()
+    assert len(calls) == 2 * (30 + 1)  # groups of two examples and of one
+    for a, b in zip(wide, narrow):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-6)
+
+
+class _OnePretrained:
+    """AML resources that pre-train one attribution model, on the planted examples, for every
+    explained example (the engine's ``Resources`` would train one per toy example: the toy models
+    have no training split, so each example is its own training slice)."""
+
+    def __init__(self) -> None:
+        self.model = None
+
+    def pretrained(self, clf, example, params, progress=None):
+        if self.model is None:
+            examples, _, _ = _planted()
+            self.model = pretrain_aml(
+                clf, examples * (params.n_train // 3), "the planted examples", params, own_backbone
+            )
+        return self.model
+
+
+@pytest.mark.parametrize("fixture", ["linear_clf", "bert_clf"])
+def test_aml_batch_equals_one_example_at_a_time(fixture, request):
+    """fAML fine-tunes a copy per example; the batch stacks the copies (``torch.func.vmap``) and
+    gives each example the maps of every step it gets alone, with one classifier call per step."""
+    clf = request.getfixturevalue(fixture)
+    examples, targets, planted = _planted()
+    spec = explainers.get("aml")
+    params = spec.make_params(FAST_AML)
+    resources = _OnePretrained()
+    resources.pretrained(clf, examples[0], params)  # pre-training, before the model's calls are counted
+    calls, handle = _model_calls(clf)
+    try:
+        batched = explainers.run_explainers(spec, clf, examples, targets, params, resources=resources)
+        batched_calls = len(calls)
+        alone = [
+            explainers.run_explainer(spec, clf, e, t, params, resources=resources) for e, t in zip(examples, targets)
+        ]
+    finally:
+        handle.remove()
+    for together, single in zip(batched, alone):
+        for key in ("loss", "prediction", "sparsity", "inverse", "p_masked", "mean_mask", "selection_metric"):
+            np.testing.assert_allclose(together.extras["trace"][key], single.extras["trace"][key], atol=1e-5)
+        assert together.extras["selected_step"] == single.extras["selected_step"]
+        np.testing.assert_allclose(together.scores, single.scores, atol=1e-5)
+        assert (together.forward_passes, together.backward_passes) == (single.forward_passes, single.backward_passes)
+        assert together.backward_passes == 2 * FAST_AML["n_steps"]
+    # the classifier's calls: one for the predictions, one per step (5 trained and the last one
+    # evaluated) and the selection's scorer chunks (all examples' variants pooled), against as
+    # many of each per example alone
+    steps = FAST_AML["n_steps"] + 1
+    assert 1 + steps + 1 <= batched_calls <= 1 + steps + 2
+    assert len(calls) - batched_calls >= len(examples) * (1 + steps + 1)
+    if fixture == "linear_clf":
+        assert [int(np.argmax(a.scores)) for a in batched] == planted
+        assert all(a.extras["pretraining"]["source"] == "the planted examples" for a in batched)
+
+
+def test_aml_batch_leaves_the_cached_model_unchanged(bert_clf):
+    examples, targets, _ = _planted()
+    spec = explainers.get("aml")
+    settings = {**FAST_AML, "n_train": 16, "n_epochs": 1, "n_steps": 2}
+    params = spec.make_params(settings)
+    resources = _OnePretrained()
+    pretrained = resources.pretrained(bert_clf, examples[0], params)
+    cached = _state(pretrained.model)
+    before = _state(bert_clf.model)
+    explainers.run_explainers(spec, bert_clf, examples, targets, params, resources=resources)
+    _assert_same_state(cached, pretrained.model)
+    _assert_same_state(before, bert_clf.model)
 
 
 def test_spans_html_draws_escaped_phrases():

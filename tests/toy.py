@@ -186,7 +186,9 @@ def toy_bert_head(head: str, seed: int = 0, n_labels: int = 3) -> LoadedClassifi
     return LoadedClassifier(f"toy-bert-{head}", model, toy_tokenizer(), torch.device("cpu"))
 
 
-def toy_bert(seed: int = 0) -> LoadedClassifier:
+def toy_bert(seed: int = 0, attention: str = "sdpa") -> LoadedClassifier:
+    """A tiny random BERT with the fused attention kernel, as the project loads its models (or
+    ``attention="eager"``)."""
     torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=len(VOCAB),
@@ -198,7 +200,7 @@ def toy_bert(seed: int = 0) -> LoadedClassifier:
         num_labels=2,
         id2label={0: "negative", 1: "positive"},
         label2id={"negative": 0, "positive": 1},
-        attn_implementation="eager",
+        attn_implementation=attention,
     )
     model = BertForSequenceClassification(config).eval()
     for p in model.parameters():

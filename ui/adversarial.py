@@ -138,7 +138,7 @@ def trace_figure(per_method: dict) -> go.Figure:
     figure.update_layout(
         height=320,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"title": "evaluated step"},
+        xaxis={"title": "step (a gap: a retry screened out without being explained)"},
         yaxis={"title": "attack distance D (solid)"},
         yaxis2={"title": "predicted-class probability (dotted)", "overlaying": "y", "side": "right", "range": [0, 1]},
         legend={"orientation": "h", "y": 1.15},

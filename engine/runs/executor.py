@@ -12,8 +12,10 @@ implementation of dataset evaluation). Units are independent, so they run anywhe
   (or ``$RAY_ADDRESS``) joins an existing cluster instead, shipping this project's code with the
   job (``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed).
 
-What scales is the number of examples: units spread over actors. One example's methods do not:
-they run in order inside a unit, so an example is never faster than on one worker.
+What scales is the number of examples: units spread over actors. Inside a unit the examples are
+explained together (``evaluate_slice``'s ``group``: one padded forward/backward for the one-pass
+gradient and attention methods, pooled scorer batches for the one-call perturbation methods);
+the methods run in order, so one example is never faster than on one worker.
 
 Each actor loads the model once. Batches are sized to the device (``batch_size`` None: 64 on a
 CPU, 256 on a GPU); an out-of-memory error halves the batch and runs the unit again (results do
@@ -209,14 +211,6 @@ def chunks(n_rows: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(start, min(chunk_size, n_rows - start)) for start in range(0, n_rows, chunk_size)]
 
 
-def is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, torch.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-    )
-
-
 class UnitWorker:
     """Holds a loaded model and evaluates units; the same class runs in-process (serial) and as
     a Ray actor."""
@@ -248,6 +242,7 @@ class UnitWorker:
     ) -> tuple[UnitStats, pa.Table]:
         """Evaluate one unit; positions and error indices are the rows' positions in the run.
         An out-of-memory error halves the batch size and starts the unit again."""
+        from core.devices import is_out_of_memory
         from engine.runs.rows import to_table
 
         while True:
@@ -263,14 +258,13 @@ class UnitWorker:
                     mlm=self.mlm,
                     progress=progress,
                     target=self.spec.target,
+                    group=len(examples),  # a unit's examples are explained together
                 )
                 break
             except Exception as error:
-                if not is_out_of_memory(error) or self.clf.batch_size == 1:
+                if not is_out_of_memory(error) or not self.clf.halve_batch():
                     raise
-                self.clf.batch_size //= 2
                 self.halvings += 1
-                _empty_device_cache()
         shift_positions(evaluation, first_row)
         dropped = [len(e.words) - len(r.example.words) for e, r in zip(examples, evaluation.results, strict=True)]
         stats = UnitStats(
@@ -285,13 +279,6 @@ def shift_positions(evaluation: SliceEvaluation, first_row: int) -> None:
     for failures in evaluation.errors.values():
         for failure in failures:
             failure["index"] += first_row
-
-
-def _empty_device_cache() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 # ---------------------------------------------------------------------------------- executors

@@ -12,12 +12,17 @@ back-propagation, ``explainers.gradients.word_scores(create_graph=True)``), so o
 gradient methods can be attacked. The perturbed embeddings are also shown as their nearest
 vocabulary words (cosine similarity, special tokens excluded). Deterministic: the ascent starts
 from ``delta = 0``; the shared model is never modified.
+
+A rejected step's retries (each half the size of the one before) are screened in one forward
+pass before any is explained (``_ascend``), so a run of rejections near the class boundary costs
+one batched forward pass instead of one explanation and double back-propagation per retry.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +40,9 @@ from explainers.gradients import embed, word_scores
 from metrics.agreement import top_k
 
 OBJECTIVES = ("unconstrained", "constrained")
+# After a rejected step, this many retries (each half the size of the one before) are screened
+# in one forward pass (``_ascend``); 0 evaluates every try in full.
+_SCREENED = 8
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,14 @@ def embedding_attack(
     original_scores, original_probs = explain(torch.zeros_like(base), attack_time=False)
     k = k_for(encoded.n_words, params.top_fraction)
     top = torch.as_tensor(top_k(original_scores.detach().cpu().numpy(), k).copy())
+
+    def screen(deltas: torch.Tensor) -> list[tuple[bool, float]]:
+        """For each candidate delta (K, seq, dim): is the prediction kept, and the target's output;
+        one forward pass without a gradient for all of them."""
+        with torch.no_grad():
+            outputs = clf.head.outputs(clf.forward_embeds(base + deltas, encoded.variant).float())
+        return [(clf.head.kept(original_outputs, row.cpu().numpy(), target), float(row[target])) for row in outputs]
+
     best, trace, steps = _ascend(
         explain,
         base,
@@ -142,6 +158,7 @@ def embedding_attack(
         params,
         progress,
         lambda probs: clf.head.kept(original_outputs, probs.cpu().numpy(), target),
+        screen,
     )
 
     attacked_scores, attacked_probs = explain(best, attack_time=False)
@@ -181,12 +198,19 @@ def _ascend(
     params: EmbeddingAttackParams,
     progress: ProgressFn | None,
     keeps_prediction: Callable[[torch.Tensor], bool],
+    screen: Callable[[torch.Tensor], list[tuple[bool, float]]],
 ) -> tuple[torch.Tensor, dict[str, tuple[float, ...]], int]:
     """Projected gradient ascent on the attack objective; returns the best delta, the trace and
-    the number of evaluated steps.
+    the number of tried steps.
 
-    Unconstrained: an iterate that loses the prediction (``keeps_prediction``: core.heads) is rejected and the step retried at
-    half the size. Constrained: every iterate counts. The best iterate (by objective) is returned.
+    Unconstrained: an iterate that loses the prediction (``keeps_prediction``: core.heads) is
+    rejected and the step retried at half the size, each try using up a step. After a rejection
+    the next ``_SCREENED`` tries (sizes halving) are screened together (``screen``: one forward
+    pass, no gradient) and only the first that keeps the prediction is evaluated (explanation and
+    its gradient by double back-propagation); the tries screened out are the ones a try-by-try
+    ascent would have rejected, so the iterates, the best delta and the step count are the same
+    (a screened-out try's trace has its probability and no distance or objective: NaN).
+    Constrained: every iterate counts. The best iterate (by objective) is returned.
     """
     word_mask = torch.zeros_like(base)
     word_mask[0, encoded.scored_positions] = 1.0
@@ -214,28 +238,55 @@ def _ascend(
     delta = torch.zeros_like(base, requires_grad=True)
     optimizer_cls = torch.optim.Adam if params.optimizer == "adam" else torch.optim.SGD
     optimizer = optimizer_cls([delta], lr=params.lr, maximize=True)
-    objective, distance, probability, _, grad = evaluate(delta)
-    best, best_objective = delta.detach().clone(), objective
-    trace: dict[str, list[float]] = {"objective": [objective], "distance": [distance], "probability": [probability]}
-    scale, still, steps = 1.0, 0, 0
-    for step in range(params.steps):
-        kept_delta, kept_state = delta.detach().clone(), copy.deepcopy(optimizer.state_dict())
+
+    def stepped(step: int, scale: float, grad: torch.Tensor) -> None:
+        """``delta`` after the optimiser's step number ``step`` at ``scale`` of its size, projected."""
         optimizer.param_groups[0]["lr"] = params.lr * 0.5 ** (step // params.halve_every) * scale
         delta.grad = grad
         optimizer.step()
         with torch.no_grad():
             delta.copy_(delta.clamp(-params.epsilon, params.epsilon) * word_mask)
+
+    def restore(kept_delta: torch.Tensor, kept_state: dict) -> None:
+        optimizer.load_state_dict(copy.deepcopy(kept_state))
+        with torch.no_grad():
+            delta.copy_(kept_delta)
+
+    objective, distance, probability, _, grad = evaluate(delta)
+    best, best_objective = delta.detach().clone(), objective
+    trace: dict[str, list[float]] = {"objective": [objective], "distance": [distance], "probability": [probability]}
+    scale, still, step, rejected = 1.0, 0, 0, False
+    while step < params.steps:
+        kept_delta, kept_state = delta.detach().clone(), copy.deepcopy(optimizer.state_dict())
+        # the tries a try-by-try ascent could still make: within the step budget, above the smallest size
+        count = min(_SCREENED, params.steps - step, 1 + int(math.log2(scale / 2**-10))) if rejected else 0
+        if count:
+            candidates = []
+            for j in range(count):
+                stepped(step + j, scale * 0.5**j, grad)
+                candidates.append(delta.detach().clone())
+                restore(kept_delta, kept_state)
+            outcomes = screen(torch.cat(candidates))
+            passed = next((j for j, (kept, _) in enumerate(outcomes) if kept), len(outcomes))
+            for _, p in outcomes[:passed]:  # the tries a try-by-try ascent would have rejected
+                for key, value in (("objective", math.nan), ("distance", math.nan), ("probability", p)):
+                    trace[key].append(value)
+            step, scale = step + passed, scale * 0.5**passed
+            if scale < 2**-10 or step >= params.steps:
+                break
+            if passed == len(outcomes):
+                continue
+        stepped(step, scale, grad)
         objective, distance, probability, kept, new_grad = evaluate(delta)
-        steps += 1
+        step += 1
         for key, value in (("objective", objective), ("distance", distance), ("probability", probability)):
             trace[key].append(value)
-        if progress is not None and step % 5 == 0:
+        if progress is not None and step % 5 == 1:
             progress(step / params.steps, f"step {step}: distance {distance:.4g}, p {probability:.3f}")
-        if params.objective == "unconstrained" and not kept:
+        rejected = params.objective == "unconstrained" and not kept
+        if rejected:
             scale *= 0.5  # reject the class-changing step and retry from the last kept delta
-            optimizer.load_state_dict(kept_state)
-            with torch.no_grad():
-                delta.copy_(kept_delta)
+            restore(kept_delta, kept_state)
             if scale < 2**-10:
                 break
             continue
@@ -246,7 +297,7 @@ def _ascend(
         still = still + 1 if moved < params.stop_delta else 0
         if still >= params.patience:
             break
-    return best, {key: tuple(values) for key, values in trace.items()}, steps
+    return best, {key: tuple(values) for key, values in trace.items()}, step
 
 
 def _attribution(example: Example, target: int, scores: torch.Tensor, method: str, method_params: Any) -> Attribution:

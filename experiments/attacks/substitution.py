@@ -121,7 +121,7 @@ def substitution_attack(
     positions = [i for i in range(len(example.words)) if i not in set(top.tolist())]
     candidates = _candidates(mlm, example, positions, params.n_candidates) if positions else {}
 
-    def expand(states: list[_State]) -> list[_State]:
+    def expand(states: list[_State], progress: ProgressFn) -> list[_State]:
         seen: set[tuple[tuple[int, str], ...]] = set()
         proposals = []
         for state in states:
@@ -136,14 +136,28 @@ def substitution_attack(
         scored = (
             clf.predict_proba([clf.encode(e).variant for e in examples]) if examples else np.empty((0, clf.num_labels))
         )
-        out = []
-        for key, attacked, probs in zip(proposals, examples, scored):
-            if not clf.head.kept(probabilities, probs, target, params.tolerance):
-                continue
-            attribution = explainers.run_explainer(
-                spec, clf, attacked, target, method_params, mlm=mlm, resources=resources
-            )
-            out.append(_State(key, attacked, attribution, probs, _demotion(attribution.scores, top)))
+        kept = [
+            (key, attacked, probs)
+            for key, attacked, probs in zip(proposals, examples, scored)
+            if clf.head.kept(probabilities, probs, target, params.tolerance)
+        ]
+        if not kept:
+            return []
+        # Every kept candidate explained in one call: shared batches for the methods that have them.
+        attributions = explainers.run_explainers(
+            spec,
+            clf,
+            [attacked for _, attacked, _ in kept],
+            [target] * len(kept),
+            method_params,
+            mlm=mlm,
+            progress=progress,
+            resources=resources,
+        )
+        out = [
+            _State(key, attacked, attribution, probs, _demotion(attribution.scores, top))
+            for (key, attacked, probs), attribution in zip(kept, attributions)
+        ]
         return sorted(out, key=lambda s: s.score, reverse=True)
 
     initial = _State((), example, original, probabilities, _demotion(original.scores, top))
@@ -171,7 +185,7 @@ def substitution_attack(
 
 def beam_search(
     initial: _State,
-    expand: Callable[[list[_State]], list[_State]],
+    expand: Callable[[list[_State], ProgressFn], list[_State]],
     params: SubstitutionAttackParams,
     progress: ProgressFn | None,
 ) -> _State:
@@ -180,9 +194,14 @@ def beam_search(
     width = 1 if params.search == "greedy" else params.beam_width
     beam, best = [initial], initial
     for round_ in range(params.budget):
-        if progress is not None:
-            progress(round_ / params.budget, f"substitution round {round_ + 1} of {params.budget}")
-        expanded = expand(beam)
+
+        def step(fraction: float, message: str, round_: int = round_) -> None:
+            if progress is not None:
+                where = f"substitution round {round_ + 1} of {params.budget}"
+                progress((round_ + fraction) / params.budget, f"{where}: {message}" if message else where)
+
+        step(0.0, "")
+        expanded = expand(beam, step)
         if params.search == "greedy":
             expanded = [s for s in expanded if s.score > beam[0].score]
         if not expanded:

@@ -10,19 +10,33 @@ training data (explainers/aml/pretrain.py; the model and data come from the call
 ``AmlResources``) and explains in one forward pass; fAML fine-tunes a copy on the single example
 for a few steps and keeps the step whose map scores best on a faithfulness metric
 (``select_by``). The shared classifier is never modified; the trace is reported in ``extras``.
+
+Several examples are explained at once (``explain_aml_batch``, the registry's batch function):
+each is fine-tuned on a copy of its own, the copies' parameters stacked and run as one model with
+``torch.func.vmap``, so a step is one attribution-model pass and one classifier pass for all.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import numpy as np
 import torch
+from torch.func import functional_call, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from core.classifier import Classifier, Encoded, ProgressFn, Variant
+from core.classifier import Classifier, Encoded, ProgressFn, Variant, length_chunks
 from core.types import Attribution, Example
-from explainers._masking import rng_devices, span_extras, special_embedding, trace_row
-from explainers.aml.model import AmlParams, Batch, aml_step, apply_gradients, make_optimizer, mean_word_mask
+from explainers._masking import Batch, groups, span_extras, special_embedding, trace_row
+from explainers.aml.model import (
+    AmlParams,
+    AttributionModel,
+    aml_step,
+    apply_gradients,
+    make_optimizer,
+    mean_word_mask,
+)
 from explainers.aml.pretrain import (
     FALLBACK_SOURCE,
     PRETRAIN_FIELDS,
@@ -32,7 +46,7 @@ from explainers.aml.pretrain import (
     pretrain_aml,
     select_training_examples,
 )
-from explainers.base import Steps, make_attribution
+from explainers.base import Steps, make_attribution, one_example
 
 # AML's selection metrics: ERASER's comprehensiveness / sufficiency at 20 % and AOPC over these bins.
 _AOPC_BINS = (1, 5, 10, 20, 50)
@@ -41,6 +55,9 @@ _AOPC_BINS = (1, 5, 10, 20, 50)
 # pAML pre-training costs about 1.6 such passes per training example and epoch.
 STEP_COST = 4.0
 PRETRAIN_COST = 1.6
+# At most this many fine-tuned copies at once: each holds the trainable parameters with their
+# gradient and two AdamW moments (about 180 MB for MiniLM's 11 M trainable parameters).
+_MAX_COPIES = 8
 
 
 def _top_words(scores: np.ndarray, count: int) -> list[int]:
@@ -60,16 +77,28 @@ def _selection_variants(encoded: Encoded, scores: np.ndarray, select_by: str) ->
     return variants
 
 
-def _select_step(
-    clf: Classifier, encoded: Encoded, maps: list[np.ndarray], target: int, select_by: str
-) -> tuple[int, list[float]]:
-    """(best step, metric per step): one batch scores every step's variants; ties go to the earliest step."""
-    per_map = [_selection_variants(encoded, m, select_by) for m in maps]
-    probs = clf.predict_proba([encoded.variant] + [v for vs in per_map for v in vs])[:, target]
-    full, rest = probs[0], probs[1:].reshape(len(maps), -1)
-    values = (full - rest).mean(1)  # comprehensiveness or sufficiency, averaged over bins
-    best = int(np.argmin(values) if select_by == "sufficiency" else np.argmax(values))
-    return best, [float(v) for v in values]
+def _select_steps(
+    clf: Classifier,
+    encodings: list[Encoded],
+    owners: list[int],
+    maps: list[list[np.ndarray]],
+    targets: list[int],
+    select_by: str,
+) -> list[tuple[int, list[float]]]:
+    """Per example: (best step, metric per step). One scorer call scores every step's variants of
+    every example (each charged to its example); ties go to the earliest step."""
+    per_owner = [[] for _ in range(max(owners) + 1)]
+    for encoded, owner, steps in zip(encodings, owners, maps):
+        per_owner[owner] = [encoded.variant] + [v for m in steps for v in _selection_variants(encoded, m, select_by)]
+    outputs = clf.predict_proba_groups(per_owner)
+    out = []
+    for owner, steps, target in zip(owners, maps, targets):
+        own = outputs[owner][:, target]
+        full, rest = own[0], own[1:].reshape(len(steps), -1)
+        values = (full - rest).mean(1)  # comprehensiveness or sufficiency, averaged over bins
+        best = int(np.argmin(values) if select_by == "sufficiency" else np.argmax(values))
+        out.append((best, [float(v) for v in values]))
+    return out
 
 
 def _word_scores(encoded: Encoded, token_mask: np.ndarray) -> np.ndarray:
@@ -80,21 +109,58 @@ def _word_scores(encoded: Encoded, token_mask: np.ndarray) -> np.ndarray:
     return scores
 
 
-def explain_aml(
+class _Copies:
+    """``count`` copies of a pre-trained attribution model whose trainable parameters (all but the
+    frozen word and class embeddings) are stacked along a first axis, run as one model with
+    ``torch.func.vmap``: copy ``i`` reads row ``i`` of the batch. Fine-tuning the stack with AdamW
+    (elementwise) fine-tunes every copy on its own example, as separate copies would. The
+    parameters are swapped in on a structural copy of the model that shares its tensors, so the
+    cached pre-trained model, which other requests may be reading, is never touched."""
+
+    def __init__(self, model: AttributionModel, count: int) -> None:
+        tensors = [*model.parameters(), *model.buffers()]
+        self.model = copy.deepcopy(model, memo={id(t): t for t in tensors})
+        frozen = {id(model.backbone.get_input_embeddings().weight), id(model.class_embeddings)}
+        self.weights = {
+            name: p.detach().expand(count, *p.shape).clone().requires_grad_(True)
+            for name, p in model.named_parameters()
+            if id(p) not in frozen
+        }
+
+    def masks(self, batch: Batch, condition: torch.Tensor) -> torch.Tensor:
+        """(count, seq) masks: copy ``i`` on row ``i``."""
+
+        def one(weights, ids, attention, types, y):
+            return functional_call(self.model, weights, (ids[None], attention[None], types[None], y[None]))[0]
+
+        with sdpa_kernel(SDPBackend.MATH):  # the fused CPU kernel has no batching rule
+            return vmap(one)(self.weights, batch.input_ids, batch.attention_mask, batch.token_type_ids, condition)
+
+    def optimizer(self, lr: float) -> torch.optim.Optimizer:
+        head = [p for name, p in self.weights.items() if name.startswith("head.")]
+        encoder = [p for name, p in self.weights.items() if not name.startswith("head.")]
+        return make_optimizer(head, encoder, lr)
+
+
+def explain_aml_batch(
     clf: Classifier,
-    example: Example,
-    target: int,
+    examples: Sequence[Example],
+    targets: Sequence[int],
     params: AmlParams,
     *,
     mlm=None,
     progress: ProgressFn | None = None,
     resources: AmlResources | None = None,
-) -> Attribution:
+) -> list[Attribution]:
     """pAML (one forward pass of the pre-trained attribution model) or fAML (a copy fine-tuned on
-    this example for ``n_steps``, keeping the best step by ``select_by``). The pre-trained model
-    comes from ``resources`` (``OnTheExample()`` when None: trained on this example, not cached).
-    AML's loss (Eq. 4-7) is a cross-entropy over a softmax of exclusive classes, so a multi-label
-    or regression head is refused."""
+    each example for ``n_steps``, keeping the best step by ``select_by``), on several examples.
+    The pre-trained model comes from ``resources`` (``OnTheExample()`` when None: trained on each
+    example, not cached). Examples sharing a pre-trained model are explained together, at most
+    ``_MAX_COPIES`` at a time (and two classifier rows each within ``length_chunks``), each fine-tuned on a copy of its own
+    (``_Copies``): one attribution-model pass and one classifier pass per step for the group, one
+    scorer call for the step selection, each pass charged to its example. AML's loss (Eq. 4-7) is
+    a cross-entropy over a softmax of exclusive classes, so a multi-label or regression head is
+    refused."""
     if clf.head.kind != "single_label":
         raise ValueError(
             f"AML is defined for single-label (softmax) classifiers; {clf.name} has a {clf.head.kind} head"
@@ -104,72 +170,122 @@ def explain_aml(
         if progress is not None:
             progress(0.8 * fraction, message)
 
-    pretrained = (resources or OnTheExample()).pretrained(clf, example, params, pretrain_progress)
-    encoded = clf.encode(example)
-    probs = clf.predict_proba([encoded.variant])[0]
+    source = resources or OnTheExample()
+    pretrained = [source.pretrained(clf, example, params, pretrain_progress) for example in examples]
+    by_model: dict[int, list[int]] = {}
+    for index, p in enumerate(pretrained):
+        by_model.setdefault(id(p.model), []).append(index)
+    widths = [len(clf.encode(example).input_ids) for example in examples]
+    parts = [  # two classifier rows per example: half the batch size in examples (and half its tokens)
+        [indices[chunk[i]] for i in part]
+        for indices in by_model.values()
+        for chunk in length_chunks([widths[i] for i in indices], clf.batch_size // 2)
+        for part in groups(len(chunk), _MAX_COPIES)
+    ]
+    out: dict[int, Attribution] = {}
+    for number, part in enumerate(parts):
+
+        def step(fraction: float, message: str, number: int = number) -> None:
+            if progress is not None:
+                progress(0.8 + 0.2 * (number + fraction) / len(parts), message)
+
+        chosen = [examples[i] for i in part]
+        attributions = _explain_group(clf, chosen, part, [targets[i] for i in part], params, pretrained[part[0]], step)
+        out.update(zip(part, attributions))
+    return [out[i] for i in range(len(examples))]
+
+
+def _explain_group(
+    clf: Classifier,
+    examples: list[Example],
+    owners: list[int],
+    targets: list[int],
+    params: AmlParams,
+    pretrained: PretrainedAml,
+    progress: ProgressFn,
+) -> list[Attribution]:
+    encodings = [clf.encode(example) for example in examples]
+    predicted: list[list[Variant]] = [[] for _ in range(max(owners) + 1)]
+    for owner, encoded in zip(owners, encodings):
+        predicted[owner] = [encoded.variant]
+    outputs = clf.predict_proba_groups(predicted)
+    probs = [outputs[owner][0] for owner in owners]
     # y: the predicted distribution when explaining the predicted class (the paper), else one-hot.
-    condition = probs if int(np.argmax(probs)) == target else np.eye(clf.num_labels)[target]
-    condition_t = torch.tensor(condition[None], dtype=torch.float32, device=clf.device)
-    batch = Batch.of([encoded], clf.tokenizer.pad_token_id or 0, clf.device)
+    condition = np.stack([p if int(np.argmax(p)) == t else np.eye(clf.num_labels)[t] for p, t in zip(probs, targets)])
+    condition_t = torch.tensor(condition, dtype=torch.float32, device=clf.device)
+    batch = Batch.of(encodings, clf.tokenizer.pad_token_id or 0, clf.device)
+    variants = [e.variant for e in encodings] * 2  # masked rows, then complement rows
+
+    def logits_fn(embeds: torch.Tensor) -> torch.Tensor:
+        return clf.forward_embeds(embeds, variants, owners=owners * 2).float()
+
     fill = special_embedding(clf, ("mask", "unk"))
     fine_tune = params.mode == "fine_tune"
     n_steps = params.n_steps if fine_tune else 0
+    count = len(examples)
 
-    def logits_fn(embeds: torch.Tensor) -> torch.Tensor:
-        return clf.forward_embeds(embeds, encoded.variant).float()
-
-    trace: dict[str, list[float]] = {}
-    maps: list[np.ndarray] = []
-    with torch.random.fork_rng(devices=rng_devices(clf)), torch.enable_grad():
-        torch.manual_seed(params.seed)
-        model = copy.deepcopy(pretrained.model) if fine_tune else pretrained.model
-        if fine_tune:
-            for p in model.parameters():
-                p.requires_grad_(
-                    p is not model.backbone.get_input_embeddings().weight and p is not model.class_embeddings
-                )
-            optimizer = make_optimizer(model, params.lr, train_classes=False)
+    traces: list[dict[str, list[float]]] = [{} for _ in examples]
+    maps: list[list[np.ndarray]] = [[] for _ in examples]
+    copies = _Copies(pretrained.model, count) if fine_tune else None
+    optimizer = copies.optimizer(params.lr) if copies is not None else None
+    with torch.enable_grad():
         for step in range(n_steps + 1):
             with torch.set_grad_enabled(step < n_steps):  # the last map is only evaluated
-                result = aml_step(clf, model, batch, condition_t, params, logits_fn, fill)
-            maps.append(result.mask[0].detach().cpu().double().numpy())
-            trace_row(trace, step=step, **result.row(), mean_mask=mean_word_mask(result.mask, batch.word_flags))
-            if step < n_steps:
-                apply_gradients(result.loss, optimizer)
+                a = (
+                    copies.masks(batch, condition_t)
+                    if copies is not None
+                    else pretrained.model(batch.input_ids, batch.attention_mask, batch.token_type_ids, condition_t)
+                )
+                result = aml_step(clf, a, batch, condition_t, params, logits_fn, fill)
+            for i, encoded in enumerate(encodings):
+                length = len(encoded.input_ids)
+                maps[i].append(result.mask[i, :length].detach().cpu().double().numpy())
+                own_mask = mean_word_mask(result.mask[i, :length], batch.word_flags[i, :length])
+                trace_row(traces[i], step=step, **result.row(i), mean_mask=own_mask)
+            if step < n_steps and optimizer is not None:
+                apply_gradients(result.total.sum(), optimizer)  # the sum: each copy gets its own example's gradient
                 optimizer.zero_grad(set_to_none=True)
-            if progress is not None:
-                progress(0.8 + 0.2 * (step + 1) / (n_steps + 1), f"fine-tuning step {step}/{n_steps}")
-    word_maps = [_word_scores(encoded, m) for m in maps]
-    selected = 0
+            progress((step + 1) / (n_steps + 1), f"fine-tuning step {step}/{n_steps}")
+    word_maps = [[_word_scores(encoded, m) for m in steps] for encoded, steps in zip(encodings, maps)]
+    selections: list[tuple[int, list[float]]] = [(0, [])] * count
     if fine_tune and n_steps > 0:
         if params.select_by == "loss":
-            selected = int(np.argmin(trace["loss"]))
+            selections = [(int(np.argmin(trace["loss"])), []) for trace in traces]
         else:
-            selected, values = _select_step(clf, encoded, word_maps, target, params.select_by)
-            trace["selection_metric"] = values
-    scores = word_maps[selected]
-    positions = encoded.scored_positions
-    extras = {
-        "trace": trace,
-        "trace_terms": ["prediction", "sparsity", "inverse"],
-        "mode": params.mode,
-        "selected_step": selected,
-        "select_by": params.select_by if fine_tune else None,
-        "pretraining": pretrained.summary(),
-        **span_extras(scores, 0.5),
-    }
-    return make_attribution(
-        example,
-        target,
-        scores,
-        subwords=tuple(clf.tokenizer.convert_ids_to_tokens([encoded.input_ids[t] for t in positions])),
-        subword_scores=maps[selected][positions],
-        subword_word_ids=tuple(encoded.word_ids[t] for t in positions),
-        extras=extras,
-    )
+            selections = _select_steps(clf, encodings, owners, word_maps, targets, params.select_by)
+            for trace, (_, values) in zip(traces, selections):
+                trace["selection_metric"] = values
+    out = []
+    for example, target, encoded, steps, own, trace, (selected, _) in zip(
+        examples, targets, encodings, word_maps, maps, traces, selections
+    ):
+        scores = steps[selected]
+        positions = encoded.scored_positions
+        extras = {
+            "trace": trace,
+            "trace_terms": ["prediction", "sparsity", "inverse"],
+            "mode": params.mode,
+            "selected_step": selected,
+            "select_by": params.select_by if fine_tune else None,
+            "pretraining": pretrained.summary(),
+            **span_extras(scores, 0.5),
+        }
+        out.append(
+            make_attribution(
+                example,
+                target,
+                scores,
+                subwords=tuple(clf.tokenizer.convert_ids_to_tokens([encoded.input_ids[t] for t in positions])),
+                subword_scores=own[selected][positions],
+                subword_word_ids=tuple(encoded.word_ids[t] for t in positions),
+                extras=extras,
+            )
+        )
+    return out
 
 
-# Per-step costs in units of one batch-2 forward+backward pass of the classifier, calibrated with
+# pAML or fAML on one example (``explain_aml_batch``).
+explain_aml = one_example(explain_aml_batch)
 
 
 def steps(params: AmlParams) -> Steps:
@@ -190,6 +306,7 @@ __all__ = [
     "OnTheExample",
     "PretrainedAml",
     "explain_aml",
+    "explain_aml_batch",
     "pretrain_aml",
     "select_training_examples",
     "steps",

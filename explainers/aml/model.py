@@ -5,16 +5,15 @@ and the optimiser both pre-training (explainers/aml/pretrain.py) and fine-tuning
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from core.classifier import Classifier, Encoded
+from core.classifier import Classifier
 from core.params import param
-from explainers._masking import EPS, blend
+from explainers._masking import EPS, Batch, blend
 
 _HEAD_LR_FACTOR = 10.0
 
@@ -83,7 +82,10 @@ class AttributionModel(nn.Module):
             token_type_ids = torch.cat([token_type_ids, token_type_ids.new_zeros(n, 1)], 1)
         else:  # no free position: z is added to the first ([CLS]) embedding
             embeds = torch.cat([embeds[:, :1] + z[:, None], embeds[:, 1:]], 1)
-        inputs = {"inputs_embeds": embeds, "attention_mask": attention_mask}
+        # An additive (batch, 1, 1, seq) mask, used as given by the encoder: the 0/1 mask would be
+        # checked for padding (``.all()``), which ``torch.func.vmap`` (fAML's batched copies) refuses.
+        blocked = (1 - attention_mask[:, None, None, :].to(embeds.dtype)) * torch.finfo(embeds.dtype).min
+        inputs = {"inputs_embeds": embeds, "attention_mask": blocked}
         if self.uses_token_types:
             inputs["token_type_ids"] = token_type_ids
         hidden = self.backbone(**inputs).last_hidden_state[:, :width]
@@ -122,79 +124,48 @@ def uses_token_types(model: nn.Module) -> bool:
 
 
 @dataclass(frozen=True)
-class Batch:
-    """Padded encodings: ids, types, attention (1 on tokens) and word flags (1 on word tokens)."""
-
-    input_ids: torch.Tensor
-    token_type_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    word_flags: torch.Tensor
-
-    @staticmethod
-    def of(encodings: list[Encoded], pad_id: int, device: torch.device) -> Batch:
-        width = max(len(e.input_ids) for e in encodings)
-        ids = torch.full((len(encodings), width), pad_id, dtype=torch.long)
-        types = torch.zeros_like(ids)
-        attention = torch.zeros_like(ids)
-        words = torch.zeros(ids.shape, dtype=torch.bool)
-        for row, e in enumerate(encodings):
-            n = len(e.input_ids)
-            ids[row, :n] = torch.tensor(e.input_ids)
-            types[row, :n] = torch.tensor(e.token_type_ids)
-            attention[row, :n] = 1
-            words[row, :n] = torch.tensor([w is not None for w in e.word_ids])
-        return Batch(ids.to(device), types.to(device), attention.to(device), words.to(device))
-
-    def doubled(self) -> Batch:
-        """The batch stacked on itself (masked and complement inputs in one pass)."""
-        return Batch(*(torch.cat([t, t]) for t in dataclasses.astuple(self)))
-
-
-def classifier_logits(clf: Classifier, embeds: torch.Tensor, batch: Batch) -> torch.Tensor:
-    """``forward_embeds`` for a padded batch of different examples (counted the same way)."""
-    inputs = {"inputs_embeds": embeds, "attention_mask": batch.attention_mask}
-    if uses_token_types(clf.model):
-        inputs["token_type_ids"] = batch.token_type_ids
-    clf.forward_passes += embeds.shape[0]
-    if embeds.requires_grad:
-        clf.backward_passes += embeds.shape[0]
-    return clf.model(**inputs).logits.float()
-
-
-@dataclass(frozen=True)
 class AmlStep:
-    """One evaluation of AML's loss on a batch: the total, its terms and the probabilities."""
+    """One evaluation of AML's loss on a batch: each example's total and terms, the probabilities
+    and the mask."""
 
-    loss: torch.Tensor
-    prediction: torch.Tensor
-    sparsity: torch.Tensor
-    inverse: torch.Tensor
+    total: torch.Tensor  # (batch,)
+    prediction: torch.Tensor  # (batch,)
+    sparsity: torch.Tensor  # (batch,)
+    inverse: torch.Tensor  # (batch,)
     p_masked: torch.Tensor  # (batch,) probability of the explained class on the masked input
     p_complement: torch.Tensor
     mask: torch.Tensor  # (batch, seq), 1 on special and padding tokens
 
-    def row(self) -> dict[str, float]:
-        return {
-            "loss": self.loss.item(),
-            "prediction": self.prediction.item(),
-            "sparsity": self.sparsity.item(),
-            "inverse": self.inverse.item(),
-            "p_masked": self.p_masked.mean().item(),
-            "p_complement": self.p_complement.mean().item(),
+    @property
+    def loss(self) -> torch.Tensor:
+        """The batch's loss: the mean of the examples' totals."""
+        return self.total.mean()
+
+    def row(self, example: int | None = None) -> dict[str, float]:
+        """Trace values: the batch's means, or one example's values."""
+        pick = (lambda t: t.mean()) if example is None else (lambda t: t[example])
+        values = {
+            "loss": self.total,
+            "prediction": self.prediction,
+            "sparsity": self.sparsity,
+            "inverse": self.inverse,
+            "p_masked": self.p_masked,
+            "p_complement": self.p_complement,
         }
+        return {key: pick(value).item() for key, value in values.items()}
 
 
 def aml_step(
     clf: Classifier,
-    model: AttributionModel,
+    a: torch.Tensor,
     batch: Batch,
     condition: torch.Tensor,
     params: AmlParams,
     logits_fn: Callable[[torch.Tensor], torch.Tensor],
     fill: torch.Tensor,
 ) -> AmlStep:
-    """AML's loss (Eq. 4-7) with ``condition`` (batch, n_labels) as y; the explained class is its argmax."""
-    a = model(batch.input_ids, batch.attention_mask, batch.token_type_ids, condition)  # (batch, seq)
+    """AML's loss (Eq. 4-7) of the attribution model's mask ``a`` (batch, seq) with ``condition``
+    (batch, n_labels) as y; the explained class is its argmax."""
     keep = torch.where(batch.word_flags, a, torch.ones_like(a))
     drop = torch.where(batch.word_flags, 1 - a, torch.ones_like(a))
     embeds = clf.input_embeddings(batch.input_ids)  # (batch, seq, dim), no gradient (frozen)
@@ -210,23 +181,24 @@ def aml_step(
     sparsity = -(torch.log1p(-a.clamp(max=1 - EPS)) * flags).sum(-1) / flags.sum(-1).clamp_min(1)
     total = params.weight_prediction * prediction + params.weight_sparsity * sparsity + params.weight_inverse * inverse
     return AmlStep(
-        total.mean(),
-        prediction.mean(),
-        sparsity.mean(),
-        inverse.mean(),
+        total,
+        prediction,
+        sparsity,
+        inverse,
         log_probs[:n][rows, target].exp().detach(),
         p_complement.detach(),
         keep,
     )
 
 
-def make_optimizer(model: AttributionModel, lr: float, train_classes: bool) -> torch.optim.Optimizer:
-    encoder = [p for p in model.backbone.parameters() if p.requires_grad]
-    head_params = list(model.head.parameters()) + ([model.class_embeddings] if train_classes else [])
-    groups = [{"params": head_params, "lr": lr * _HEAD_LR_FACTOR}]
+def make_optimizer(head: list[torch.Tensor], encoder: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
+    """AdamW with the head learning ``_HEAD_LR_FACTOR`` times faster than the encoder; the fused
+    kernel where torch has one (one pass over all parameters instead of a loop of small ops)."""
+    groups = [{"params": head, "lr": lr * _HEAD_LR_FACTOR}]
     if encoder:
         groups.append({"params": encoder, "lr": lr})
-    return torch.optim.AdamW(groups)
+    device = head[0].device.type
+    return torch.optim.AdamW(groups, fused=True if device in ("cpu", "cuda") else None)
 
 
 def apply_gradients(loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:

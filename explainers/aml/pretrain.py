@@ -20,14 +20,12 @@ from torch import nn
 
 from core.classifier import Classifier, ProgressFn
 from core.types import Example
-from explainers._masking import rng_devices, special_embedding, trace_row
+from explainers._masking import Batch, rng_devices, special_embedding, trace_row
 from explainers.aml.model import (
     AmlParams,
     AttributionModel,
-    Batch,
     aml_step,
     apply_gradients,
-    classifier_logits,
     make_optimizer,
     mean_word_mask,
     own_backbone,
@@ -141,7 +139,8 @@ def pretrain_aml(
         for p in model.backbone.parameters():
             p.requires_grad_(p is not model.backbone.get_input_embeddings().weight)
         model.train()
-        optimizer = make_optimizer(model, params.lr, train_classes=True)
+        encoder_params = [p for p in model.backbone.parameters() if p.requires_grad]
+        optimizer = make_optimizer([*model.head.parameters(), model.class_embeddings], encoder_params, params.lr)
         generator = torch.Generator().manual_seed(params.seed)
         orders = [torch.randperm(len(encodings), generator=generator).tolist() for _ in range(params.n_epochs)]
         chunks = [
@@ -151,9 +150,10 @@ def pretrain_aml(
         ]
         for step, rows in enumerate(chunks):
             batch = Batch.of([encodings[r] for r in rows], pad_id, clf.device)
-            doubled = batch.doubled()
+            variants = [encodings[r].variant for r in rows] * 2  # masked rows, then complement rows
+            a = model(batch.input_ids, batch.attention_mask, batch.token_type_ids, conditions[rows])
             result = aml_step(
-                own, model, batch, conditions[rows], params, lambda e, d=doubled: classifier_logits(own, e, d), fill
+                own, a, batch, conditions[rows], params, lambda e, v=variants: own.forward_embeds(e, v).float(), fill
             )
             apply_gradients(result.loss, optimizer)
             optimizer.zero_grad(set_to_none=True)

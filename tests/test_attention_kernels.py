@@ -1,0 +1,139 @@
+"""Fused attention by default, eager attention only where a method reads attention weights.
+
+Models load with the fused kernel (``sdpa``); the methods whose registry entry declares
+``needs_attention_weights`` run on an eager view of the same weights (core/attention_view.py).
+Every method's scores are the same on both kernels; the shared model keeps its kernel and its
+hooks whatever a request does."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.attention_view import attention_implementation, eager_view
+from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.datasets import split_words
+from core.types import Example
+from engine.explain import explain_example
+from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
+from tests.test_shared_model_state import hook_count
+from tests.toy import toy_bert
+
+EXAMPLE = Example(segments=(("the", "film", "was", "unbelievable", "and", "fun"),), id="toy/kernels")
+SENTENCE = Example(
+    segments=(split_words("a gorgeous , witty and seductive film that never loses its charm ."),), id="sst2/kernels"
+)
+ATTENTION_METHODS = {"attention_mean", "attention_rollout"}
+
+
+def scores_on(loaded: LoadedClassifier, key: str, example: Example, mlm) -> np.ndarray:
+    spec = explainers.get(key)
+    return explainers.run_explainer(spec, Classifier(loaded), example, 1, _fast_params(spec, 3), mlm=mlm).scores
+
+
+def test_models_load_with_the_fused_kernel_and_only_attention_methods_ask_for_eager() -> None:
+    assert attention_implementation(load_classifier("minilm-sst2").model) == "sdpa"
+    assert {k for k, s in explainers.REGISTRY.items() if s.needs_attention_weights} == ATTENTION_METHODS
+
+
+@pytest.mark.parametrize("key", list(explainers.REGISTRY))
+def test_every_method_scores_the_same_on_the_fused_and_the_eager_kernel(key: str, toy_mlm) -> None:  # noqa: F811
+    fused, eager = toy_bert(seed=5), toy_bert(seed=5, attention="eager")
+    assert attention_implementation(fused.model) == "sdpa" and attention_implementation(eager.model) == "eager"
+    np.testing.assert_allclose(
+        scores_on(fused, key, EXAMPLE, toy_mlm), scores_on(eager, key, EXAMPLE, toy_mlm), rtol=1e-5, atol=1e-5
+    )
+    assert attention_implementation(fused.model) == "sdpa" and hook_count(fused.model) == 0
+
+
+@pytest.mark.slow
+def test_every_method_scores_the_same_on_both_kernels_of_a_bundled_model() -> None:
+    """One SST-2 sentence, every method with the contract test's small budgets: the bundled model
+    as loaded (sdpa) against an eager copy of its weights."""
+    from core.masked_lm import MaskedLM
+
+    fused = load_classifier("minilm-sst2")
+    eager = LoadedClassifier("minilm-sst2 [eager]", eager_view(fused.model), fused.tokenizer, fused.device, pair=False)
+    assert attention_implementation(eager.model) == "eager"
+    mlm = MaskedLM.load("minilm-mlm")
+    for key in explainers.REGISTRY:
+        np.testing.assert_allclose(
+            scores_on(fused, key, SENTENCE, mlm), scores_on(eager, key, SENTENCE, mlm), rtol=1e-5, atol=1e-5,
+            err_msg=key,
+        )  # fmt: skip
+    assert attention_implementation(fused.model) == "sdpa" and hook_count(fused.model) == 0
+
+
+def test_attention_methods_read_the_weights_of_the_eager_kernel() -> None:
+    fused, eager = toy_bert(seed=5), toy_bert(seed=5, attention="eager")
+    variant = Classifier(fused).encode(EXAMPLE).variant
+    clf = Classifier(fused)
+    with pytest.raises(ValueError, match="no attention weights with 'sdpa' attention"):
+        clf.attentions([variant])
+    with clf.eager_attention():
+        weights = clf.attentions([variant])[0]
+    with torch.inference_mode():
+        expected = eager.model(**Classifier(eager)._batch_tensors([variant]), output_attentions=True).attentions
+    assert weights.shape == (2, 2, len(variant.input_ids), len(variant.input_ids))
+    torch.testing.assert_close(weights, torch.stack([a[0] for a in expected]), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+
+
+def test_the_eager_view_shares_the_weights_and_leaves_the_shared_model_as_it_was() -> None:
+    loaded = toy_bert(seed=5)
+    view = loaded.eager_model
+    assert loaded.eager_model is view  # built once
+    shared = dict(loaded.model.named_parameters())
+    assert all(p is shared[name] for name, p in view.named_parameters())
+    assert view.config is not loaded.model.config
+    explain_example(Classifier(loaded), EXAMPLE, sorted(ATTENTION_METHODS))
+    assert attention_implementation(loaded.model) == "sdpa" and attention_implementation(view) == "eager"
+    assert hook_count(loaded.model) == 0
+    assert not getattr(loaded.model, "_output_capturing_hooks_installed", False)
+
+
+def test_a_request_in_eager_attention_does_not_switch_another_request() -> None:
+    """Two requests on one shared model: while one runs on the eager view, the other's forward
+    passes still take the fused kernel (the switch lives on the per-request view, not the model)."""
+    loaded = toy_bert(seed=5)
+    inside, seen = threading.Event(), threading.Event()
+    kernels: list[str | None] = []
+
+    def attention_request() -> None:
+        clf = Classifier(loaded)
+        with clf.eager_attention():
+            kernels.append(attention_implementation(clf.model))
+            inside.set()
+            seen.wait(timeout=30)
+
+    thread = threading.Thread(target=attention_request)
+    thread.start()
+    assert inside.wait(timeout=30)
+    other = Classifier(loaded)
+    kernels.append(attention_implementation(other.model))
+    saliency = explainers.run_explainer(explainers.get("saliency"), other, EXAMPLE, 1)
+    seen.set()
+    thread.join(timeout=30)
+    assert kernels == ["eager", "sdpa"]
+    assert other.model is loaded.model and np.all(np.isfinite(saliency.scores))
+
+
+def test_double_back_propagation_runs_on_a_fused_model() -> None:
+    """The fused CPU kernel has no second derivative: ``word_scores(create_graph=True)`` (the
+    embedding attack) takes the eager view, and its gradient is the eager model's."""
+    from explainers.gradients import SaliencyParams, word_scores
+
+    results = []
+    for loaded in (toy_bert(seed=5), toy_bert(seed=5, attention="eager")):
+        clf = Classifier(loaded)
+        encoded = clf.encode(EXAMPLE)
+        delta = torch.zeros(1, len(encoded.input_ids), 16, requires_grad=True)
+        embeds = clf.input_embeddings(torch.tensor([encoded.input_ids])).detach() + delta
+        scores, _ = word_scores(clf, encoded, embeds, 1, SaliencyParams(), create_graph=True)
+        (grad,) = torch.autograd.grad(scores.sum(), delta)
+        results.append(grad)
+    torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-7)

@@ -1,0 +1,197 @@
+"""Several examples explained together give each example what it gets alone.
+
+The one-pass gradient and attention methods run one padded, attention-masked forward/backward
+for several examples; the one-call perturbation methods pool their variants in the scorer's
+batches (explainers/pooling.py). Scores equal one-by-one runs within 1e-5 and every example is
+charged exactly its own passes, on the toy BERT and on the bundled single-text and pair models,
+with examples of different lengths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.datasets import split_words
+from core.types import Attribution, Example
+from engine.evaluate import evaluate_slice, metric_params, metric_values
+from engine.explain import Refused, _each_or_alone, explain_example, explain_examples
+from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
+
+BATCHED = [key for key, spec in explainers.REGISTRY.items() if spec.explain_batch is not None]
+TOY = [
+    Example(segments=(("the", "film", "was", "unbelievable", "and", "fun"),), id="toy/a"),
+    Example(segments=(("bad",),), id="toy/b"),
+    Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/c"),
+]
+SST2 = [
+    Example(segments=(split_words("a gorgeous , witty and seductive film ."),), id="sst2/a"),
+    Example(segments=(split_words("it 's a bore ."),), id="sst2/b"),
+    Example(
+        segments=(split_words("the plot drags and the jokes fall flat , yet the actors never stop trying ."),),
+        id="sst2/c",
+    ),
+]
+ESNLI = [
+    Example(segments=(("a", "man", "plays", "a", "guitar", "."), ("a", "man", "plays", "music", ".")), id="esnli/a"),
+    Example(segments=(("two", "dogs", "run"), ("the", "animals", "are", "sleeping", "on", "a", "sofa")), id="esnli/b"),
+    Example(segments=(("a", "woman", "is", "outside", "."), ("nobody", "is", "outside")), id="esnli/c"),
+]
+
+
+def compare(loaded: LoadedClassifier, key: str, examples: list[Example], targets: list[int], batch_size: int) -> None:
+    """``run_explainers`` on all examples against ``run_explainer`` on each: scores, subword
+    scores and passes per example, and the request's counters."""
+    spec = explainers.get(key)
+    params = _fast_params(spec, 3)
+    alone = [
+        explainers.run_explainer(spec, Classifier(loaded, batch_size=batch_size), e, t, params)
+        for e, t in zip(examples, targets, strict=True)
+    ]
+    clf = Classifier(loaded, batch_size=batch_size)
+    together = explainers.run_explainers(spec, clf, examples, targets, params)
+    for single, batched in zip(alone, together, strict=True):
+        np.testing.assert_allclose(batched.scores, single.scores, rtol=1e-5, atol=1e-5, err_msg=key)
+        if single.subword_scores is not None:
+            np.testing.assert_allclose(batched.subword_scores, single.subword_scores, rtol=1e-5, atol=1e-5)
+        assert (batched.forward_passes, batched.backward_passes) == (single.forward_passes, single.backward_passes)
+        assert batched.words == single.words and batched.target == single.target and batched.method == key
+    assert clf.forward_passes == sum(a.forward_passes for a in alone)
+    assert clf.backward_passes == sum(a.backward_passes for a in alone)
+
+
+def toy_cases() -> list[tuple[str, str]]:
+    """Every batched method on the linear toy (which has no attention) and the toy BERT. The
+    random toy BERT's output barely moves when words go (Var f about 1e-12), so Sobol's indices
+    there are a ratio of float noise; Sobol is checked on the linear toy and the bundled models."""
+    cases = [("linear", key) for key in BATCHED if not explainers.get(key).needs_attention_weights]
+    return cases + [("bert", key) for key in BATCHED if key != "sobol"]
+
+
+@pytest.mark.parametrize(("toy", "key"), toy_cases())
+@pytest.mark.parametrize("batch_size", [2, 64])
+def test_batched_methods_equal_one_by_one_on_the_toys(
+    toy: str, key: str, batch_size: int, toy_bert_loaded, toy_linear_loaded
+) -> None:
+    loaded = toy_bert_loaded if toy == "bert" else toy_linear_loaded
+    compare(loaded, key, TOY, [1, 0, 1], batch_size)
+
+
+@pytest.fixture(scope="module")
+def sst2() -> LoadedClassifier:
+    return load_classifier("minilm-sst2")
+
+
+@pytest.fixture(scope="module")
+def esnli() -> LoadedClassifier:
+    return load_classifier("minilm-esnli")
+
+
+@pytest.mark.parametrize("key", BATCHED)
+def test_batched_methods_equal_one_by_one_on_bundled_models(key: str, sst2, esnli) -> None:
+    compare(sst2, key, SST2, [1, 0, 0], 64)
+    compare(esnli, key, ESNLI, [0, 2, 1], 64)
+
+
+def test_the_families_are_batched() -> None:
+    families = {explainers.get(key).family for key in BATCHED}
+    assert {"gradient", "attention", "occlusion", "LIME", "Sobol", "leave-one-out (paper 000)"} <= families
+    assert {"saliency", "grad_x_input", "attention_mean", "attention_rollout"} <= set(BATCHED)
+
+
+def test_one_pass_methods_take_one_forward_backward_for_several_examples(toy_bert_loaded) -> None:
+    """Three examples, batch size 64: one padded pass for all three (counted once per example)."""
+    calls = []
+    model = toy_bert_loaded.model
+    handle = model.register_forward_pre_hook(lambda module, args, kwargs: calls.append(kwargs), with_kwargs=True)
+    try:
+        clf = Classifier(toy_bert_loaded)
+        result = explainers.run_explainers(explainers.get("saliency"), clf, TOY, [1, 0, 1])
+    finally:
+        handle.remove()
+    assert len(calls) == 1 and calls[0]["inputs_embeds"].shape[:2] == (3, 12)
+    assert calls[0]["attention_mask"].sum(dim=1).tolist() == [3, 10, 12]  # ordered by length
+    assert [(a.forward_passes, a.backward_passes) for a in result] == [(1, 1)] * 3
+
+
+def test_a_pass_that_names_no_example_inside_a_batch_is_refused(toy_bert_loaded) -> None:
+    clf = Classifier(toy_bert_loaded)
+    variant = clf.encode(TOY[0]).variant
+    with clf.per_example(2), pytest.raises(RuntimeError, match="must name the example of each row"):
+        clf.forward_embeds(clf.input_embeddings(torch.tensor([variant.input_ids])), variant)
+    with clf.per_example(1) as ledger:
+        clf.predict_proba([variant])
+    assert ledger.forward == [1]
+
+
+def test_a_refused_example_is_named_and_the_others_are_explained(linear_clf) -> None:
+    def run(chosen: list[int]) -> list[Attribution]:
+        linear_clf.predict_proba([linear_clf.encode(TOY[i]).variant for i in chosen])  # passes spent
+        if 1 in chosen:
+            raise ValueError("example 1 is refused")
+        return [Attribution("m", f"e{i}", 0, ("w",), np.zeros(1), forward_passes=1) for i in chosen]
+
+    outcomes = _each_or_alone(linear_clf, run, 3, together=True)
+    assert outcomes[1] == Refused("example 1 is refused", forward_passes=1)
+    assert [a.example_id for a in (outcomes[0], outcomes[2]) if isinstance(a, Attribution)] == ["e0", "e2"]
+    assert linear_clf.forward_passes == 3 + 3  # the refused batch, then one by one
+
+
+def test_explain_examples_equals_explain_example_for_every_method(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
+    methods = list(explainers.REGISTRY)
+    params = {key: {k: v for k, v in vars(_fast_params(explainers.get(key), 3)).items()} for key in methods}
+    clf = Classifier(toy_bert_loaded, batch_size=4)
+    together = explain_examples(clf, TOY, methods, targets=[None, 0, None], params=params, mlm=toy_mlm)
+    for example, target, batched in zip(TOY, [None, 0, None], together, strict=True):
+        single = explain_example(Classifier(toy_bert_loaded, batch_size=4), example, methods, target=target,
+                                 params=params, mlm=toy_mlm)  # fmt: skip
+        assert batched.target == single.target and batched.prediction.predicted == single.prediction.predicted
+        np.testing.assert_allclose(batched.prediction.probabilities, single.prediction.probabilities, atol=1e-7)
+        assert not batched.errors and not single.errors
+        for key in methods:
+            np.testing.assert_allclose(
+                batched.attributions[key].scores, single.attributions[key].scores, rtol=1e-5, atol=1e-5, err_msg=key
+            )
+            assert batched.attributions[key].forward_passes == single.attributions[key].forward_passes, key
+
+
+def test_a_slice_gives_the_same_metrics_and_passes_whatever_the_group(toy_bert_loaded) -> None:
+    methods = ["loo_empty", "saliency", "grad_x_input", "attention_rollout", "occlusion", "integrated_gradients"]
+    params = metric_params(["deletion", "comprehensiveness"], {"deletion": {"removal": "delete"}})
+    examples = TOY * 2
+    clfs = [Classifier(toy_bert_loaded), Classifier(toy_bert_loaded)]
+    runs = [
+        evaluate_slice(clf, examples, methods, params, method_params={}, group=group)
+        for clf, group in zip(clfs, (1, 4), strict=True)
+    ]
+    one, grouped = (metric_values(run) for run in runs)
+    for method in methods:
+        for metric in params:
+            np.testing.assert_allclose(grouped[method][metric], one[method][metric], rtol=1e-5, atol=1e-5)
+    assert runs[0].forward_passes == runs[1].forward_passes == clfs[0].forward_passes == clfs[1].forward_passes
+    assert [r.position for r in runs[1].results] == list(range(len(examples)))
+
+
+def test_the_benchmark_explains_groups_with_each_example_s_own_passes(toy_bert_loaded) -> None:
+    from engine.bench import run_bench
+
+    methods = ["saliency", "attention_mean", "loo_empty"]
+    one, grouped = (run_bench(Classifier(toy_bert_loaded), TOY, methods, group=group) for group in (1, 3))
+    assert (one["group"], grouped["group"]) == (1, 3)
+    for key in methods:
+        for count in ("forward_passes", "backward_passes"):
+            assert grouped["methods"][key][count] == one["methods"][key][count], (key, count)
+    assert grouped["methods"]["saliency"]["forward_passes"] == 1
+
+
+def test_sobol_does_not_depend_on_the_batch_size(toy_linear_loaded) -> None:
+    spec = explainers.get("sobol")
+    params = _fast_params(spec, 3)
+    first, second = (
+        explainers.run_explainer(spec, Classifier(toy_linear_loaded, batch_size=size), TOY[2], 1, params)
+        for size in (1, 7)
+    )
+    assert first.extras["variance"] > 1e-3  # the linear toy's output moves with its planted words
+    np.testing.assert_allclose(first.scores, second.scores, rtol=1e-5, atol=1e-5)
