@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_classifier(args.model)
     if args.attention == "eager":  # the kernel the models loaded with before the fused default
         loaded = dataclasses.replace(loaded, model=loaded.eager_model)
-    clf = Classifier(loaded, batch_size=args.batch_size, head_type=args.head_type)
+    clf = Classifier(loaded, batch_size=args.batch_size, autocast=args.autocast, head_type=args.head_type)
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM
@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
             "model": args.model,
             "dataset": f"{dataset}/{split}",
             "device": str(clf.device),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}",
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}"
+            + (f", {torch.cuda.get_device_name(clf.device)}" if clf.device.type == "cuda" else ""),
+            "autocast": clf.autocast,
             "batch_size": args.batch_size,
             "attention": attention_implementation(clf.model),
         }
@@ -80,6 +82,11 @@ def register(sub) -> None:
         choices=("default", "eager"),
         default="default",
         help="attention kernel of every forward pass: the model's default (fused sdpa where it has it) or eager",
+    )
+    parser.add_argument(
+        "--autocast",
+        action="store_true",
+        help="score perturbations in float16 autocast (CUDA only; gradients stay float32)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

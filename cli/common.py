@@ -11,7 +11,11 @@ from core.types import ProgressFn
 
 
 def add_model(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="bundled model name, hub id or local folder")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="bundled model name, hub id or local folder (random:bert-base: a benchmark model with random weights)",
+    )
     parser.add_argument(
         "--head-type",
         choices=("single_label", "multi_label", "regression"),

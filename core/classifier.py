@@ -208,15 +208,23 @@ class Classifier:
     request. ``head`` is the explained output (``core.heads``): detected from the model's config,
     or the type ``head_type`` names (an override for models whose config is wrong, this request
     only). ``model`` is the shared model (fused attention where it has it), or inside
-    ``eager_attention`` its eager-attention view (``core.attention_view``).
+    ``eager_attention`` its eager-attention view (``core.attention_view``). ``autocast`` (CUDA
+    only) runs the scorer's passes in ``autocast_dtype`` (float16 or bfloat16); gradients and
+    attention weights stay float32.
     """
 
     def __init__(
-        self, loaded: LoadedClassifier, batch_size: int = 64, autocast: bool = False, head_type: str | None = None
+        self,
+        loaded: LoadedClassifier,
+        batch_size: int = 64,
+        autocast: bool = False,
+        head_type: str | None = None,
+        autocast_dtype: torch.dtype = torch.float16,
     ) -> None:
         self.loaded = loaded
         self.batch_size = batch_size
         self.autocast = autocast and loaded.device.type == "cuda"
+        self.autocast_dtype = autocast_dtype
         self.head_type = head_type
         self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
         self.forward_passes = 0
@@ -486,7 +494,7 @@ class Classifier:
 
     def _autocast(self):
         if self.autocast:
-            return torch.autocast(self.device.type, dtype=torch.float16)
+            return torch.autocast(self.device.type, dtype=self.autocast_dtype)
         return torch.autocast("cpu", enabled=False)
 
     # ------------------------------------------------------------------ embeddings and gradients

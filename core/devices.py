@@ -22,6 +22,13 @@ def is_out_of_memory(error: BaseException) -> bool:
     )
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously): a timer read after this
+    measures the work, not its launch."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def release_device_memory(device: torch.device) -> None:
     """Return the caching allocator's free blocks to the device (after an out-of-memory error)."""
     if device.type == "cuda":

