@@ -14,9 +14,10 @@ the metric values):
   in PyTorch's default for float32 matrix products);
 - float32, mask optimisers (MaRC, AML), whose hundreds of optimisation steps compound rounding:
   0.05;
-- Captum's noise methods (SmoothGrad, VarGrad, SmoothGrad-IG, GradientSHAP) draw their noise
-  from the device's own generator, so CPU and GPU draw other samples: they are compared as
-  estimates of one quantity, by a Pearson correlation of at least 0.9 at 200 samples;
+- Captum's NoiseTunnel methods (SmoothGrad, VarGrad, SmoothGrad-IG) draw their noise from the
+  device's own generator, so CPU and GPU draw other samples: they are compared as estimates of
+  one quantity, by a Pearson correlation of at least 0.9 at 200 samples (GradientSHAP draws on
+  the CPU and is held to 1e-3);
 - scorer autocast (perturbation methods and faithfulness metrics): 0.05 in float16, 0.1 in
   bfloat16 (8 mantissa bits).
 """
@@ -46,7 +47,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 
-NOISE_METHODS = {"smoothgrad", "vargrad", "smoothgrad_ig", "gradient_shap"}
+NOISE_METHODS = {"smoothgrad", "vargrad", "smoothgrad_ig"}
 OPTIMISERS = {"marc", "aml"}
 PARAMS = {
     "integrated_gradients": {"n_steps": 32},
@@ -125,7 +126,11 @@ def cpu_loaded() -> LoadedClassifier:
 
 @pytest.fixture(scope="module")
 def gpu_loaded(cpu_loaded) -> LoadedClassifier:
-    return classifier_from_model(copy.deepcopy(cpu_loaded.model), toy_tokenizer(), name="gpu-check", device="cuda")
+    """The model on CUDA, after one gradient pass: the first matrix product allocates cuBLAS's
+    workspace (32 MiB), which the process keeps and no request should be charged for."""
+    loaded = classifier_from_model(copy.deepcopy(cpu_loaded.model), toy_tokenizer(), name="gpu-check", device="cuda")
+    explainers.run_explainer(explainers.get("saliency"), Classifier(loaded), EXAMPLE, 1)
+    return loaded
 
 
 @pytest.fixture(scope="module")

@@ -34,10 +34,10 @@ step() {  # step NAME SECONDS COMMAND...: run it under a time limit, its stderr 
 }
 
 BENCH=(python3 -m cli bench --model random:bert-base --mlm random:bert-base --limit 5 --batch-size 256 --json)
-step tests 240 env GPU_REPORT="$OUT/gpu-tests.jsonl" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -o addopts="" >"$OUT/gpu-tests.txt"
-step bench 280 "${BENCH[@]}" --methods all >"$OUT/bench-bert-base.json"
-step eager 200 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion >"$OUT/bench-eager.json"
-step group 200 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,loo_empty,lime >"$OUT/bench-group.json"
+step tests 150 env GPU_REPORT="$OUT/gpu-tests.jsonl" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -o addopts="" >"$OUT/gpu-tests.txt"
+step bench 220 "${BENCH[@]}" --methods all >"$OUT/bench-bert-base.json"
+step eager 100 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion >"$OUT/bench-eager.json"
+step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,loo_empty,lime >"$OUT/bench-group.json"
 step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im >"$OUT/bench-autocast.json"
 step evaluate 300 python3 -m cli evaluate --model random:bert-base --dataset sst2 --split dev --batch-size 256 \
   --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime \

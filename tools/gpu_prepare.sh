@@ -11,7 +11,7 @@ cp "$DATA/sst2/dev.tsv" .gpu/data/sst2/
 cp -r "$SITE" .gpu/site/ && rm -rf .gpu/site/*/model/model.safetensors .gpu/site/*/__pycache__
 version() { .venv/bin/pip show "$1" | awk '/^Version/{print $2}'; }
 wheels=()
-for package in captum shap slicer dill transformers huggingface_hub httpx2 httpcore2 truststore; do
+for package in captum shap slicer dill transformers huggingface_hub httpx2 httpcore2 truststore datasets multiprocess fsspec; do
   wheels+=("$package==$(version "$package")")
 done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

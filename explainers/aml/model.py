@@ -192,13 +192,14 @@ def aml_step(
 
 
 def make_optimizer(head: list[torch.Tensor], encoder: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
-    """AdamW with the head learning ``_HEAD_LR_FACTOR`` times faster than the encoder; the fused
-    kernel where torch has one (one pass over all parameters instead of a loop of small ops)."""
+    """AdamW with the head learning ``_HEAD_LR_FACTOR`` times faster than the encoder; on the CPU
+    the fused kernel (one pass over all parameters instead of a loop of small ops), elsewhere
+    torch's default (multi-tensor) kernel: the fused CUDA kernel refuses the gradients of the
+    stacked fine-tuning copies (``_Copies``)."""
     groups = [{"params": head, "lr": lr * _HEAD_LR_FACTOR}]
     if encoder:
         groups.append({"params": encoder, "lr": lr})
-    device = head[0].device.type
-    return torch.optim.AdamW(groups, fused=True if device in ("cpu", "cuda") else None)
+    return torch.optim.AdamW(groups, fused=True if head[0].device.type == "cpu" else None)
 
 
 def apply_gradients(loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
