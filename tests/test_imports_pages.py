@@ -152,7 +152,8 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     compared = at.dataframe[0].value
     assert list(compared.index) == ["loo_empty", CSV, ROUND_TRIP]
-    assert compared.loc[CSV, "deletion AUC · delete"] == summary["deletion"].mean
+    # Scored again in other scorer batches: equal to float rounding (core.classifier.length_chunks).
+    assert compared.loc[CSV, "deletion AUC · delete"] == pytest.approx(summary["deletion"].mean, rel=1e-6)
 
     at.segmented_control(key="faithfulness.view").set_value("This example").run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
