@@ -1,0 +1,98 @@
+"""How long the app takes (issue 20, item 6): start to the first heatmap, and the same request again.
+
+Starts ``streamlit run app.py`` on a free port, opens the heatmap page on the bundled SST-2 model
+and example 0 with the page's default methods in Debian's chromium (Playwright), and records:
+
+- ``server_ready_s``: from starting the process to the server answering its health check;
+- ``first_heatmap_s``: from starting the process to the last default method's heatmap row
+  being visible (the model's cold load and every method's computation included);
+- ``page_first_heatmap_s``: the same, counted from opening the page;
+- ``again_s``: a second browser tab asking for the same example and methods, from opening it to
+  the rows being visible (the explanation comes from the app's cache; the page's own drawing and
+  Streamlit's session start are included).
+
+    .venv/bin/python tools/app_latency.py [--methods loo_empty,saliency,...]
+
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_healthy
+
+DEFAULT_METHODS = "loo_empty,saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,random"
+
+
+def _visible_rows(page, methods: list[str], timeout_ms: int) -> float:
+    start = time.perf_counter()
+    for method in methods:
+        page.locator(f'tr.hm-row[data-method="{method}"]').first.wait_for(state="visible", timeout=timeout_ms)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--methods", default=DEFAULT_METHODS)
+    parser.add_argument("--model", default="minilm-sst2")
+    args = parser.parse_args()
+    methods = args.methods.split(",")
+    url_query = f"model={args.model}&dataset=examples&split=sst2&index=0&methods={','.join(methods)}"
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    command += ["--server.fileWatcherType", "none"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        started = time.perf_counter()
+        server = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_healthy(url, server)
+            ready = time.perf_counter() - started
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            opened = time.perf_counter()
+            page.goto(f"{url}/?{url_query}")
+            _visible_rows(page, methods, 300_000)
+            page_first = time.perf_counter() - opened
+            first = time.perf_counter() - started
+            again_page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            opened = time.perf_counter()
+            again_page.goto(f"{url}/?{url_query}")
+            _visible_rows(again_page, methods, 60_000)
+            again = time.perf_counter() - opened
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+            browser.close()
+    result = {
+        "methods": methods,
+        "server_ready_s": round(ready, 2),
+        "first_heatmap_s": round(first, 2),
+        "page_first_heatmap_s": round(page_first, 2),
+        "again_s": round(again, 2),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
