@@ -266,3 +266,28 @@ def test_dataset_slice_on_cuda_equals_cpu(cpu_loaded, gpu_loaded) -> None:
     for a, b in zip(cpu.results, gpu.results, strict=True):
         for method in methods:
             assert _relative_error(b.attributions[method].scores, a.attributions[method].scores) <= 1e-3
+
+
+def test_running_out_of_device_memory_halves_the_batch(cpu_loaded, gpu_loaded) -> None:
+    """A real CUDA out-of-memory error (the process capped at 32 MiB above what it holds) makes
+    the scorer halve its batch and go on; the outputs equal the CPU's."""
+    clf = Classifier(gpu_loaded, batch_size=8192)
+    encoded = clf.encode(EXAMPLE)
+    rng = np.random.default_rng(0)
+    words = list(range(len(EXAMPLE.words)))
+    variants = [
+        encoded.perturb(replace_words={w: () for w in rng.choice(words, size=3, replace=False)}) for _ in range(8192)
+    ]
+    gc.collect()
+    torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(0).total_memory
+    cap = (torch.cuda.memory_reserved() + (32 << 20)) / total
+    torch.cuda.set_per_process_memory_fraction(cap)
+    try:
+        out = clf.predict_proba(variants)
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    _report({"test": "out_of_memory", "batch_size_after": clf.batch_size, "cap_bytes": int(cap * total)})
+    assert clf.batch_size < 8192, "the capped device never ran out: the test proves nothing"
+    expected = Classifier(cpu_loaded, batch_size=512).predict_proba(variants)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-6)
