@@ -178,7 +178,8 @@ def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkey
     monkeypatch.setattr(executor_module, "evaluate_slice", flaky)
     stats, table = worker.run(0, 0, examples)
     assert calls == [8, 4, 2] and worker.halvings == 2
-    assert comparable(table) == comparable(expected) and stats.n_rows == 2
+    assert stats.n_rows == 2
+    assert_close(comparable(table), comparable(expected))  # other batch sizes: equal to float rounding
 
 
 def open_examples(spec: RunSpec):
@@ -204,8 +205,10 @@ def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_bert_folder, tm
         del payload["run"]
     for key in ("runtime_s", "explain_s", "metrics_s"):
         del evaluated[key]
-    assert shown == evaluated
-    assert ran == evaluated
+    assert shown == ran
+    # evaluate explains the five examples as one group, the run two at a time (--chunk-size 2):
+    # other scorer batches, so equal to float rounding.
+    assert_close(ran, evaluated)
     assert set(evaluated) >= {"results", "examples", "human_ceiling", "best_threshold", "forward_passes"}
 
     assert main(["runs", "--json"]) == 0
