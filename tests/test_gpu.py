@@ -12,8 +12,10 @@ the metric values):
 
 - float32, deterministic methods: 1e-3 (matrix products summed in another order; TF32 is off, as
   in PyTorch's default for float32 matrix products);
-- float32, mask optimisers (MaRC, AML), whose hundreds of optimisation steps compound rounding:
-  0.05;
+- float32, MaRC, whose optimisation steps compound rounding: 0.05 (1e-7 measured on an
+  H200);
+- AML trains its attribution model with dropout, whose masks come from the device's generator:
+  a Pearson correlation of at least 0.85 with the CPU's scores (0.93 measured on an H200);
 - Captum's NoiseTunnel methods (SmoothGrad, VarGrad, SmoothGrad-IG) draw their noise from the
   device's own generator, so CPU and GPU draw other samples: they are compared as estimates of
   one quantity, by a Pearson correlation of at least 0.9 at 200 samples (GradientSHAP draws on
@@ -35,7 +37,7 @@ import pytest
 import torch
 
 import explainers
-from core.classifier import Classifier, LoadedClassifier, classifier_from_model
+from core.classifier import Classifier, LoadedClassifier, Variant, classifier_from_model
 from core.masked_lm import MaskedLM
 from core.types import Example
 from engine.evaluate import metric_params, score_attribution
@@ -48,7 +50,7 @@ pytestmark = [
 ]
 
 NOISE_METHODS = {"smoothgrad", "vargrad", "smoothgrad_ig"}
-OPTIMISERS = {"marc", "aml"}
+OPTIMISERS = {"marc"}
 PARAMS = {
     "integrated_gradients": {"n_steps": 32},
     "lime": {"n_samples": 200},
@@ -201,11 +203,13 @@ def test_explainer_on_cuda_equals_cpu(key, cpu_loaded, gpu_loaded, mlms) -> None
     )
     if key in NOISE_METHODS:
         assert correlation >= 0.9, f"{key}: CPU and GPU estimates correlate at {correlation:.3f}"
+    elif key == "aml":
+        assert correlation >= 0.85, f"aml: CPU and GPU scores correlate at {correlation:.3f}"
     elif key in OPTIMISERS:
         assert error <= 0.05, f"{key}: relative error {error:.2e}"
     else:
         assert error <= 1e-3, f"{key}: relative error {error:.2e}"
-    assert gpu.forward_passes == cpu.forward_passes or key in OPTIMISERS | {"aml"}
+    assert gpu.forward_passes == cpu.forward_passes or key in OPTIMISERS | {"aml"}  # early stops may differ
 
 
 PERTURBATION_METHODS = [k for k, s in explainers.REGISTRY.items() if s.sampling and k not in NOISE_METHODS]
@@ -272,11 +276,11 @@ def test_running_out_of_device_memory_halves_the_batch(cpu_loaded, gpu_loaded) -
     """A real CUDA out-of-memory error (the process capped at 32 MiB above what it holds) makes
     the scorer halve its batch and go on; the outputs equal the CPU's."""
     clf = Classifier(gpu_loaded, batch_size=8192)
-    encoded = clf.encode(EXAMPLE)
     rng = np.random.default_rng(0)
-    words = list(range(len(EXAMPLE.words)))
+    # 8,192 distinct 40-token inputs (the scorer scores identical variants once).
     variants = [
-        encoded.perturb(replace_words={w: () for w in rng.choice(words, size=3, replace=False)}) for _ in range(8192)
+        Variant((VOCAB["[CLS]"], *map(int, rng.integers(5, len(VOCAB), size=38)), VOCAB["[SEP]"]), (0,) * 40)
+        for _ in range(8192)
     ]
     gc.collect()
     torch.cuda.empty_cache()

@@ -10,7 +10,7 @@
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-"tests bench eager group autocast evaluate"}
+STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast"}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/.gpu/site
@@ -23,24 +23,26 @@ LOG=$OUT/log.txt
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())"
 } >>"$LOG" 2>&1
 
-step() {  # step NAME SECONDS COMMAND...: run it under a time limit, its stderr and time to the log
+step() {  # step NAME SECONDS COMMAND...: stdout to $OUT/NAME.json, stderr and time to the log
   local name=$1 limit=$2
   shift 2
   case " $STEPS " in *" $name "*) ;; *) return ;; esac
   echo "== $name: $*" >>"$LOG"
   local start=$SECONDS
-  timeout "$limit" "$@" 2>>"$LOG"
+  timeout "$limit" "$@" >"$OUT/$name.json" 2>>"$LOG"
   echo "== $name: exit $? after $((SECONDS - start)) s" >>"$LOG"
 }
 
 BENCH=(python3 -m cli bench --model random:bert-base --mlm random:bert-base --limit 5 --batch-size 256 --json)
-step tests 150 env GPU_REPORT="$OUT/gpu-tests.jsonl" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -o addopts="" >"$OUT/gpu-tests.txt"
-step bench 220 "${BENCH[@]}" --methods all >"$OUT/bench-bert-base.json"
-step eager 100 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion >"$OUT/bench-eager.json"
-step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,loo_empty,lime >"$OUT/bench-group.json"
-step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im >"$OUT/bench-autocast.json"
-step evaluate 300 python3 -m cli evaluate --model random:bert-base --dataset sst2 --split dev --batch-size 256 \
-  --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime \
-  --metrics deletion,insertion,comprehensiveness,sufficiency --seed 0 --quiet --json >"$OUT/evaluate-sst2-dev.json"
-tail -n 5 "$OUT/gpu-tests.txt" 2>/dev/null
+EVALUATE=(python3 -m cli evaluate --model random:bert-base --dataset sst2 --split dev --batch-size 256
+  --metrics deletion,insertion,comprehensiveness,sufficiency --seed 0 --quiet --json)
+step tests 150 env GPU_REPORT="$OUT/gpu-tests.jsonl" python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -o addopts=""
+step precision 120 python3 tools/gpu_precision.py
+step bench 220 "${BENCH[@]}" --methods all
+step eager 100 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion
+step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,loo_empty,lime
+step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im
+step evaluate 300 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime
+step evaluate-fast 200 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+tail -n 5 "$OUT/tests.json" 2>/dev/null
 grep "^== " "$LOG"
