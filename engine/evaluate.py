@@ -100,26 +100,42 @@ def score_attribution(
     *,
     mlm: MaskedLM | None = None,
 ) -> dict[str, MetricResult]:
-    """Every metric of one attribution: faithfulness in one batch, the others one by one.
-    Metrics that need a rationale are left out when the example has none, or when the metric
+    """Every metric of one attribution (``score_attributions`` of one)."""
+    return score_attributions(clf, example, {"": attribution}, params_by_metric, mlm=mlm)[""]
+
+
+def score_attributions(
+    clf: Classifier,
+    example: Example,
+    attributions: Mapping[str, Attribution],
+    params_by_metric: dict[str, Any],
+    *,
+    mlm: MaskedLM | None = None,
+) -> dict[str, dict[str, MetricResult]]:
+    """Every metric of each method's attribution of one example: the faithfulness metrics of all
+    of them in one scorer call (``metrics.faithfulness.score_attributions``), the others one by
+    one. Metrics that need a rationale are left out when the example has none, or when the metric
     skips it (each metric's own rule, which follows its ``annotator`` setting)."""
     import metrics
     from metrics import faithfulness
 
     batched = {k: p for k, p in params_by_metric.items() if k in faithfulness.METRIC_KEYS}
-    results = faithfulness.score_many(clf, example, attribution, batched, mlm=mlm) if batched else {}
-    results = {key: result for key, result in results.items() if "skipped" not in result.extras}
+    scored = faithfulness.score_attributions(clf, example, attributions, batched, mlm=mlm) if batched else {}
     has_rationale = example.rationale is not None or bool(example.rationales)
-    for key, params in params_by_metric.items():
-        if key in batched:
-            continue
-        spec = metrics.get(key)
-        if spec.needs_rationale and not has_rationale:
-            continue
-        result = spec.compute(clf, example, attribution, params, mlm=mlm)
-        if "skipped" not in result.extras:
-            results[key] = result
-    return {key: results[key] for key in params_by_metric if key in results}
+    out = {}
+    for method, attribution in attributions.items():
+        results = {key: result for key, result in scored.get(method, {}).items() if "skipped" not in result.extras}
+        for key, params in params_by_metric.items():
+            if key in batched:
+                continue
+            spec = metrics.get(key)
+            if spec.needs_rationale and not has_rationale:
+                continue
+            result = spec.compute(clf, example, attribution, params, mlm=mlm)
+            if "skipped" not in result.extras:
+                results[key] = result
+        out[method] = {key: results[key] for key in params_by_metric if key in results}
+    return out
 
 
 def slice_methods(methods: Sequence[str], given: Sequence[Mapping[str, Attribution]] | None = None) -> list[str]:
@@ -221,10 +237,7 @@ def evaluate_slice(
                     )
                 explanation.attributions[method] = dataclasses.replace(attribution, target=explanation.target)
             middle = time.perf_counter()
-            scored = {
-                method: score_attribution(clf, explanation.example, attribution, params_by_metric, mlm=mlm)
-                for method, attribution in explanation.attributions.items()
-            }
+            scored = score_attributions(clf, explanation.example, explanation.attributions, params_by_metric, mlm=mlm)
             evaluation.metrics_s += time.perf_counter() - middle
             skipped = tuple(k for k in params_by_metric if not any(k in per_metric for per_metric in scored.values()))
             evaluation.results.append(

@@ -209,6 +209,29 @@ def test_one_batch_per_example_and_method(linear_clf, toy_example, monkeypatch):
     assert linear_clf.forward_passes == 9
 
 
+def test_every_method_of_an_example_in_one_batch(linear_clf, toy_example, monkeypatch):
+    """The methods' attributions of one example share one scorer call: each gets the values it
+    gets alone, and the inputs they have in common are scored once."""
+    rng = np.random.default_rng(0)
+    attributions = {
+        "oracle": oracle(toy_example),
+        "random": make_attribution(toy_example, POSITIVE, rng.normal(size=len(toy_example.words))),
+    }
+    keys = {key: None for key in F.METRIC_KEYS}
+    alone = {method: F.score_many(linear_clf, toy_example, a, keys) for method, a in attributions.items()}
+    passes_alone = linear_clf.forward_passes
+    linear_clf.reset_counts()
+    calls = []
+    original = linear_clf.predict_proba
+    monkeypatch.setattr(linear_clf, "predict_proba", lambda variants: calls.append(len(variants)) or original(variants))
+    together = F.score_attributions(linear_clf, toy_example, attributions, keys)
+    assert len(calls) == 1
+    assert linear_clf.forward_passes < passes_alone  # the whole and the emptied input, scored once
+    for method, results in alone.items():
+        for key, result in results.items():
+            assert together[method][key].value == pytest.approx(result.value, rel=1e-9, abs=1e-12)
+
+
 def test_scores_of_wrong_length_raise(linear_clf, toy_example):
     short = make_attribution(Example(segments=(("great",),), id="x"), POSITIVE, [1.0])
     with pytest.raises(ValueError, match="1 scores for 10 words"):

@@ -77,7 +77,7 @@ from metrics.faithfulness.plans import (
     LogOddsParams,
     check_head,
 )
-from metrics.faithfulness.registered import METRIC_KEYS, METRICS, score_many
+from metrics.faithfulness.registered import METRIC_KEYS, METRICS, score_attributions, score_many
 from metrics.faithfulness.removal import (
     FILL_CANDIDATES,
     REMOVALS,
@@ -109,6 +109,7 @@ __all__ = [
     "mean_curve",
     "paper000_steps",
     "ranking",
+    "score_attributions",
     "score_many",
     "word_count",
 ]

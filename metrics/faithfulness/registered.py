@@ -1,12 +1,13 @@
 """The faithfulness metrics as registry entries (``metrics.base.MetricSpec``, read by
-``metrics.REGISTRY``) and ``score_many``, which scores every variant of every requested metric
-of one attribution in one batch. Papers: Arras et al. 2017; paper 000 (Pham et al. 2022, arXiv
+``metrics.REGISTRY``) and ``score_many`` / ``score_attributions``, which score every variant of
+every requested metric of one attribution (or of every method's attribution of one example) in
+one batch. Papers: Arras et al. 2017; paper 000 (Pham et al. 2022, arXiv
 2110.11929); ERASER (DeYoung et al. 2020, arXiv 1911.03429); paper 003 (MaRC); Shrikumar et al.
 2017 (arXiv 1704.02685) as paper 004 (AML) uses it. Definitions in ``metrics.faithfulness``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,19 +34,41 @@ def score_many(
     """Several faithfulness metrics of one attribution, every variant scored in one batch.
 
     ``params_by_key`` maps metric keys to their params dataclass (None: defaults)."""
-    ctx = Context(clf, example, attribution, mlm)
-    plans = {}
-    for key, params in params_by_key.items():
+    return score_attributions(clf, example, {"": attribution}, params_by_key, mlm=mlm)[""]
+
+
+def score_attributions(
+    clf: Classifier,
+    example: Example,
+    attributions: Mapping[str, Attribution],
+    params_by_key: dict[str, Any],
+    *,
+    mlm: MaskedLM | None = None,
+) -> dict[str, dict[str, MetricResult]]:
+    """``score_many`` for several attributions of one example (one per method): every variant of
+    every metric of every attribution in one scorer call, so the variants they share (the whole
+    input, the emptied one, the same top words) are scored once. Results per method, then key."""
+    for key in params_by_key:
         if key not in PLANNERS:
             raise ValueError(f"{key!r} is not a faithfulness metric; known: {', '.join(PLANNERS)}")
-        plans[key] = PLANNERS[key](ctx, params if params is not None else BY_KEY[key].params_cls())
-    variants = [v for plan in plans.values() for v in plan.variants]
-    probs = clf.predict_proba(variants)[:, attribution.target] if variants else np.zeros(0)
-    results, start = {}, 0
-    for key, plan in plans.items():
-        result = plan.finish(probs[start : start + len(plan.variants)])
-        results[key] = BY_KEY[key].checked(result, bounded=clf.head.is_probability)
-        start += len(plan.variants)
+    plans = {}
+    for method, attribution in attributions.items():
+        ctx = Context(clf, example, attribution, mlm)
+        plans[method] = {
+            key: PLANNERS[key](ctx, params if params is not None else BY_KEY[key].params_cls())
+            for key, params in params_by_key.items()
+        }
+    variants = [v for per_method in plans.values() for plan in per_method.values() for v in plan.variants]
+    outputs = clf.predict_proba(variants) if variants else np.zeros((0, clf.num_labels))
+    results: dict[str, dict[str, MetricResult]] = {}
+    start = 0
+    for method, per_method in plans.items():
+        target = attributions[method].target
+        results[method] = {}
+        for key, plan in per_method.items():
+            result = plan.finish(outputs[start : start + len(plan.variants), target])
+            results[method][key] = BY_KEY[key].checked(result, bounded=clf.head.is_probability)
+            start += len(plan.variants)
     return results
 
 
