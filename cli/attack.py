@@ -127,7 +127,8 @@ def register(sub) -> None:
         "--preset",
         choices=["paper", "quick"],
         default="paper",
-        help="embedding attack steps: the thesis's 500 or a quick 60",
+        help="the embedding attack's steps (the thesis's 500 or a quick 60); the substitution attack's "
+        "candidates explained per round (every one, or 16 drawn at random)",
     )
     parser.add_argument(
         "--param",

@@ -199,6 +199,30 @@ def test_substitution_never_flips_the_class_nor_touches_the_top_words(linear_clf
     assert all(index not in result.top_k for index, _, _ in result.substitutions)
 
 
+def test_a_round_explains_the_drawn_candidates_only(linear_clf, toy_example, monkeypatch):
+    """``explained_per_round`` (the quick preset's 16) explains a seeded random draw of a round's
+    kept candidates: at most that many per round, the same draw for the same seed."""
+    explained: list[int] = []
+    real = explainers.run_explainers
+
+    def counting(spec, clf, examples, *args, **kwargs):
+        explained.append(len(examples))
+        return real(spec, clf, examples, *args, **kwargs)
+
+    monkeypatch.setattr(substitution.explainers, "run_explainers", counting)
+    words = ["awful", "good", "film", "great"]
+    every = _substitute(linear_clf, toy_example, words, budget=2)
+    rounds_every, explained[:] = list(explained), []
+    assert max(rounds_every) > 4  # a round of the full search explains more than the draw below
+    drawn = _substitute(linear_clf, toy_example, words, budget=2, explained_per_round=4)
+    assert explained and all(n <= 4 for n in explained)  # one call per round
+    first, explained[:] = list(explained), []
+    again = _substitute(linear_clf, toy_example, words, budget=2, explained_per_round=4)
+    assert explained == first and again.substitutions == drawn.substitutions
+    assert make_params("substitution", "quick").explained_per_round == 16
+    assert every.forward_passes > drawn.forward_passes
+
+
 def test_substitution_respects_the_probability_tolerance(linear_clf, toy_example):
     # "good" moves p by 0.0105 or more: over a 0.005 tolerance. "film" keeps p but changes nothing
     # in the explanation, so the greedy search stops without a substitution.

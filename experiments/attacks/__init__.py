@@ -43,6 +43,7 @@ from core.params import params_from
 from core.types import Example
 from experiments.attacks.embedding import OBJECTIVES, PRESETS, EmbeddingAttackParams, embedding_attack, nearest_tokens
 from experiments.attacks.result import MEASURES, AttackResult, k_for, rank_change, summarize, topk_sum_change
+from experiments.attacks.substitution import PRESETS as SUBSTITUTION_PRESETS
 from experiments.attacks.substitution import SubstitutionAttackParams, substitution_attack
 from explainers.base import Paper
 
@@ -51,14 +52,15 @@ PAPER = Paper(authors="Ghorbani et al.", year=2019, arxiv="1710.10547")
 
 
 def make_params(attack: str, preset: str = "paper", overrides: dict[str, Any] | None = None) -> Any:
-    """The parameters of an attack: a preset (embedding attack only) with overrides on top."""
-    if attack == "embedding":
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-        return params_from(EmbeddingAttackParams, {**PRESETS[preset], **(overrides or {})})
-    if attack == "substitution":
-        return params_from(SubstitutionAttackParams, dict(overrides or {}))
-    raise ValueError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
+    """The parameters of an attack: a preset with overrides on top."""
+    if attack not in ATTACKS:
+        raise ValueError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
+    presets, cls = (
+        (PRESETS, EmbeddingAttackParams) if attack == "embedding" else (SUBSTITUTION_PRESETS, SubstitutionAttackParams)
+    )
+    if preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(presets)}")
+    return params_from(cls, {**presets[preset], **(overrides or {})})
 
 
 def attack_example(
