@@ -49,6 +49,9 @@ if want attacks; then
     --preset quick --methods saliency,integrated_gradients --json --quiet
   timed attack-substitution timeout 900 "$PY" -m cli attack --model minilm-sst2 --text "$SENTENCE" --attack substitution \
     --methods loo_empty,saliency,integrated_gradients --seed 0 --json --quiet
+  has attack "explained per round" && timed attack-substitution-quick timeout 900 "$PY" -m cli attack \
+    --model minilm-sst2 --text "$SENTENCE" --attack substitution --preset quick \
+    --methods loo_empty,saliency,integrated_gradients --seed 0 --json --quiet
 fi
 if want rss; then  # the same measuring script in both checkouts
   [ -f tools/peak_rss.py ] || cp "$HERE/tools/peak_rss.py" tools/peak_rss.py
