@@ -268,6 +268,10 @@ def _explain_group(
             "selected_step": selected,
             "select_by": params.select_by if fine_tune else None,
             "pretraining": pretrained.summary(),
+            # The attribution encoder (the classifier's size) runs once per step as well: passes
+            # the classifier's counters do not see, which the benchmark's floor adds.
+            "encoder_forward_passes": n_steps + 1,
+            "encoder_backward_passes": n_steps,
             **span_extras(scores, 0.5),
         }
         out.append(
