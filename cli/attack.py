@@ -128,7 +128,7 @@ def register(sub) -> None:
         choices=["paper", "quick"],
         default="paper",
         help="the embedding attack's steps (the thesis's 500 or a quick 60); the substitution attack's "
-        "candidates explained per round (every one, or 16 drawn at random)",
+        "candidates explained per round (every one, or 12 drawn at random)",
     )
     parser.add_argument(
         "--param",

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"
-DEFAULT_GROUP = 8  # examples explained together (one unit of a dataset run holds 8 by default)
+# Examples explained together: on 2 CPU cores, 16 brings the one-pass gradient methods within
+# 1.3x of their batched floor (8: 1.5x; BENCHMARKS.md). A run's units hold 8 (their own group).
+DEFAULT_GROUP = 16
 
 
 @dataclass

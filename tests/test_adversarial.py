@@ -200,7 +200,7 @@ def test_substitution_never_flips_the_class_nor_touches_the_top_words(linear_clf
 
 
 def test_a_round_explains_the_drawn_candidates_only(linear_clf, toy_example, monkeypatch):
-    """``explained_per_round`` (the quick preset's 16) explains a seeded random draw of a round's
+    """``explained_per_round`` (the quick preset's 12) explains a seeded random draw of a round's
     kept candidates: at most that many per round, the same draw for the same seed."""
     explained: list[int] = []
     real = explainers.run_explainers
@@ -219,7 +219,7 @@ def test_a_round_explains_the_drawn_candidates_only(linear_clf, toy_example, mon
     first, explained[:] = list(explained), []
     again = _substitute(linear_clf, toy_example, words, budget=2, explained_per_round=4)
     assert explained == first and again.substitutions == drawn.substitutions
-    assert make_params("substitution", "quick").explained_per_round == 16
+    assert make_params("substitution", "quick").explained_per_round == 12
     assert every.forward_passes > drawn.forward_passes
 
 

@@ -39,7 +39,7 @@ def how_to_read() -> None:
         "- **Word substitution**: replaces up to a budget of words, never the original top-k words, by the masked "
         "LM's fill-ins, keeping the class and the probability within a tolerance, and keeps the substitutions that "
         "push the top-k words furthest down. Every method can be attacked; perturbation methods cost more. "
-        "Each round explains 16 of the candidates, drawn at random (set *explained per round* to 0 for every one).\n"
+        "Each round explains 12 of the candidates, drawn at random (set *explained per round* to 0 for every one).\n"
         "- **Rank Change**: share of the k top positions holding another word afterwards (higher: more fragile). "
         "**Top-k Sum Change**: drop of the scores at the original top-k words, in the method's own unit (not "
         "comparable across methods). **Probability Change**: original minus attacked probability of the predicted "

@@ -6,8 +6,8 @@ keeping the predicted class and its probability within ``tolerance``, and search
 by beam for the substitutions that push the original top-k words furthest down the new
 explanation's ranking. Each round explains every candidate that keeps the prediction, or a
 seeded random draw of ``explained_per_round`` of them (stochastic greedy, Mirzasoleiman et al.
-2015, arXiv:1409.7938; the ``quick`` preset draws 16). Any registered method can be attacked this way, perturbation methods at
-their cost; stochastic explainers get the attack's ``seed``.
+2015, arXiv:1409.7938; the ``quick`` preset draws 12). Any registered method can be attacked
+this way, perturbation methods at their cost; stochastic explainers get the attack's ``seed``.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ class SubstitutionAttackParams:
     seed: int = param(0, "seed passed to stochastic explainers and of the candidates drawn each round")
 
 
-# The quick preset explains 16 drawn candidates per round instead of every one (about 150 for a
+# The quick preset explains 12 drawn candidates per round instead of every one (about 150 for a
 # 20-word sentence): the stochastic greedy search of Mirzasoleiman et al. 2015 (arXiv:1409.7938).
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "quick": {"explained_per_round": 16}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "quick": {"explained_per_round": 12}}
 
 
 @dataclass(frozen=True)
