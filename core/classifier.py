@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from core.attention_view import attention_implementation, eager_view
-from core.devices import best_device, chunk_rows, is_out_of_memory, release_device_memory
+from core.devices import best_device, chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
 from core.heads import Head, detect_head
 from core.types import Example, ProgressFn
 
@@ -456,6 +456,8 @@ class Classifier:
                         if not is_out_of_memory(error) or not self.halve_batch():
                             raise
                         break  # what is left, chunked again at half the batch size
+                    if self.device.type == "cpu":
+                        release_host_memory()  # see there: many widths fragment the C heap
                     self._count([distinct[i][0] for i in rows])
                     scored.update(rows)
                     done += len(rows)
