@@ -9,7 +9,9 @@ and example 0 with the page's default methods in Debian's chromium (Playwright),
 - ``page_first_heatmap_s``: the same, counted from opening the page;
 - ``again_s``: a second browser tab asking for the same example and methods, from opening it to
   the rows being visible (the explanation comes from the app's cache; the page's own drawing and
-  Streamlit's session start are included).
+  Streamlit's session start are included);
+- ``service_cold_s`` / ``service_again_s``: the app's request (``services.explain``) in this
+  process, first with the model's loading, then again from the app's result cache.
 
     .venv/bin/python tools/app_latency.py [--methods loo_empty,saliency,...]
 
@@ -44,6 +46,21 @@ def _open_until_rows(browser, url: str, methods: list[str], timeout_ms: int) -> 
     return time.perf_counter() - opened
 
 
+def _service_seconds(model: str, methods: list[str]) -> tuple[float, float]:
+    """The app's own request (``services.explain``) in this process: cold (model loading
+    included), then the same request again (answered from the app's result cache)."""
+    import services
+    from core.datasets import load_bundled_examples
+
+    example = load_bundled_examples(split="sst2")[0]
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        services.explain(model, example, methods)
+        times.append(time.perf_counter() - start)
+    return times[0], times[1]
+
+
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
@@ -52,6 +69,7 @@ def main() -> int:
     parser.add_argument("--model", default="minilm-sst2")
     args = parser.parse_args()
     methods = args.methods.split(",")
+    service_cold, service_again = _service_seconds(args.model, methods)
     url_query = f"model={args.model}&dataset=examples&split=sst2&index=0&methods={','.join(methods)}"
     port = free_port()
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
@@ -80,6 +98,8 @@ def main() -> int:
             browser.close()
     result = {
         "methods": methods,
+        "service_cold_s": round(service_cold, 2),
+        "service_again_s": round(service_again, 4),
         "server_ready_s": round(ready, 2),
         "first_heatmap_s": round(first, 2),
         "page_first_heatmap_s": round(page_first, 2),
