@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import time
 
 import torch
 
@@ -43,14 +44,22 @@ def _malloc_trim():
         return None
 
 
-def release_host_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc ``malloc_trim``).
+_last_trim = [0.0]  # when the heap was last trimmed (time.monotonic), shared by every thread
+
+
+def release_host_memory(min_interval_s: float = 1.0) -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim``), at most once per
+    ``min_interval_s`` in this process.
 
     Passes over inputs of many different widths (LIME's samples of a long document, sorted by
     length) leave glibc's heap fragmented: freed activation buffers of one size are not reused
-    for the next, and the resident memory grows with the number of chunks. Trimming after each
-    chunk kept a 600-input request at 225 MB instead of 556 MB, at no measurable cost in time
-    (BENCHMARKS.md, "Memory")."""
+    for the next, and the resident memory grows with the number of chunks (LIME with 5,000
+    samples on a 512-token review: 3 GB). A trim walks the whole heap (about 30 ms on a 1 GB
+    one), so it runs at most once a second: a few percent of the time (BENCHMARKS.md, "Memory")."""
+    now = time.monotonic()
+    if now - _last_trim[0] < min_interval_s:
+        return
+    _last_trim[0] = now
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
