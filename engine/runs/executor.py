@@ -19,7 +19,7 @@ the methods run in order, so one example is never faster than on one worker.
 
 Each actor loads the model once. Batches are sized to the device (``batch_size`` None: 64 on a
 CPU, 256 on a GPU); an out-of-memory error halves the batch and runs the unit again (results do
-not depend on the batch size). The driver is the only writer of the store: a unit's rows are
+not depend on the batch size beyond float rounding). The driver is the only writer of the store: a unit's rows are
 committed as soon as it comes back, so a run stopped at any point resumes with the units not
 yet committed (``resume``).
 """
