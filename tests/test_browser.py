@@ -62,17 +62,22 @@ def wait_until_healthy(url: str, server: subprocess.Popen, timeout_s: float = 18
     raise TimeoutError(f"streamlit did not answer at {url} within {timeout_s} s")
 
 
+def start_app(port: int, log) -> subprocess.Popen:
+    """``streamlit run app.py`` on 127.0.0.1:``port``, offline, its output to ``log``."""
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+    command += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    command += ["--server.fileWatcherType", "none"]
+    return subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
 @pytest.fixture(scope="module")
 def app_url() -> Iterator[str]:
     OUTPUT.mkdir(exist_ok=True)
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
-    command += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    command += ["--server.fileWatcherType", "none"]
     with open(OUTPUT / "streamlit.log", "w") as log:
-        server = subprocess.Popen(
-            command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=log, stderr=subprocess.STDOUT
-        )
+        server = start_app(port, log)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_healthy(url, server)

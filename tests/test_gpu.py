@@ -86,18 +86,23 @@ def _relative_error(value: np.ndarray, reference: np.ndarray) -> float:
     return float(np.linalg.norm(value - reference) / max(np.linalg.norm(reference), 1e-12))
 
 
-def _bert(seed: int):
-    from transformers import BertConfig, BertForSequenceClassification
+def _config(seed: int, **sizes):
+    """A random BERT config over the toy vocabulary with wide weights; seeds torch for its model."""
+    from transformers import BertConfig
 
     torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
+    return BertConfig(vocab_size=len(VOCAB), max_position_embeddings=64, initializer_range=0.2, **sizes)
+
+
+def _bert(seed: int):
+    from transformers import BertForSequenceClassification
+
+    config = _config(
+        seed,
         hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
         intermediate_size=128,
-        max_position_embeddings=64,
-        initializer_range=0.2,
         num_labels=2,
         id2label={0: "negative", 1: "positive"},
         label2id={"negative": 0, "positive": 1},
@@ -106,18 +111,9 @@ def _bert(seed: int):
 
 
 def _mlm(seed: int):
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertForMaskedLM
 
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        initializer_range=0.2,
-    )
+    config = _config(seed, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
     return BertForMaskedLM(config).eval()
 
 

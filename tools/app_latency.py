@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_healthy
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, start_app, wait_until_healthy
 
 DEFAULT_METHODS = "loo_empty,saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,random"
 
@@ -72,19 +71,10 @@ def main() -> int:
     service_cold, service_again = _service_seconds(args.model, methods)
     url_query = f"model={args.model}&dataset=examples&split=sst2&index=0&methods={','.join(methods)}"
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
-    command += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    command += ["--server.fileWatcherType", "none"]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         started = time.perf_counter()
-        server = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
+        server = start_app(port, subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_until_healthy(url, server)
