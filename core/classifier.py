@@ -397,21 +397,19 @@ class Classifier:
         limit = self.loaded.max_length
         width = min(max(len(v.input_ids) for v in chunk), limit)
         pad = self.tokenizer.pad_token_id or 0
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        types = torch.zeros((len(chunk), width), dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for row, v in enumerate(chunk):
-            keep = list(range(len(v.input_ids)))
-            if len(keep) > limit:
-                keep = keep[: limit - 1] + keep[-1:]
-            n = len(keep)
-            ids[row, :n] = torch.tensor([v.input_ids[i] for i in keep])
-            types[row, :n] = torch.tensor([v.token_type_ids[i] for i in keep])
-            mask[row, :n] = 1
+        ids, types, mask = [], [], []
+        for v in chunk:
+            row_ids, row_types = v.input_ids, v.token_type_ids
+            if len(row_ids) > limit:
+                row_ids, row_types = row_ids[: limit - 1] + row_ids[-1:], row_types[: limit - 1] + row_types[-1:]
+            padding = width - len(row_ids)
+            ids.append((*row_ids, *[pad] * padding))
+            types.append((*row_types, *[0] * padding))
+            mask.append([1] * len(row_ids) + [0] * padding)
         batch = {"input_ids": ids, "attention_mask": mask}
         if self._uses_token_types():
             batch["token_type_ids"] = types
-        return {k: t.to(self.device) for k, t in batch.items()}
+        return {k: torch.tensor(rows, dtype=torch.long).to(self.device) for k, rows in batch.items()}
 
     def _uses_token_types(self) -> bool:
         return getattr(self.model.config, "type_vocab_size", 0) > 1

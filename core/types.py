@@ -3,6 +3,7 @@ lossless JSON form (``to_json`` / ``from_json``; the schema is docs/attribution-
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -41,8 +42,9 @@ class Example:
             if len(mask) != n:
                 raise ValueError(f"rationale mask of length {len(mask)} for {n} words in {self.id!r}")
 
-    @property
+    @functools.cached_property
     def words(self) -> tuple[str, ...]:
+        # Cached (the example is frozen): the metrics read it once per variant.
         return tuple(w for segment in self.segments for w in segment)
 
     @property

@@ -95,6 +95,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="integrated_gradients",
         explain=gradients.explain_integrated_gradients,
+        explain_batch=gradients.explain_integrated_gradients_batch,
         params_cls=gradients.IntegratedGradientsParams,
         description="integrated gradients from a [PAD]/[MASK]/zero baseline (Captum)",
         family=_GRADIENT,

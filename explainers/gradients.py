@@ -15,7 +15,8 @@ its parameters are frozen and gradients are taken with ``torch.autograd.grad``.
 
 Saliency and gradient x input explain several examples in one padded, attention-masked forward
 and backward pass (``explain_*_batch``; one example is a batch of one), each example's gradient
-the one it gets alone.
+the one it gets alone; integrated gradients sends the path points of several examples of similar
+length through the model together, in Captum's chunks.
 
 ``word_scores`` recomputes any of the three on given input embeddings, optionally keeping the
 graph (``create_graph``, on the eager-attention view: the fused kernel has no second derivative
@@ -105,19 +106,24 @@ def _gradients(
     """(embeddings, gradient), each (seq, dim), of every example: one padded forward and
     backward pass per ``batch_size`` examples of similar length. Each example's rows are masked
     from the others', so its gradient is the one it gets alone."""
-    pad = clf.tokenizer.pad_token_id or 0
     out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
         chunk = [encodings[i] for i in rows]
-        width = max(len(e.input_ids) for e in chunk)
-        ids = torch.tensor([list(e.input_ids) + [pad] * (width - len(e.input_ids)) for e in chunk])
-        with torch.no_grad():
-            embeds = clf.input_embeddings(ids).detach()
+        embeds = _padded_embeddings(clf, chunk)
         chosen = [targets[i] for i in rows]
         grad, _ = _input_gradient(clf, [e.variant for e in chunk], embeds, chosen, output, False, rows)
         for row, (i, e) in enumerate(zip(rows, chunk, strict=True)):
             out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)])
     return [out[i] for i in range(len(encodings))]
+
+
+def _padded_embeddings(clf: Classifier, encodings: Sequence[Encoded]) -> torch.Tensor:
+    """(n, width, dim): the input word embeddings of each encoding, right-padded with [PAD]'s."""
+    pad = clf.tokenizer.pad_token_id or 0
+    width = max(len(e.input_ids) for e in encodings)
+    ids = torch.tensor([list(e.input_ids) + [pad] * (width - len(e.input_ids)) for e in encodings])
+    with torch.no_grad():
+        return clf.input_embeddings(ids).detach()
 
 
 def to_attribution(
@@ -208,29 +214,68 @@ def baseline_embeddings(clf: Classifier, encoded: Encoded, baseline: str) -> tor
     return embeds
 
 
-def explain_integrated_gradients(
-    clf: Classifier, example: Example, target: int, params: IntegratedGradientsParams, *, mlm=None, progress=None
-) -> Attribution:
+def explain_integrated_gradients_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: IntegratedGradientsParams,
+    *,
+    mlm=None,
+    progress=None,
+) -> list[Attribution]:
+    """Integrated gradients of several examples through Captum, examples of similar length in
+    one call: their paths' points go through the model together (right-padded and masked, so
+    each row gets the gradient it gets alone), ``clf.rows_for`` rows a pass."""
+    encodings = [clf.encode(example) for example in examples]
+    out: dict[int, Attribution] = {}
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+        chunk = [encodings[i] for i in rows]
+        for i, (scores, delta) in zip(rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True):
+            out[i] = to_attribution(examples[i], targets[i], clf, encodings[i], scores, convergence_delta=delta)
+    return [out[i] for i in range(len(examples))]
+
+
+def _integrated_gradients_chunk(
+    clf: Classifier,
+    chunk: Sequence[Encoded],
+    owners: Sequence[int],
+    targets: Sequence[int],
+    params: IntegratedGradientsParams,
+):
+    """(token scores, convergence delta) of each encoding of ``chunk`` from one Captum call."""
     from captum.attr import IntegratedGradients
 
-    encoded = clf.encode(example)
-    inputs = embed(clf, encoded)
-    baselines = baseline_embeddings(clf, encoded, params.baseline)
+    inputs = _padded_embeddings(clf, chunk)
+    baselines = inputs.clone()
+    for row, encoded in enumerate(chunk):
+        baselines[row : row + 1, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, params.baseline)
+    layouts = [e.variant for e in chunk]
+    chosen = [targets[i] for i in owners]
 
-    def forward(embeds: torch.Tensor) -> torch.Tensor:
-        return clf.head.target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
+    def forward(embeds: torch.Tensor, row_of: torch.Tensor) -> torch.Tensor:
+        # Captum repeats ``row_of`` with the path's points, so it names each row's example.
+        index = row_of.tolist()
+        logits = clf.forward_embeds(embeds, [layouts[r] for r in index], owners=[owners[r] for r in index])
+        return clf.head.target_output(logits, [chosen[r] for r in index], params.output)
 
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(forward).attribute(
             inputs,
             baselines=baselines,
+            additional_forward_args=(torch.arange(len(chunk)),),
             n_steps=params.n_steps,
             method=params.method,
-            internal_batch_size=clf.rows_for(len(encoded.input_ids)),
+            internal_batch_size=max(clf.rows_for(inputs.shape[1]), len(chunk)),
             return_convergence_delta=True,
         )
-    token_scores = attributions[0].sum(-1).detach().cpu().double().numpy()
-    return to_attribution(example, target, clf, encoded, token_scores, convergence_delta=float(delta.abs().max()))
+    scores = attributions.sum(-1).detach().cpu().double().numpy()
+    return [
+        (scores[row, : len(encoded.input_ids)], float(abs(delta[row])))
+        for row, encoded in enumerate(chunk)
+    ]
+
+
+explain_integrated_gradients = one_example(explain_integrated_gradients_batch)
 
 
 # ---------------------------------------------------------------------------------- differentiable word scores

@@ -98,7 +98,7 @@ def test_batched_methods_equal_one_by_one_on_bundled_models(key: str, sst2, esnl
 def test_the_families_are_batched() -> None:
     families = {explainers.get(key).family for key in BATCHED}
     assert {"gradient", "attention", "occlusion", "LIME", "Sobol", "leave-one-out (paper 000)"} <= families
-    assert {"saliency", "grad_x_input", "attention_mean", "attention_rollout"} <= set(BATCHED)
+    assert {"saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout"} <= set(BATCHED)
 
 
 def test_one_pass_methods_take_one_forward_backward_for_several_examples(toy_bert_loaded) -> None:

@@ -81,14 +81,11 @@ class Remover:
         return self.encoded.perturb(tokens), self._text(shown)
 
     def _text(self, replaced: dict[int, str | None]) -> str:
+        words = self.example.words
         segments, start = [], 0
         for segment in self.example.segments:
-            shown = []
-            for i in range(start, start + len(segment)):
-                word = replaced[i] if i in replaced else self.example.words[i]
-                if word is not None:
-                    shown.append(word)
-            segments.append(" ".join(shown))
+            shown = (replaced[i] if i in replaced else words[i] for i in range(start, start + len(segment)))
+            segments.append(" ".join(word for word in shown if word is not None))
             start += len(segment)
         return SEGMENT_JOIN.join(segments)
 
