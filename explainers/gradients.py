@@ -230,7 +230,9 @@ def explain_integrated_gradients_batch(
     out: dict[int, Attribution] = {}
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
         chunk = [encodings[i] for i in rows]
-        for i, (scores, delta) in zip(rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True):
+        for i, (scores, delta) in zip(
+            rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True
+        ):
             out[i] = to_attribution(examples[i], targets[i], clf, encodings[i], scores, convergence_delta=delta)
     return [out[i] for i in range(len(examples))]
 
@@ -269,10 +271,7 @@ def _integrated_gradients_chunk(
             return_convergence_delta=True,
         )
     scores = attributions.sum(-1).detach().cpu().double().numpy()
-    return [
-        (scores[row, : len(encoded.input_ids)], float(abs(delta[row])))
-        for row, encoded in enumerate(chunk)
-    ]
+    return [(scores[row, : len(encoded.input_ids)], float(abs(delta[row]))) for row, encoded in enumerate(chunk)]
 
 
 explain_integrated_gradients = one_example(explain_integrated_gradients_batch)
