@@ -195,3 +195,19 @@ def test_sobol_does_not_depend_on_the_batch_size(toy_linear_loaded) -> None:
     )
     assert first.extras["variance"] > 1e-3  # the linear toy's output moves with its planted words
     np.testing.assert_allclose(first.scores, second.scores, rtol=1e-5, atol=1e-5)
+
+
+def test_length_groups_sort_each_window_and_keep_every_example() -> None:
+    from engine.evaluate import WINDOW_GROUPS, length_groups
+
+    lengths = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10, 1, 2]
+    examples = [Example(segments=(("w",) * n,), id=str(i)) for i, n in enumerate(lengths)]
+    groups = length_groups(list(range(len(examples))), examples, 2)
+    window = 2 * WINDOW_GROUPS
+    assert sorted(i for g in groups for i in g) == list(range(len(examples)))
+    assert all(len(g) <= 2 for g in groups)
+    flat = [i for g in groups for i in g]
+    for start in range(0, len(flat), window):  # each window: its own examples, shortest first
+        part = flat[start : start + window]
+        assert sorted(part) == list(range(start, min(start + window, len(examples))))
+        assert [lengths[i] for i in part] == sorted(lengths[i] for i in part)

@@ -64,3 +64,34 @@ def test_a_slice_stopped_before_any_example_leaves_nothing(model_dirs) -> None:
         services.evaluate_slice(model, examples(), ["random"], METRICS, progress=stop_at_once)
     assert services.slice_stopped_at(model, examples(), ["random"], METRICS) is None
     assert not any(key[0] == "faithfulness" and "random" in key[3] for key in slices._partial_store()._items)
+
+
+def test_a_slice_explained_by_length_resumes_and_ends_in_slice_order(toy_bert_loaded) -> None:
+    """Groups are formed shortest first, so a stopped slice holds examples out of slice order;
+    resuming explains only the ones it lacks and ends with every result and error in order."""
+    lengths = [9, 2, 6, 1, 4, 8]
+    varied = [Example(segments=(tuple(WORDS[:n]),), id=f"toy/{n}") for n in lengths]
+    params = engine.metric_params(list(METRICS), METRICS)
+    seen: list[str] = []
+
+    def stop_at_fourth(fraction: float, message: str) -> None:
+        if message.startswith("example 4 "):
+            raise Stopped
+        seen.append(message)
+
+    partial = engine.SliceEvaluation(["loo_empty", "saliency"], list(params))
+    with pytest.raises(Stopped):
+        engine.evaluate_slice(
+            Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, resume=partial,
+            progress=stop_at_fourth, group=2,
+        )  # fmt: skip
+    assert [r.position for r in partial.results] == [3, 1, 4]  # the three shortest, shortest first
+    engine.evaluate_slice(
+        Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, resume=partial, group=2
+    )
+    whole = engine.evaluate_slice(Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, group=1)
+    assert [r.position for r in partial.results] == list(range(len(varied)))
+    assert [r.example.id for r in partial.results] == [e.id for e in varied]
+    for method, per in engine.metric_values(whole).items():
+        for metric, values in per.items():
+            np.testing.assert_allclose(engine.metric_values(partial)[method][metric], values, rtol=1e-5, atol=1e-6)
