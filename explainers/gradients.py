@@ -223,12 +223,15 @@ def explain_integrated_gradients_batch(
     mlm=None,
     progress=None,
 ) -> list[Attribution]:
-    """Integrated gradients of several examples through Captum, examples of similar length in
-    one call: their paths' points go through the model together (right-padded and masked, so
-    each row gets the gradient it gets alone), ``clf.rows_for`` rows a pass."""
+    """Integrated gradients of several examples through Captum. One example's path already
+    fills a pass when ``n_steps`` reaches ``clf.batch_size`` (the CPU's 64 rows); below that,
+    as many examples of similar length as fill a pass share one call, their paths' points going
+    through the model together (right-padded and masked, so each row gets the gradient it gets
+    alone), ``clf.rows_for`` rows a pass."""
     encodings = [clf.encode(example) for example in examples]
     out: dict[int, Attribution] = {}
-    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
+    per_call = max(1, clf.batch_size // params.n_steps)
+    for rows in length_chunks([len(e.input_ids) for e in encodings], per_call):
         chunk = [encodings[i] for i in rows]
         for i, (scores, delta) in zip(
             rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True
