@@ -79,7 +79,7 @@ def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None
 def explain(
     model: Any,
     text_or_pair: str | Sequence[str] | Example,
-    methods: str | Sequence[str] = "all",
+    methods: str | Sequence[str] = "default",
     *,
     target: int | str | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -92,7 +92,7 @@ def explain(
     head_type: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
-    (``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
+    (``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
     predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
     ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
     listed in the result's ``errors``; the others still run. ``head_type`` overrides the head

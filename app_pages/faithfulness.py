@@ -20,7 +20,6 @@ from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.runs import gate, run_or_stop, stopped_note
 
-DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
 
 
@@ -139,7 +138,7 @@ if selection.error:
 infos = {m.key: m for m in services.methods()}
 view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view") or VIEWS[0]
 methods = st.multiselect(
-    "Methods", list(infos), default=[k for k in DEFAULT_METHODS if k in infos],
+    "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods",
     placeholder="Choose attribution methods",
 )  # fmt: skip

@@ -19,16 +19,6 @@ from ui.params import methods_params_form
 from ui.prediction import prediction_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
 
-FAST_METHODS = (
-    "loo_empty",
-    "saliency",
-    "grad_x_input",
-    "integrated_gradients",
-    "attention_mean",
-    "attention_rollout",
-    "random",
-)
-
 selection = state.current()
 st.title("Token attribution heatmaps")
 st.caption(
@@ -42,7 +32,7 @@ if selection.error:
 infos = {m.key: m for m in services.methods()}
 if "heatmaps.methods" not in st.session_state:
     from_url = [k for k in st.query_params.get("methods", "").split(",") if k in infos]
-    st.session_state["heatmaps.methods"] = from_url or [k for k in FAST_METHODS if k in infos]
+    st.session_state["heatmaps.methods"] = from_url or [k for k in services.DEFAULT_PANEL if k in infos]
 chosen = st.multiselect(
     "Methods",
     list(infos),

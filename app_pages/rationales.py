@@ -23,7 +23,6 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.runs import explain_selected, gate, run_or_stop
 
-DEFAULT_METHODS = ("loo_empty", "saliency", "integrated_gradients", "attention_rollout", "random")
 VIEWS = ("This example", "Dataset slice")
 
 
@@ -134,7 +133,7 @@ infos = {m.key: m for m in services.methods()}
 st.session_state.setdefault("rationales.view", VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view") or VIEWS[0]
 methods = st.multiselect(
-    "Methods", list(infos), default=[k for k in DEFAULT_METHODS if k in infos],
+    "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
     format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods",
     placeholder="Choose attribution methods",
 )  # fmt: skip

@@ -83,7 +83,11 @@ def register(sub) -> None:
     parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")
-    parser.add_argument("--methods", default="all", help="'all' or comma-separated keys (see `methods`)")
+    parser.add_argument(
+        "--methods",
+        default="default",
+        help="'default' (the heatmap page's seven fast methods), 'all', or comma-separated keys (see `methods`)",
+    )
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--seed", type=seed_int, help="seed for every stochastic method")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")

@@ -25,6 +25,7 @@ from core.classifier import Classifier
 from core.devices import synchronize
 from core.masked_lm import MaskedLM
 from core.types import Example
+from engine.evaluate import length_groups
 from engine.resources import Resources
 
 FORWARD_BATCHES = (1, 8, 32, 64, 128)
@@ -137,7 +138,8 @@ def run_bench(
 ) -> dict:
     """Per method: time per example (median, min, max), passes, floor and ratio to the floor.
 
-    ``group`` examples are explained together, as a dataset run does (``explainers.run_explainers``:
+    ``group`` examples of similar length are explained together, as a dataset slice does
+    (``engine.evaluate.length_groups``; ``explainers.run_explainers``:
     a method with a batch function shares one padded forward/backward or one pooled scorer call
     among them, and each example's time is the batch's divided among them); 1 explains one at a time.
     A method that trains a resource on first use (AML's pre-training) runs once on the first
@@ -168,12 +170,11 @@ def run_bench(
             warm_up[key] = explainers.run_explainer(
                 spec, clf, fitted[0], targets[0], mlm=mlm, resources=resources
             ).runtime_s
-        for start in range(0, len(fitted), group):
-            chosen = slice(start, start + group)
+        for chosen in length_groups(range(len(fitted)), fitted, group):
             attributions = explainers.run_explainers(
-                spec, clf, fitted[chosen], targets[chosen], mlm=mlm, resources=resources
+                spec, clf, [fitted[i] for i in chosen], [targets[i] for i in chosen], mlm=mlm, resources=resources
             )
-            for attribution, rate in zip(attributions, rates[chosen], strict=True):
+            for attribution, rate in zip(attributions, [rates[i] for i in chosen], strict=True):
                 mlm_passes = int(attribution.extras.get("mlm_forward_passes", 0))
                 # An explainer's own encoder of the classifier's size (AML's attribution model).
                 forward = attribution.forward_passes + int(attribution.extras.get("encoder_forward_passes", 0))

@@ -8,6 +8,7 @@ them with ``st.error``.
 """
 
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
+from explainers import DEFAULT_PANEL
 from services import reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
@@ -86,6 +87,7 @@ from services.slices import (
 __all__ = [
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
+    "DEFAULT_PANEL",
     "FREE_TEXT",
     "HEAD_CHOICES",
     "RUN_METHODS",

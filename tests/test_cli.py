@@ -68,6 +68,15 @@ def test_explain_all_methods_from_a_local_folder(capsys, model_dirs) -> None:
         assert {"runtime_s", "forward_passes", "params", "extras"} <= set(record)
 
 
+def test_explain_runs_the_default_panel_unless_told_otherwise(capsys, model_dirs) -> None:
+    clf_dir, _ = model_dirs
+    out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", "the plot was bad", "--json")
+    assert list(out["attributions"]) == list(explainers.DEFAULT_PANEL)
+    assert explainers.resolve("default") == list(explainers.DEFAULT_PANEL)
+    assert set(explainers.DEFAULT_PANEL) < set(explainers.REGISTRY)
+    assert not any(explainers.get(key).needs_mlm for key in explainers.DEFAULT_PANEL)
+
+
 def test_explain_pair_and_target(capsys, model_dirs) -> None:
     clf_dir, _ = model_dirs
     out = run_json(

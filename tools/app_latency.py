@@ -32,8 +32,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, start_app, wait_until_healthy
 
-DEFAULT_METHODS = "loo_empty,saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout,random"
-
 
 def _open_until_rows(browser, url: str, methods: list[str], timeout_ms: int) -> float:
     """Seconds from opening ``url`` in a new tab to every method's heatmap row being visible."""
@@ -64,10 +62,12 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--methods", default=DEFAULT_METHODS)
+    parser.add_argument("--methods", default="default", help="'default' (explainers.DEFAULT_PANEL) or keys")
     parser.add_argument("--model", default="minilm-sst2")
     args = parser.parse_args()
-    methods = args.methods.split(",")
+    import explainers
+
+    methods = explainers.resolve(args.methods)
     service_cold, service_again = _service_seconds(args.model, methods)
     url_query = f"model={args.model}&dataset=examples&split=sst2&index=0&methods={','.join(methods)}"
     port = free_port()
