@@ -15,21 +15,14 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import explainers
 from core.datasets import load_bundled_examples
 from core.types import Attribution
 from ui.heatmap import colour, heatmap_html
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 MODEL = "minilm-sst2"
-FAST = [
-    "loo_empty",
-    "saliency",
-    "grad_x_input",
-    "integrated_gradients",
-    "attention_mean",
-    "attention_rollout",
-    "random",
-]
+FAST = list(explainers.DEFAULT_PANEL)  # the page's first rows
 ROW_RE = re.compile(r'<tr class="hm-row" data-method="([^"]+)">(.*?)</tr>')
 CELL_RE = re.compile(r'<td class="hm-cell"( colspan="(\d+)")? style="([^"]*)" title="([^"]*)">(.*?)</td>')
 
