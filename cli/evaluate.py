@@ -7,6 +7,7 @@ import argparse
 import time
 
 from engine.evaluate import (
+    DEFAULT_GROUP,
     DEFAULT_METRICS,
     evaluate_slice,
     metric_params,
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         progress=progress_bar(len(examples), enabled=not args.quiet),
         target=args.target,
         resources=Resources(),
+        group=args.group,
     )
     header = {
         "model": args.model,
@@ -87,6 +89,12 @@ def register(sub) -> None:
     add_slice_options(parser, "seed for stochastic methods and for --random")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
     parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument(
+        "--group",
+        type=positive_int,
+        default=DEFAULT_GROUP,
+        help=f"examples of similar length explained together (default {DEFAULT_GROUP}; a GPU may want more)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

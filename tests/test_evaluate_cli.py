@@ -28,6 +28,25 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def test_evaluate_gives_the_same_values_whatever_the_group(toy_bert_folder, capsys):
+    common = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "5",
+              "--methods", "loo_empty,saliency", "--metrics", "deletion,sufficiency", "--per-example", "--json"]  # fmt: skip
+    payloads = []
+    for group in ("1", "4"):
+        code, out, err = run_cli(capsys, *common, "--group", group)
+        assert code == 0, err
+        payloads.append(json.loads(out))
+    one, grouped = ([(e["id"], e["metrics"]) for e in p["examples"]] for p in payloads)
+    assert [i for i, _ in grouped] == [i for i, _ in one]  # slice order
+    for (_, first), (_, second) in zip(one, grouped, strict=True):
+        for method, values in first.items():
+            for metric, value in values.items():
+                assert second[method][metric] == pytest.approx(value, rel=1e-5, abs=1e-6)
+    with pytest.raises(SystemExit):
+        run_cli(capsys, *common, "--group", "0")
+    assert "--group: expected a number of at least 1" in capsys.readouterr().err
+
+
 def test_evaluate_json_keys_and_values(toy_bert_folder, capsys):
     code, out, err = run_cli(
         capsys,

@@ -10,7 +10,7 @@
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast"}
+STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-group64"}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/.gpu/site
@@ -44,5 +44,6 @@ step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_inpu
 step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im
 step evaluate 300 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime
 step evaluate-fast 200 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+step evaluate-group64 200 "${EVALUATE[@]}" --group 64 --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
 tail -n 5 "$OUT/tests.json" 2>/dev/null
 grep "^== " "$LOG"
