@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.runs.executor import DEFAULT_CHUNK_SIZE, EXECUTORS
+from engine.runs.executor import EXECUTORS
+from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 
 def run(args: argparse.Namespace) -> int:
@@ -14,7 +15,8 @@ def run(args: argparse.Namespace) -> int:
     from cli.common import parse_params, progress_bar
     from cli.show import print_run
     from engine.evaluate import DEFAULT_METRICS, resolve_metrics
-    from engine.runs.executor import RunSpec, execute, open_run, resume_spec
+    from engine.runs.executor import execute, open_run, resume_spec
+    from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
 
     store = RunStore(args.results_dir)

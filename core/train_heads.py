@@ -23,19 +23,9 @@ import torch.nn.functional as F
 from core import datasets as ds
 from core.catalog import HATEXPLAIN_SCORE_LABEL as SCORE_LABEL
 from core.models import base_model, encoder_path, load_sequence_classifier, load_tokenizer
-from core.train import (
-    BASE,
-    TASKS,
-    TrainConfig,
-    _adapt,
-    _autocast,
-    _batches,
-    _encode,
-    _log,
-    _optimize,
-    _schedule,
-    save_adapter,
-)
+from core.train.adapter import BASE, _adapt, save_adapter
+from core.train.loop import _autocast, _batches, _encode, _log, _optimize, _schedule
+from core.train.tasks import TASKS, TrainConfig
 
 TARGETS = {
     "hatexplain-score": "regression (MSE): the share of the three annotators who marked the post hate speech "

@@ -25,7 +25,7 @@ def bundle_bytes(
     """The zip of one heatmap view: ``selection`` holds the sidebar's and page's choices
     (``engine.bundles.SELECTION_KEYS``), ``params`` each method's parameters, ``figures`` makes
     the drawn files (called here, when the download is asked for)."""
-    from engine.runs.store import code_version
+    from engine.runs.records import code_version
 
     prediction = result.prediction
     bundle = Bundle(

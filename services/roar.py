@@ -17,7 +17,8 @@ from typing import Any
 import streamlit as st
 
 from engine.roar import report as _report
-from engine.runs.store import RunInfo, RunStore, results_dir, run_id_of, run_key
+from engine.runs.records import RunInfo, run_id_of, run_key
+from engine.runs.store import RunStore, results_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_DIR = ROOT / "assets" / "roar"

@@ -20,7 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.runs import executor
-from engine.runs.store import RunInfo, RunStore, results_dir, run_id_of, run_key
+from engine.runs.records import RunInfo, run_id_of, run_key
+from engine.runs.store import RunStore, results_dir
 from services import agreement as _agreement
 from services.explain import HeatmapResult, PredictionResult
 

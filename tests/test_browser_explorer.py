@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> tuple[str, Path]:
     """A finished 3-example run of the bundled SST-2 model in its own results folder."""
-    from engine.runs.executor import RunSpec, execute, open_run
+    from engine.runs.executor import execute, open_run
+    from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
 
     results = tmp_path_factory.mktemp("results")

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.runs.executor import RunSpec, execute, open_run
+from engine.runs.executor import execute, open_run
+from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from tests.toy import toy_bert
 

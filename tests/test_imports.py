@@ -14,7 +14,8 @@ import pytest
 
 from cli.main import main
 from engine.imports import formats, import_bytes, import_file, records
-from engine.runs.executor import RunSpec, execute, open_run, read_evaluation
+from engine.runs.executor import execute, open_run, read_evaluation
+from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"

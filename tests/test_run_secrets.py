@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from engine.runs import executor
-from engine.runs.executor import RunSpec, execute, open_run
+from engine.runs import ray_executor
+from engine.runs.executor import execute, open_run
 from engine.runs.secrets import redact
+from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 
 TOKEN = "tok-SECRET-8f3a"
@@ -30,7 +31,7 @@ def credentials(monkeypatch):
     def leaky_init(address):  # what a connection error of Ray's may say
         raise ConnectionError(f"cannot reach {address} (auth token {TOKEN}): connection refused")
 
-    monkeypatch.setattr(executor, "_ray_init", leaky_init)
+    monkeypatch.setattr(ray_executor, "_ray_init", leaky_init)
 
 
 def no_secret_in(data: bytes | str, where: str) -> None:

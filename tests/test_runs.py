@@ -19,16 +19,11 @@ import torch
 
 from cli.main import main
 from engine.runs import rows as run_rows
-from engine.runs.executor import (
-    RunSpec,
-    UnitWorker,
-    execute,
-    model_fingerprint,
-    open_run,
-    read_evaluation,
-    resume_spec,
-)
+from engine.runs.executor import execute, open_run, read_evaluation, resume_spec
+from engine.runs.model_identity import model_fingerprint
+from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
+from engine.runs.worker import UnitWorker
 from tests.toy import toy_bert
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,13 +155,13 @@ def test_same_key_is_the_same_run_and_a_changed_model_file_is_a_new_one(toy_bert
 
 
 def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkeypatch):
-    import engine.runs.executor as executor_module
+    import engine.runs.worker as worker_module
 
     spec = toy_spec(toy_bert_folder, limit=2, batch_size=8)
     worker = UnitWorker(spec)
     examples = open_examples(spec)
     _, expected = worker.run(0, 0, examples)
-    real = executor_module.evaluate_slice
+    real = worker_module.evaluate_slice
     calls = []
 
     def flaky(*args, **kwargs):
@@ -175,7 +170,7 @@ def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkey
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(executor_module, "evaluate_slice", flaky)
+    monkeypatch.setattr(worker_module, "evaluate_slice", flaky)
     stats, table = worker.run(0, 0, examples)
     assert calls == [8, 4, 2] and worker.halvings == 2
     assert stats.n_rows == 2
@@ -221,7 +216,8 @@ def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_bert_folder, tm
 WRITER = """
 import sys, time
 import pyarrow as pa
-from engine.runs.store import NewRun, RunStore, UnitStats
+from engine.runs.records import NewRun, UnitStats
+from engine.runs.store import RunStore
 store = RunStore(sys.argv[1])
 new = NewRun({"k": 1}, "test", "m", "f", "d", "s", {}, ["x"], ["y"], {}, {}, None, "predicted", ["a"], 3, 60)
 info, _ = store.create_or_resume(new)

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
-from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
+from engine.runs.records import NewRun, RunInfo, UnitStats
+from engine.runs.store import RunStore
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
@@ -96,9 +97,10 @@ def _store_import(
     from core.datasets import load_examples
     from engine.evaluate import evaluate_slice, metric_params, needs_mlm, resolve_metrics
     from engine.imports.align import align
-    from engine.runs.executor import label_names, model_fingerprint, shift_positions
+    from engine.runs.model_identity import label_names, model_fingerprint
+    from engine.runs.records import run_id_of, run_key
     from engine.runs.rows import to_table
-    from engine.runs.store import run_id_of, run_key
+    from engine.runs.worker import shift_positions
 
     if (dataset is None) != (split is None):
         raise ValueError("give both a dataset and a split, or neither (the examples then come from the file)")

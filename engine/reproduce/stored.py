@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats, results_dir
+from engine.runs.records import NewRun, RunInfo, UnitStats
+from engine.runs.store import RunStore, results_dir
 
 KIND = "reproduce"
 META = b"reproduction"

@@ -30,7 +30,8 @@ import numpy as np
 from core.types import ProgressFn
 from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
-from engine.runs.store import NewRun, RunInfo, RunStore, UnitStats
+from engine.runs.records import NewRun, RunInfo, UnitStats
+from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import Level
 from experiments.roar.scores import METRICS, RANDOM, SHARED, UnitResult
@@ -88,7 +89,7 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
 
 def new_run(job: RoarJob, data: JobData) -> NewRun:
     from core.models import base_source
-    from engine.runs.executor import model_fingerprint
+    from engine.runs.model_identity import model_fingerprint
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
@@ -124,7 +125,7 @@ class OpenedJob:
 
 def open_job(job: RoarJob, store: RunStore, *, data_dir: str | None = None) -> OpenedJob:
     """The stored run of ``job`` (created when new; the same settings are the same run)."""
-    from engine.runs.store import run_id_of, run_key
+    from engine.runs.records import run_id_of, run_key
 
     probe = load_data(job, store.root, data_dir)
     new = new_run(job, probe)
@@ -247,7 +248,7 @@ def run_order(job: RoarJob, index: int) -> tuple[int, int, int]:
 def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after) -> None:
     import ray
 
-    from engine.runs.executor import _ray_init
+    from engine.runs.ray_executor import _ray_init
 
     started_here = not ray.is_initialized()
     if started_here:

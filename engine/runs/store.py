@@ -10,7 +10,9 @@ scored by every metric (``engine.runs.rows`` gives the columns). Writing a unit 
 Parquet file is written under a temporary name and renamed, then the ``units`` row and the run's
 progress counters are committed in one DuckDB transaction. Readers only read the files the
 catalogue lists, so a run killed at any moment (even between the rename and the commit) leaves no
-half-written unit readable, and resuming recomputes exactly the units that are not listed.
+half-written unit readable, and resuming recomputes exactly the units that are not listed
+(``engine.runs.unit_files`` writes and reads the files; ``engine.runs.records`` holds the
+catalogue's records).
 A run computed in one go (a reproduction, kind ``reproduce``: ``engine.reproduce.stored``) is
 kept by ``save_whole`` once it has finished: its one unit's file as above, then its catalogue row
 and unit row in one transaction, so a computation that fails first leaves no row at all.
@@ -32,16 +34,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from engine.runs.records import NewRun, RunInfo, UnitStats, _run_info, code_version, run_id_of, run_key
+from engine.runs.unit_files import read_unit_files, read_unit_row, write_unit_file
 
 if TYPE_CHECKING:
     import duckdb
@@ -111,123 +114,6 @@ _PROCESS_LOCK = threading.Lock()
 def results_dir(explicit: str | os.PathLike | None = None) -> Path:
     """The results folder: ``explicit``, else ``$ATTRIBUTION_RESULTS_DIR``, else ``./results``."""
     return Path(explicit or os.environ.get(RESULTS_ENV) or "results").expanduser()
-
-
-def run_key(fields: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a run's identifying fields."""
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def run_id_of(key: str) -> str:
-    return f"run-{key[:12]}"
-
-
-def code_version() -> str:
-    """``git describe --always --dirty`` of the project when it is a git checkout, else "unknown"."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        described = subprocess.run(
-            ["git", "-C", str(root), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return described.stdout.strip() or "unknown"
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One catalogue row (``selection``, ``params`` and ``overrides`` decoded from JSON)."""
-
-    run_id: str
-    run_key: str
-    kind: str
-    model: str
-    model_fingerprint: str
-    dataset: str
-    split: str
-    selection: dict[str, Any]
-    methods: tuple[str, ...]
-    metrics: tuple[str, ...]
-    params: dict[str, dict[str, Any]]
-    overrides: dict[str, dict[str, str]]
-    seed: int | None
-    target: str
-    label_names: tuple[str, ...]
-    code_version: str
-    status: str
-    error: str | None
-    created: dt.datetime
-    updated: dt.datetime
-    chunk_size: int
-    rows_total: int
-    rows_done: int
-    units_total: int
-    units_done: int
-    wall_s: float
-    explain_s: float
-    metrics_s: float
-    forward_passes: int
-    executor: str
-    host: str
-    pid: int
-
-    @property
-    def fraction(self) -> float:
-        return self.rows_done / self.rows_total if self.rows_total else 1.0
-
-    @property
-    def writer_gone(self) -> bool:
-        """A run marked ``running`` whose writing process on this host no longer exists (it was
-        killed): resume it with ``--resume``."""
-        if self.status != "running" or self.host != socket.gethostname():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-
-@dataclass(frozen=True)
-class UnitStats:
-    """What the executor reports with a finished unit."""
-
-    unit: int
-    first_row: int
-    n_rows: int
-    forward_passes: int
-    explain_s: float
-    metrics_s: float
-
-
-@dataclass
-class NewRun:
-    """Everything the catalogue needs to create a run (the key fields and the descriptive ones)."""
-
-    key_fields: dict[str, Any]
-    kind: str
-    model: str
-    model_fingerprint: str
-    dataset: str
-    split: str
-    selection: dict[str, Any]
-    methods: Sequence[str]
-    metrics: Sequence[str]
-    params: dict[str, dict[str, Any]]
-    overrides: dict[str, dict[str, str]]
-    seed: int | None
-    target: str
-    label_names: Sequence[str]
-    chunk_size: int
-    rows_total: int
 
 
 class RunStore:
@@ -320,15 +206,9 @@ class RunStore:
     def read_table(self, run_id: str, columns: Sequence[str] | None = None) -> pa.Table:
         """Every finished row of the run, by position (the files the catalogue lists, and only
         those: a unit written but not committed is invisible)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         self.get(run_id)
         units = self.units(run_id)
-        tables = [pq.read_table(self.root / path, columns=columns) for path in units.get("path", [])]
-        if not tables:
-            return pa.table({})
-        return pa.concat_tables(tables, promote_options="default")
+        return read_unit_files(self.root, units.get("path", []), columns)
 
     def rows(self, run_id: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """The finished rows as a pandas DataFrame, one per example, by position (the columns
@@ -340,8 +220,6 @@ class RunStore:
     def example(self, run_id: str, position: int) -> tuple[Example, dict[str, Attribution]]:
         """One stored example (as the model saw it) and its methods' ``Attribution`` records,
         read from its unit's file alone (methods that failed on it are absent)."""
-        import pyarrow.parquet as pq
-
         from engine.runs.rows import attribution_of, example_of
 
         info = self.get(run_id)
@@ -349,8 +227,7 @@ class RunStore:
         hit = units[(units["first_row"] <= position) & (units["first_row"] + units["n_rows"] > position)]
         if hit.empty:
             raise ValueError(f"row {position} of {run_id} is not stored (rows done: {info.rows_done})")
-        table = pq.read_table(self.root / hit.iloc[0]["path"], filters=[("position", "=", position)])
-        row = table.to_pylist()[0]
+        row = read_unit_row(self.root, hit.iloc[0]["path"], position)
         example = example_of(row, info.dataset, info.split, info.label_names)
         found = {m: attribution_of(row, m, example) for m in info.methods}
         return example, {m: a for m, a in found.items() if a is not None}
@@ -448,7 +325,7 @@ class RunStore:
         unit row and the run's counters (recounted from the unit rows, so committing the same unit
         twice counts it once) in one transaction. ``wall_s`` is the run's wall time so far."""
         self._require_writer()
-        relative = self._write_unit_file(run_id, stats.unit, table)
+        relative = write_unit_file(self.root, run_id, stats.unit, table)
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
             self._commit_unit_rows(con, run_id, stats, relative, wall_s)
@@ -464,7 +341,7 @@ class RunStore:
         key = run_key(new.key_fields)
         run_id = run_id_of(key)
         version = code_version()
-        relative = self._write_unit_file(run_id, stats.unit, table)
+        relative = write_unit_file(self.root, run_id, stats.unit, table)
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
             con.execute("DELETE FROM units WHERE run_id = ?", [run_id])
@@ -473,21 +350,6 @@ class RunStore:
             self._commit_unit_rows(con, run_id, stats, relative, wall_s)
             con.execute("COMMIT")
         return self.get(run_id)
-
-    def _write_unit_file(self, run_id: str, unit: int, table: pa.Table) -> Path:
-        """The unit's Parquet file, written under a temporary name, synced and renamed into place;
-        returns its path relative to the results folder."""
-        import pyarrow.parquet as pq
-
-        relative = Path("runs") / run_id / f"unit-{unit:05d}.parquet"
-        final = self.root / relative
-        final.parent.mkdir(parents=True, exist_ok=True)
-        temporary = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        pq.write_table(table, temporary)
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, final)
-        return relative
 
     @staticmethod
     def _commit_unit_rows(
@@ -523,46 +385,3 @@ class RunStore:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
-def _run_info(row: dict[str, Any]) -> RunInfo:
-    import pandas as pd
-
-    def plain(value: Any) -> Any:
-        return None if value is None or pd.isna(value) else value
-
-    seed = plain(row["seed"])
-    return RunInfo(
-        run_id=row["run_id"],
-        run_key=row["run_key"],
-        kind=row["kind"],
-        model=row["model"],
-        model_fingerprint=row["model_fingerprint"],
-        dataset=row["dataset"],
-        split=row["split"],
-        selection=json.loads(row["selection"]),
-        methods=tuple(row["methods"]),
-        metrics=tuple(row["metrics"]),
-        params=json.loads(row["params"]),
-        overrides=json.loads(row["overrides"]),
-        seed=None if seed is None else int(seed),
-        target=row["target"],
-        label_names=tuple(row["label_names"]),
-        code_version=row["code_version"],
-        status=row["status"],
-        error=plain(row["error"]),
-        created=pd.Timestamp(row["created"]).to_pydatetime(),
-        updated=pd.Timestamp(row["updated"]).to_pydatetime(),
-        chunk_size=int(row["chunk_size"]),
-        rows_total=int(row["rows_total"]),
-        rows_done=int(row["rows_done"]),
-        units_total=int(row["units_total"]),
-        units_done=int(row["units_done"]),
-        wall_s=float(row["wall_s"]),
-        explain_s=float(row["explain_s"]),
-        metrics_s=float(row["metrics_s"]),
-        forward_passes=int(row["forward_passes"]),
-        executor=row["executor"],
-        host=row["host"],
-        pid=int(row["pid"]),
-    )

@@ -1,0 +1,95 @@
+"""The Ray executor: a run's units on Ray (Moritz et al., 2018, "Ray: A Distributed Framework for
+Emerging AI Applications", arXiv:1712.05889) through one model actor per GPU (``num_gpus=1``) when
+the cluster has GPUs, else ``actors`` CPU actors that share the CPUs. By default it starts an
+embedded local Ray (dashboard off, bound to 127.0.0.1, shut down at the end); ``address`` (or
+``$RAY_ADDRESS``) joins an existing cluster instead, shipping this project's code with the job
+(``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed). Each
+actor loads the model once; the driver commits each unit as it comes back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.types import ProgressFn
+from engine.runs.spec import RunSpec
+from engine.runs.worker import Commit, Unit, UnitWorker
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_ray(
+    spec: RunSpec,
+    units: Sequence[Unit],
+    commit: Commit,
+    progress: ProgressFn | None = None,
+    *,
+    address: str | None = None,
+    actors: int | None = None,
+) -> dict[str, Any]:
+    """The units on Ray actors (see the module docstring); returns what was used: ``actors``,
+    ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models)."""
+    import ray
+    from ray.util import ActorPool
+
+    start = time.perf_counter()
+    started_here = not ray.is_initialized()
+    if started_here:
+        _ray_init(address or os.environ.get("RAY_ADDRESS"))
+    try:
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        cpus = max(1, int(resources.get("CPU", 1)))
+        if gpus:
+            n_actors = gpus if actors is None else min(actors, gpus)
+            options: dict[str, Any] = {"num_gpus": 1, "num_cpus": max(1, cpus // n_actors)}
+            threads, device = options["num_cpus"], "cuda"
+        else:
+            # One single-threaded actor per CPU by default: on a shared CPU, torch's threads
+            # spin-wait at each barrier and two of them in one process ran 5-20x slower than one
+            # (BENCHMARKS.md, "Dataset runs").
+            n_actors = max(1, min(actors or cpus, cpus))
+            options = {"num_cpus": cpus // n_actors}
+            threads, device = cpus // n_actors, None
+        n_actors = min(n_actors, max(1, len(units)))
+        remote = ray.remote(UnitWorker)
+        workers = [remote.options(**options).remote(spec, device, threads) for _ in range(n_actors)]
+        ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
+        startup_s = time.perf_counter() - start
+        if progress is not None:
+            progress(0.0, f"{n_actors} actor(s) ready after {startup_s:.1f} s")
+        pool = ActorPool(workers)
+        for stats, table in pool.map_unordered(lambda w, u: w.run.remote(*u), list(units)):
+            commit(stats, table)
+        return {"actors": n_actors, "gpus": gpus, "startup_s": startup_s}
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_init(address: str | None) -> None:
+    import logging
+
+    import ray
+
+    if address:
+        excludes = [".git", ".venv", "results", "tests", "**/__pycache__"]
+        ray.init(
+            address=address,
+            runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": excludes},
+            logging_level=logging.WARNING,
+            log_to_driver=True,
+        )
+        return
+    # Ray's workers get the driver's sys.path, so the project imports there as here.
+    ray.init(
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        num_cpus=os.cpu_count(),
+        logging_level=logging.WARNING,
+        log_to_driver=True,
+    )

@@ -1,0 +1,175 @@
+"""The records of the run store's catalogue: a run's identity (``run_key``, ``run_id_of``), the
+code version it records, what creating a run needs (``NewRun``), a catalogue row (``RunInfo``,
+decoded by ``_run_info``) and what the executor reports with a finished unit (``UnitStats``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def run_key(fields: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a run's identifying fields."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def run_id_of(key: str) -> str:
+    return f"run-{key[:12]}"
+
+
+def code_version() -> str:
+    """``git describe --always --dirty`` of the project when it is a git checkout, else "unknown"."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        described = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return described.stdout.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One catalogue row (``selection``, ``params`` and ``overrides`` decoded from JSON)."""
+
+    run_id: str
+    run_key: str
+    kind: str
+    model: str
+    model_fingerprint: str
+    dataset: str
+    split: str
+    selection: dict[str, Any]
+    methods: tuple[str, ...]
+    metrics: tuple[str, ...]
+    params: dict[str, dict[str, Any]]
+    overrides: dict[str, dict[str, str]]
+    seed: int | None
+    target: str
+    label_names: tuple[str, ...]
+    code_version: str
+    status: str
+    error: str | None
+    created: dt.datetime
+    updated: dt.datetime
+    chunk_size: int
+    rows_total: int
+    rows_done: int
+    units_total: int
+    units_done: int
+    wall_s: float
+    explain_s: float
+    metrics_s: float
+    forward_passes: int
+    executor: str
+    host: str
+    pid: int
+
+    @property
+    def fraction(self) -> float:
+        return self.rows_done / self.rows_total if self.rows_total else 1.0
+
+    @property
+    def writer_gone(self) -> bool:
+        """A run marked ``running`` whose writing process on this host no longer exists (it was
+        killed): resume it with ``--resume``."""
+        if self.status != "running" or self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+@dataclass(frozen=True)
+class UnitStats:
+    """What the executor reports with a finished unit."""
+
+    unit: int
+    first_row: int
+    n_rows: int
+    forward_passes: int
+    explain_s: float
+    metrics_s: float
+
+
+@dataclass
+class NewRun:
+    """Everything the catalogue needs to create a run (the key fields and the descriptive ones)."""
+
+    key_fields: dict[str, Any]
+    kind: str
+    model: str
+    model_fingerprint: str
+    dataset: str
+    split: str
+    selection: dict[str, Any]
+    methods: Sequence[str]
+    metrics: Sequence[str]
+    params: dict[str, dict[str, Any]]
+    overrides: dict[str, dict[str, str]]
+    seed: int | None
+    target: str
+    label_names: Sequence[str]
+    chunk_size: int
+    rows_total: int
+
+
+def _run_info(row: dict[str, Any]) -> RunInfo:
+    import pandas as pd
+
+    def plain(value: Any) -> Any:
+        return None if value is None or pd.isna(value) else value
+
+    seed = plain(row["seed"])
+    return RunInfo(
+        run_id=row["run_id"],
+        run_key=row["run_key"],
+        kind=row["kind"],
+        model=row["model"],
+        model_fingerprint=row["model_fingerprint"],
+        dataset=row["dataset"],
+        split=row["split"],
+        selection=json.loads(row["selection"]),
+        methods=tuple(row["methods"]),
+        metrics=tuple(row["metrics"]),
+        params=json.loads(row["params"]),
+        overrides=json.loads(row["overrides"]),
+        seed=None if seed is None else int(seed),
+        target=row["target"],
+        label_names=tuple(row["label_names"]),
+        code_version=row["code_version"],
+        status=row["status"],
+        error=plain(row["error"]),
+        created=pd.Timestamp(row["created"]).to_pydatetime(),
+        updated=pd.Timestamp(row["updated"]).to_pydatetime(),
+        chunk_size=int(row["chunk_size"]),
+        rows_total=int(row["rows_total"]),
+        rows_done=int(row["rows_done"]),
+        units_total=int(row["units_total"]),
+        units_done=int(row["units_done"]),
+        wall_s=float(row["wall_s"]),
+        explain_s=float(row["explain_s"]),
+        metrics_s=float(row["metrics_s"]),
+        forward_passes=int(row["forward_passes"]),
+        executor=row["executor"],
+        host=row["host"],
+        pid=int(row["pid"]),
+    )

@@ -1,0 +1,97 @@
+"""What a dataset run is asked to compute (``RunSpec``: the model, the data, the methods and
+metrics with their parameters, the seed and the unit and batch sizes), and the spec of a stored run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
+from engine.runs.records import RunInfo
+
+DEFAULT_CHUNK_SIZE = 8
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run. ``limit`` None is the whole split; ``overrides`` are ``--param`` values by
+    method or metric key (``{"deletion": {"fraction": "0.5"}}``)."""
+
+    model: str
+    dataset: str
+    split: str
+    limit: int | None = None
+    methods: tuple[str, ...] = tuple(DEFAULT_METHODS.split(","))
+    metrics: tuple[str, ...] = tuple(DEFAULT_METRICS.split(","))
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    seed: int | None = None
+    target: str = "predicted"
+    mlm: str = "minilm-mlm"
+    data_dir: str | None = None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        import explainers
+
+        if self.target not in ("predicted", "gold"):
+            raise ValueError(f"target must be predicted or gold, got {self.target!r}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be at least 1, got {self.limit}")
+        if self.chunk_size < 1:
+            raise ValueError(f"--chunk-size must be at least 1, got {self.chunk_size}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
+        methods = explainers.resolve(list(self.methods))
+        metrics = resolve_metrics(",".join(self.metrics))
+        unknown = set(self.overrides) - set(methods) - set(metrics)
+        if unknown:
+            raise ValueError(f"--param for methods or metrics not requested: {', '.join(sorted(unknown))}")
+        metric_params(metrics, self.overrides)  # a bad metric parameter fails here, before any work
+        object.__setattr__(self, "methods", tuple(methods))
+        object.__setattr__(self, "metrics", tuple(metrics))
+
+    @property
+    def method_overrides(self) -> dict[str, dict[str, str]]:
+        return {k: v for k, v in self.overrides.items() if k in self.methods}
+
+    def params_by_metric(self) -> dict[str, Any]:
+        return metric_params(self.metrics, self.overrides)
+
+    def needs_mlm(self) -> bool:
+        return needs_mlm(self.methods, self.params_by_metric())
+
+    def resolved_params(self) -> dict[str, dict[str, Any]]:
+        """Every method's and metric's parameters with defaults filled in (the run's key uses
+        these, so ``--param deletion.fraction=0.2`` and the default are the same run). A method's
+        seed is the run's seed, as ``explain_example`` sets it."""
+        import explainers
+
+        out: dict[str, dict[str, Any]] = {}
+        for key in self.methods:
+            spec = explainers.get(key)
+            overrides: dict[str, Any] = dict(self.method_overrides.get(key, {}))
+            if self.seed is not None and spec.stochastic:
+                overrides.setdefault("seed", self.seed)
+            out[key] = dataclasses.asdict(spec.make_params(overrides))
+        for key, params in self.params_by_metric().items():
+            out[key] = dataclasses.asdict(params)
+        return out
+
+
+def spec_of(info: RunInfo) -> RunSpec:
+    """The spec of a stored run (to resume it)."""
+    return RunSpec(
+        model=info.model,
+        dataset=info.dataset,
+        split=info.split,
+        limit=info.selection.get("limit"),
+        methods=info.methods,
+        metrics=info.metrics,
+        overrides=info.overrides,
+        seed=info.seed,
+        target=info.target,
+        mlm=info.selection.get("mlm", "minilm-mlm"),
+        chunk_size=info.chunk_size,
+    )
