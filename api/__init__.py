@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 import explainers
 from api.compare import ComparisonResult, compare
 from api.results import EvaluationResult, ExplanationResult
-from core.classifier import Classifier, LoadedClassifier, classifier_from_model, load_classifier
+from core.classifier import Classifier
 from core.datasets import load_examples, split_words
 from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
 from core.example_dataset import to_examples
+from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
 from engine.evaluate import (

@@ -25,8 +25,9 @@ DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import split_words
+    from core.loaded import load_classifier
     from core.types import Example
     from engine.resources import Resources
     from experiments.attacks import attack_example, make_params, summarize

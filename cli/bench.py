@@ -15,8 +15,9 @@ def run(args: argparse.Namespace) -> int:
 
     import explainers
     from core.attention_view import attention_implementation
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import load_examples
+    from core.loaded import load_classifier
     from engine.bench import run_bench
     from engine.resources import Resources
 

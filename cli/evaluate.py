@@ -22,8 +22,9 @@ from engine.resources import Resources
 def run(args: argparse.Namespace) -> int:
     import explainers
     from cli.common import parse_params, print_json, print_summary_table, progress_bar
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import load_examples
+    from core.loaded import load_classifier
 
     methods = explainers.resolve(args.methods)
     metric_keys = resolve_metrics(args.metrics or DEFAULT_METRICS)

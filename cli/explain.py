@@ -9,8 +9,9 @@ from cli.common import add_model, methods_and_params, positive_int, print_json, 
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import split_words
+    from core.loaded import load_classifier
     from core.types import Example
     from engine.explain import explain_example
     from engine.resources import Resources

@@ -25,7 +25,8 @@ def read_texts(path: str) -> list:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
+    from core.loaded import load_classifier
 
     if bool(args.dataset) == bool(args.texts):
         raise ValueError("give either --dataset (with --split) or --texts")

@@ -72,7 +72,8 @@ def _print_table(result) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
+    from core.loaded import load_classifier
     from engine.resources import Resources
     from experiments.randomization import run_randomization
 

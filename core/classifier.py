@@ -1,102 +1,27 @@
 """The classifier wrapper and the one batched scorer every perturbation goes through.
 
-``LoadedClassifier`` holds the shared model and tokenizer (one per model, cached by the app and
-never mutated). ``Classifier`` is a cheap per-request view on it with its own pass counters, so
-concurrent users never mix up each other's costs. Words are mapped to subwords with the fast
-tokenizer's ``word_ids()``; perturbations are built on token ids (``Variant``), never by
-decoding text and tokenizing it again.
+``LoadedClassifier`` (core/loaded.py) holds the shared model and tokenizer (one per model,
+cached by the app and never mutated). ``Classifier`` is a cheap per-request view on it with its
+own pass counters, so concurrent users never mix up each other's costs. Words are mapped to
+subwords with the fast tokenizer's ``word_ids()``; perturbations are built on token ids
+(``Variant``, core/encoding.py), never by decoding text and tokenizing it again.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from core.attention_view import attention_implementation, eager_view
-from core.devices import best_device, chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
+from core.attention_view import attention_implementation
+from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
+from core.encoding import Encoded, Variant, length_chunks
 from core.heads import Head, detect_head
+from core.loaded import LoadedClassifier
 from core.types import Example, ProgressFn
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One input to score: token ids, segment ids and positions whose input embedding is zeroed."""
-
-    input_ids: tuple[int, ...]
-    token_type_ids: tuple[int, ...]
-    zero_positions: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """An example encoded for one model: tokens, and for each token its word (None for specials)."""
-
-    input_ids: tuple[int, ...]
-    token_type_ids: tuple[int, ...]
-    word_ids: tuple[int | None, ...]  # flat word index per token
-    n_words: int
-
-    @property
-    def variant(self) -> Variant:
-        return Variant(self.input_ids, self.token_type_ids)
-
-    def word_positions(self, word: int) -> list[int]:
-        return [t for t, w in enumerate(self.word_ids) if w == word]
-
-    @property
-    def scored_positions(self) -> list[int]:
-        """Token positions that belong to a word (special tokens are never scored)."""
-        return [t for t, w in enumerate(self.word_ids) if w is not None]
-
-    def perturb(
-        self,
-        replace_words: dict[int, Sequence[int]] | None = None,
-        zero_words: Sequence[int] = (),
-    ) -> Variant:
-        """A variant with each word in ``replace_words`` replaced by the given token ids
-        (``()`` deletes it) and the embeddings of ``zero_words``' tokens zeroed."""
-        replace_words = replace_words or {}
-        zero_set = set(zero_words)
-        ids: list[int] = []
-        types: list[int] = []
-        zeroed: list[int] = []
-        previous: int | None = None
-        for token, segment, word in zip(self.input_ids, self.token_type_ids, self.word_ids):
-            if word is not None and word in replace_words:
-                if word != previous:
-                    for new_token in replace_words[word]:
-                        ids.append(int(new_token))
-                        types.append(segment)
-                previous = word
-                continue
-            previous = word
-            if word is not None and word in zero_set:
-                zeroed.append(len(ids))
-            ids.append(token)
-            types.append(segment)
-        return Variant(tuple(ids), tuple(types), tuple(zeroed))
-
-
-def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
-    """Indices ordered by length and cut into chunks of at most ``size``, so each chunk, padded
-    to its longest, pads little; a chunk of long items holds fewer, at most ``size *
-    TOKENS_PER_ROW`` tokens counted at its longest (``core.devices.chunk_rows``), so one pass's
-    memory stays bounded whatever the length."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    chunks: list[list[int]] = []
-    start = 0
-    while start < len(order):
-        end = start + 1  # sorted: the item at ``end`` would be the chunk's longest
-        while end < len(order) and end + 1 - start <= chunk_rows(size, lengths[order[end]]):
-            end += 1
-        chunks.append(order[start:end])
-        start = end
-    return chunks
 
 
 @dataclass(frozen=True)
@@ -105,98 +30,6 @@ class PassLedger:
 
     forward: list[int]
     backward: list[int]
-
-
-@dataclass
-class LoadedClassifier:
-    """A model and tokenizer loaded once and shared (read-only) by every request."""
-
-    name: str
-    model: torch.nn.Module
-    tokenizer: object
-    device: torch.device
-    pair: bool | None = None  # None: unknown (hub models accept one or two segments)
-    # Guards the one-off construction of the eager-attention view (``eager_model``).
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def eager_model(self) -> torch.nn.Module:
-        """The shared model's eager-attention view (``core.attention_view``), built on first use."""
-        if self._eager is None:
-            with self.lock:
-                if self._eager is None:
-                    self._eager = eager_view(self.model)
-        return self._eager
-
-    @property
-    def label_names(self) -> tuple[str, ...]:
-        config = self.model.config
-        return tuple(config.id2label[i] for i in range(config.num_labels))
-
-    @property
-    def max_length(self) -> int:
-        limits = [getattr(self.model.config, "max_position_embeddings", 512), 512]
-        tok_max = getattr(self.tokenizer, "model_max_length", None)
-        if isinstance(tok_max, int) and tok_max < 100_000:
-            limits.append(tok_max)
-        # RoBERTa-style models offset positions by the padding index.
-        offset = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
-        return min(limits) - offset
-
-
-def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
-    """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as
-    ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""
-    from safetensors import SafetensorError
-
-    from core.models import load_sequence_classifier, load_tokenizer, model_info
-
-    try:
-        model = load_sequence_classifier(name_or_path)
-        tokenizer = load_tokenizer(name_or_path)
-    except SafetensorError as error:
-        raise ValueError(
-            f"cannot load {name_or_path!r} as a sequence classifier: the weights file is damaged ({error})"
-        ) from error
-    except (OSError, ValueError, KeyError) as error:
-        raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
-    chosen = torch.device(device) if device is not None else best_device()
-    return classifier_from_model(
-        model, tokenizer, name=name_or_path, device=chosen, pair=model_info(name_or_path).get("pair")
-    )
-
-
-def classifier_from_model(
-    model: torch.nn.Module,
-    tokenizer: object,
-    *,
-    name: str | None = None,
-    device: str | torch.device | None = None,
-    pair: bool | None = None,
-) -> LoadedClassifier:
-    """Share an already-loaded ``transformers`` sequence classifier and its fast tokenizer.
-
-    The model is frozen in place, and changed in no other way: ``eval()`` and
-    ``requires_grad_(False)`` on every parameter (gradient methods differentiate with respect to
-    input embeddings only, so no gradient ever lands on the shared weights). It stays on its own
-    device unless ``device`` is given, when it is moved there (``Module.to``, in place).
-    """
-    config = getattr(model, "config", None)
-    if not isinstance(model, torch.nn.Module) or config is None:
-        raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config)")
-    detect_head(config, name=repr(name or type(model).__name__))  # refuses a model with no head
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
-    if device is not None:
-        model.to(device)
-    first = next(model.parameters(), None)
-    chosen = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
-    model.eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    label = name or getattr(config, "name_or_path", "") or type(model).__name__
-    return LoadedClassifier(label, model, tokenizer, chosen, pair=pair)
 
 
 class Classifier:

@@ -4,7 +4,8 @@ classifier's input (``removal_variant``) and an example's text with words replac
 
 from __future__ import annotations
 
-from core.classifier import Classifier, Encoded, Variant
+from core.classifier import Classifier
+from core.encoding import Encoded, Variant
 from core.types import Example
 
 REMOVALS = ("delete", "unk", "pad", "mask", "zero")

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.classifier import Classifier, Encoded
+from core.classifier import Classifier
+from core.encoding import Encoded
 
 EPS = 1e-6
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core.classifier import Classifier, length_chunks
+from core.classifier import Classifier
+from core.encoding import length_chunks
 from core.params import NoParams, param
 from core.types import Attribution, Example
 from explainers.base import one_example

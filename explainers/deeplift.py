@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from core.classifier import Classifier, Variant
+from core.classifier import Classifier
+from core.encoding import Variant
 from core.params import param
 from core.types import Attribution, Example
 from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.classifier import Classifier, Encoded, Variant, length_chunks
+from core.classifier import Classifier
+from core.encoding import Encoded, Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import embed_ids

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from core.classifier import Classifier, Encoded, ProgressFn, length_chunks
+from core.classifier import Classifier, ProgressFn
+from core.encoding import Encoded, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers._masking import (

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.classifier import Classifier, Encoded
+from core.classifier import Classifier
+from core.encoding import Encoded
 from core.params import param
 from core.types import Attribution, Example
 from explainers._seeding import seeded

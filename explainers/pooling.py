@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from core.classifier import Classifier, ProgressFn, Variant
+from core.classifier import Classifier, ProgressFn
+from core.encoding import Variant
 from core.types import Attribution, Example
 from explainers.base import BatchFn
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core import catalog, models
-from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.classifier import Classifier
 from core.heads import HEAD_LABELS, detect_head
+from core.loaded import LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
 from experiments import randomization
 from services import access

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 import services
-from core.classifier import load_classifier
+from core.loaded import load_classifier
 from services import access
 from services.models import load_error_message
 from tests.toy import toy_bert

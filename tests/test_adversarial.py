@@ -313,7 +313,7 @@ def test_summary_ranks_the_more_fragile_method_first(linear_clf, toy_example):
 def test_attack_command_prints_the_measures(monkeypatch, capsys):
     from cli import main as cli
 
-    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    monkeypatch.setattr("core.loaded.load_classifier", lambda name: toy_linear())
     code = cli.main(
         [
             "attack",
@@ -349,7 +349,7 @@ def test_attack_command_prints_the_measures(monkeypatch, capsys):
 def test_attack_command_rejects_a_method_the_embedding_attack_cannot_take(monkeypatch, capsys):
     from cli import main as cli
 
-    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    monkeypatch.setattr("core.loaded.load_classifier", lambda name: toy_linear())
     assert cli.main(["attack", "--model", "toy", "--text", "a good film", "--methods", "random", "--json"]) == 2
     assert "not differentiable" in capsys.readouterr().err
 
@@ -474,7 +474,7 @@ def test_page_dataset_mode_ranks_methods_by_mean_rank_change(toy_folders):
 def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(monkeypatch, capsys):
     from cli import main as cli
 
-    monkeypatch.setattr("core.classifier.load_classifier", lambda name: toy_linear())
+    monkeypatch.setattr("core.loaded.load_classifier", lambda name: toy_linear())
     argv = ["attack", "--model", "toy", "--text", "a good film", "--methods", "saliency", "--seed", "3", "--json"]
     assert cli.main(argv) == 2
     assert "deterministic" in capsys.readouterr().err

@@ -15,7 +15,8 @@ import torch
 
 import api
 import explainers
-from core.classifier import Classifier, classifier_from_model
+from core.classifier import Classifier
+from core.loaded import classifier_from_model
 from core.types import Example
 from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries
 from engine.explain import Explanation, explain_example
@@ -73,7 +74,7 @@ def test_pipeline_wraps_the_same_model() -> None:
 
 
 def test_local_folders_load_like_the_cli(model_dirs) -> None:
-    from core.classifier import load_classifier
+    from core.loaded import load_classifier
     from core.masked_lm import MaskedLM
 
     clf_dir, mlm_dir = (str(d) for d in model_dirs)

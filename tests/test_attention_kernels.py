@@ -15,8 +15,9 @@ import torch
 
 import explainers
 from core.attention_view import attention_implementation, eager_view
-from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import split_words
+from core.loaded import LoadedClassifier, load_classifier
 from core.types import Example
 from engine.explain import explain_example
 from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 import explainers
-from core.classifier import Classifier, LoadedClassifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import split_words
+from core.loaded import LoadedClassifier, load_classifier
 from core.types import Attribution, Example
 from engine.evaluate import evaluate_slice, metric_params, metric_values
 from engine.explain import Refused, _each_or_alone, explain_example, explain_examples

@@ -16,8 +16,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import load_examples
+from core.loaded import load_classifier
 from core.masked_lm import MaskedLM
 from engine.explain import explain_example
 from tests.test_browser import OUTPUT, TIMEOUT_MS, app_url, browser, open_page  # noqa: F401 (fixtures)

@@ -14,8 +14,9 @@ import torch
 from safetensors.torch import load_file
 
 import explainers
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import load_examples, split_words
+from core.loaded import load_classifier
 from core.masked_lm import MaskedLM
 from core.models import BUNDLED_DIR, bundled_names
 from core.types import Example

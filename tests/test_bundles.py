@@ -218,8 +218,9 @@ def test_opening_a_bundle_sets_the_parameter_form_so_recompute_gives_its_scores(
     samples, [MASK] removal, seed 7): opening it sets the sidebar and every parameter widget to
     the bundle's values, so "Recompute" gives the bundle's scores and costs (the defaults would
     not)."""
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import load_bundled_examples
+    from core.loaded import load_classifier
     from services.explain import HeatmapResult, PredictionResult
 
     clf = Classifier(load_classifier("minilm-sst2"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.classifier import Classifier, LoadedClassifier
+from core.classifier import Classifier
 from core.heads import log2_odds
+from core.loaded import LoadedClassifier
 from core.types import Example
 
 

@@ -13,8 +13,9 @@ from transformers import BertConfig, BertForMaskedLM
 
 from cli.evaluate import select_examples
 from cli.main import main
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import available_splits, load_examples
+from core.loaded import load_classifier
 from core.masked_lm import MaskedLM
 from core.models import bundled_names
 from explainers.base import make_attribution

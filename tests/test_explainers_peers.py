@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import explainers
-from core.classifier import Classifier, LoadedClassifier
+from core.classifier import Classifier
+from core.loaded import LoadedClassifier
 from core.types import Example
 from explainers.gradients import baseline_embeddings
 from explainers.shap import coalitions, exact_shapley

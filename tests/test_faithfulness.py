@@ -16,7 +16,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM
 
 import metrics
-from core.classifier import Variant
+from core.encoding import Variant
 from core.masked_lm import Fill, MaskedLM
 from core.types import Example
 from explainers.base import make_attribution
@@ -344,8 +344,9 @@ def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import load_examples
+    from core.loaded import load_classifier
 
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
     at.session_state["sidebar.model_path"] = toy_bert_folder

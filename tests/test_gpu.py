@@ -37,7 +37,9 @@ import pytest
 import torch
 
 import explainers
-from core.classifier import Classifier, LoadedClassifier, Variant, classifier_from_model
+from core.classifier import Classifier
+from core.encoding import Variant
+from core.loaded import LoadedClassifier, classifier_from_model
 from core.masked_lm import MaskedLM
 from core.types import Example
 from engine.evaluate import metric_params, score_attribution

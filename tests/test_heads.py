@@ -16,8 +16,9 @@ from transformers import BertConfig
 
 import explainers
 from cli.main import main
-from core.classifier import Classifier, classifier_from_model
+from core.classifier import Classifier
 from core.heads import detect_head
+from core.loaded import classifier_from_model
 from core.masked_lm import MaskedLM
 from core.types import Example
 from metrics import faithfulness as F

@@ -16,8 +16,9 @@ import plotly.io
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
 from core.datasets import load_examples
+from core.loaded import load_classifier
 from core.types import Attribution
 from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries, plausibility_report
 from engine.explain import explain_example
@@ -152,7 +153,7 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     compared = at.dataframe[0].value
     assert list(compared.index) == ["loo_empty", CSV, ROUND_TRIP]
-    # Scored again in other scorer batches: equal to float rounding (core.classifier.length_chunks).
+    # Scored again in other scorer batches: equal to float rounding (core.encoding.length_chunks).
     assert compared.loc[CSV, "deletion AUC · delete"] == pytest.approx(summary["deletion"].mean, rel=1e-6)
 
     at.segmented_control(key="faithfulness.view").set_value("This example").run()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import services
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
+from core.loaded import load_classifier
 from core.types import Example
 from engine import evaluate as engine
 from services import slices

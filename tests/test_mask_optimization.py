@@ -394,7 +394,7 @@ def test_summary_rows_report_the_kept_step_and_pretraining():
 
 @pytest.fixture(scope="module")
 def sst2_clf():
-    from core.classifier import load_classifier
+    from core.loaded import load_classifier
     from core.models import bundled_folder
 
     if bundled_folder("minilm-sst2") is None:

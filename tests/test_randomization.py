@@ -230,7 +230,7 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
     from streamlit.testing.v1 import AppTest
 
     import services
-    from core.classifier import load_classifier
+    from core.loaded import load_classifier
     from ui.state import Selection
 
     words = ("the", "movie", "was", "<script>", "great", "but", "the", "plot", "was", "bad")

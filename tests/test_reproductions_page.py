@@ -84,7 +84,7 @@ def no_computing(monkeypatch):
     monkeypatch.setattr(reproduce, "run", refuse)
     monkeypatch.setattr(base.Resources, "classifier", refuse)
     monkeypatch.setattr(base.Resources, "mlm", refuse)
-    monkeypatch.setattr("core.classifier.load_classifier", refuse)
+    monkeypatch.setattr("core.loaded.load_classifier", refuse)
     monkeypatch.setattr("core.masked_lm.MaskedLM.load", refuse)
 
 

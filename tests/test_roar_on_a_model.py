@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from core.classifier import Classifier, load_classifier
+from core.classifier import Classifier
+from core.loaded import load_classifier
 from engine.roar.cost import estimate
 from engine.roar.recipe import DEFAULT_LR, recipe_of
 from engine.roar.report import command_of

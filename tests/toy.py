@@ -21,7 +21,7 @@ from transformers import (
 )
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from core.classifier import LoadedClassifier
+from core.loaded import LoadedClassifier
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [

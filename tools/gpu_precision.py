@@ -39,7 +39,8 @@ def _median_ms(run, repeats: int = 20) -> float:
 
 
 def main() -> int:
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
+    from core.loaded import load_classifier
     from core.types import Example
 
     parser = argparse.ArgumentParser()

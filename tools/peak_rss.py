@@ -36,8 +36,9 @@ def _child(args: argparse.Namespace) -> dict:
     import torch
 
     import explainers
-    from core.classifier import Classifier, load_classifier
+    from core.classifier import Classifier
     from core.datasets import load_examples
+    from core.loaded import load_classifier
 
     torch.set_num_threads(args.threads)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size)

@@ -93,8 +93,8 @@ def _store_import(
 ) -> ImportOutcome:
     import explainers
     from core.classifier import Classifier as _Classifier
-    from core.classifier import load_classifier
     from core.datasets import load_examples
+    from core.loaded import load_classifier
     from engine.evaluate import evaluate_slice, metric_params, needs_mlm, resolve_metrics
     from engine.imports.align import align
     from engine.runs.model_identity import label_names, model_fingerprint

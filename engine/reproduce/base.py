@@ -101,7 +101,8 @@ class Resources:
     _mlm: MaskedLM | None = None
 
     def classifier(self, name: str) -> Classifier:
-        from core.classifier import Classifier, load_classifier
+        from core.classifier import Classifier
+        from core.loaded import load_classifier
 
         if name not in self._classifiers:
             self._classifiers[name] = Classifier(load_classifier(name), batch_size=self.batch_size)

@@ -32,7 +32,8 @@ def measure(data: JobData, n_probe: int = 2) -> Rates:
     """Per-item seconds on this machine (module docstring)."""
     import numpy as np
 
-    from core.classifier import Classifier, classifier_from_model, load_classifier
+    from core.classifier import Classifier
+    from core.loaded import classifier_from_model, load_classifier
     from core.models import base_source, load_tokenizer
     from core.train import fit_classifier
     from engine.explain import explain_example

@@ -87,7 +87,8 @@ class JobData:
         """The saved model of unit ``index`` (loaded once per process; a few kept)."""
         key = str(self.model_folder(index))
         if key not in self._models:
-            from core.classifier import Classifier, load_classifier
+            from core.classifier import Classifier
+            from core.loaded import load_classifier
 
             if not (Path(key) / "adapter_config.json").is_file():
                 raise ValueError(f"the model of unit {index} is not saved under {key}")
@@ -239,7 +240,7 @@ def _variant(clf: Classifier, example: Example):
     """The example as the scorer's input; an example left without words is [CLS] [SEP] (100% deleted)."""
     if example.words:
         return clf.encode(clf.fit_example(example)[0]).variant
-    from core.classifier import Variant
+    from core.encoding import Variant
 
     encoded = clf.tokenizer(*[list(segment) for segment in example.segments], is_split_into_words=True)
     ids = encoded["input_ids"]

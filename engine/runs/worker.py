@@ -38,7 +38,8 @@ class UnitWorker:
     def __init__(self, spec: RunSpec, device: str | None = None, threads: int | None = None) -> None:
         import torch
 
-        from core.classifier import Classifier, load_classifier
+        from core.classifier import Classifier
+        from core.loaded import load_classifier
 
         if threads is not None:
             torch.set_num_threads(threads)

@@ -31,7 +31,8 @@ from typing import Any
 import torch
 
 import explainers
-from core.classifier import Classifier, Encoded, ProgressFn
+from core.classifier import Classifier, ProgressFn
+from core.encoding import Encoded
 from core.params import param
 from core.types import Attribution, Example
 from experiments.attacks.result import AttackResult, k_for

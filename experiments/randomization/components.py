@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.classifier import LoadedClassifier
+from core.loaded import LoadedClassifier
 
 MODES = ("cascading", "independent")
 ORIGINAL = "original"

@@ -15,7 +15,8 @@ import numpy as np
 from torch import nn
 
 import explainers
-from core.classifier import Classifier, LoadedClassifier, ProgressFn
+from core.classifier import Classifier, ProgressFn
+from core.loaded import LoadedClassifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example
 from experiments.randomization.components import (

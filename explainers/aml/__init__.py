@@ -26,7 +26,8 @@ import torch
 from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from core.classifier import Classifier, Encoded, ProgressFn, Variant, length_chunks
+from core.classifier import Classifier, ProgressFn
+from core.encoding import Encoded, Variant, length_chunks
 from core.types import Attribution, Example
 from explainers._masking import Batch, groups, span_extras, special_embedding, trace_row
 from explainers.aml.model import (

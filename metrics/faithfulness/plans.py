@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from core.classifier import Classifier, Variant
+from core.classifier import Classifier
+from core.encoding import Variant
 from core.params import param
 from metrics.base import MetricResult
 from metrics.faithfulness.removal import FILL_CANDIDATES, REMOVALS, Context, paper000_steps, word_count

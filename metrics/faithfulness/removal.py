@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.classifier import Classifier, Encoded, Variant
+from core.classifier import Classifier
+from core.encoding import Encoded, Variant
 from core.masked_lm import MaskedLM
 from core.perturb import removal_variant
 from core.types import Attribution, Example

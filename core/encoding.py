@@ -1,0 +1,86 @@
+"""Inputs at the token level: an example encoded for one model (``Encoded``, each token with its
+word), the inputs the scorer runs (``Variant``: token ids, never re-tokenized text) and the
+length-sorted chunks every batched pass is cut into (``length_chunks``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.devices import chunk_rows
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One input to score: token ids, segment ids and positions whose input embedding is zeroed."""
+
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]
+    zero_positions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """An example encoded for one model: tokens, and for each token its word (None for specials)."""
+
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]
+    word_ids: tuple[int | None, ...]  # flat word index per token
+    n_words: int
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.input_ids, self.token_type_ids)
+
+    def word_positions(self, word: int) -> list[int]:
+        return [t for t, w in enumerate(self.word_ids) if w == word]
+
+    @property
+    def scored_positions(self) -> list[int]:
+        """Token positions that belong to a word (special tokens are never scored)."""
+        return [t for t, w in enumerate(self.word_ids) if w is not None]
+
+    def perturb(
+        self,
+        replace_words: dict[int, Sequence[int]] | None = None,
+        zero_words: Sequence[int] = (),
+    ) -> Variant:
+        """A variant with each word in ``replace_words`` replaced by the given token ids
+        (``()`` deletes it) and the embeddings of ``zero_words``' tokens zeroed."""
+        replace_words = replace_words or {}
+        zero_set = set(zero_words)
+        ids: list[int] = []
+        types: list[int] = []
+        zeroed: list[int] = []
+        previous: int | None = None
+        for token, segment, word in zip(self.input_ids, self.token_type_ids, self.word_ids):
+            if word is not None and word in replace_words:
+                if word != previous:
+                    for new_token in replace_words[word]:
+                        ids.append(int(new_token))
+                        types.append(segment)
+                previous = word
+                continue
+            previous = word
+            if word is not None and word in zero_set:
+                zeroed.append(len(ids))
+            ids.append(token)
+            types.append(segment)
+        return Variant(tuple(ids), tuple(types), tuple(zeroed))
+
+
+def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices ordered by length and cut into chunks of at most ``size``, so each chunk, padded
+    to its longest, pads little; a chunk of long items holds fewer, at most ``size *
+    TOKENS_PER_ROW`` tokens counted at its longest (``core.devices.chunk_rows``), so one pass's
+    memory stays bounded whatever the length."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    chunks: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        end = start + 1  # sorted: the item at ``end`` would be the chunk's longest
+        while end < len(order) and end + 1 - start <= chunk_rows(size, lengths[order[end]]):
+            end += 1
+        chunks.append(order[start:end])
+        start = end
+    return chunks

@@ -1,0 +1,106 @@
+"""The shared model: ``LoadedClassifier`` holds a sequence classifier and its fast tokenizer,
+loaded once (``load_classifier``: a bundled name, hub id or folder; ``classifier_from_model``: a
+model object) and frozen, then read by every request through its own ``core.classifier.Classifier``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import torch
+
+from core.attention_view import eager_view
+from core.devices import best_device
+from core.heads import detect_head
+
+
+@dataclass
+class LoadedClassifier:
+    """A model and tokenizer loaded once and shared (read-only) by every request."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    device: torch.device
+    pair: bool | None = None  # None: unknown (hub models accept one or two segments)
+    # Guards the one-off construction of the eager-attention view (``eager_model``).
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def eager_model(self) -> torch.nn.Module:
+        """The shared model's eager-attention view (``core.attention_view``), built on first use."""
+        if self._eager is None:
+            with self.lock:
+                if self._eager is None:
+                    self._eager = eager_view(self.model)
+        return self._eager
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        config = self.model.config
+        return tuple(config.id2label[i] for i in range(config.num_labels))
+
+    @property
+    def max_length(self) -> int:
+        limits = [getattr(self.model.config, "max_position_embeddings", 512), 512]
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tok_max, int) and tok_max < 100_000:
+            limits.append(tok_max)
+        # RoBERTa-style models offset positions by the padding index.
+        offset = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
+        return min(limits) - offset
+
+
+def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
+    """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as
+    ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""
+    from safetensors import SafetensorError
+
+    from core.models import load_sequence_classifier, load_tokenizer, model_info
+
+    try:
+        model = load_sequence_classifier(name_or_path)
+        tokenizer = load_tokenizer(name_or_path)
+    except SafetensorError as error:
+        raise ValueError(
+            f"cannot load {name_or_path!r} as a sequence classifier: the weights file is damaged ({error})"
+        ) from error
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
+    chosen = torch.device(device) if device is not None else best_device()
+    return classifier_from_model(
+        model, tokenizer, name=name_or_path, device=chosen, pair=model_info(name_or_path).get("pair")
+    )
+
+
+def classifier_from_model(
+    model: torch.nn.Module,
+    tokenizer: object,
+    *,
+    name: str | None = None,
+    device: str | torch.device | None = None,
+    pair: bool | None = None,
+) -> LoadedClassifier:
+    """Share an already-loaded ``transformers`` sequence classifier and its fast tokenizer.
+
+    The model is frozen in place, and changed in no other way: ``eval()`` and
+    ``requires_grad_(False)`` on every parameter (gradient methods differentiate with respect to
+    input embeddings only, so no gradient ever lands on the shared weights). It stays on its own
+    device unless ``device`` is given, when it is moved there (``Module.to``, in place).
+    """
+    config = getattr(model, "config", None)
+    if not isinstance(model, torch.nn.Module) or config is None:
+        raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config)")
+    detect_head(config, name=repr(name or type(model).__name__))  # refuses a model with no head
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
+    if device is not None:
+        model.to(device)
+    first = next(model.parameters(), None)
+    chosen = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
+    model.eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    label = name or getattr(config, "name_or_path", "") or type(model).__name__
+    return LoadedClassifier(label, model, tokenizer, chosen, pair=pair)
