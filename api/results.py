@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, decode_json, encode_json, read_record
-from engine.evaluate import SliceEvaluation, mean_curves, metric_summaries
+from engine.evaluate import SliceEvaluation
 from engine.explain import Explanation, Prediction
+from engine.slice_report import mean_curves, metric_summaries
 from ui.heatmap import heatmap_html
 
 if TYPE_CHECKING:

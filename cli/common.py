@@ -167,7 +167,7 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
 
 
 def print_summary_table(payload: dict[str, Any]) -> None:
-    """The human-readable form of ``engine.evaluate.slice_report``: mean [95% interval] n per
+    """The human-readable form of ``engine.slice_report.slice_report``: mean [95% interval] n per
     method and metric, the cost, and each method's first failure."""
     summary = payload["results"]
     metric_keys = list(payload["metrics"])

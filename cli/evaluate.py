@@ -14,9 +14,9 @@ from engine.evaluate import (
     needs_mlm,
     resolve_metrics,
     select_examples,
-    slice_report,
 )
 from engine.resources import Resources
+from engine.slice_report import slice_report
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,8 +10,9 @@ import sys
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
     from cli.common import print_json, print_summary_table
-    from engine.evaluate import metric_params, slice_report
+    from engine.evaluate import metric_params
     from engine.runs.executor import read_evaluation
+    from engine.slice_report import slice_report
 
     info, evaluation = read_evaluation(store, run_id)
     header = {

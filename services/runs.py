@@ -96,7 +96,7 @@ def metric_values(run_id: str) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _mean_curves(run_id: str, rows_done: int) -> dict[str, dict[str, dict[str, list[float]]]]:
-    from engine.evaluate import mean_curves
+    from engine.slice_report import mean_curves
 
     return mean_curves(executor.read_evaluation(_store(), run_id)[1])
 

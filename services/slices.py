@@ -14,6 +14,7 @@ import streamlit as st
 
 from core.types import Example, ProgressFn
 from engine import evaluate as engine
+from engine import slice_report as reports
 from metrics.base import Summary
 from metrics.plausibility import ThresholdSearch
 from services import models, store
@@ -143,9 +144,9 @@ def evaluate_slice(
         )
         return SliceResult(
             tuple(e.id for e in examples),
-            engine.metric_values(evaluation),
-            engine.metric_summaries(evaluation),
-            engine.mean_curves(evaluation),
+            reports.metric_values(evaluation),
+            reports.metric_summaries(evaluation),
+            reports.mean_curves(evaluation),
             _first_errors(evaluation),
             runtime,
             evaluation.forward_passes,
@@ -259,8 +260,8 @@ def rationale_slice(
             key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress, imported
         )
         if correct_only:
-            evaluation = engine.correct_only(evaluation)
-        report = engine.plausibility_report(evaluation, params_by_metric, objective)
+            evaluation = reports.correct_only(evaluation)
+        report = reports.plausibility_report(evaluation, params_by_metric, objective)
         if report is None:
             raise ValueError("no plausibility metric was asked for")
         items = tuple(
@@ -274,8 +275,8 @@ def rationale_slice(
         )
         return RationaleSlice(
             items,
-            engine.metric_values(evaluation),
-            engine.metric_summaries(evaluation),
+            reports.metric_values(evaluation),
+            reports.metric_summaries(evaluation),
             report.micro,
             report.ceiling,
             report.thresholds,

@@ -18,8 +18,9 @@ import explainers
 from core.classifier import Classifier
 from core.loaded import classifier_from_model
 from core.types import Example
-from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries
+from engine.evaluate import evaluate_slice, metric_params
 from engine.explain import Explanation, explain_example
+from engine.slice_report import mean_curves, metric_summaries
 from tests.test_explainers import FAST, toy_probabilities
 from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_tokenizer
 

@@ -17,8 +17,9 @@ from core.classifier import Classifier
 from core.datasets import split_words
 from core.loaded import LoadedClassifier, load_classifier
 from core.types import Attribution, Example
-from engine.evaluate import evaluate_slice, metric_params, metric_values
+from engine.evaluate import evaluate_slice, metric_params
 from engine.explain import Refused, _each_or_alone, explain_example, explain_examples
+from engine.slice_report import metric_values
 from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
 
 BATCHED = [key for key, spec in explainers.REGISTRY.items() if spec.explain_batch is not None]

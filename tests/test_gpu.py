@@ -250,7 +250,8 @@ def test_every_metric_on_cuda_equals_cpu(autocast, cpu_loaded, gpu_loaded, mlms)
 def test_dataset_slice_on_cuda_equals_cpu(cpu_loaded, gpu_loaded) -> None:
     """A slice explained eight examples at a time (cross-example batching) gives on CUDA what it
     gives on the CPU."""
-    from engine.evaluate import evaluate_slice, metric_values
+    from engine.evaluate import evaluate_slice
+    from engine.slice_report import metric_values
 
     words = ("the", "movie", "was", "great", "but", "plot", "very", "boring", "and", "bad", "fun", "actors")
     rng = np.random.default_rng(0)

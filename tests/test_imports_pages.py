@@ -20,10 +20,11 @@ from core.classifier import Classifier
 from core.datasets import load_examples
 from core.loaded import load_classifier
 from core.types import Attribution
-from engine.evaluate import evaluate_slice, mean_curves, metric_params, metric_summaries, plausibility_report
+from engine.evaluate import evaluate_slice, metric_params
 from engine.explain import explain_example
 from engine.imports import import_bytes
 from engine.runs.store import RunStore
+from engine.slice_report import mean_curves, metric_summaries, plausibility_report
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 CSV = "csv.mine (imported)"

@@ -12,6 +12,7 @@ from core.classifier import Classifier
 from core.loaded import load_classifier
 from core.types import Example
 from engine import evaluate as engine
+from engine import slice_report as reports
 from services import slices
 
 WORDS = ["the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."]
@@ -48,7 +49,7 @@ def test_a_stopped_slice_resumes_where_it_stopped(model_dirs) -> None:
 
     clf = Classifier(load_classifier(model))
     whole = engine.evaluate_slice(clf, examples(), methods, engine.metric_params(list(METRICS), METRICS))
-    expected = engine.metric_values(whole)
+    expected = reports.metric_values(whole)
     for method in methods:
         for metric in METRICS:
             np.testing.assert_allclose(result.values[method][metric], expected[method][metric], rtol=1e-6)
@@ -93,6 +94,6 @@ def test_a_slice_explained_by_length_resumes_and_ends_in_slice_order(toy_bert_lo
     whole = engine.evaluate_slice(Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, group=1)
     assert [r.position for r in partial.results] == list(range(len(varied)))
     assert [r.example.id for r in partial.results] == [e.id for e in varied]
-    for method, per in engine.metric_values(whole).items():
+    for method, per in reports.metric_values(whole).items():
         for metric, values in per.items():
-            np.testing.assert_allclose(engine.metric_values(partial)[method][metric], values, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(reports.metric_values(partial)[method][metric], values, rtol=1e-5, atol=1e-6)

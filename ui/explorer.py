@@ -45,7 +45,7 @@ def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
 def mean_curve_figure(
     curves: dict[str, dict[str, dict[str, list[float]]]], metric: str, summary: dict | None = None
 ) -> go.Figure:
-    """The mean ``metric`` curve of every method with its 95% band (``engine.evaluate.mean_curves``);
+    """The mean ``metric`` curve of every method with its 95% band (``engine.slice_report.mean_curves``);
     with ``summary`` (``[method][metric]`` -> ``metrics.base.Summary``) each legend entry shows the
     method's mean value and each point its band on hover."""
     theme = current()

@@ -123,7 +123,8 @@ THRESHOLD_KEYS = ("iou", "precision", "recall", "f1")
 
 
 def table3(resources: Resources, limit: int, progress: ProgressFn | None) -> list[Row]:
-    from engine.evaluate import correct_only, evaluate_slice, metric_params, plausibility_report
+    from engine.evaluate import evaluate_slice, metric_params
+    from engine.slice_report import correct_only, plausibility_report
 
     label, dataset, split, model = ESNLI_HIGHLIGHTED
     params = metric_params(list(THRESHOLD_KEYS), {k: {"annotator": "majority"} for k in THRESHOLD_KEYS})

@@ -57,7 +57,7 @@ MARC_BINS = {"removal": "pad", "bins": "marc"}
 
 
 def _rows(evaluations, methods: dict[str, str], metrics: dict[str, str], table, label: str) -> list[Row]:
-    from engine.evaluate import metric_summaries
+    from engine.slice_report import metric_summaries
 
     summaries = {}
     for evaluation in evaluations:

@@ -1,5 +1,5 @@
 """The mean of several faithfulness curves with its pointwise 95% interval (a slice's mean
-deletion, insertion or bin curve; ``engine.evaluate.mean_curves``)."""
+deletion, insertion or bin curve; ``engine.slice_report.mean_curves``)."""
 
 from __future__ import annotations
 
