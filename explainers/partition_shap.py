@@ -31,6 +31,7 @@ from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers._seeding import seeded
+from explainers._shap_kernels import partition_explainer
 from explainers.base import Passes, make_attribution
 from explainers.loo import OUTPUTS
 
@@ -90,8 +91,6 @@ def explain(
     mlm=None,
     progress: ProgressFn | None = None,
 ) -> Attribution:
-    import shap
-
     encoded = clf.encode(example)
     n = encoded.n_words
     segments = tuple(s for s in example.segments if s)
@@ -102,7 +101,7 @@ def explain(
         ]
         return clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
 
-    explainer = shap.PartitionExplainer(model, _WordMasker(word_tree(segments), n))
+    explainer = partition_explainer(model, _WordMasker(word_tree(segments), n))
     with seeded(0, clf):  # shap breaks rare priority ties at random: fixed, so the method is deterministic
         explanation = explainer(np.ones((1, n)), max_evals=params.n_evals, batch_size=params.n_evals, silent=True)
     scores = np.asarray(explanation.values[0], dtype=np.float64)
