@@ -12,7 +12,28 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = "the plot , if there is one , moves slowly ; but the actors are wonderful and the ending surprises".split()
+WORDS = [
+    "the",
+    "plot",
+    ",",
+    "if",
+    "there",
+    "is",
+    "one",
+    ",",
+    "moves",
+    "slowly",
+    ";",
+    "but",
+    "the",
+    "actors",
+    "are",
+    "wonderful",
+    "and",
+    "the",
+    "ending",
+    "surprises",
+]
 
 
 class _PresenceMasker:
@@ -54,7 +75,9 @@ def owen_values(python_kernels: bool, max_evals: int) -> list[float]:
 def test_python_helpers_give_the_compiled_helpers_values() -> None:
     budgets = (40, 500)
     code = f"import json; from tests.test_shap_kernels import owen_values; print(json.dumps([owen_values(False, b) for b in {budgets}]))"
-    compiled = json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout)
+    compiled = json.loads(
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    )
     python = [owen_values(True, b) for b in budgets]
     from explainers._shap_kernels import KERNELS
 
