@@ -46,6 +46,7 @@ from engine.evaluate import (
     resolve_metrics,
 )
 from engine.explain import explain_example
+from engine.resources import Resources
 
 if TYPE_CHECKING:
     import torch
@@ -115,6 +116,7 @@ def explain(
         seed=seed,
         mlm=masked_lm,
         progress=progress,
+        resources=Resources.saved(),
     )
     return ExplanationResult(loaded.name, loaded.label_names, result)
 
@@ -180,6 +182,7 @@ def evaluate(
         seed=seed,
         mlm=masked_lm,
         progress=progress,
+        resources=Resources.saved(),
         target=target,
     )
     return EvaluationResult(loaded.name, evaluation)

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     rows, results = [], []
-    resources = Resources()  # one per command: AML pre-trains once for all the examples
+    resources = Resources.saved()  # one per command: AML pre-trains once for all the examples
     bar = progress_bar(100, enabled=not args.quiet, unit="%")  # tqdm: rate and time left
     for index, example in enumerate(examples):
 

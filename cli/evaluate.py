@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         mlm=mlm,
         progress=progress_bar(len(examples), enabled=not args.quiet),
         target=args.target,
-        resources=Resources(),
+        resources=Resources.saved(),
         group=args.group,
     )
     header = {

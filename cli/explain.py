@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         seed=args.seed,
         mlm=mlm,
-        resources=Resources(),
+        resources=Resources.saved(),
         windows=windows,
     )
     payload = {

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         top_k_fraction=args.top_k,
         mlm=mlm,
         progress=progress_bar(100, enabled=not args.quiet, unit="%"),
-        resources=Resources(),
+        resources=Resources.saved(),
     )
     if not args.json:
         _print_table(result)

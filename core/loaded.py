@@ -23,6 +23,10 @@ class LoadedClassifier:
     tokenizer: object
     device: torch.device
     pair: bool | None = None  # None: unknown (hub models accept one or two segments)
+    # True when ``name`` names the files the weights were read from (``load_classifier``); False
+    # for a model object handed over (``classifier_from_model``), whose weights may differ from
+    # any files of that name.
+    from_files: bool = False
     # Guards the one-off construction of the eager-attention view (``eager_model``).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
@@ -69,9 +73,11 @@ def load_classifier(name_or_path: str, device: str | torch.device | None = None)
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
     chosen = torch.device(device) if device is not None else best_device()
-    return classifier_from_model(
+    loaded = classifier_from_model(
         model, tokenizer, name=name_or_path, device=chosen, pair=model_info(name_or_path).get("pair")
     )
+    loaded.from_files = True
+    return loaded
 
 
 def classifier_from_model(

@@ -7,14 +7,20 @@ process (services/resources.py, ``st.cache_resource``), each command-line comman
 run. Its cache keeps a few pre-trained models (least recently used dropped), keyed by the
 classifier object, the pre-training parameters and the training slice; a model is trained once
 per key under that key's own lock, so two sessions explaining with other settings do not wait
-for each other.
+for each other. With a ``folder`` (``Resources.saved()``: the results folder's, which the app and
+the command line use) a model is also kept on disk (engine/pretrained_store.py) and read back
+instead of trained in a later process.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import threading
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 from torch import nn
 
@@ -62,6 +68,27 @@ def training_examples(clf: Classifier, example: Example, n_train: int, seed: int
     return [example] * n_train, FALLBACK_SOURCE
 
 
+def training_digest(clf: Classifier, example: Example) -> str:
+    """Names what ``training_examples`` would train on without loading it: the training split's
+    dataset, split and a digest of its data files, or the explained example's words."""
+    found = training_split(clf)
+    if found is None:
+        return "example:" + hashlib.sha256(json.dumps(example.segments).encode()).hexdigest()
+    from core import datasets
+
+    digest = hashlib.sha256()
+    folder = datasets.split_folder(found[0])
+    for path in sorted(folder.rglob("*")) if folder is not None else ():
+        if path.is_file():
+            with open(path, "rb") as handle:
+                digest.update(
+                    path.relative_to(folder).as_posix().encode()
+                    + b"\0"
+                    + hashlib.file_digest(handle, "sha256").digest()
+                )
+    return f"split:{'/'.join(found)}:{digest.hexdigest()}"
+
+
 def backbone(clf: Classifier) -> tuple[nn.Module, str]:
     """The attribution model's encoder: for the bundled models, the packaged pre-trained MiniLM
     they were fine-tuned from (the paper's choice: the pre-trained, not fine-tuned, version of the
@@ -79,8 +106,9 @@ class Resources:
     """The caller's AML resources (``explainers.aml.AmlResources``): a small cache of pre-trained
     attribution models with one lock per key."""
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = 4, folder: str | os.PathLike | None = None) -> None:
         self.size = size
+        self.folder = Path(folder) if folder is not None else None
         self._entries: OrderedDict[tuple, tuple[weakref.ref, PretrainedAml]] = OrderedDict()
         self._locks: dict[tuple, threading.Lock] = {}
         self._guard = threading.Lock()  # held only to read or change the two dictionaries
@@ -100,14 +128,40 @@ class Resources:
                 if found is not None and found[0]() is clf.loaded.model:
                     self._entries.move_to_end(key)
                     return found[1]
-            examples, source = training_examples(clf, example, params.n_train, params.seed)
-            trained = pretrain_aml(clf, examples, source, params, backbone, progress)
+            trained = self._trained(clf, example, params, progress)
             with self._guard:
                 self._entries[key] = (weakref.ref(clf.loaded.model), trained)
                 while len(self._entries) > self.size:
                     dropped, _ = self._entries.popitem(last=False)
                     self._locks.pop(dropped, None)
             return trained
+
+    @classmethod
+    def saved(cls) -> Resources:
+        """Resources that keep pre-trained models in the results folder (``pretrained_store``)."""
+        from engine.pretrained_store import default_folder
+
+        return cls(folder=default_folder())
+
+    def _trained(
+        self, clf: Classifier, example: Example, params: AmlParams, progress: ProgressFn | None
+    ) -> PretrainedAml:
+        """The model from the folder when it has it, else trained on ``training_examples`` (and
+        saved when it has a key)."""
+        key = None
+        if self.folder is not None:
+            from engine import pretrained_store
+
+            key = pretrained_store.entry_key(clf, params, training_digest(clf, example))
+            found = pretrained_store.load(self.folder, key, clf, backbone) if key is not None else None
+            if found is not None:
+                return found
+        examples, source = training_examples(clf, example, params.n_train, params.seed)
+        trained = pretrain_aml(clf, examples, source, params, backbone, progress)
+        # A split with no example that fits falls back on the explained example, which the key does not name.
+        if key is not None and (source != FALLBACK_SOURCE or training_split(clf) is None):
+            pretrained_store.save(self.folder, key, trained)
+        return trained
 
     def clear(self) -> None:
         with self._guard:

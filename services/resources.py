@@ -10,4 +10,4 @@ from engine.resources import Resources
 
 @st.cache_resource
 def resources() -> Resources:
-    return Resources()
+    return Resources.saved()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from core.types import Example
 from tests.toy import VOCAB, toy_bert, toy_linear, toy_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# What the commands and pages keep in the results folder (runs, AML's pre-trained models) goes to
+# a folder of this test session's, never to the checkout's ./results.
+os.environ.setdefault("ATTRIBUTION_RESULTS_DIR", tempfile.mkdtemp(prefix="attribution-test-results-"))
 
 
 @pytest.fixture(scope="session")

@@ -91,6 +91,16 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
     return [split for split, rel in _LOCAL[name][1].items() if (folder / rel).exists()]
 
 
+def split_folder(name: str, root: str | os.PathLike | None = None) -> Path | None:
+    """The folder under the data folder that holds every file of a local dataset's splits
+    (``sst2/``, ``esnli/`` ...); None for the bundled examples, the hub versions or no data folder."""
+    folder = data_dir(root)
+    if name not in _LOCAL or folder is None:
+        return None
+    first = next(iter(_LOCAL[name][1].values()))
+    return folder / Path(first).parts[0]
+
+
 def available_datasets(root: str | os.PathLike | None = None) -> dict[str, list[str]]:
     """``{dataset: [splits]}`` for every dataset with at least one split present, then (online)
     the hub versions."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from core.classifier import Classifier
     from core.masked_lm import MaskedLM
     from core.types import ProgressFn
+    from engine.resources import Resources as MethodResources
 
 MLM = "minilm-mlm"
 # The packages whose code decides a result: a change to any of their files is a new code version.
@@ -94,11 +95,21 @@ class Reproduction:
 
 @dataclass
 class Resources:
-    """The classifiers and the masked LM a run loads, once each (read-only, shared by its rows)."""
+    """The classifiers and the masked LM a run loads, once each (read-only, shared by its rows),
+    and the methods' own resources (AML's pre-trained models, ``engine.resources``)."""
 
     batch_size: int = 64
     _classifiers: dict[str, Classifier] = field(default_factory=dict)
     _mlm: MaskedLM | None = None
+    _methods: MethodResources | None = None
+
+    def methods(self) -> MethodResources:
+        """The pre-trained models of the methods that train (AML's, kept in the results folder)."""
+        if self._methods is None:
+            from engine.resources import Resources as MethodResources
+
+            self._methods = MethodResources.saved()
+        return self._methods
 
     def classifier(self, name: str) -> Classifier:
         from core.classifier import Classifier

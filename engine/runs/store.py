@@ -4,6 +4,7 @@ Layout under the results folder (``$ATTRIBUTION_RESULTS_DIR``, default ``./resul
 
     catalogue.duckdb           tables ``runs`` (one row per run) and ``units`` (one per finished unit)
     runs/<run_id>/unit-00003.parquet
+    pretrained/aml/<key>/      AML's pre-trained attribution models (``engine.pretrained_store``)
 
 A unit is a chunk of consecutive examples of the run's selection, explained by every method and
 scored by every metric (``engine.runs.rows`` gives the columns). Writing a unit is atomic: its

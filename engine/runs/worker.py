@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, evaluate_slice
+from engine.resources import Resources
 from engine.runs.records import UnitStats
 from engine.runs.spec import RunSpec
 
@@ -53,6 +54,8 @@ class UnitWorker:
 
             self.mlm = MaskedLM.load(spec.mlm, device)
         self.params_by_metric = spec.params_by_metric()
+        # AML's pre-trained models: trained once, then read back by every unit and worker.
+        self.resources = Resources.saved()
         self.halvings = 0
 
     def batch_size(self) -> int:
@@ -78,6 +81,7 @@ class UnitWorker:
                     seed=self.spec.seed,
                     mlm=self.mlm,
                     progress=progress,
+                    resources=self.resources,
                     target=self.spec.target,
                     group=len(examples),  # a unit's examples are explained together
                 )

@@ -32,6 +32,9 @@ from explainers.aml.model import (
     uses_token_types,
 )
 
+# Raise when a change of the pre-training code changes the model it makes: models kept on disk
+# under an older version are then trained again (engine/pretrained_store.py).
+PRETRAIN_VERSION = 1
 # The parameters that change the pre-trained model (a cache key of the caller's).
 PRETRAIN_FIELDS = (
     "weight_prediction",
@@ -62,9 +65,13 @@ class PretrainedAml:
     forward_passes: int
     backward_passes: int
     trace: dict[str, list[float]]
+    # The folder it was read back from, when it was not trained in this process
+    # (engine/pretrained_store.py); the other fields are those of the training that made it.
+    loaded_from: str | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
+            "loaded_from": self.loaded_from,
             "backbone": self.backbone,
             "source": self.source,
             "on_explained_example": self.source == FALLBACK_SOURCE,
@@ -93,6 +100,21 @@ class OnTheExample:
         self, clf: Classifier, example: Example, params: AmlParams, progress: ProgressFn | None = None
     ) -> PretrainedAml:
         return pretrain_aml(clf, [example] * params.n_train, FALLBACK_SOURCE, params, own_backbone, progress)
+
+
+def new_attribution_model(clf: Classifier, backbone: BackboneFn) -> tuple[AttributionModel, str]:
+    """An untrained attribution model for ``clf`` on the encoder ``backbone`` gives, on the
+    classifier's device, and the encoder's name."""
+    encoder, backbone_name = backbone(clf)
+    model = AttributionModel(encoder, clf.num_labels, clf.loaded.max_length, uses_token_types(encoder))
+    return model.to(clf.device), backbone_name
+
+
+def freeze(model: AttributionModel) -> None:
+    """A pre-trained model is only read: evaluation mode, no gradients."""
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
 
 
 def select_training_examples(
@@ -132,10 +154,7 @@ def pretrain_aml(
     trace: dict[str, list[float]] = {}
     with torch.random.fork_rng(devices=rng_devices(clf)), torch.enable_grad():
         torch.manual_seed(params.seed)
-        encoder, backbone_name = backbone(own)
-        model = AttributionModel(encoder, own.num_labels, own.loaded.max_length, uses_token_types(encoder)).to(
-            clf.device
-        )
+        model, backbone_name = new_attribution_model(own, backbone)
         for p in model.backbone.parameters():
             p.requires_grad_(p is not model.backbone.get_input_embeddings().weight)
         model.train()
@@ -163,9 +182,7 @@ def pretrain_aml(
                     (step + 1) / len(chunks),
                     f"pre-training the attribution model on {source} ({step + 1}/{len(chunks)})",
                 )
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
+    freeze(model)
     return PretrainedAml(
         model,
         backbone_name,
