@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"
 # Examples explained together: on 2 CPU cores, 16 brings the one-pass gradient methods to 1.3-1.6x
-# of their batched floor, run to run (8: 1.5-1.8x; BENCHMARKS.md). A run's units hold 8 (their own group).
+# of their batched floor, run to run (8: 1.5-1.8x; BENCHMARKS.md). A run's units hold as many (their own group).
 DEFAULT_GROUP = 16
 # Groups are formed from windows of this many groups' examples sorted by length (``length_groups``).
 WINDOW_GROUPS = 8
