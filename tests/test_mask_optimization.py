@@ -323,8 +323,12 @@ def test_aml_batch_equals_one_example_at_a_time(fixture, request):
             np.testing.assert_allclose(together.extras["trace"][key], single.extras["trace"][key], atol=1e-5)
         assert together.extras["selected_step"] == single.extras["selected_step"]
         np.testing.assert_allclose(together.scores, single.scores, atol=1e-5)
-        assert (together.forward_passes, together.backward_passes) == (single.forward_passes, single.backward_passes)
-        assert together.backward_passes == 2 * FAST_AML["n_steps"]
+        # The linear toy gives several words exactly the same mask value; which of them a removal
+        # bin takes first then depends on float rounding (1e-8) that differs between the batch and
+        # one example alone, and so does how many of the selection's variants repeat (and are
+        # scored once). The training steps' passes are the same.
+        assert together.backward_passes == single.backward_passes == 2 * FAST_AML["n_steps"]
+        assert abs(together.forward_passes - single.forward_passes) <= 2
     # the classifier's calls: one for the predictions, one per step (5 trained and the last one
     # evaluated) and the selection's scorer chunks (all examples' variants pooled), against as
     # many of each per example alone
@@ -334,6 +338,60 @@ def test_aml_batch_equals_one_example_at_a_time(fixture, request):
     if fixture == "linear_clf":
         assert [int(np.argmax(a.scores)) for a in batched] == planted
         assert all(a.extras["pretraining"]["source"] == "the planted examples" for a in batched)
+
+
+def test_aml_fine_tuning_copies_step_like_a_plain_fine_tuned_model(bert_clf):
+    """Two steps of the stacked copies (``_Copies``, the fused AdamW, ``apply_gradients``) leave
+    each copy with the weights a deep copy of the pre-trained model gets from torch's plain AdamW
+    on its own example. (A linear weight's gradient comes back transposed in memory under vmap;
+    handed to the fused AdamW as it was, the updates landed on the transposed elements.)"""
+    import copy
+
+    from explainers._masking import Batch, special_embedding
+    from explainers.aml import _Copies
+    from explainers.aml.model import _HEAD_LR_FACTOR, aml_step, apply_gradients
+
+    examples, targets, _ = _planted()
+    params = explainers.get("aml").make_params(FAST_AML)
+    pretrained = _OnePretrained().pretrained(bert_clf, examples[0], params)
+    fill = special_embedding(bert_clf, ("mask", "unk"))
+    encodings = [bert_clf.encode(e) for e in examples]
+    condition = torch.eye(bert_clf.num_labels)[targets]
+    pad = bert_clf.tokenizer.pad_token_id or 0
+
+    def loss(masks, batch, rows):
+        variants = [encodings[i].variant for i in rows] * 2
+        logits = lambda e: bert_clf.forward_embeds(e, variants).float()
+        return aml_step(bert_clf, masks, batch, condition[rows], params, logits, fill).total.sum()
+
+    copies = _Copies(pretrained.model, len(examples))
+    optimizer = copies.optimizer(params.lr)
+    batch = Batch.of(encodings, pad, bert_clf.device)
+    with torch.enable_grad():
+        for _ in range(2):
+            apply_gradients(loss(copies.masks(batch, condition), batch, list(range(len(examples)))), optimizer)
+            optimizer.zero_grad(set_to_none=True)
+    moved = 0.0
+    for i in range(len(examples)):
+        model = copy.deepcopy(pretrained.model)
+        trained = {name: p for name, p in model.named_parameters() if name in copies.weights}
+        for p in trained.values():
+            p.requires_grad_(True)
+        head = [p for name, p in trained.items() if name.startswith("head.")]
+        encoder = [p for name, p in trained.items() if not name.startswith("head.")]
+        plain = torch.optim.AdamW(
+            [{"params": head, "lr": params.lr * _HEAD_LR_FACTOR}, {"params": encoder, "lr": params.lr}]
+        )
+        one = Batch.of([encodings[i]], pad, bert_clf.device)
+        with torch.enable_grad():
+            for _ in range(2):
+                plain.zero_grad()
+                loss(model(one.input_ids, one.attention_mask, one.token_type_ids, condition[[i]]), one, [i]).backward()
+                plain.step()
+        for name, p in trained.items():
+            torch.testing.assert_close(copies.weights[name][i].detach(), p.detach(), rtol=1e-4, atol=1e-6, msg=name)
+            moved = max(moved, float((p.detach() - dict(pretrained.model.named_parameters())[name]).abs().max()))
+    assert moved > 1e-3  # the steps moved the weights (the comparison is not between two unchanged models)
 
 
 def test_aml_batch_leaves_the_cached_model_unchanged(bert_clf):

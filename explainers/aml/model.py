@@ -203,9 +203,14 @@ def make_optimizer(head: list[torch.Tensor], encoder: list[torch.Tensor], lr: fl
 
 
 def apply_gradients(loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
+    """One optimiser step on the gradients of ``loss``, each laid out as its parameter is. Under
+    ``vmap`` (the stacked fine-tuning copies) a linear layer's weight gradient comes back
+    transposed in memory, and torch's fused AdamW kernel reads a gradient in its parameter's
+    layout without checking the strides (pytorch/pytorch#106951 is the same family): the update
+    then lands on the transposed elements. A gradient whose strides differ is copied first."""
     trainable = [p for group in optimizer.param_groups for p in group["params"]]
     for p, g in zip(trainable, torch.autograd.grad(loss, trainable, allow_unused=True)):
-        p.grad = g
+        p.grad = g if g is None or g.stride() == p.stride() else torch.empty_like(p).copy_(g)
     optimizer.step()
 
 
