@@ -2,13 +2,13 @@
 # The CPU figures of issue 20's before/after table (BENCHMARKS.md, "The slow paths"), for one
 # checkout: `tools/bench_paths.sh CHECKOUT OUT_DIR [STEPS]`. Run it for two checkouts on the same
 # quiet machine, one after the other. STEPS (default: all) picks among: methods group eager panel
-# evaluate attacks rss. The steps that need options a checkout lacks (--group, --attention) are
+# cold evaluate attacks rss. The steps that need options a checkout lacks (--group, --attention) are
 # skipped there. Uses this repository's .venv; the checkout's own code is what runs.
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=$(cd "$1" && pwd)
 OUT=$(mkdir -p "$2" && cd "$2" && pwd)
-STEPS=${3:-"methods group eager panel evaluate attacks rss"}
+STEPS=${3:-"methods group eager panel cold evaluate attacks rss"}
 PY=$HERE/.venv/bin/python
 export HF_HUB_OFFLINE=1 ATTRIBUTION_DATA_DIR=${ATTRIBUTION_DATA_DIR:-$HERE/../shared/data}
 cd "$ROOT" || exit 1
@@ -40,6 +40,13 @@ if want panel; then
   timed import "$PY" -X importtime -c "import cli.main, engine.explain"
   timed panel-fast "$PY" -m cli explain --model minilm-sst2 --text "$SENTENCE" --methods $FAST --json
   timed panel-all "$PY" -m cli explain --model minilm-sst2 --text "$SENTENCE" --methods all --json
+fi
+if want cold; then  # one method from a new process; AML twice: the first run pre-trains (and, where
+  # the checkout keeps pre-trained models, saves it under OUT/results), the second may read it back
+  export ATTRIBUTION_RESULTS_DIR=$OUT/results
+  timed cold-partition_shap "$PY" -m cli explain --model minilm-sst2 --text "$SENTENCE" --methods partition_shap --json
+  timed cold-aml-first "$PY" -m cli explain --model minilm-sst2 --text "$SENTENCE" --methods aml --json
+  timed cold-aml-again "$PY" -m cli explain --model minilm-sst2 --text "$SENTENCE" --methods aml --json
 fi
 want evaluate && timed evaluate "$PY" -m cli evaluate --model minilm-sst2 --dataset sst2 --split dev --limit 40 \
   --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime \
