@@ -36,19 +36,6 @@ WORDS = [
 ]
 
 
-class _PresenceMasker:
-    """The masked input is the 0/1 word-presence vector itself (as explainers/partition_shap.py's)."""
-
-    immutable_outputs = True
-
-    def __init__(self, clustering: np.ndarray, n_words: int) -> None:
-        self.clustering = clustering
-        self.shape = (1, n_words)
-
-    def __call__(self, mask: np.ndarray, x: np.ndarray) -> tuple[np.ndarray]:
-        return (np.asarray(mask, dtype=np.float64).reshape(1, -1),)
-
-
 def _model(present: np.ndarray) -> np.ndarray:
     """Not additive: pairs of words interact, and a squashing makes every word's effect depend on the rest."""
     weights = np.linspace(-1.0, 1.5, present.shape[1])
@@ -60,7 +47,9 @@ def owen_values(python_kernels: bool, max_evals: int) -> list[float]:
     import shap
     from shap.maskers._text import partition_tree
 
-    masker = _PresenceMasker(partition_tree(WORDS, []), len(WORDS))
+    from explainers.partition_shap import _WordMasker  # importing swaps nothing: only partition_explainer does
+
+    masker = _WordMasker(partition_tree(WORDS, []), len(WORDS))
     if python_kernels:
         from explainers._shap_kernels import partition_explainer
 
