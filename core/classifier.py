@@ -154,6 +154,11 @@ class Classifier:
         if self.loaded.pair is False and example.is_pair:
             raise ValueError(f"{self.name} classifies single texts, not sentence pairs")
 
+    def token_count(self, example: Example) -> int:
+        """The example's tokens, special tokens included, before any cut to the model's length
+        (0 for an empty one): what sorting examples by length uses."""
+        return len(self._tokenize(example)["input_ids"]) if example.words else 0
+
     def _tokenize(self, example: Example):
         segments = [list(s) for s in example.segments]
         return self.tokenizer(*segments, is_split_into_words=True, truncation=False, add_special_tokens=True)

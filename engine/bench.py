@@ -170,7 +170,7 @@ def run_bench(
             warm_up[key] = explainers.run_explainer(
                 spec, clf, fitted[0], targets[0], mlm=mlm, resources=resources
             ).runtime_s
-        for chosen in length_groups(range(len(fitted)), fitted, group):
+        for chosen in length_groups(range(len(fitted)), [clf.token_count(e) for e in fitted], group):
             attributions = explainers.run_explainers(
                 spec, clf, [fitted[i] for i in chosen], [targets[i] for i in chosen], mlm=mlm, resources=resources
             )

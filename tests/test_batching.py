@@ -203,13 +203,20 @@ def test_length_groups_sort_each_window_and_keep_every_example() -> None:
     from engine.evaluate import WINDOW_GROUPS, length_groups
 
     lengths = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10, 1, 2]
-    examples = [Example(segments=(("w",) * n,), id=str(i)) for i, n in enumerate(lengths)]
-    groups = length_groups(list(range(len(examples))), examples, 2)
+    groups = length_groups(list(range(len(lengths))), lengths, 2)
     window = 2 * WINDOW_GROUPS
-    assert sorted(i for g in groups for i in g) == list(range(len(examples)))
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
     assert all(len(g) <= 2 for g in groups)
     flat = [i for g in groups for i in g]
     for start in range(0, len(flat), window):  # each window: its own examples, shortest first
         part = flat[start : start + window]
-        assert sorted(part) == list(range(start, min(start + window, len(examples))))
+        assert sorted(part) == list(range(start, min(start + window, len(lengths))))
         assert [lengths[i] for i in part] == sorted(lengths[i] for i in part)
+
+
+def test_token_count_is_the_encoded_length_and_needs_no_cut(bert_clf) -> None:
+    example = Example(segments=(("the", "movie", "was", "great"),))
+    assert bert_clf.token_count(example) == len(bert_clf.encode(example).input_ids)
+    long = Example(segments=(("great",) * (bert_clf.loaded.max_length + 10),))
+    assert bert_clf.token_count(long) == bert_clf.loaded.max_length + 12  # [CLS] ... [SEP], nothing cut
+    assert bert_clf.token_count(Example(segments=((),))) == 0
