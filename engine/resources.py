@@ -76,17 +76,18 @@ def training_digest(clf: Classifier, example: Example) -> str:
         return "example:" + hashlib.sha256(json.dumps(example.segments).encode()).hexdigest()
     from core import datasets
 
-    digest = hashlib.sha256()
     folder = datasets.split_folder(found[0])
-    for path in sorted(folder.rglob("*")) if folder is not None else ():
-        if path.is_file():
-            with open(path, "rb") as handle:
-                digest.update(
-                    path.relative_to(folder).as_posix().encode()
-                    + b"\0"
-                    + hashlib.file_digest(handle, "sha256").digest()
-                )
-    return f"split:{'/'.join(found)}:{digest.hexdigest()}"
+    return f"split:{'/'.join(found)}:{_files_digest(folder) if folder is not None else 'no data folder'}"
+
+
+def _files_digest(folder: Path) -> str:
+    """SHA-256 over the relative names and contents of every file under ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        with open(path, "rb") as handle:
+            name = path.relative_to(folder).as_posix().encode()
+            digest.update(name + b"\0" + hashlib.file_digest(handle, "sha256").digest())
+    return digest.hexdigest()
 
 
 def backbone(clf: Classifier) -> tuple[nn.Module, str]:
@@ -148,19 +149,19 @@ class Resources:
     ) -> PretrainedAml:
         """The model from the folder when it has it, else trained on ``training_examples`` (and
         saved when it has a key)."""
-        key = None
-        if self.folder is not None:
-            from engine import pretrained_store
+        from engine import pretrained_store
 
-            key = pretrained_store.entry_key(clf, params, training_digest(clf, example))
-            found = pretrained_store.load(self.folder, key, clf, backbone) if key is not None else None
+        folder = self.folder
+        key = pretrained_store.entry_key(clf, params, training_digest(clf, example)) if folder is not None else None
+        if folder is not None and key is not None:
+            found = pretrained_store.load(folder, key, clf, backbone)
             if found is not None:
                 return found
         examples, source = training_examples(clf, example, params.n_train, params.seed)
         trained = pretrain_aml(clf, examples, source, params, backbone, progress)
         # A split with no example that fits falls back on the explained example, which the key does not name.
-        if key is not None and (source != FALLBACK_SOURCE or training_split(clf) is None):
-            pretrained_store.save(self.folder, key, trained)
+        if folder is not None and key is not None and (source != FALLBACK_SOURCE or training_split(clf) is None):
+            pretrained_store.save(folder, key, trained)
         return trained
 
     def clear(self) -> None:
