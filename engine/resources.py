@@ -75,19 +75,13 @@ def training_digest(clf: Classifier, example: Example) -> str:
     if found is None:
         return "example:" + hashlib.sha256(json.dumps(example.segments).encode()).hexdigest()
     from core import datasets
+    from engine.runs.model_identity import files_digest
 
     folder = datasets.split_folder(found[0])
-    return f"split:{'/'.join(found)}:{_files_digest(folder) if folder is not None else 'no data folder'}"
-
-
-def _files_digest(folder: Path) -> str:
-    """SHA-256 over the relative names and contents of every file under ``folder``."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        with open(path, "rb") as handle:
-            name = path.relative_to(folder).as_posix().encode()
-            digest.update(name + b"\0" + hashlib.file_digest(handle, "sha256").digest())
-    return digest.hexdigest()
+    if folder is None:
+        return f"split:{'/'.join(found)}:no data folder"
+    files = sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*") if p.is_file())
+    return f"split:{'/'.join(found)}:{files_digest(files)}"
 
 
 def backbone(clf: Classifier) -> tuple[nn.Module, str]:

@@ -43,6 +43,11 @@ def model_fingerprint(name_or_path: str) -> str:
     files = model_files(name_or_path)
     if not files:
         raise ValueError(f"no model files found for {name_or_path!r}")
+    return files_digest(files)
+
+
+def files_digest(files: list[tuple[str, Path]]) -> str:
+    """SHA-256 over each (name, path)'s name and the SHA-256 of its contents, in the given order."""
     digest = hashlib.sha256()
     for name, path in files:
         with open(path, "rb") as handle:
