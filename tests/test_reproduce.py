@@ -12,8 +12,9 @@ import pytest
 
 from cli.main import main
 from engine import reproduce
-from engine.reproduce import base, double_trouble, mask_papers
+from engine.reproduce import base, mask_papers
 from engine.reproduce.base import Row
+from engine.reproduce.double_trouble import common, table1, table3, table4, table_a3, table_a5
 from engine.runs.store import RESULTS_ENV
 
 
@@ -60,7 +61,7 @@ def test_every_entry_is_complete(name):
 
 
 def test_double_trouble_cites_its_arxiv_id():
-    assert double_trouble.PAPER.cite() == "Pham, Bui, Mai & Nguyen 2022, arXiv 2110.11929"
+    assert common.PAPER.cite() == "Pham, Bui, Mai & Nguyen 2022, arXiv 2110.11929"
 
 
 # --------------------------------------------------------------------------- finding checks
@@ -78,45 +79,45 @@ def table1_rows(sst_bert_best: str) -> list[Row]:
 
 
 def test_table1_flip_holds_when_the_winner_changes():
-    finding = double_trouble.check_table1(table1_rows("IM"))
+    finding = table1.check_table1(table1_rows("IM"))
     assert finding.holds
     assert "SST-2: best under Deletion LOO_empty, under Deletion_BERT IM" in finding.reason
 
 
 def test_table1_flip_fails_when_one_dataset_keeps_its_winner():
-    finding = double_trouble.check_table1(table1_rows("LOO_empty"))
+    finding = table1.check_table1(table1_rows("LOO_empty"))
     assert not finding.holds and "does not flip" in finding.reason
 
 
 def test_table3_check():
     good = rows((("iou", "IM"), 0.30), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
-    assert double_trouble.check_table3(good).holds
+    assert table3.check_table3(good).holds
     bad = rows((("iou", "IM"), 0.40), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
-    finding = double_trouble.check_table3(bad)
+    finding = table3.check_table3(bad)
     assert not finding.holds and "iou LOO_empty 0.340 vs IM 0.400" in finding.reason
 
 
 def test_table4_ratio_check():
-    names = double_trouble.TABLE4_ROWS
+    names = table4.TABLE4_ROWS
     good = rows(*[(("SST-2", n), v) for n, v in zip(names, (3.0, 2.0, 16.0))])
-    assert double_trouble.check_table4(good).holds
+    assert table4.check_table4(good).holds
     # 9 points is more than half of 16: the single-word change is not "much smaller".
     bad = rows(*[(("SST-2", n), v) for n, v in zip(names, (9.0, 2.0, 16.0))])
-    assert not double_trouble.check_table4(bad).holds
+    assert not table4.check_table4(bad).holds
 
 
 def test_table_a3_thresholds():
     good = rows((("SST-2", "exact_all"), 40.0), (("SST-2", "likelihood"), 0.6))
-    assert double_trouble.check_table_a3(good).holds
-    assert not double_trouble.check_table_a3(rows((("SST-2", "exact_all"), 20.0), (("SST-2", "likelihood"), 0.9))).holds
-    assert not double_trouble.check_table_a3(rows((("SST-2", "exact_all"), 40.0), (("SST-2", "likelihood"), 0.4))).holds
+    assert table_a3.check_table_a3(good).holds
+    assert not table_a3.check_table_a3(rows((("SST-2", "exact_all"), 20.0), (("SST-2", "likelihood"), 0.9))).holds
+    assert not table_a3.check_table_a3(rows((("SST-2", "exact_all"), 40.0), (("SST-2", "likelihood"), 0.4))).holds
 
 
 def test_table_a5_ordering():
     good = rows((("SST-2", "sign_change", "LOO_empty"), 70.0), (("SST-2", "sign_change", "IM"), 60.0))
-    assert double_trouble.check_table_a5(good).holds
+    assert table_a5.check_table_a5(good).holds
     bad = rows((("SST-2", "sign_change", "LOO_empty"), 50.0), (("SST-2", "sign_change", "IM"), 60.0))
-    assert not double_trouble.check_table_a5(bad).holds
+    assert not table_a5.check_table_a5(bad).holds
 
 
 def test_marc_check_needs_both_human_metrics():
@@ -147,7 +148,7 @@ def test_aml_check_directions():
 
 
 def test_a_check_without_scored_rows_does_not_hold():
-    finding = double_trouble.check_table_a5(rows((("SST-2", "sign_change", "IM"), 60.0)))
+    finding = table_a5.check_table_a5(rows((("SST-2", "sign_change", "IM"), 60.0)))
     assert not finding.holds and "no scored examples" in finding.reason
 
 
@@ -207,4 +208,4 @@ def test_list_names_paper_table_and_claim(capsys):
     assert main(["reproduce", "--list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == len(reproduce.REGISTRY)
-    assert lines[0].split("\t")[:3] == ["double-trouble-table1", double_trouble.PAPER.cite(), "Table 1 (a)"]
+    assert lines[0].split("\t")[:3] == ["double-trouble-table1", common.PAPER.cite(), "Table 1 (a)"]

@@ -141,6 +141,13 @@ def check_limit(limit: int) -> None:
         raise ValueError(f"--limit {limit} is too small for a 95% interval: give 2 or more")
 
 
+def scaled_progress(progress: ProgressFn | None, start: float, width: float) -> ProgressFn | None:
+    """``progress`` for one part of a run: its fractions 0..1 reported as ``start`` .. ``start + width``."""
+    if progress is None:
+        return None
+    return lambda fraction, message: progress(start + width * fraction, message)
+
+
 def value(rows: Sequence[Row], *key: str) -> float | None:
     """The mean of the row whose key is ``key`` (None when absent or not scored)."""
     for row in rows:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.types import ProgressFn
-from engine.reproduce.base import Finding, Paper, Reproduction, Resources, Row, best, examples
+from engine.reproduce.base import Finding, Paper, Reproduction, Resources, Row, best, examples, scaled_progress
 
 MARC_PAPER = Paper(
     "Brinner & Zarrieß", 2023, "Model Interpretability and Rationale Extraction by Input Mask Optimization", None
@@ -125,7 +125,7 @@ def aml_table1(resources: Resources, limit: int, progress: ProgressFn | None) ->
         list(AML_METHODS.values()),
         params,
         seed=0,
-        progress=_scaled(progress, 0.0, 0.8),
+        progress=scaled_progress(progress, 0.0, 0.8),
         resources=resources.methods(),
     )
     pretrained = evaluate_slice(
@@ -135,17 +135,11 @@ def aml_table1(resources: Resources, limit: int, progress: ProgressFn | None) ->
         params,
         method_params={"aml": {"mode": "pretrained"}},
         seed=0,
-        progress=_scaled(progress, 0.8, 0.2),
+        progress=scaled_progress(progress, 0.8, 0.2),
         resources=resources.methods(),
     )
     rows = _rows([first], AML_METHODS, AML_METRICS, AML_TABLE, "SST-2")
     return rows + _rows([pretrained], {"pAML": "aml"}, AML_METRICS, AML_TABLE, "SST-2")
-
-
-def _scaled(progress: ProgressFn | None, start: float, width: float):
-    if progress is None:
-        return None
-    return lambda fraction, message: progress(start + width * fraction, message)
 
 
 def check_aml(rows: Sequence[Row]) -> Finding:

@@ -88,9 +88,6 @@ from metrics.faithfulness.removal import (
     word_count,
 )
 
-# engine/reproduce/double_trouble.py imports the remover by its former private name.
-_Remover = Remover
-
 __all__ = [
     "BIN_SETS",
     "CONVENTIONS",

@@ -1,0 +1,113 @@
+"""Table 1 (a) of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000):
+the AUC of Deletion and of Deletion_BERT (the word replaced by a masked-LM fill-in) for IM and the
+three LOO variants. Attributions and faithfulness through ``engine.evaluate.evaluate_slice`` /
+``score_attribution`` (Deletion and Deletion_BERT under ``convention="paper000"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.types import ProgressFn
+from engine.reproduce.base import Finding, Reproduction, Resources, Row, best, examples, scaled_progress
+from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
+from metrics.base import Summary
+
+# Paper 000's LOO_zero replaces the word by [PAD] (its Sec. 4): our loo_pad.
+TABLE1_METHODS = {"IM": "im", "LOO_zero": "loo_pad", "LOO_unk": "loo_unk", "LOO_empty": "loo_empty"}
+TABLE1 = {
+    ("SST-2", "Deletion"): (0.4732, 0.4374, 0.4464, 0.4241),
+    ("SST-2", "Deletion_BERT"): (0.4922, 0.4970, 0.5047, 0.5065),
+    ("e-SNLI", "Deletion"): (0.3912, 0.2798, 0.3742, 0.2506),
+    ("e-SNLI", "Deletion_BERT"): (0.2816, 0.3240, 0.3636, 0.3328),
+}
+
+
+def table1(resources: Resources, limit: int, progress: ProgressFn | None) -> list[Row]:
+    from engine.evaluate import evaluate_slice, metric_params, score_attribution
+    from metrics.faithfulness import CurveParams
+
+    deletion = {"removal": "delete", "convention": "paper000"}
+    bert = CurveParams(removal="mlm", convention="paper000")
+    rows: list[Row] = []
+    for d, (label, dataset, split, model) in enumerate((SST2, ESNLI)):
+        clf = resources.classifier(model)
+        mlm = resources.mlm()
+        evaluation = evaluate_slice(
+            clf,
+            examples(dataset, split, limit),
+            list(TABLE1_METHODS.values()),
+            metric_params(["deletion"], {"deletion": deletion}),
+            seed=0,
+            mlm=mlm,
+            progress=scaled_progress(progress, d / 2, 0.4),
+        )
+        bert_values = {
+            method: [
+                score_attribution(clf, r.example, r.attributions[method], {"deletion": bert}, mlm=mlm)["deletion"].value
+                for r in evaluation.results
+                if method in r.attributions
+            ]
+            for method in TABLE1_METHODS.values()
+        }
+        for metric in ("Deletion", "Deletion_BERT"):
+            for column, (name, method) in enumerate(TABLE1_METHODS.items()):
+                if metric == "Deletion":
+                    vals = [r.metrics[method]["deletion"].value for r in evaluation.results if method in r.metrics]
+                else:
+                    vals = bert_values[method]
+                rows.append(
+                    Row.of(
+                        f"{label} · {metric} · {name}",
+                        (label, metric, name),
+                        TABLE1[(label, metric)][column],
+                        Summary.of(vals),
+                    )
+                )
+    return rows
+
+
+def check_table1(rows: Sequence[Row]) -> Finding:
+    """The paper: the best (lowest-AUC) method under Deletion is not the best under Deletion_BERT
+    (LOO_empty wins Deletion, IM wins Deletion_BERT)."""
+    parts, flips = [], []
+    for dataset in sorted({row.key[0] for row in rows}):
+        plain = best(rows, (dataset, "Deletion"), lower=True)
+        bert = best(rows, (dataset, "Deletion_BERT"), lower=True)
+        if plain is None or bert is None:
+            return Finding(False, f"{dataset}: a metric has no scored rows")
+        flips.append(plain[0] != bert[0])
+        parts.append(f"{dataset}: best under Deletion {plain[0]}, under Deletion_BERT {bert[0]}")
+    holds = bool(flips) and all(flips)
+    verdict = "the best method flips" if holds else "the best method does not flip on every dataset"
+    return Finding(holds, f"{verdict} ({'; '.join(parts)})")
+
+
+REPRODUCTION = Reproduction(
+    name="double-trouble-table1",
+    paper=PAPER,
+    table="Table 1 (a)",
+    claim="IM is the best method under Deletion_BERT but the worst under Deletion: the winner flips with the metric's perturbation.",
+    published=TABLE1,
+    published_note="AUC of the explained class's probability over the first 20% of words removed, lower is better; BERT-base classifiers, dev sets",
+    settings={
+        "models": {"SST-2": SST2[3], "e-SNLI": ESNLI[3]},
+        "data": {"SST-2": "sst2/dev", "e-SNLI": "esnli/dev"},
+        "methods": TABLE1_METHODS,
+        "metrics": {
+            "Deletion": {"removal": "delete", "fraction": 0.2, "convention": "paper000"},
+            "Deletion_BERT": {"removal": "mlm", "fraction": 0.2, "convention": "paper000"},
+        },
+        "masked_lm": "minilm-mlm",
+        "target": "predicted",
+    },
+    default_limit=40,
+    compute=table1,
+    check=check_table1,
+    differences=(
+        SMALL_MODEL,
+        SMALL_MLM,
+        SLICE,
+        "LOO_zero is our loo_pad ([PAD] in place of the word, paper 000 Sec. 4)",
+    ),
+)
