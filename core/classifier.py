@@ -9,6 +9,7 @@ subwords with the fast tokenizer's ``word_ids()``; perturbations are built on to
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -22,6 +23,8 @@ from core.encoding import Encoded, Variant, length_chunks
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
 from core.types import Example, ProgressFn
+
+ENCODINGS_KEPT = 1024  # per request: every method and metric of a dataset group reads the same examples
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ class Classifier:
         self.backward_passes = 0
         self._ledger: PassLedger | None = None
         self._eager = False
+        # Tokenizing an example once per request, not once per method and metric that reads it.
+        self._tokenized = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._tokenize_segments)
+        self._encoded = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._encode_segments)
 
     # ------------------------------------------------------------------ properties
 
@@ -160,12 +166,14 @@ class Classifier:
         return len(self._tokenize(example)["input_ids"]) if example.words else 0
 
     def _tokenize(self, example: Example):
-        segments = [list(s) for s in example.segments]
-        return self.tokenizer(*segments, is_split_into_words=True, truncation=False, add_special_tokens=True)
+        return self._tokenized(example.segments)
+
+    def _tokenize_segments(self, segments: tuple[tuple[str, ...], ...]):
+        return self.tokenizer(*map(list, segments), is_split_into_words=True, truncation=False, add_special_tokens=True)
 
     @staticmethod
-    def _flat_word_ids(enc, example: Example) -> list[int | None]:
-        offset = len(example.segments[0])
+    def _flat_word_ids(enc, segments: tuple[tuple[str, ...], ...]) -> list[int | None]:
+        offset = len(segments[0])
         flat: list[int | None] = []
         for word, sequence in zip(enc.word_ids(), enc.sequence_ids()):
             if word is None or sequence is None:
@@ -179,7 +187,7 @@ class Classifier:
         words dropped (from the end of the longer segment, as ``longest_first`` truncation)."""
         enc = self._tokenize(example)
         lengths = [0] * len(example.words)
-        for word in self._flat_word_ids(enc, example):
+        for word in self._flat_word_ids(enc, example.segments):
             if word is not None:
                 lengths[word] += 1
         n_special = len(enc["input_ids"]) - sum(lengths)
@@ -214,13 +222,15 @@ class Classifier:
     def encode(self, example: Example) -> Encoded:
         """Encode an example that fits (see ``fit_example``)."""
         self.check_example(example)
-        enc = self._tokenize(example)
+        return self._encoded(example.segments)
+
+    def _encode_segments(self, segments: tuple[tuple[str, ...], ...]) -> Encoded:
+        enc = self._tokenized(segments)
         if len(enc["input_ids"]) > self.loaded.max_length:
             raise ValueError(f"{len(enc['input_ids'])} tokens exceed {self.loaded.max_length}: call fit_example first")
         types = enc.get("token_type_ids") or [0] * len(enc["input_ids"])
-        return Encoded(
-            tuple(enc["input_ids"]), tuple(types), tuple(self._flat_word_ids(enc, example)), len(example.words)
-        )
+        n_words = sum(len(segment) for segment in segments)
+        return Encoded(tuple(enc["input_ids"]), tuple(types), tuple(self._flat_word_ids(enc, segments)), n_words)
 
     def word_tokens(self, word: str) -> tuple[int, ...]:
         """Subword ids of one word as the tokenizer splits it inside a text."""

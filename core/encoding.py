@@ -4,6 +4,7 @@ length-sorted chunks every batched pass is cut into (``length_chunks``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,32 +41,53 @@ class Encoded:
         """Token positions that belong to a word (special tokens are never scored)."""
         return [t for t, w in enumerate(self.word_ids) if w is not None]
 
+    @functools.cached_property
+    def _word_runs(self) -> dict[int, list[tuple[int, int]]]:
+        """Each word's runs of consecutive token positions, ``(start, end)``."""
+        runs: dict[int, list[tuple[int, int]]] = {}
+        for t, word in enumerate(self.word_ids):
+            if word is None:
+                continue
+            spans = runs.setdefault(word, [])
+            if spans and spans[-1][1] == t:
+                spans[-1] = (spans[-1][0], t + 1)
+            else:
+                spans.append((t, t + 1))
+        return runs
+
     def perturb(
         self,
         replace_words: dict[int, Sequence[int]] | None = None,
         zero_words: Sequence[int] = (),
     ) -> Variant:
         """A variant with each word in ``replace_words`` replaced by the given token ids
-        (``()`` deletes it) and the embeddings of ``zero_words``' tokens zeroed."""
+        (``()`` deletes it) and the embeddings of ``zero_words``' tokens zeroed. Built from
+        slices between the changed words' tokens (a variant per removal, so this is hot)."""
         replace_words = replace_words or {}
-        zero_set = set(zero_words)
+        runs = self._word_runs
+        changed = sorted(
+            (start, end, word)
+            for word in {*replace_words, *zero_words}
+            for start, end in runs.get(word, ())
+        )  # fmt: skip
         ids: list[int] = []
         types: list[int] = []
         zeroed: list[int] = []
-        previous: int | None = None
-        for token, segment, word in zip(self.input_ids, self.token_type_ids, self.word_ids):
-            if word is not None and word in replace_words:
-                if word != previous:
-                    for new_token in replace_words[word]:
-                        ids.append(int(new_token))
-                        types.append(segment)
-                previous = word
-                continue
-            previous = word
-            if word is not None and word in zero_set:
-                zeroed.append(len(ids))
-            ids.append(token)
-            types.append(segment)
+        copied = 0
+        for start, end, word in changed:
+            ids += self.input_ids[copied:start]
+            types += self.token_type_ids[copied:start]
+            copied = end
+            if word in replace_words:
+                new = [int(token) for token in replace_words[word]]
+                ids += new
+                types += [self.token_type_ids[start]] * len(new)
+            else:
+                zeroed += range(len(ids), len(ids) + end - start)
+                ids += self.input_ids[start:end]
+                types += self.token_type_ids[start:end]
+        ids += self.input_ids[copied:]
+        types += self.token_type_ids[copied:]
         return Variant(tuple(ids), tuple(types), tuple(zeroed))
 
 

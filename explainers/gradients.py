@@ -230,15 +230,18 @@ def explain_integrated_gradients_batch(
     through the model together (right-padded and masked, so each row gets the gradient it gets
     alone), ``clf.rows_for`` rows a pass."""
     encodings = [clf.encode(example) for example in examples]
-    out: dict[int, Attribution] = {}
+    scores: dict[int, np.ndarray] = {}
     per_call = max(1, clf.batch_size // params.n_steps)
     for rows in length_chunks([len(e.input_ids) for e in encodings], per_call):
         chunk = [encodings[i] for i in rows]
-        for i, (scores, delta) in zip(
-            rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True
-        ):
-            out[i] = to_attribution(examples[i], targets[i], clf, encodings[i], scores, convergence_delta=delta)
-    return [out[i] for i in range(len(examples))]
+        scores.update(zip(rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True))
+    ends = _path_ends(clf, encodings, targets, params)
+    # Completeness (Sundararajan et al. 2017): the scores sum to f(input) - f(baseline).
+    deltas = [abs(scores[i].sum() - (end - start)) for i, (start, end) in enumerate(ends)]
+    return [
+        to_attribution(example, target, clf, encoded, scores[i], convergence_delta=float(deltas[i]))
+        for i, (example, target, encoded) in enumerate(zip(examples, targets, encodings, strict=True))
+    ]
 
 
 def _integrated_gradients_chunk(
@@ -247,14 +250,12 @@ def _integrated_gradients_chunk(
     owners: Sequence[int],
     targets: Sequence[int],
     params: IntegratedGradientsParams,
-):
-    """(token scores, convergence delta) of each encoding of ``chunk`` from one Captum call."""
+) -> list[np.ndarray]:
+    """The token scores of each encoding of ``chunk`` from one Captum call."""
     from captum.attr import IntegratedGradients
 
     inputs = _padded_embeddings(clf, chunk)
-    baselines = inputs.clone()
-    for row, encoded in enumerate(chunk):
-        baselines[row : row + 1, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, params.baseline)
+    baselines = _padded_baselines(clf, chunk, inputs, params.baseline)
     layouts = [e.variant for e in chunk]
     chosen = [targets[i] for i in owners]
 
@@ -265,17 +266,49 @@ def _integrated_gradients_chunk(
         return clf.head.target_output(logits, [chosen[r] for r in index], params.output)
 
     with torch.enable_grad():
-        attributions, delta = IntegratedGradients(forward).attribute(
+        attributions = IntegratedGradients(forward).attribute(
             inputs,
             baselines=baselines,
             additional_forward_args=(torch.arange(len(chunk)),),
             n_steps=params.n_steps,
             method=params.method,
             internal_batch_size=max(clf.rows_for(inputs.shape[1]), len(chunk)),
-            return_convergence_delta=True,
         )
     scores = attributions.sum(-1).detach().cpu().double().numpy()
-    return [(scores[row, : len(encoded.input_ids)], float(abs(delta[row]))) for row, encoded in enumerate(chunk)]
+    return [scores[row, : len(encoded.input_ids)] for row, encoded in enumerate(chunk)]
+
+
+def _padded_baselines(
+    clf: Classifier, encodings: Sequence[Encoded], inputs: torch.Tensor, baseline: str
+) -> torch.Tensor:
+    """``inputs`` (``_padded_embeddings`` of ``encodings``) with each row's words set to the baseline."""
+    baselines = inputs.clone()
+    for row, encoded in enumerate(encodings):
+        baselines[row : row + 1, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, baseline)
+    return baselines
+
+
+def _path_ends(
+    clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int], params: IntegratedGradientsParams
+) -> np.ndarray:
+    """(n, 2): each encoding's explained output at its baseline and at its input, every example's
+    two ends in shared padded passes (not two per Captum call) for the convergence deltas."""
+    inputs = _padded_embeddings(clf, encodings)
+    points = torch.cat([_padded_baselines(clf, encodings, inputs, params.baseline), inputs])
+    n = len(encodings)
+    layouts = [e.variant for e in encodings] * 2
+    owners = list(range(n)) * 2
+    step = clf.rows_for(points.shape[1])
+    outputs = []
+    with torch.no_grad():
+        for start in range(0, 2 * n, step):
+            rows = range(start, min(start + step, 2 * n))
+            width = max(len(layouts[r].input_ids) for r in rows)
+            logits = clf.forward_embeds(
+                points[start : rows.stop, :width], [layouts[r] for r in rows], owners=[owners[r] for r in rows]
+            )
+            outputs.append(clf.head.target_output(logits, [targets[owners[r]] for r in rows], params.output))
+    return torch.cat(outputs).double().cpu().numpy().reshape(2, n).T
 
 
 explain_integrated_gradients = one_example(explain_integrated_gradients_batch)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from core.classifier import Classifier
+from core.encoding import Encoded, Variant
 from core.heads import log2_odds
 from core.loaded import LoadedClassifier
 from core.types import Example
@@ -38,6 +39,39 @@ def test_perturb_replaces_whole_words(bert_clf: Classifier) -> None:
     assert variant.input_ids[2] == mask
     zeroed = encoded.perturb(zero_words=[1])
     assert zeroed.zero_positions == (2, 3, 4)
+
+
+def _perturb_token_by_token(encoded: Encoded, replace: dict[int, tuple[int, ...]], zero: set[int]) -> Variant:
+    """The variant built one token at a time: the reference ``Encoded.perturb`` must equal."""
+    ids, types, zeroed = [], [], []
+    for t, (token, segment, word) in enumerate(zip(encoded.input_ids, encoded.token_type_ids, encoded.word_ids)):
+        if word in replace:
+            if t == 0 or encoded.word_ids[t - 1] != word:
+                ids += replace[word]
+                types += [segment] * len(replace[word])
+            continue
+        if word in zero:
+            zeroed.append(len(ids))
+        ids.append(token)
+        types.append(segment)
+    return Variant(tuple(ids), tuple(types), tuple(zeroed))
+
+
+def test_perturb_equals_a_token_by_token_build_on_random_removals(bert_clf: Classifier) -> None:
+    pair = Example(segments=(("an", "unbelievable", "movie", "indeed"), ("the", "film", "was", "underwhelming")))
+    single = Example(segments=(("tremendously", "good", "and", "unbelievably", "short"),))
+    rng = np.random.default_rng(0)
+    mask = bert_clf.special_tokens["mask"]
+    for example in (pair, single):
+        encoded = bert_clf.encode(example)
+        for _ in range(200):
+            words = rng.permutation(encoded.n_words)
+            k, z = rng.integers(0, encoded.n_words + 1, size=2)
+            replace = {
+                int(w): tuple(int(t) for t in rng.choice([mask, 7, 8], size=rng.integers(0, 3))) for w in words[:k]
+            }
+            zero = {int(w) for w in rng.choice(encoded.n_words, size=z, replace=False)}
+            assert encoded.perturb(replace, sorted(zero)) == _perturb_token_by_token(encoded, replace, zero)
 
 
 def test_zero_embedding_variant_changes_prediction_like_deletion_for_linear_model(
