@@ -10,7 +10,7 @@
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-group64"}
+STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-group64 profile"}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/.gpu/site
@@ -45,5 +45,11 @@ step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,ke
 step evaluate 300 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime
 step evaluate-fast 200 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
 step evaluate-group64 200 "${EVALUATE[@]}" --group 64 --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+# Where the SST-2 dev run's time goes beyond its passes: a Python profile of its first 256
+# sentences (a call that waits on the GPU, such as a copy to the CPU, shows the wait as its own time).
+step profile 200 python3 -m cProfile -o "$OUT/evaluate-fast.prof" -m cli "${EVALUATE[@]:3}" --limit 256 \
+  --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+[ -f "$OUT/evaluate-fast.prof" ] && python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(60)" \
+  "$OUT/evaluate-fast.prof" >"$OUT/profile-top.txt" 2>&1
 tail -n 5 "$OUT/tests.json" 2>/dev/null
 grep "^== " "$LOG"
