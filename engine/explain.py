@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
@@ -100,8 +102,9 @@ def explain_examples(
     progress: ProgressFn | None = None,
     resources: Resources | None = None,
 ) -> list[Explanation]:
-    """Fit each example to the model, predict them all in one scorer call, and run each method on
-    each example's target class (its predicted class where the target is None). ``seed`` sets
+    """Fit each example to the model, predict them all in one scorer call (or, when a requested
+    method ``predicts``, from that method's own pass, which then runs first), and run each method
+    on each example's target class (its predicted class where the target is None). ``seed`` sets
     every stochastic method's seed. A method with a batch function explains the examples together
     (one padded forward/backward, or one pooled scorer call: ``explainers.run_explainers``), any
     other one by one; the results equal one-by-one runs. A method that refuses an example or its
@@ -114,8 +117,6 @@ def explain_examples(
             raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
     fitted = [clf.fit_example(example) for example in examples]
     cut = [example for example, _ in fitted]
-    predictions = predict_many(clf, cut)
-    explained = [p.predicted if t is None else t for p, t in zip(predictions, targets, strict=True)]
     specs = {key: explainers.get(key) for key in methods}
     method_params = {}  # built first, so a bad parameter stops the run before any work
     for key, spec in specs.items():
@@ -123,18 +124,25 @@ def explain_examples(
         if seed is not None and spec.stochastic:
             overrides.setdefault("seed", seed)
         method_params[key] = spec.make_params(overrides)
+    # A method that predicts (saliency, gradient x input) reads the predictions off its own
+    # forward pass, so it runs first and the request spends no prediction pass of its own.
+    first = next((key for key, spec in specs.items() if spec.predicts), None)
+    order = [key for key in specs if key == first] + [key for key in specs if key != first]
+    predictions = predict_many(clf, cut) if first is None else []
+    spent = [1 if first is None else 0] * len(examples)
     results: list[dict[str, Attribution]] = [{} for _ in examples]
     errors: list[dict[str, str]] = [{} for _ in examples]
-    spent = [1] * len(examples)  # the prediction
-    for index, (key, spec) in enumerate(specs.items()):
+    for index, key in enumerate(order):
+        spec = specs[key]
+        chosen = [predictions[i].predicted if t is None and predictions else t for i, t in enumerate(targets)]
 
         def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
             if progress is not None:
                 progress((index + fraction) / len(methods), f"{key}: {message}")
 
-        def run(chosen: list[int], spec=spec, key=key, step=step) -> list[Attribution]:
+        def run(positions: list[int], spec=spec, key=key, step=step, chosen=chosen) -> list[Attribution]:
             return explainers.run_explainers(
-                spec, clf, [cut[i] for i in chosen], [explained[i] for i in chosen], method_params[key],
+                spec, clf, [cut[i] for i in positions], [chosen[i] for i in positions], method_params[key],
                 mlm=mlm, progress=step, resources=resources,
             )  # fmt: skip
 
@@ -144,14 +152,39 @@ def explain_examples(
                 errors[position][key] = outcome.message
             else:
                 results[position][key] = outcome
+        if key == first:
+            predictions = _read_predictions(clf, cut, [r.get(key) for r in results], spent)
         if progress is not None:
             progress((index + 1) / len(methods), f"{key} done")
+    explained = [p.predicted if t is None else t for p, t in zip(predictions, targets, strict=True)]
     return [
-        Explanation(example, prediction, target, attributions, dropped, failed, (), passes)
-        for example, (_, dropped), prediction, target, attributions, failed, passes in zip(
+        Explanation(
+            example, prediction, target, {k: found[k] for k in methods if k in found}, dropped, failed, (), passes
+        )
+        for example, (_, dropped), prediction, target, found, failed, passes in zip(
             cut, fitted, predictions, explained, results, errors, spent, strict=True
         )
     ]
+
+
+def _read_predictions(
+    clf: Classifier, examples: Sequence[Example], attributions: Sequence[Attribution | None], spent: list[int]
+) -> list[Prediction]:
+    """Every example's prediction from its attribution by a method that ``predicts`` (the outputs
+    of its own forward pass); an example that method refused gets a prediction pass of its own,
+    charged to it in ``spent``."""
+    predictions: dict[int, Prediction] = {}
+    for i, attribution in enumerate(attributions):
+        if attribution is not None:
+            outputs = tuple(float(p) for p in attribution.extras["outputs"])
+            predictions[i] = Prediction(outputs, clf.head.predicted(np.asarray(outputs)), clf.head.kind)
+    missing = [i for i in range(len(examples)) if i not in predictions]
+    for i, prediction in zip(
+        missing, predict_many(clf, [examples[i] for i in missing]) if missing else [], strict=True
+    ):
+        predictions[i] = prediction
+        spent[i] += 1
+    return [predictions[i] for i in range(len(examples))]
 
 
 def _each_or_alone(

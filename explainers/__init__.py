@@ -80,6 +80,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Simonyan et al.", year=2014, arxiv="1312.6034"),
         gradient=True,
         windowable=True,
+        predicts=True,
     ),
     ExplainerSpec(
         key="grad_x_input",
@@ -91,6 +92,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Shrikumar et al.", year=2016, arxiv="1605.01713"),
         gradient=True,
         windowable=True,
+        predicts=True,
     ),
     ExplainerSpec(
         key="integrated_gradients",

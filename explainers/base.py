@@ -102,7 +102,10 @@ class ExplainerSpec:
     ``needs_attention_weights``: reads the model's attention weights, so the runner runs it on the
     eager-attention view of the weights (``Classifier.eager_attention``); every other method runs
     on the fused kernel. ``explain_batch``: explains several examples together (see module); then
-    ``explain`` must be ``one_example(explain_batch)``.
+    ``explain`` must be ``one_example(explain_batch)``. ``predicts``: its batch function takes a
+    None target as the example's predicted label, read off the method's own forward pass, and
+    reports every label's explained output in ``extras["outputs"]``, so a request that runs it
+    needs no prediction pass of its own (``engine.explain.explain_examples``).
     """
 
     key: str
@@ -123,10 +126,13 @@ class ExplainerSpec:
     windowable: bool = False
     needs_attention_weights: bool = False
     explain_batch: BatchFn | None = None
+    predicts: bool = False
 
     def __post_init__(self) -> None:
         if self.explain_batch is not None and getattr(self.explain, "batch", None) is not self.explain_batch:
             raise ValueError(f"{self.key}: explain must be one_example(explain_batch), not a second implementation")
+        if self.predicts and self.explain_batch is None:
+            raise ValueError(f"{self.key}: a method that predicts its own target needs a batch function")
         if self.explain_batch is not None and self.needs_mlm:
             raise ValueError(f"{self.key}: a batch function cannot count masked-LM passes per example")
         if self.sampling != (self.passes is not None):
@@ -166,7 +172,7 @@ def run_explainers(
     spec: ExplainerSpec,
     clf: Classifier,
     examples: Sequence[Example],
-    targets: Sequence[int],
+    targets: Sequence[int | None],
     params: Any = None,
     *,
     mlm: MaskedLM | None = None,
@@ -174,7 +180,7 @@ def run_explainers(
     resources: Any = None,
 ) -> list[Attribution]:
     """Run one explainer on several examples and record each one's runtime and the passes it
-    spent on the classifier. A method with a batch function explains them together: its passes
+    spent on the classifier (a None target: the predicted label, for a method that ``predicts``). A method with a batch function explains them together: its passes
     are counted per example (``Classifier.per_example``) and the batch's time is shared equally
     among its examples; any other method explains them one after the other. A method that
     ``needs_attention_weights`` runs on the eager-attention view. ``resources`` (the engine's,
@@ -184,7 +190,7 @@ def run_explainers(
     if len(examples) != len(targets):
         raise ValueError("one target per example")
     for example, target in zip(examples, targets):
-        if not 0 <= target < clf.num_labels:
+        if not (target is None and spec.predicts) and not (target is not None and 0 <= target < clf.num_labels):
             raise ValueError(f"target {target} is not a class of {clf.name} (0..{clf.num_labels - 1})")
         clf.check_example(example)
     if spec.needs_mlm and mlm is None:

@@ -85,36 +85,50 @@ def _input_gradient(
     clf: Classifier,
     layouts: Sequence[Variant],
     embeds: torch.Tensor,
-    targets: Sequence[int],
+    targets: Sequence[int | None],
     output: str,
     create_graph: bool,
     owners: Sequence[int] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gradient of each row's target output w.r.t. ``embeds``, logits) from one forward and
-    backward pass over the rows (each its own example, right-padded to the widest: ``layouts``);
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """(gradient of each row's target output w.r.t. ``embeds``, logits, the targets) from one
+    forward and backward pass over the rows (each its own example, right-padded to the widest:
+    ``layouts``). A None target is the row's predicted label, read off this pass's outputs;
     with ``create_graph`` the gradient stays differentiable w.r.t. what ``embeds`` depends on."""
     inputs = embeds if create_graph else embeds.detach().requires_grad_(True)
     with torch.enable_grad():
         logits = clf.forward_embeds(inputs, layouts, owners=owners)
-        value = clf.head.target_output(logits, targets, output).sum()
+        predicted: list[int] = []
+        if any(target is None for target in targets):
+            predicted = [clf.head.predicted(row) for row in _explained_outputs(clf, logits)]
+        chosen = [predicted[r] if t is None else int(t) for r, t in enumerate(targets)]
+        value = clf.head.target_output(logits, chosen, output).sum()
         (grad,) = torch.autograd.grad(value, inputs, create_graph=create_graph)
-    return grad, logits
+    return grad, logits, chosen
+
+
+def _explained_outputs(clf: Classifier, logits: torch.Tensor) -> np.ndarray:
+    """(rows, labels): every label's explained output (``core.heads``), in float64 as the scorer
+    computes it, so a prediction read off a gradient pass is the scorer's."""
+    return clf.head.outputs(logits.detach().float().cpu().double()).numpy()
 
 
 def _gradients(
-    clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int], output: str
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(embeddings, gradient), each (seq, dim), of every example: one padded forward and
-    backward pass per ``batch_size`` examples of similar length. Each example's rows are masked
-    from the others', so its gradient is the one it gets alone."""
-    out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    clf: Classifier, encodings: Sequence[Encoded], targets: Sequence[int | None], output: str
+) -> list[tuple[torch.Tensor, torch.Tensor, int, np.ndarray]]:
+    """(embeddings, gradient), each (seq, dim), the target and every label's explained output of
+    every example: one padded forward and backward pass per ``batch_size`` examples of similar
+    length. Each example's rows are masked from the others', so its gradient is the one it gets
+    alone. A None target is the example's predicted label (from the same pass)."""
+    out: dict[int, tuple[torch.Tensor, torch.Tensor, int, np.ndarray]] = {}
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
         chunk = [encodings[i] for i in rows]
         embeds = _padded_embeddings(clf, chunk)
-        chosen = [targets[i] for i in rows]
-        grad, _ = _input_gradient(clf, [e.variant for e in chunk], embeds, chosen, output, False, rows)
+        grad, logits, chosen = _input_gradient(
+            clf, [e.variant for e in chunk], embeds, [targets[i] for i in rows], output, False, rows
+        )
+        outputs = _explained_outputs(clf, logits)
         for row, (i, e) in enumerate(zip(rows, chunk, strict=True)):
-            out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)])
+            out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)], chosen[row], outputs[row])
     return [out[i] for i in range(len(encodings))]
 
 
@@ -159,7 +173,7 @@ def _l2(values: np.ndarray) -> float:
 def explain_saliency_batch(
     clf: Classifier,
     examples: Sequence[Example],
-    targets: Sequence[int],
+    targets: Sequence[int | None],
     params: SaliencyParams,
     *,
     mlm=None,
@@ -167,22 +181,23 @@ def explain_saliency_batch(
 ) -> list[Attribution]:
     encodings = [clf.encode(example) for example in examples]
     out = []
-    for example, target, encoded, (_, grad) in zip(
-        examples, targets, encodings, _gradients(clf, encodings, targets, params.output), strict=True
+    for example, encoded, (_, grad, target, outputs) in zip(
+        examples, encodings, _gradients(clf, encodings, targets, params.output), strict=True
     ):
         if params.reduction == "l2":
             # Word score: the L2 norm of the gradients of all its subword embeddings.
             token_scores = np.sqrt((grad**2).sum(-1).cpu().double().numpy())
-            out.append(to_attribution(example, target, clf, encoded, token_scores, word_reduce=_l2))
+            reduce = _l2
         else:
-            out.append(to_attribution(example, target, clf, encoded, grad.sum(-1).cpu().double().numpy()))
+            token_scores, reduce = grad.sum(-1).cpu().double().numpy(), np.sum
+        out.append(to_attribution(example, target, clf, encoded, token_scores, reduce, outputs=outputs.tolist()))
     return out
 
 
 def explain_grad_x_input_batch(
     clf: Classifier,
     examples: Sequence[Example],
-    targets: Sequence[int],
+    targets: Sequence[int | None],
     params: GradXInputParams,
     *,
     mlm=None,
@@ -190,9 +205,11 @@ def explain_grad_x_input_batch(
 ) -> list[Attribution]:
     encodings = [clf.encode(example) for example in examples]
     return [
-        to_attribution(example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy())
-        for example, target, encoded, (embeds, grad) in zip(
-            examples, targets, encodings, _gradients(clf, encodings, targets, params.output), strict=True
+        to_attribution(
+            example, target, clf, encoded, (embeds * grad).sum(-1).cpu().double().numpy(), outputs=outputs.tolist()
+        )
+        for example, encoded, (embeds, grad, target, outputs) in zip(
+            examples, encodings, _gradients(clf, encodings, targets, params.output), strict=True
         )
     ]
 
@@ -362,7 +379,7 @@ def word_scores(
                 clf, encoded, embeds, target, params, matrix, create_graph, n_steps or params.n_steps
             )
         else:
-            grad, logits = _input_gradient(clf, [encoded.variant], embeds, [target], params.output, create_graph)
+            grad, logits, _ = _input_gradient(clf, [encoded.variant], embeds, [target], params.output, create_graph)
             probs = clf.head.outputs(logits)[0]
             if isinstance(params, GradXInputParams):
                 scores = matrix @ (embeds[0] * grad[0]).sum(-1)

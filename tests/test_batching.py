@@ -21,6 +21,7 @@ from engine.evaluate import evaluate_slice, metric_params
 from engine.explain import Refused, _each_or_alone, explain_example, explain_examples
 from engine.slice_report import metric_values
 from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
+from tests.toy import toy_bert_head
 
 BATCHED = [key for key, spec in explainers.REGISTRY.items() if spec.explain_batch is not None]
 TOY = [
@@ -157,6 +158,58 @@ def test_explain_examples_equals_explain_example_for_every_method(toy_bert_loade
                 batched.attributions[key].scores, single.attributions[key].scores, rtol=1e-5, atol=1e-5, err_msg=key
             )
             assert batched.attributions[key].forward_passes == single.attributions[key].forward_passes, key
+
+
+@pytest.mark.parametrize("head", ["single_label", "multi_label", "regression"])
+def test_a_request_with_a_gradient_method_predicts_from_its_pass(head, toy_bert_loaded) -> None:
+    """Saliency reads the prediction off its own forward pass: the request spends no prediction
+    pass of its own, and the prediction and every method's target and scores are the ones a
+    request without it (a scorer prediction first) gives."""
+    loaded = toy_bert_loaded if head == "single_label" else toy_bert_head(head)
+    methods = ["loo_empty", "saliency", "grad_x_input"]
+    with_gradient = explain_examples(Classifier(loaded), TOY, methods, targets=[None, 0, None])
+    without = explain_examples(Classifier(loaded), TOY, ["loo_empty"], targets=[None, 0, None])
+    alone = [explain_example(Classifier(loaded), e, ["saliency"], target=t) for e, t in zip(TOY, [None, 0, None])]
+    for folded, scored, single, forced in zip(with_gradient, without, alone, [None, 0, None], strict=True):
+        assert list(folded.attributions) == methods  # in the order asked, though saliency ran first
+        assert folded.prediction.predicted == scored.prediction.predicted and folded.prediction.head == head
+        np.testing.assert_allclose(folded.prediction.probabilities, scored.prediction.probabilities, atol=1e-6)
+        assert (
+            folded.target
+            == scored.target
+            == single.target
+            == (forced if forced is not None else scored.prediction.predicted)
+        )
+        np.testing.assert_allclose(
+            folded.attributions["loo_empty"].scores, scored.attributions["loo_empty"].scores, rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            single.attributions["saliency"].scores, folded.attributions["saliency"].scores, rtol=1e-5
+        )
+        assert single.forward_passes == 1  # the gradient pass is the prediction
+        assert folded.forward_passes == sum(a.forward_passes for a in folded.attributions.values())
+        assert scored.forward_passes == 1 + scored.attributions["loo_empty"].forward_passes
+
+
+def test_an_example_the_predicting_method_refuses_gets_its_own_prediction_pass(toy_bert_loaded, monkeypatch) -> None:
+    from explainers import gradients
+
+    original = gradients._gradients
+
+    def refuse_the_second(clf, encodings, targets, output):
+        if len(encodings) > 1 or encodings[0].n_words == 1:  # the batch, then TOY[1] alone
+            raise ValueError("refused")
+        return original(clf, encodings, targets, output)
+
+    monkeypatch.setattr(gradients, "_gradients", refuse_the_second)
+    clf = Classifier(toy_bert_loaded)
+    explained = explain_examples(clf, TOY, ["saliency", "loo_empty"])
+    reference = explain_examples(Classifier(toy_bert_loaded), TOY, ["loo_empty"])
+    assert explained[1].errors == {"saliency": "refused"} and "saliency" in explained[0].attributions
+    for got, expected in zip(explained, reference, strict=True):
+        assert got.prediction.predicted == expected.prediction.predicted
+        np.testing.assert_allclose(got.prediction.probabilities, expected.prediction.probabilities, atol=1e-6)
+    assert explained[1].forward_passes == 1 + explained[1].attributions["loo_empty"].forward_passes
 
 
 def test_a_slice_gives_the_same_metrics_and_passes_whatever_the_group(toy_bert_loaded) -> None:
