@@ -31,10 +31,18 @@ def attention_implementation(model: torch.nn.Module) -> str | None:
     return getattr(config, "_attn_implementation", None)
 
 
+def module_view(model: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy of ``model``'s module tree that keeps every parameter and buffer by identity:
+    its own modules, hooks and config at no weight memory (about 8 ms for MiniLM, where a full
+    ``deepcopy`` takes 50 ms warm and about a second cold). For callers that hook or reconfigure
+    modules but never write a weight."""
+    shared: dict[int, object] = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    return copy.deepcopy(model, memo=shared)
+
+
 def eager_view(model: torch.nn.Module) -> torch.nn.Module:
     """A view of ``model`` with eager attention, sharing every parameter and buffer (see module)."""
-    shared: dict[int, object] = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
-    view = copy.deepcopy(model, memo=shared)
+    view = module_view(model)
     current = attention_implementation(view)
     if current is not None and current != EAGER and hasattr(view, "set_attn_implementation"):
         view.set_attn_implementation(EAGER)  # the view's own config; a model that cannot switch keeps its kernel

@@ -22,22 +22,24 @@ non-linearities the gap is zero up to rounding.
 
 Captum registers hooks on the model's non-linear modules and keeps state on them during a call,
 which would reach any other request running on the shared model at the same time; so when the
-model has such a module the call runs on a private deep copy (the shared model is never touched;
-the copy costs about one model's memory for the duration of the call). Captum cannot explain a
+model has such a module the call runs on a private copy of its module tree
+(``core.attention_view.module_view``: its own modules and hooks, the shared weights by identity,
+which Captum only reads; the shared model's modules are never touched). Captum cannot explain a
 model that calls one of those modules more than once in a forward pass; that, and any other
 refusal of Captum's, is raised as a ValueError. Cost: one forward and backward pass on the input
-and the baseline together (two of each).
+and the baseline together (two of each), then one forward pass of each for the delta (four
+forward, two backward).
 """
 
 from __future__ import annotations
 
-import copy
 import warnings
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from core.attention_view import module_view
 from core.classifier import Classifier
 from core.encoding import Variant
 from core.params import param
@@ -85,7 +87,7 @@ def explain(
     inputs = embed(clf, encoded)
     baseline = baseline_embeddings(clf, encoded, params.baseline)
     rescaled = rescaled_modules(clf.model)
-    model = copy.deepcopy(clf.model) if rescaled else clf.model
+    model = module_view(clf.model) if rescaled else clf.model
     module = _TargetOutput(model, clf, encoded.variant, target, params.output)
     try:
         with torch.enable_grad(), warnings.catch_warnings():
@@ -95,7 +97,8 @@ def explain(
             )
     except (AssertionError, RuntimeError) as error:
         raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
-    clf.forward_passes += 2
+    # The input and the baseline forward and backward together, then each forward again for the delta.
+    clf.forward_passes += 4
     clf.backward_passes += 2
     token_scores = attributions[0].detach().sum(-1).cpu().double().numpy()
     return to_attribution(

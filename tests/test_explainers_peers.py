@@ -189,7 +189,15 @@ def test_deeplift_on_a_linear_model_is_gradient_times_difference(linear_clf: Cla
 
 def test_deeplift_runs_on_a_copy_and_reports_its_gap(toy_bert_loaded) -> None:
     clf = Classifier(toy_bert_loaded)
-    result = run(clf, "deeplift")
+    rows: list[int] = []  # the copy of the module tree takes this hook with it: it sees the copy's rows
+    handle = toy_bert_loaded.model.register_forward_pre_hook(
+        lambda module, args, kwargs: rows.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True
+    )
+    try:
+        result = run(clf, "deeplift")
+    finally:
+        handle.remove()
+    assert sum(rows) == result.forward_passes == 4 and result.backward_passes == 2  # attribution, then the delta
     assert result.extras["rescaled_modules"] == ["bert.pooler.activation"]
     assert np.isfinite(result.extras["convergence_delta"])
     for module in toy_bert_loaded.model.modules():
