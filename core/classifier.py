@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from core.attention_view import attention_implementation
 from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
-from core.encoding import Encoded, Variant, length_chunks
+from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
 from core.types import Example, ProgressFn
@@ -191,33 +191,7 @@ class Classifier:
             if word is not None:
                 lengths[word] += 1
         n_special = len(enc["input_ids"]) - sum(lengths)
-        budget = self.loaded.max_length - n_special
-        segment_lengths = [list(lengths[: len(example.segments[0])]), list(lengths[len(example.segments[0]) :])]
-        keep = [len(s) for s in example.segments]
-        total = sum(lengths)
-        while total > budget:
-            k = max(range(len(example.segments)), key=lambda s: sum(segment_lengths[s][: keep[s]]))
-            keep[k] -= 1
-            total -= segment_lengths[k][keep[k]]
-        dropped = sum(len(s) for s in example.segments) - sum(keep)
-        if dropped == 0:
-            return example, 0
-        segments = tuple(tuple(s[:n]) for s, n in zip(example.segments, keep))
-        kept_flat = [
-            i
-            for s, n, start in zip(example.segments, keep, (0, len(example.segments[0])))
-            for i in range(start, start + n)
-        ]
-        cut = lambda mask: tuple(mask[i] for i in kept_flat)
-        return (
-            replace(
-                example,
-                segments=segments,
-                rationales=tuple(cut(m) for m in example.rationales),
-                rationale=cut(example.rationale) if example.rationale is not None else None,
-            ),
-            dropped,
-        )
+        return cut_to_fit(example, lengths, self.loaded.max_length - n_special)
 
     def encode(self, example: Example) -> Encoded:
         """Encode an example that fits (see ``fit_example``)."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.devices import chunk_rows
+from core.types import Example
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,32 @@ def length_chunks(lengths: Sequence[int], size: int) -> list[list[int]]:
         chunks.append(order[start:end])
         start = end
     return chunks
+
+
+def cut_to_fit(example: Example, word_lengths: Sequence[int], budget: int) -> tuple[Example, int]:
+    """The example cut to whole words whose tokens (``word_lengths``, one count per flat word)
+    fit in ``budget`` tokens, and the number of words dropped: from the end of the longer
+    segment, as ``longest_first`` truncation does. Rationale masks are cut with their words."""
+    first = len(example.segments[0])
+    segment_lengths = [list(word_lengths[:first]), list(word_lengths[first:])]
+    keep = [len(s) for s in example.segments]
+    total = sum(word_lengths)
+    while total > budget:
+        k = max(range(len(example.segments)), key=lambda s: sum(segment_lengths[s][: keep[s]]))
+        keep[k] -= 1
+        total -= segment_lengths[k][keep[k]]
+    dropped = sum(len(s) for s in example.segments) - sum(keep)
+    if dropped == 0:
+        return example, 0
+    segments = tuple(tuple(s[:n]) for s, n in zip(example.segments, keep))
+    kept_flat = [i for s, n, start in zip(example.segments, keep, (0, first)) for i in range(start, start + n)]
+    cut = lambda mask: tuple(mask[i] for i in kept_flat)
+    return (
+        replace(
+            example,
+            segments=segments,
+            rationales=tuple(cut(m) for m in example.rationales),
+            rationale=cut(example.rationale) if example.rationale is not None else None,
+        ),
+        dropped,
+    )

@@ -91,7 +91,7 @@ class ExplainerSpec:
     """A registry entry: the function, its parameter class, the defaults for this key, and what
     the rest of the project needs to know about the method without naming it.
 
-    ``gradient``: differentiable in the input embeddings (``explainers.gradients.word_scores``
+    ``gradient``: differentiable in the input embeddings (``explainers.word_scores.word_scores``
     recomputes it with ``create_graph``; the embedding attack takes these). ``sampling``: a
     perturbation or noise-sampling method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
     word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is

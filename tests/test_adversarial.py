@@ -28,7 +28,7 @@ from experiments.attacks import (
     summarize,
     topk_sum_change,
 )
-from explainers.gradients import word_scores
+from explainers.word_scores import word_scores
 from tests.toy import VOCAB, WEIGHT, toy_linear, toy_tokenizer
 
 LOGIT = {"output": "logit"}

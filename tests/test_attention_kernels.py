@@ -126,7 +126,8 @@ def test_a_request_in_eager_attention_does_not_switch_another_request() -> None:
 def test_double_back_propagation_runs_on_a_fused_model() -> None:
     """The fused CPU kernel has no second derivative: ``word_scores(create_graph=True)`` (the
     embedding attack) takes the eager view, and its gradient is the eager model's."""
-    from explainers.gradients import SaliencyParams, word_scores
+    from explainers.gradients import SaliencyParams
+    from explainers.word_scores import word_scores
 
     results = []
     for loaded in (toy_bert(seed=5), toy_bert(seed=5, attention="eager")):

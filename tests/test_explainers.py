@@ -215,7 +215,7 @@ def _check_capabilities(spec: explainers.ExplainerSpec, first, loaded, example: 
     """The spec's flags and cost models hold on the run they describe."""
     import dataclasses
 
-    from explainers.gradients import word_scores
+    from explainers.word_scores import word_scores
 
     assert spec.paper.authors and 1990 < spec.paper.year < 2100, spec.key
     assert all(f.metadata.get("help") for f in dataclasses.fields(spec.params_cls)), f"{spec.key}: a field has no help"

@@ -8,7 +8,7 @@ with ``maximize=True``) on one of two objectives: **unconstrained** (maximise th
 and retried at half the size) or **constrained** (the thesis's own,
 ``alpha * D - beta * (p(x) - p(x + delta))^2`` with ``p`` the originally predicted class's
 probability). The explanation is differentiated with respect to ``delta`` (double
-back-propagation, ``explainers.gradients.word_scores(create_graph=True)``), so only the
+back-propagation, ``explainers.word_scores.word_scores(create_graph=True)``), so only the
 gradient methods can be attacked. The perturbed embeddings are also shown as their nearest
 vocabulary words (cosine similarity, special tokens excluded). Deterministic: the ascent starts
 from ``delta = 0``; the shared model is never modified.
@@ -37,7 +37,8 @@ from core.params import param
 from core.types import Attribution, Example
 from experiments.attacks.result import AttackResult, k_for
 from explainers.base import make_attribution
-from explainers.gradients import embed, word_scores
+from explainers.gradients import embed
+from explainers.word_scores import word_scores
 from metrics.agreement import top_k
 
 OBJECTIVES = ("unconstrained", "constrained")
