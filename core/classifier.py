@@ -40,7 +40,7 @@ class Classifier:
 
     Every forward pass goes through ``predict_proba`` (perturbations), ``forward_embeds``
     (gradients) or ``attentions``, which count passes in ``forward_passes`` and
-    ``backward_passes``; inside ``per_example`` they also count them per example of a batched
+    ``backward_passes`` (rows) and the batches sent to the model in ``model_calls``; inside ``per_example`` they also count them per example of a batched
     request. ``head`` is the explained output (``core.heads``): detected from the model's config,
     or the type ``head_type`` names (an override for models whose config is wrong, this request
     only). ``model`` is the shared model (fused attention where it has it), or inside
@@ -65,6 +65,7 @@ class Classifier:
         self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
         self.forward_passes = 0
         self.backward_passes = 0
+        self.model_calls = 0  # batches sent to the model: on a GPU each costs a launch latency, whatever its rows
         self._ledger: PassLedger | None = None
         self._eager = False
         # Tokenizing an example once per request, not once per method and metric that reads it.
@@ -121,6 +122,7 @@ class Classifier:
     def reset_counts(self) -> None:
         self.forward_passes = 0
         self.backward_passes = 0
+        self.model_calls = 0
 
     @contextmanager
     def per_example(self, n_examples: int) -> Iterator[PassLedger]:
@@ -136,8 +138,10 @@ class Classifier:
             self._ledger = None
 
     def _count(self, owners: Sequence[int] | int, backward: bool = False) -> None:
-        """One pass per row: ``owners`` is the example of each row, or a row count (all example 0)."""
+        """One model call, one pass per row: ``owners`` is the example of each row, or a row count
+        (all example 0)."""
         rows = [0] * owners if isinstance(owners, int) else list(owners)
+        self.model_calls += 1
         self.forward_passes += len(rows)
         if backward:
             self.backward_passes += len(rows)

@@ -3,8 +3,8 @@ evaluate``, the run store and the app's dataset views.
 
 For each example of the slice every method explains the target class (the predicted one, or the
 gold label: ``target="gold"``, MaRC's protocol) through ``engine.explain.explain_example``, then
-every metric scores each attribution. The faithfulness metrics of one attribution share one batch
-(``metrics.faithfulness.score_many``). Metrics that compare with human rationales skip examples
+every metric scores each attribution. The faithfulness metrics of a group of examples are one
+scorer call (``score_examples``). Metrics that compare with human rationales skip examples
 without one and report how many they skipped.
 """
 
@@ -114,29 +114,55 @@ def score_attributions(
     *,
     mlm: MaskedLM | None = None,
 ) -> dict[str, dict[str, MetricResult]]:
-    """Every metric of each method's attribution of one example: the faithfulness metrics of all
-    of them in one scorer call (``metrics.faithfulness.score_attributions``), the others one by
-    one. Metrics that need a rationale are left out when the example has none, or when the metric
-    skips it (each metric's own rule, which follows its ``annotator`` setting)."""
+    """Every metric of each method's attribution of one example (``score_examples`` of one)."""
+    return score_examples(clf, [example], [attributions], params_by_metric, mlm=mlm)[0]
+
+
+def score_examples(
+    clf: Classifier,
+    examples: Sequence[Example],
+    attributions: Sequence[Mapping[str, Attribution]],
+    params_by_metric: dict[str, Any],
+    *,
+    mlm: MaskedLM | None = None,
+    progress: ProgressFn | None = None,
+) -> list[dict[str, dict[str, MetricResult]]]:
+    """Every metric of each method's attribution of each example (per example, then method and
+    metric): the faithfulness metrics of all of them in one scorer call
+    (``metrics.faithfulness.score_examples``: each example's shared variants scored once, the
+    examples' variants pooled into full batches), the others one by one. Metrics that need a
+    rationale are left out when the example has none, or when the metric skips it (each metric's
+    own rule, which follows its ``annotator`` setting)."""
     import metrics
     from metrics import faithfulness
 
     batched = {k: p for k, p in params_by_metric.items() if k in faithfulness.METRIC_KEYS}
-    scored = faithfulness.score_attributions(clf, example, attributions, batched, mlm=mlm) if batched else {}
-    has_rationale = example.rationale is not None or bool(example.rationales)
-    out = {}
-    for method, attribution in attributions.items():
-        results = {key: result for key, result in scored.get(method, {}).items() if "skipped" not in result.extras}
-        for key, params in params_by_metric.items():
-            if key in batched:
-                continue
-            spec = metrics.get(key)
-            if spec.needs_rationale and not has_rationale:
-                continue
-            result = spec.compute(clf, example, attribution, params, mlm=mlm)
-            if "skipped" not in result.extras:
-                results[key] = result
-        out[method] = {key: results[key] for key in params_by_metric if key in results}
+    scored: list[dict[str, dict[str, MetricResult]]] = [{} for _ in examples]
+    if batched:
+        planned = [
+            faithfulness.plan_attributions(clf, example, per, batched, mlm=mlm)
+            for example, per in zip(examples, attributions, strict=True)
+        ]
+        scored = faithfulness.score_examples(clf, planned, progress)
+    out = []
+    for example, per, faithful in zip(examples, attributions, scored, strict=True):
+        has_rationale = example.rationale is not None or bool(example.rationales)
+        by_method = {}
+        for method, attribution in per.items():
+            results = {
+                key: result for key, result in faithful.get(method, {}).items() if "skipped" not in result.extras
+            }
+            for key, params in params_by_metric.items():
+                if key in batched:
+                    continue
+                spec = metrics.get(key)
+                if spec.needs_rationale and not has_rationale:
+                    continue
+                result = spec.compute(clf, example, attribution, params, mlm=mlm)
+                if "skipped" not in result.extras:
+                    results[key] = result
+            by_method[method] = {key: results[key] for key in params_by_metric if key in results}
+        out.append(by_method)
     return out
 
 
@@ -192,9 +218,10 @@ def evaluate_slice(
     Examples are explained ``group`` at a time, examples of similar length together
     (``length_groups``; ``engine.explain.explain_examples``: the one-pass gradient and attention
     methods in one padded forward/backward, the one-call perturbation methods' variants pooled in
-    the scorer's batches; the results equal one-by-one runs), then scored one by one. Results are
-    appended to ``resume`` (a fresh evaluation when None) one whole example at a time, so a run
-    stopped between examples leaves the finished ones in it, and calling again with it explains
+    the scorer's batches; the results equal one-by-one runs), then scored together
+    (``score_examples``: the group's faithfulness variants pooled in one scorer call). Results
+    are appended to ``resume`` (a fresh evaluation when None) one whole group at a time, so a run
+    stopped between groups leaves the finished ones in it, and calling again with it explains
     the examples it lacks. At the end the results and errors are in slice order.
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
@@ -221,8 +248,7 @@ def evaluate_slice(
         supplied = [dict(given[i]) if given is not None else {} for i in indices]
         targets = [_explained_class(examples[i], target, per) for i, per in zip(indices, supplied, strict=True)]
 
-        # A group's share of the progress: the first half while it is explained, then half an
-        # example's share as each example is scored.
+        # A group's share of the progress: the first half while it is explained...
         def explaining(fraction: float, message: str, finished: int = finished, size: int = len(indices)) -> None:
             if progress is not None:
                 share = (finished + 0.5 * fraction * size) / len(examples)
@@ -240,11 +266,7 @@ def evaluate_slice(
             resources=resources,
         )
         evaluation.explain_s += time.perf_counter() - start
-        for number, (index, explanation, per) in enumerate(zip(indices, explanations, supplied, strict=True)):
-            if progress is not None and number:
-                share = (finished + 0.5 * (len(indices) + number)) / len(examples)
-                progress(share, f"example {finished + number + 1} of {len(examples)}")
-            passes0 = clf.forward_passes - explanation.forward_passes  # its explanation's passes, then its metrics
+        for index, explanation, per in zip(indices, explanations, supplied, strict=True):
             for method, message in explanation.errors.items():
                 evaluation.errors.setdefault(method, []).append(
                     {"index": index, "id": examples[index].id, "error": message}
@@ -255,22 +277,40 @@ def evaluate_slice(
                         f"example {examples[index].id!r}: the given {method} scores other words than the model sees"
                     )
                 explanation.attributions[method] = dataclasses.replace(attribution, target=explanation.target)
-            middle = time.perf_counter()
-            scored = score_attributions(clf, explanation.example, explanation.attributions, params_by_metric, mlm=mlm)
-            evaluation.metrics_s += time.perf_counter() - middle
-            skipped = tuple(k for k in params_by_metric if not any(k in per_metric for per_metric in scored.values()))
+
+        # Then the second half while its metrics are scored (its end is the next group's start).
+        def scoring(fraction: float, message: str, finished: int = finished, size: int = len(indices)) -> None:
+            if progress is not None and fraction < 1.0:
+                share = (finished + (0.5 + 0.5 * fraction) * size) / len(examples)
+                progress(share, f"scoring examples {finished + 1}-{finished + size} of {len(examples)}: {message}")
+
+        middle = time.perf_counter()
+        passes = clf.forward_passes
+        scored = score_examples(
+            clf,
+            [explanation.example for explanation in explanations],
+            [explanation.attributions for explanation in explanations],
+            params_by_metric,
+            mlm=mlm,
+            progress=scoring,
+        )
+        evaluation.metrics_s += time.perf_counter() - middle
+        # The explanations' own passes (a refused batch's repeated passes are charged to no
+        # example) and the group's metric passes.
+        evaluation.forward_passes += sum(e.forward_passes for e in explanations) + clf.forward_passes - passes
+        for index, explanation, per_method in zip(indices, explanations, scored, strict=True):
+            skipped = tuple(k for k in params_by_metric if not any(k in results for results in per_method.values()))
             evaluation.results.append(
                 ExampleResult(
                     explanation.example,
                     explanation.prediction.probabilities,
                     explanation.target,
                     explanation.attributions,
-                    scored,
+                    per_method,
                     skipped,
                     index,
                 )
             )
-            evaluation.forward_passes += clf.forward_passes - passes0
     evaluation.results.sort(key=lambda r: r.position)
     for failures in evaluation.errors.values():
         failures.sort(key=lambda failure: failure["index"])

@@ -97,9 +97,11 @@ def explain(
             )
     except (AssertionError, RuntimeError) as error:
         raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
-    # The input and the baseline forward and backward together, then each forward again for the delta.
+    # The input and the baseline forward and backward together (one call), then each forward again
+    # for the delta (two calls).
     clf.forward_passes += 4
     clf.backward_passes += 2
+    clf.model_calls += 3
     token_scores = attributions[0].detach().sum(-1).cpu().double().numpy()
     return to_attribution(
         example,

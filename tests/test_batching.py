@@ -229,6 +229,32 @@ def test_a_slice_gives_the_same_metrics_and_passes_whatever_the_group(toy_bert_l
     assert [r.position for r in runs[1].results] == list(range(len(examples)))
 
 
+def test_a_group_s_metrics_are_one_scorer_call(toy_bert_loaded, monkeypatch) -> None:
+    """The faithfulness variants of a group's examples go to the scorer together: one call for
+    the group instead of one per example, fewer model calls at a GPU's batch size, the same passes."""
+    params = metric_params(["deletion", "insertion", "comprehensiveness", "sufficiency"])
+    examples = TOY * 2
+    clfs = [Classifier(toy_bert_loaded, batch_size=256) for _ in range(2)]
+    calls: list[int] = []
+    original = Classifier.predict_proba_groups
+
+    def counted(self, groups, progress=None):
+        calls.append(len(groups))
+        return original(self, groups, progress)
+
+    monkeypatch.setattr(Classifier, "predict_proba_groups", counted)
+    one = evaluate_slice(clfs[0], examples, ["loo_empty", "random"], params, seed=0, group=1)
+    calls_one, calls[:] = list(calls), []
+    grouped = evaluate_slice(clfs[1], examples, ["loo_empty", "random"], params, seed=0, group=6)
+    assert calls_one.count(1) == 3 * len(examples)  # per example: prediction, loo_empty, metrics
+    assert calls == [6, 6, 6]  # for the group: prediction, loo_empty, metrics
+    assert clfs[1].model_calls == 3 < clfs[0].model_calls == 3 * len(examples)
+    assert one.forward_passes == grouped.forward_passes
+    np.testing.assert_allclose(
+        metric_values(grouped)["loo_empty"]["deletion"], metric_values(one)["loo_empty"]["deletion"], rtol=1e-9
+    )
+
+
 def test_the_benchmark_explains_groups_with_each_example_s_own_passes(toy_bert_loaded) -> None:
     from engine.bench import run_bench
 

@@ -197,10 +197,20 @@ def test_oracle_beats_random(linear_clf, mixed_example):
         assert good["sufficiency"].value < bad["sufficiency"].value
 
 
+def count_scorer_calls(clf, monkeypatch) -> list[int]:
+    """The scorer calls ``clf`` gets from here on: the number of examples' groups in each."""
+    calls: list[int] = []
+    original = clf.predict_proba_groups
+    monkeypatch.setattr(
+        clf,
+        "predict_proba_groups",
+        lambda groups, progress=None: calls.append(len(groups)) or original(groups, progress),
+    )
+    return calls
+
+
 def test_one_batch_per_example_and_method(linear_clf, toy_example, monkeypatch):
-    calls = []
-    original = linear_clf.predict_proba
-    monkeypatch.setattr(linear_clf, "predict_proba", lambda variants: calls.append(len(variants)) or original(variants))
+    calls = count_scorer_calls(linear_clf, monkeypatch)
     F.score_many(linear_clf, toy_example, oracle(toy_example), {key: None for key in F.METRIC_KEYS})
     assert len(calls) == 1
     # Distinct inputs: original; -great; -great -the (deletion steps = comprehensiveness 1, 2);
@@ -221,15 +231,43 @@ def test_every_method_of_an_example_in_one_batch(linear_clf, toy_example, monkey
     alone = {method: F.score_many(linear_clf, toy_example, a, keys) for method, a in attributions.items()}
     passes_alone = linear_clf.forward_passes
     linear_clf.reset_counts()
-    calls = []
-    original = linear_clf.predict_proba
-    monkeypatch.setattr(linear_clf, "predict_proba", lambda variants: calls.append(len(variants)) or original(variants))
+    calls = count_scorer_calls(linear_clf, monkeypatch)
     together = F.score_attributions(linear_clf, toy_example, attributions, keys)
     assert len(calls) == 1
     assert linear_clf.forward_passes < passes_alone  # the whole and the emptied input, scored once
     for method, results in alone.items():
         for key, result in results.items():
             assert together[method][key].value == pytest.approx(result.value, rel=1e-9, abs=1e-12)
+
+
+def test_a_group_of_examples_in_one_scorer_call(linear_clf, toy_example, mixed_example, monkeypatch):
+    """Several examples' attributions share one scorer call: each example gets the values it gets
+    alone and is charged the passes it costs alone (its identical variants scored once, another
+    example's never shared with it)."""
+    rng = np.random.default_rng(1)
+    examples = [toy_example, mixed_example, toy_example]
+    per_example = [
+        {"oracle": oracle(example), "random": make_attribution(example, POSITIVE, rng.normal(size=len(example.words)))}
+        for example in examples
+    ]
+    keys = {key: None for key in F.METRIC_KEYS}
+    alone, passes_alone = [], []
+    for example, attributions in zip(examples, per_example, strict=True):
+        linear_clf.reset_counts()
+        alone.append(F.score_attributions(linear_clf, example, attributions, keys))
+        passes_alone.append(linear_clf.forward_passes)
+    linear_clf.reset_counts()
+    calls = count_scorer_calls(linear_clf, monkeypatch)
+    planned = [F.plan_attributions(linear_clf, e, a, keys) for e, a in zip(examples, per_example, strict=True)]
+    with linear_clf.per_example(len(examples)) as ledger:
+        together = F.score_examples(linear_clf, planned)
+    assert calls == [3]
+    assert ledger.forward == passes_alone  # the repeated example is scored again, as its own
+    for expected, got in zip(alone, together, strict=True):
+        for method, results in expected.items():
+            for key, result in results.items():
+                assert got[method][key].value == pytest.approx(result.value, rel=1e-9, abs=1e-12)
+                np.testing.assert_allclose(got[method][key].curve, result.curve, rtol=1e-9, atol=1e-12)
 
 
 def test_scores_of_wrong_length_raise(linear_clf, toy_example):

@@ -27,7 +27,10 @@ def examples() -> list[Example]:
     return [Example(segments=(tuple(WORDS[i:] + WORDS[:i]),), id=f"toy/{i}") for i in range(5)]
 
 
-def test_a_stopped_slice_resumes_where_it_stopped(model_dirs) -> None:
+def test_a_stopped_slice_resumes_where_it_stopped(model_dirs, monkeypatch) -> None:
+    """A slice stopped between groups keeps the groups it finished (groups of 2 here, of equal
+    length so in slice order: 0-1, 2-3, 4) and resumes with the rest."""
+    monkeypatch.setitem(engine.evaluate_slice.__kwdefaults__, "group", 2)
     model = str(model_dirs[0])
     methods = ["loo_empty", "saliency"]
     started: list[str] = []
@@ -44,7 +47,7 @@ def test_a_stopped_slice_resumes_where_it_stopped(model_dirs) -> None:
 
     resumed: list[str] = []
     result = services.evaluate_slice(model, examples(), methods, METRICS, progress=lambda f, m: resumed.append(m))
-    assert [m for m in resumed if m.startswith("example ")] == [f"example {i} of 5" for i in (3, 4, 5)]
+    assert [m for m in resumed if m.startswith("example ")] == [f"example {i} of 5" for i in (3, 5)]
     assert services.slice_stopped_at(model, examples(), methods, METRICS) is None
 
     clf = Classifier(load_classifier(model))
@@ -76,8 +79,8 @@ def test_a_slice_explained_by_length_resumes_and_ends_in_slice_order(toy_bert_lo
     params = engine.metric_params(list(METRICS), METRICS)
     seen: list[str] = []
 
-    def stop_at_fourth(fraction: float, message: str) -> None:
-        if message.startswith("example 4 "):
+    def stop_at_third_group(fraction: float, message: str) -> None:
+        if message.startswith("example 5 "):
             raise Stopped
         seen.append(message)
 
@@ -85,9 +88,9 @@ def test_a_slice_explained_by_length_resumes_and_ends_in_slice_order(toy_bert_lo
     with pytest.raises(Stopped):
         engine.evaluate_slice(
             Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, resume=partial,
-            progress=stop_at_fourth, group=2,
+            progress=stop_at_third_group, group=2,
         )  # fmt: skip
-    assert [r.position for r in partial.results] == [3, 1, 4]  # the three shortest, shortest first
+    assert [r.position for r in partial.results] == [3, 1, 4, 2]  # two whole groups, shortest first
     engine.evaluate_slice(
         Classifier(toy_bert_loaded), varied, ["loo_empty", "saliency"], params, resume=partial, group=2
     )

@@ -6,7 +6,8 @@ objects, metric plans (issue 20: on a GPU this overhead, not the passes, bounds 
 Runs the first ``--limit`` SST-2 dev sentences with six methods (leave-one-out, saliency,
 gradient x input, integrated gradients, attention rollout, occlusion) and four metrics
 (deletion, insertion, comprehensiveness, sufficiency), after an untimed warm-up on the first 16,
-and prints the seconds and the forward passes; ``--profile tottime`` (or ``cumulative``) also
+and prints the seconds, the forward passes and the model calls (batches: on a GPU each pays a
+launch latency); ``--profile tottime`` (or ``cumulative``) also
 prints cProfile's top functions. One torch thread, so the figure is the Python's.
 
     ATTRIBUTION_DATA_DIR=../shared/data .venv/bin/python tools/python_overhead.py [--limit 160] [--profile tottime]
@@ -28,6 +29,9 @@ METRICS = ["deletion", "insertion", "comprehensiveness", "sufficiency"]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=160)
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="the scorer's rows per pass (256: the GPU benchmark's)"
+    )
     parser.add_argument("--profile", choices=("tottime", "cumulative"))
     args = parser.parse_args()
 
@@ -46,11 +50,12 @@ def main() -> None:
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64, num_labels=2,
     )  # fmt: skip
-    clf = Classifier(classifier_from_model(BertForSequenceClassification(config).eval(), tokenizer, name="tiny"))
+    model = BertForSequenceClassification(config).eval()
+    clf = Classifier(classifier_from_model(model, tokenizer, name="tiny"), batch_size=args.batch_size)
     examples = load_examples("sst2", "dev", limit=args.limit)
     params = metric_params(METRICS)
     evaluate_slice(clf, examples[:16], METHODS, params, seed=0)  # warm-up
-    before = clf.forward_passes
+    before, calls = clf.forward_passes, clf.model_calls
     profile = cProfile.Profile() if args.profile else None
     start = time.perf_counter()
     if profile is not None:
@@ -60,6 +65,7 @@ def main() -> None:
         profile.disable()
     print(
         f"{len(examples)} examples: {time.perf_counter() - start:.2f} s, {clf.forward_passes - before} forward passes"
+        f" in {clf.model_calls - calls} model calls"
     )
     if profile is not None:
         pstats.Stats(profile).sort_stats(args.profile).print_stats(40)

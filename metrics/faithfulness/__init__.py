@@ -54,8 +54,9 @@ examples the model gets wrong (the paper's optional filter). Insertion under thi
 The default (``ours``) is unchanged.
 
 Every variant of every step of every requested metric for one example and attribution goes to
-``Classifier.predict_proba`` as one batch (``score_many``), so shared variants (deletion steps and
-comprehensiveness bins, the original input) are scored once. ``extras["inputs"]`` holds the
+the scorer as one batch (``score_many``), so shared variants (deletion steps and
+comprehensiveness bins, the original input) are scored once; a dataset group's examples plan
+their variants first (``plan_attributions``) and share one scorer call (``score_examples``). ``extras["inputs"]`` holds the
 input text at each curve point, with removed words shown as the token that replaced them.
 
 The family is split by job: ``removal`` (ranking, rounding and removing words of one example),
@@ -77,7 +78,15 @@ from metrics.faithfulness.plans import (
     LogOddsParams,
     check_head,
 )
-from metrics.faithfulness.registered import METRIC_KEYS, METRICS, score_attributions, score_many
+from metrics.faithfulness.registered import (
+    METRIC_KEYS,
+    METRICS,
+    ExamplePlans,
+    plan_attributions,
+    score_attributions,
+    score_examples,
+    score_many,
+)
 from metrics.faithfulness.removal import (
     FILL_CANDIDATES,
     REMOVALS,
@@ -100,13 +109,16 @@ __all__ = [
     "SEGMENT_JOIN",
     "BinParams",
     "CurveParams",
+    "ExamplePlans",
     "LogOddsParams",
     "Remover",
     "check_head",
     "mean_curve",
     "paper000_steps",
+    "plan_attributions",
     "ranking",
     "score_attributions",
+    "score_examples",
     "score_many",
     "word_count",
 ]

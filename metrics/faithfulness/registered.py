@@ -7,16 +7,18 @@ one batch. Papers: Arras et al. 2017; paper 000 (Pham et al. 2022, arXiv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from core.classifier import Classifier
+from core.encoding import Variant
 from core.masked_lm import MaskedLM
-from core.types import Attribution, Example
+from core.types import Attribution, Example, ProgressFn
 from metrics.base import MetricResult, MetricSpec
-from metrics.faithfulness.plans import PLANNERS, BinParams, CurveParams, LogOddsParams
+from metrics.faithfulness.plans import PLANNERS, BinParams, CurveParams, LogOddsParams, Plan
 from metrics.faithfulness.removal import Context
 
 _PAPER_CURVES = "Arras et al. 2017; paper 000 (Deletion, Deletion_BERT)"
@@ -48,6 +50,44 @@ def score_attributions(
     """``score_many`` for several attributions of one example (one per method): every variant of
     every metric of every attribution in one scorer call, so the variants they share (the whole
     input, the emptied one, the same top words) are scored once. Results per method, then key."""
+    return score_examples(clf, [plan_attributions(clf, example, attributions, params_by_key, mlm=mlm)])[0]
+
+
+@dataclass(frozen=True)
+class ExamplePlans:
+    """The plans of every metric of every attribution of one example (``plans[method][key]``),
+    the class each attribution explains, and their variants in plan order."""
+
+    plans: dict[str, dict[str, Plan]]
+    targets: dict[str, int]
+
+    @property
+    def variants(self) -> list[Variant]:
+        return [v for per_method in self.plans.values() for plan in per_method.values() for v in plan.variants]
+
+    def finish(self, outputs: np.ndarray, bounded: bool) -> dict[str, dict[str, MetricResult]]:
+        """The results from the outputs of ``variants`` (n_variants, n_labels)."""
+        results: dict[str, dict[str, MetricResult]] = {}
+        start = 0
+        for method, per_method in self.plans.items():
+            results[method] = {}
+            for key, plan in per_method.items():
+                result = plan.finish(outputs[start : start + len(plan.variants), self.targets[method]])
+                results[method][key] = BY_KEY[key].checked(result, bounded=bounded)
+                start += len(plan.variants)
+        return results
+
+
+def plan_attributions(
+    clf: Classifier,
+    example: Example,
+    attributions: Mapping[str, Attribution],
+    params_by_key: dict[str, Any],
+    *,
+    mlm: MaskedLM | None = None,
+) -> ExamplePlans:
+    """The plans of ``score_attributions`` (the masked-LM fill-ins of ``removal="mlm"`` are found
+    here), to be scored by ``score_examples`` with other examples' plans."""
     for key in params_by_key:
         if key not in PLANNERS:
             raise ValueError(f"{key!r} is not a faithfulness metric; known: {', '.join(PLANNERS)}")
@@ -58,18 +98,18 @@ def score_attributions(
             key: PLANNERS[key](ctx, params if params is not None else BY_KEY[key].params_cls())
             for key, params in params_by_key.items()
         }
-    variants = [v for per_method in plans.values() for plan in per_method.values() for v in plan.variants]
-    outputs = clf.predict_proba(variants) if variants else np.zeros((0, clf.num_labels))
-    results: dict[str, dict[str, MetricResult]] = {}
-    start = 0
-    for method, per_method in plans.items():
-        target = attributions[method].target
-        results[method] = {}
-        for key, plan in per_method.items():
-            result = plan.finish(outputs[start : start + len(plan.variants), target])
-            results[method][key] = BY_KEY[key].checked(result, bounded=clf.head.is_probability)
-            start += len(plan.variants)
-    return results
+    return ExamplePlans(plans, {method: attribution.target for method, attribution in attributions.items()})
+
+
+def score_examples(
+    clf: Classifier, planned: Sequence[ExamplePlans], progress: ProgressFn | None = None
+) -> list[dict[str, dict[str, MetricResult]]]:
+    """The results of several examples' plans from one scorer call (``predict_proba_groups``:
+    each example's identical variants scored once, every example's variants pooled into full
+    batches, each example charged its own passes), per example, then method and key."""
+    outputs = clf.predict_proba_groups([p.variants for p in planned], progress)
+    bounded = clf.head.is_probability
+    return [p.finish(out, bounded) for p, out in zip(planned, outputs, strict=True)]
 
 
 def _compute(key: str) -> Callable[..., MetricResult]:
