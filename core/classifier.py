@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from core.attention_view import attention_implementation
+from core.attention_weights import read_attention_weights
 from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
 from core.heads import Head, detect_head
@@ -362,16 +363,20 @@ class Classifier:
         """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over
         its own tokens, from one padded forward pass.
 
-        They come from the model's own outputs (``output_attentions=True``), which only the eager
-        kernel returns: run this inside ``eager_attention`` (the runner does for the methods whose
-        registry entry declares ``needs_attention_weights``). The capture hooks transformers
-        installs on first use land on the eager view, never on the shared model.
+        Only the eager kernel returns them: run this inside ``eager_attention`` (the runner does
+        for the methods whose registry entry declares ``needs_attention_weights``). There the
+        pass stops once the last layer's weights are read (``core.attention_weights``; counted as
+        one forward pass a row), or, for a model whose attention modules cannot be hooked that
+        way, runs whole with ``output_attentions=True``. Every hook lands on the eager view,
+        never on the shared model.
         """
         batch = self._batch_tensors(list(variants))
         with torch.inference_mode():
-            out = self.model(**batch, output_attentions=True)
+            layers = read_attention_weights(self.model, batch) if self._eager else None
+            if layers is None:
+                layers = list(self.model(**batch, output_attentions=True).attentions or ())
         self._count(len(variants) if owners is None else owners)
-        if not out.attentions or any(a is None for a in out.attentions):
+        if not layers or any(a is None for a in layers):
             hint = (
                 "load it with attn_implementation='eager' (it cannot switch its attention at run time)"
                 if self._eager
@@ -380,5 +385,5 @@ class Classifier:
             raise ValueError(
                 f"{self.name} returns no attention weights with {attention_implementation(self.model)!r} attention: {hint}"
             )
-        stacked = torch.stack(list(out.attentions), dim=1).float().cpu()  # (batch, layers, heads, seq, seq)
+        stacked = torch.stack(layers, dim=1).float().cpu()  # (batch, layers, heads, seq, seq)
         return [stacked[row, :, :, : len(v.input_ids), : len(v.input_ids)] for row, v in enumerate(variants)]

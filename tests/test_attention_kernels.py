@@ -139,3 +139,83 @@ def test_double_back_propagation_runs_on_a_fused_model() -> None:
         (grad,) = torch.autograd.grad(scores.sum(), delta)
         results.append(grad)
     torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-7)
+
+
+def _toy_distilbert() -> LoadedClassifier:
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    from tests.toy import VOCAB, toy_tokenizer
+
+    torch.manual_seed(3)
+    config = DistilBertConfig(
+        vocab_size=len(VOCAB), dim=16, n_layers=3, n_heads=2, hidden_dim=32, max_position_embeddings=64, num_labels=2
+    )
+    model = DistilBertForSequenceClassification(config).eval().requires_grad_(False)
+    return LoadedClassifier("toy-distilbert", model, toy_tokenizer(), torch.device("cpu"))
+
+
+@pytest.mark.parametrize("architecture", ["bert", "distilbert"])
+def test_attention_weights_stop_the_pass_after_the_last_layer_and_equal_the_whole_pass(architecture: str) -> None:
+    """The weights read by the pass that stops after the last attention layer equal those of the
+    whole pass with ``output_attentions=True``, row by row in a padded batch, and the layers after
+    them (the last feed-forward block, the head) never run."""
+    loaded = toy_bert(seed=5) if architecture == "bert" else _toy_distilbert()
+    clf = Classifier(loaded)
+    variants = [clf.encode(e).variant for e in (EXAMPLE, Example(segments=(("bad", "plot"),), id="toy/short"))]
+    view = loaded.eager_model
+    head = view.classifier
+    head_calls: list[int] = []
+    handle = head.register_forward_hook(lambda module, args, output: head_calls.append(1))
+    try:
+        with clf.eager_attention():
+            weights = clf.attentions(variants, owners=[0, 1])
+    finally:
+        handle.remove()
+    assert head_calls == []  # stopped before the head
+    with torch.inference_mode():
+        whole = view(**clf._batch_tensors(variants), output_attentions=True).attentions
+    assert len(whole) == weights[0].shape[0] == (2 if architecture == "bert" else 3)
+    for row, (variant, got) in enumerate(zip(variants, weights, strict=True)):
+        n = len(variant.input_ids)
+        expected = torch.stack([layer[row, :, :n, :n] for layer in whole])
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
+    assert clf.forward_passes == 2 and clf.model_calls == 1
+    # Outside an attention request the hooks do nothing: the view's passes run whole.
+    with torch.inference_mode():
+        logits = view(**clf._batch_tensors(variants)).logits
+    assert logits.shape == (2, 2)
+    assert hook_count(loaded.model) == 0
+
+
+def test_a_model_whose_attention_modules_are_not_recorded_is_read_by_the_whole_pass(monkeypatch) -> None:
+    from core import attention_weights
+
+    monkeypatch.setattr(attention_weights, "recorded_attention_modules", lambda model: [])
+    loaded = toy_bert(seed=5)
+    clf = Classifier(loaded)
+    variant = clf.encode(EXAMPLE).variant
+    assert attention_weights.read_attention_weights(loaded.eager_model, clf._batch_tensors([variant])) is None
+    with clf.eager_attention():
+        weights = clf.attentions([variant])[0]
+    with torch.inference_mode():
+        expected = loaded.eager_model(**clf._batch_tensors([variant]), output_attentions=True).attentions
+    torch.testing.assert_close(weights, torch.stack([a[0] for a in expected]), rtol=1e-6, atol=1e-7)
+
+
+def test_the_bundled_model_s_attention_weights_equal_the_whole_pass() -> None:
+    """The bundled LoRA model (a peft model over MiniLM): six layers read, equal to the whole pass."""
+    loaded = load_classifier("minilm-sst2")
+    clf = Classifier(loaded)
+    variants = [clf.encode(SENTENCE).variant, clf.encode(EXAMPLE).variant]
+    with clf.eager_attention():
+        weights = clf.attentions(variants, owners=[0, 1])
+    from core.attention_weights import read_attention_weights
+
+    with torch.inference_mode():
+        batch = clf._batch_tensors(variants)
+        assert read_attention_weights(loaded.eager_model, batch) is not None  # read by the pass that stops early
+        whole = loaded.eager_model(**batch, output_attentions=True).attentions
+    assert len(whole) == 6
+    for row, (variant, got) in enumerate(zip(variants, weights, strict=True)):
+        n = len(variant.input_ids)
+        torch.testing.assert_close(got, torch.stack([layer[row, :, :n, :n] for layer in whole]), rtol=1e-5, atol=1e-6)
