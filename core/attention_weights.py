@@ -9,9 +9,11 @@ produce the weights are the ones transformers records as ``attentions`` (each mo
 the last one's hook ends the pass by raising ``_AllWeightsRead``.
 
 The hooks go on the eager view (``core.attention_view``), never on the shared model, once per
-view. When a model has no recorded attention modules, or the pass does not end as planned
-(weights missing or ``None``, a module after the last one registered), ``read_attention_weights``
-returns None and the caller runs the whole pass with ``output_attentions=True``.
+view. The first read on a view is checked against the whole pass with ``output_attentions=True``
+(the same number of layers, the same weights): a model that calls one attention module for
+several layers (ALBERT shares its layer) or runs layers in another order than it registers them
+fails the check. Such a model, or one without recorded attention modules, is never read this
+way: ``read_attention_weights`` returns None and the caller runs the whole pass.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 _capture: ContextVar[list[torch.Tensor | None] | None] = ContextVar("attention_capture", default=None)
 _install_lock = threading.Lock()
 _HOOKED = "_attention_weight_hooks"  # attribute of a hooked view: the number of hooked modules
+_CHECKED = "_attention_weights_checked"  # attribute of a view: whether the early stop gives the whole pass's weights
 
 
 class _AllWeightsRead(Exception):
@@ -84,9 +87,22 @@ def _hooked_modules(view: torch.nn.Module) -> int:
 def read_attention_weights(view: torch.nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor] | None:
     """Every layer's attention weights (batch, heads, seq, seq) for ``batch``, the pass stopped
     after the last layer's; None when this model cannot be read that way (see the module)."""
-    expected = _hooked_modules(view)
-    if expected == 0:
+    if getattr(view, _CHECKED, True) is False or _hooked_modules(view) == 0:
         return None
+    captured = _stopped_pass(view, batch)
+    if not hasattr(view, _CHECKED):
+        whole = view(**batch, output_attentions=True).attentions or ()
+        same = captured is not None and len(captured) == len(whole)
+        same = same and all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(captured, whole, strict=True))
+        setattr(view, _CHECKED, same)
+        if not same:
+            return None
+    return captured
+
+
+def _stopped_pass(view: torch.nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor] | None:
+    """The weights the hooks captured, or None when the pass did not end at the last hooked module
+    with every module's weights."""
     captured: list[torch.Tensor | None] = []
     token = _capture.set(captured)
     try:
@@ -97,6 +113,6 @@ def read_attention_weights(view: torch.nn.Module, batch: dict[str, torch.Tensor]
         return None  # the pass went on after the last hooked module: not the layers' order
     finally:
         _capture.reset(token)
-    if len(captured) != expected or any(weights is None for weights in captured):
+    if len(captured) != _hooked_modules(view) or any(weights is None for weights in captured):
         return None
     return [weights for weights in captured if weights is not None]

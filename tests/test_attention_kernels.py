@@ -163,6 +163,8 @@ def test_attention_weights_stop_the_pass_after_the_last_layer_and_equal_the_whol
     clf = Classifier(loaded)
     variants = [clf.encode(e).variant for e in (EXAMPLE, Example(segments=(("bad", "plot"),), id="toy/short"))]
     view = loaded.eager_model
+    with clf.eager_attention():
+        clf.attentions(variants[:1])  # the first read on a view is checked against the whole pass
     head = view.classifier
     head_calls: list[int] = []
     handle = head.register_forward_hook(lambda module, args, output: head_calls.append(1))
@@ -179,7 +181,7 @@ def test_attention_weights_stop_the_pass_after_the_last_layer_and_equal_the_whol
         n = len(variant.input_ids)
         expected = torch.stack([layer[row, :, :n, :n] for layer in whole])
         torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
-    assert clf.forward_passes == 2 and clf.model_calls == 1
+    assert clf.forward_passes == 3 and clf.model_calls == 2
     # Outside an attention request the hooks do nothing: the view's passes run whole.
     with torch.inference_mode():
         logits = view(**clf._batch_tensors(variants)).logits
@@ -219,3 +221,56 @@ def test_the_bundled_model_s_attention_weights_equal_the_whole_pass() -> None:
     for row, (variant, got) in enumerate(zip(variants, weights, strict=True)):
         n = len(variant.input_ids)
         torch.testing.assert_close(got, torch.stack([layer[row, :, :n, :n] for layer in whole]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_that_shares_one_attention_module_across_layers_is_read_by_the_whole_pass() -> None:
+    """ALBERT calls one attention module for every layer: stopping after its first call would read
+    one layer of three. The first read's check against the whole pass catches it, and every
+    read on that model is the whole pass."""
+    from transformers import AlbertConfig, AlbertForSequenceClassification
+
+    from core.attention_weights import read_attention_weights
+    from tests.toy import VOCAB, toy_tokenizer
+
+    torch.manual_seed(4)
+    config = AlbertConfig(
+        vocab_size=len(VOCAB), embedding_size=8, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64, num_labels=2,
+    )  # fmt: skip
+    model = AlbertForSequenceClassification(config).eval().requires_grad_(False)
+    loaded = LoadedClassifier("toy-albert", model, toy_tokenizer(), torch.device("cpu"))
+    clf = Classifier(loaded)
+    variant = clf.encode(EXAMPLE).variant
+    with clf.eager_attention():
+        weights = clf.attentions([variant])[0]
+    with torch.inference_mode():
+        batch = clf._batch_tensors([variant])
+        assert read_attention_weights(loaded.eager_model, batch) is None
+        whole = loaded.eager_model(**batch, output_attentions=True).attentions
+    assert weights.shape[0] == len(whole) == 3
+    torch.testing.assert_close(weights, torch.stack([a[0] for a in whole]), rtol=1e-6, atol=1e-7)
+
+
+def test_concurrent_attention_requests_read_their_own_weights() -> None:
+    """Two threads read attention weights from one shared eager view at the same time: each gets
+    the weights of its own example (the capture list is per request, a ContextVar)."""
+    loaded = toy_bert(seed=5)
+    examples = [EXAMPLE, Example(segments=(("bad", "plot", "and", "dull"),), id="toy/other")]
+    expected = [scores_on(loaded, "attention_rollout", e, None) for e in examples]
+    results: dict[int, list[np.ndarray]] = {0: [], 1: []}
+    start = threading.Barrier(2)
+
+    def request(which: int) -> None:
+        start.wait(timeout=30)
+        for _ in range(30):
+            results[which].append(scores_on(loaded, "attention_rollout", examples[which], None))
+
+    threads = [threading.Thread(target=request, args=(which,)) for which in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for which in (0, 1):
+        assert len(results[which]) == 30
+        for got in results[which]:
+            np.testing.assert_allclose(got, expected[which], rtol=1e-6, atol=1e-7)
