@@ -13,6 +13,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,6 +70,7 @@ class Classifier:
         self.model_calls = 0  # batches sent to the model: on a GPU each costs a launch latency, whatever its rows
         self._ledger: PassLedger | None = None
         self._eager = False
+        self._shared: dict[tuple, Any] | None = None  # passes the request's methods share (``sharing_passes``)
         # Tokenizing an example once per request, not once per method and metric that reads it.
         self._tokenized = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._tokenize_segments)
         self._encoded = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._encode_segments)
@@ -137,6 +139,28 @@ class Classifier:
             yield self._ledger
         finally:
             self._ledger = None
+
+    @contextmanager
+    def sharing_passes(self) -> Iterator[None]:
+        """Within the block, methods that need the very same pass share it (saliency and
+        gradient x input one gradient pass, the two attention methods one attention pass): the
+        first computes and counts it, the others read it (``shared_pass``) at no pass.
+        ``engine.explain.explain_examples`` runs a request's methods inside one; a method run on
+        its own (the benchmark) pays its own passes."""
+        previous, self._shared = self._shared, {}
+        try:
+            yield
+        finally:
+            self._shared = previous
+
+    def shared_pass(self, key: tuple) -> Any:
+        """What ``share_pass`` kept under ``key`` in this ``sharing_passes`` block, else None."""
+        return None if self._shared is None else self._shared.get(key)
+
+    def share_pass(self, key: tuple, value: Any) -> None:
+        """Keep a pass's result for the rest of the ``sharing_passes`` block (outside one: nothing)."""
+        if self._shared is not None:
+            self._shared[key] = value
 
     def _count(self, owners: Sequence[int] | int, backward: bool = False) -> None:
         """One model call, one pass per row: ``owners`` is the example of each row, or a row count
@@ -361,7 +385,8 @@ class Classifier:
 
     def attentions(self, variants: Sequence[Variant], owners: Sequence[int] | None = None) -> list[torch.Tensor]:
         """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over
-        its own tokens, from one padded forward pass.
+        its own tokens, from one padded forward pass (shared by the request's attention methods
+        inside ``sharing_passes``).
 
         Only the eager kernel returns them: run this inside ``eager_attention`` (the runner does
         for the methods whose registry entry declares ``needs_attention_weights``). There the
@@ -370,6 +395,10 @@ class Classifier:
         way, runs whole with ``output_attentions=True``. Every hook lands on the eager view,
         never on the shared model.
         """
+        key = ("attentions", self._eager, tuple(variants))
+        shared = self.shared_pass(key)
+        if shared is not None:
+            return shared
         batch = self._batch_tensors(list(variants))
         with torch.inference_mode():
             layers = read_attention_weights(self.model, batch) if self._eager else None
@@ -386,4 +415,6 @@ class Classifier:
                 f"{self.name} returns no attention weights with {attention_implementation(self.model)!r} attention: {hint}"
             )
         stacked = torch.stack(layers, dim=1).float().cpu()  # (batch, layers, heads, seq, seq)
-        return [stacked[row, :, :, : len(v.input_ids), : len(v.input_ids)] for row, v in enumerate(variants)]
+        weights = [stacked[row, :, :, : len(v.input_ids), : len(v.input_ids)] for row, v in enumerate(variants)]
+        self.share_pass(key, weights)
+        return weights

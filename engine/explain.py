@@ -132,30 +132,33 @@ def explain_examples(
     spent = [1 if first is None else 0] * len(examples)
     results: list[dict[str, Attribution]] = [{} for _ in examples]
     errors: list[dict[str, str]] = [{} for _ in examples]
-    for index, key in enumerate(order):
-        spec = specs[key]
-        chosen = [predictions[i].predicted if t is None and predictions else t for i, t in enumerate(targets)]
+    # Inside one request, saliency and gradient x input share their gradient pass and the two
+    # attention methods their attention pass (``Classifier.sharing_passes``).
+    with clf.sharing_passes():
+        for index, key in enumerate(order):
+            spec = specs[key]
+            chosen = [predictions[i].predicted if t is None and predictions else t for i, t in enumerate(targets)]
 
-        def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
+            def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
+                if progress is not None:
+                    progress((index + fraction) / len(methods), f"{key}: {message}")
+
+            def run(positions: list[int], spec=spec, key=key, step=step, chosen=chosen) -> list[Attribution]:
+                return explainers.run_explainers(
+                    spec, clf, [cut[i] for i in positions], [chosen[i] for i in positions], method_params[key],
+                    mlm=mlm, progress=step, resources=resources,
+                )  # fmt: skip
+
+            for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), spec.explain_batch is not None)):
+                spent[position] += outcome.forward_passes
+                if isinstance(outcome, Refused):
+                    errors[position][key] = outcome.message
+                else:
+                    results[position][key] = outcome
+            if key == first:
+                predictions = _read_predictions(clf, cut, [r.get(key) for r in results], spent)
             if progress is not None:
-                progress((index + fraction) / len(methods), f"{key}: {message}")
-
-        def run(positions: list[int], spec=spec, key=key, step=step, chosen=chosen) -> list[Attribution]:
-            return explainers.run_explainers(
-                spec, clf, [cut[i] for i in positions], [chosen[i] for i in positions], method_params[key],
-                mlm=mlm, progress=step, resources=resources,
-            )  # fmt: skip
-
-        for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), spec.explain_batch is not None)):
-            spent[position] += outcome.forward_passes
-            if isinstance(outcome, Refused):
-                errors[position][key] = outcome.message
-            else:
-                results[position][key] = outcome
-        if key == first:
-            predictions = _read_predictions(clf, cut, [r.get(key) for r in results], spent)
-        if progress is not None:
-            progress((index + 1) / len(methods), f"{key} done")
+                progress((index + 1) / len(methods), f"{key} done")
     explained = [p.predicted if t is None else t for p, t in zip(predictions, targets, strict=True)]
     return [
         Explanation(

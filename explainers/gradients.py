@@ -113,7 +113,13 @@ def _gradients(
     """(embeddings, gradient), each (seq, dim), the target and every label's explained output of
     every example: one padded forward and backward pass per ``batch_size`` examples of similar
     length. Each example's rows are masked from the others', so its gradient is the one it gets
-    alone. A None target is the example's predicted label (from the same pass)."""
+    alone. A None target is the example's predicted label (from the same pass). Inside
+    ``Classifier.sharing_passes`` the request's second method on the same examples, targets and
+    output (saliency and gradient x input) reads the first one's pass."""
+    key = ("input_gradient", clf.model is clf.loaded.model, tuple(encodings), output)
+    shared = clf.shared_pass((*key, tuple(targets)))
+    if shared is not None:
+        return shared
     out: dict[int, tuple[torch.Tensor, torch.Tensor, int, np.ndarray]] = {}
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
         chunk = [encodings[i] for i in rows]
@@ -124,7 +130,9 @@ def _gradients(
         outputs = _explained_outputs(clf, logits)
         for row, (i, e) in enumerate(zip(rows, chunk, strict=True)):
             out[i] = (embeds[row, : len(e.input_ids)], grad[row, : len(e.input_ids)], chosen[row], outputs[row])
-    return [out[i] for i in range(len(encodings))]
+    result = [out[i] for i in range(len(encodings))]
+    clf.share_pass((*key, tuple(found[2] for found in result)), result)  # under the targets it resolved
+    return result
 
 
 def _padded_embeddings(clf: Classifier, encodings: Sequence[Encoded]) -> torch.Tensor:

@@ -299,3 +299,26 @@ def test_token_count_is_the_encoded_length_and_needs_no_cut(bert_clf) -> None:
     long = Example(segments=(("great",) * (bert_clf.loaded.max_length + 10),))
     assert bert_clf.token_count(long) == bert_clf.loaded.max_length + 12  # [CLS] ... [SEP], nothing cut
     assert bert_clf.token_count(Example(segments=((),))) == 0
+
+
+def test_a_request_s_methods_share_the_passes_they_have_in_common(toy_bert_loaded) -> None:
+    """Saliency and gradient x input read one gradient pass, the two attention methods one
+    attention pass; each gets the scores it gets alone, and the one that reads a shared pass is
+    charged none. Other settings of the output to differentiate make another pass."""
+    methods = ["saliency", "grad_x_input", "attention_mean", "attention_rollout"]
+    clf = Classifier(toy_bert_loaded)
+    explained = explain_examples(clf, TOY, methods)
+    assert (clf.forward_passes, clf.backward_passes, clf.model_calls) == (2 * len(TOY), len(TOY), 2)
+    for explanation in explained:
+        attributions = explanation.attributions
+        assert [attributions[k].forward_passes for k in methods] == [1, 0, 1, 0]
+        assert explanation.forward_passes == 2
+        for key in methods:
+            target = explanation.target
+            alone = explainers.run_explainer(
+                explainers.get(key), Classifier(toy_bert_loaded), explanation.example, target
+            )
+            np.testing.assert_allclose(attributions[key].scores, alone.scores, rtol=1e-6, atol=1e-7, err_msg=key)
+    other = Classifier(toy_bert_loaded)
+    explain_examples(other, TOY, ["saliency", "grad_x_input"], params={"grad_x_input": {"output": "logit"}})
+    assert (other.forward_passes, other.backward_passes) == (2 * len(TOY), 2 * len(TOY))
