@@ -136,7 +136,8 @@ def run_bench(
     resources: Resources | None = None,
     group: int = 1,
 ) -> dict:
-    """Per method: time per example (median, min, max), passes, floor and ratio to the floor.
+    """Per method: time per example (median, min, max), passes, model calls (batches sent to the
+    classifier; a GPU pays a latency per call), floor and ratio to the floor.
 
     ``group`` examples of similar length are explained together, as a dataset slice does
     (``engine.evaluate.length_groups``; ``explainers.run_explainers``:
@@ -147,6 +148,7 @@ def run_bench(
     rows: dict[str, dict[str, list[float]]] = {
         m: {"time": [], "forward": [], "backward": [], "mlm": [], "floor": []} for m in methods
     }
+    calls: dict[str, int] = {}  # batches each method sent to the classifier, over every example
     fitted = [clf.fit_example(example)[0] for example in examples]
     tokens = [len(clf.encode(example).input_ids) for example in fitted]
     rates = []
@@ -170,6 +172,7 @@ def run_bench(
             warm_up[key] = explainers.run_explainer(
                 spec, clf, fitted[0], targets[0], mlm=mlm, resources=resources
             ).runtime_s
+        calls0 = clf.model_calls
         for chosen in length_groups(range(len(fitted)), [clf.token_count(e) for e in fitted], group):
             attributions = explainers.run_explainers(
                 spec, clf, [fitted[i] for i in chosen], [targets[i] for i in chosen], mlm=mlm, resources=resources
@@ -185,6 +188,7 @@ def run_bench(
                 row["backward"].append(backward)
                 row["mlm"].append(mlm_passes)
                 row["floor"].append(floor_seconds(forward, backward, mlm_passes, rate))
+        calls[key] = clf.model_calls - calls0
         if cuda:
             peak_mib[key] = torch.cuda.max_memory_allocated(clf.device) / 2**20
         if progress is not None:
@@ -199,6 +203,7 @@ def run_bench(
             "forward_passes": statistics.mean(row["forward"]),
             "backward_passes": statistics.mean(row["backward"]),
             "mlm_forward_passes": statistics.mean(row["mlm"]),
+            "model_calls": calls[key] / len(examples),  # per example: on a GPU each pays a launch latency
             "floor_s": floor_total / len(examples),
             "ratio_to_floor": time_total / floor_total if floor_total > 0 else None,
             **({"warm_up_s": warm_up[key]} if key in warm_up else {}),

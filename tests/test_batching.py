@@ -265,6 +265,9 @@ def test_the_benchmark_explains_groups_with_each_example_s_own_passes(toy_bert_l
         for count in ("forward_passes", "backward_passes"):
             assert grouped["methods"][key][count] == one["methods"][key][count], (key, count)
     assert grouped["methods"]["saliency"]["forward_passes"] == 1
+    # One padded pass for the three examples, against one pass each.
+    assert one["methods"]["saliency"]["model_calls"] == 1
+    assert grouped["methods"]["saliency"]["model_calls"] == pytest.approx(1 / 3)
 
 
 def test_sobol_does_not_depend_on_the_batch_size(toy_linear_loaded) -> None:
