@@ -13,7 +13,8 @@ view. The first read on a view is checked against the whole pass with ``output_a
 (the same number of layers, the same weights): a model that calls one attention module for
 several layers (ALBERT shares its layer) or runs layers in another order than it registers them
 fails the check. Such a model, or one without recorded attention modules, is never read this
-way: ``read_attention_weights`` returns None and the caller runs the whole pass.
+way: ``read_attention_weights`` returns None and the caller runs the whole pass. (The check's
+whole pass, once per view and process, is not counted in the request's passes.)
 """
 
 from __future__ import annotations

@@ -42,13 +42,14 @@ class Classifier:
 
     Every forward pass goes through ``predict_proba`` (perturbations), ``forward_embeds``
     (gradients) or ``attentions``, which count passes in ``forward_passes`` and
-    ``backward_passes`` (rows) and the batches sent to the model in ``model_calls``; inside ``per_example`` they also count them per example of a batched
-    request. ``head`` is the explained output (``core.heads``): detected from the model's config,
-    or the type ``head_type`` names (an override for models whose config is wrong, this request
-    only). ``model`` is the shared model (fused attention where it has it), or inside
-    ``eager_attention`` its eager-attention view (``core.attention_view``). ``autocast`` (CUDA
-    only) runs the scorer's passes in ``autocast_dtype`` (float16 or bfloat16); gradients and
-    attention weights stay float32.
+    ``backward_passes`` (rows) and the batches sent to the model in ``model_calls``; inside
+    ``per_example`` they also count them per example of a batched request. ``head`` is the
+    explained output (``core.heads``): detected from the model's config, or the type
+    ``head_type`` names (an override for models whose config is wrong, this request only).
+    ``model`` is the shared model (fused attention where it has it), or inside ``eager_attention``
+    its eager-attention view (``core.attention_view``). ``autocast`` (CUDA only) runs the
+    scorer's passes in ``autocast_dtype`` (float16 or bfloat16); gradients and attention weights
+    stay float32.
     """
 
     def __init__(

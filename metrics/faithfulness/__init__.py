@@ -56,8 +56,9 @@ The default (``ours``) is unchanged.
 Every variant of every step of every requested metric for one example and attribution goes to
 the scorer as one batch (``score_many``), so shared variants (deletion steps and
 comprehensiveness bins, the original input) are scored once; a dataset group's examples plan
-their variants first (``plan_attributions``) and share one scorer call (``score_examples``). ``extras["inputs"]`` holds the
-input text at each curve point, with removed words shown as the token that replaced them.
+their variants first (``plan_attributions``) and share one scorer call (``score_examples``).
+``extras["inputs"]`` holds the input text at each curve point, with removed words shown as the
+token that replaced them.
 
 The family is split by job: ``removal`` (ranking, rounding and removing words of one example),
 ``plans`` (each metric's parameters and the variants it needs), ``registered`` (the registry
