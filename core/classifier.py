@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -24,26 +22,19 @@ from core.devices import chunk_rows, is_out_of_memory, release_device_memory, re
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
+from core.passes import PassBook
 from core.types import Example, ProgressFn
 
 ENCODINGS_KEPT = 1024  # per request: every method and metric of a dataset group reads the same examples
 
 
-@dataclass(frozen=True)
-class PassLedger:
-    """Passes counted per example of a batched request (``Classifier.per_example``)."""
-
-    forward: list[int]
-    backward: list[int]
-
-
-class Classifier:
+class Classifier(PassBook):
     """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
 
     Every forward pass goes through ``predict_proba`` (perturbations), ``forward_embeds``
     (gradients) or ``attentions``, which count passes in ``forward_passes`` and
     ``backward_passes`` (rows) and the batches sent to the model in ``model_calls``; inside
-    ``per_example`` they also count them per example of a batched request. ``head`` is the
+    ``per_example`` they also count them per example of a batched request (``core.passes``). ``head`` is the
     explained output (``core.heads``): detected from the model's config, or the type
     ``head_type`` names (an override for models whose config is wrong, this request only).
     ``model`` is the shared model (fused attention where it has it), or inside ``eager_attention``
@@ -66,12 +57,8 @@ class Classifier:
         self.autocast_dtype = autocast_dtype
         self.head_type = head_type
         self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
-        self.forward_passes = 0
-        self.backward_passes = 0
-        self.model_calls = 0  # batches sent to the model: on a GPU each costs a launch latency, whatever its rows
-        self._ledger: PassLedger | None = None
+        super().__init__()
         self._eager = False
-        self._shared: dict[tuple, Any] | None = None  # passes the request's methods share (``sharing_passes``)
         # Tokenizing an example once per request, not once per method and metric that reads it.
         self._tokenized = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._tokenize_segments)
         self._encoded = functools.lru_cache(maxsize=ENCODINGS_KEPT)(self._encode_segments)
@@ -122,63 +109,6 @@ class Classifier:
     def special_tokens(self) -> dict[str, int | None]:
         tok = self.tokenizer
         return {"mask": tok.mask_token_id, "unk": tok.unk_token_id, "pad": tok.pad_token_id}
-
-    def reset_counts(self) -> None:
-        self.forward_passes = 0
-        self.backward_passes = 0
-        self.model_calls = 0
-
-    @contextmanager
-    def per_example(self, n_examples: int) -> Iterator[PassLedger]:
-        """Count the block's passes per example of a batched request as well: each counted call
-        names the example of every row (``owners``; a call that names none inside a ledger of
-        several examples is a bug and raises)."""
-        if self._ledger is not None:
-            raise RuntimeError("per_example blocks do not nest")
-        self._ledger = PassLedger([0] * n_examples, [0] * n_examples)
-        try:
-            yield self._ledger
-        finally:
-            self._ledger = None
-
-    @contextmanager
-    def sharing_passes(self) -> Iterator[None]:
-        """Within the block, methods that need the very same pass share it (saliency and
-        gradient x input one gradient pass, the two attention methods one attention pass): the
-        first computes and counts it, the others read it (``shared_pass``) at no pass.
-        ``engine.explain.explain_examples`` runs a request's methods inside one; a method run on
-        its own (the benchmark) pays its own passes."""
-        previous, self._shared = self._shared, {}
-        try:
-            yield
-        finally:
-            self._shared = previous
-
-    def shared_pass(self, key: tuple) -> Any:
-        """What ``share_pass`` kept under ``key`` in this ``sharing_passes`` block, else None."""
-        return None if self._shared is None else self._shared.get(key)
-
-    def share_pass(self, key: tuple, value: Any) -> None:
-        """Keep a pass's result for the rest of the ``sharing_passes`` block (outside one: nothing)."""
-        if self._shared is not None:
-            self._shared[key] = value
-
-    def _count(self, owners: Sequence[int] | int, backward: bool = False) -> None:
-        """One model call, one pass per row: ``owners`` is the example of each row, or a row count
-        (all example 0)."""
-        rows = [0] * owners if isinstance(owners, int) else list(owners)
-        self.model_calls += 1
-        self.forward_passes += len(rows)
-        if backward:
-            self.backward_passes += len(rows)
-        if self._ledger is None:
-            return
-        if isinstance(owners, int) and len(self._ledger.forward) > 1:
-            raise RuntimeError("a pass inside a batched request must name the example of each row")
-        for owner in rows:
-            self._ledger.forward[owner] += 1
-            if backward:
-                self._ledger.backward[owner] += 1
 
     # ------------------------------------------------------------------ encoding
 
