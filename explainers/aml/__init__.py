@@ -124,7 +124,9 @@ def _stacked(p: torch.Tensor, count: int, *, transposed: bool) -> torch.Tensor:
 class _Copies:
     """``count`` copies of a pre-trained attribution model whose trainable parameters (all but the
     frozen word and class embeddings) are stacked along a first axis, run as one model with
-    ``torch.func.vmap``: copy ``i`` reads row ``i`` of the batch. Fine-tuning the stack with AdamW
+    ``torch.func.vmap``: copy ``i`` reads row ``i`` of the batch. A single copy (one example, as
+    the app explains) is a plain clone of those parameters called without ``vmap``, which spares
+    it the batched products and lets its attention use the fused kernel. Fine-tuning the stack with AdamW
     (elementwise) fine-tunes every copy on its own example, as separate copies would. The
     parameters are swapped in on a structural copy of the model that shares its tensors, so the
     cached pre-trained model, which other requests may be reading, is never touched."""
@@ -134,14 +136,18 @@ class _Copies:
         self.model = copy.deepcopy(model, memo={id(t): t for t in tensors})
         frozen = {id(model.backbone.get_input_embeddings().weight), id(model.class_embeddings)}
         linear = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)}
+        self.stacked = count > 1
         self.weights = {
-            name: _stacked(p, count, transposed=name in linear)
+            name: _stacked(p, count, transposed=name in linear) if self.stacked else p.detach().clone().requires_grad_(True)
             for name, p in model.named_parameters()
             if id(p) not in frozen
         }
 
     def masks(self, batch: Batch, condition: torch.Tensor) -> torch.Tensor:
         """(count, seq) masks: copy ``i`` on row ``i``."""
+        if not self.stacked:  # one copy: a plain call, which keeps the fused attention kernel
+            inputs = (batch.input_ids, batch.attention_mask, batch.token_type_ids, condition)
+            return functional_call(self.model, self.weights, inputs)
 
         def one(weights, ids, attention, types, y):
             return functional_call(self.model, weights, (ids[None], attention[None], types[None], y[None]))[0]
