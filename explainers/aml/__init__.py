@@ -138,7 +138,9 @@ class _Copies:
         linear = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, nn.Linear)}
         self.stacked = count > 1
         self.weights = {
-            name: _stacked(p, count, transposed=name in linear) if self.stacked else p.detach().clone().requires_grad_(True)
+            name: _stacked(p, count, transposed=name in linear)
+            if self.stacked
+            else p.detach().clone().requires_grad_(True)
             for name, p in model.named_parameters()
             if id(p) not in frozen
         }
