@@ -294,15 +294,18 @@ class Classifier(PassBook):
         variants: Variant | Sequence[Variant],
         *,
         owners: Sequence[int] | None = None,
+        model: torch.nn.Module | None = None,
         **kwargs,
     ) -> torch.Tensor:
         """Logits for a batch of input-embedding tensors (counted; a pass on embeddings that
-        require a gradient counts as a backward pass too).
+        require a gradient, with gradients enabled, counts as a backward pass too).
 
         ``variants`` gives each row's layout (length, segments): one variant that every row
         shares, or one per row, the rows right-padded to ``embeds.shape[1]`` and masked, so a row
         gets the logits it would get alone. ``owners``: the example of each row in a batched
-        request (``per_example``)."""
+        request (``per_example``). ``model``: a view of the shared model to run instead (its own
+        modules over the same weights, ``core.attention_view.module_view``), for a caller that
+        hooks modules."""
         n = embeds.shape[0]
         layouts = [variants] if isinstance(variants, Variant) else list(variants)
         if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
@@ -311,8 +314,8 @@ class Classifier(PassBook):
         del batch["input_ids"]
         if len(layouts) < n:  # one layout that every row shares
             batch = {key: t.expand(n, -1) for key, t in batch.items()}
-        self._count(n if owners is None else owners, backward=embeds.requires_grad)
-        return self.model(inputs_embeds=embeds, **batch, **kwargs).logits
+        self._count(n if owners is None else owners, backward=embeds.requires_grad and torch.is_grad_enabled())
+        return (model or self.model)(inputs_embeds=embeds, **batch, **kwargs).logits
 
     def attentions(self, variants: Sequence[Variant], owners: Sequence[int] | None = None) -> list[torch.Tensor]:
         """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over

@@ -155,6 +155,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
     ExplainerSpec(
         key="deeplift",
         explain=deeplift.explain,
+        explain_batch=deeplift.explain_batch,
         params_cls=deeplift.DeepLiftParams,
         description="DeepLIFT (Rescale) from a [PAD]/[MASK]/zero baseline (Captum; gradient through GELU, softmax, LayerNorm)",
         family=_GRADIENT,

@@ -28,12 +28,14 @@ which Captum only reads; the shared model's modules are never touched). Captum c
 model that calls one of those modules more than once in a forward pass; that, and any other
 refusal of Captum's, is raised as a ValueError. Cost: one forward and backward pass on the input
 and the baseline together (two of each), then one forward pass of each for the delta (four
-forward, two backward).
+forward, two backward). Several examples (``explain_batch``: a dataset run) share those three
+model calls, padded and masked.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -41,10 +43,11 @@ from torch import nn
 
 from core.attention_view import module_view
 from core.classifier import Classifier
-from core.encoding import Variant
+from core.encoding import Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
-from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
+from explainers.base import one_example
+from explainers.gradients import OUTPUTS, baseline_embeddings, padded_embeddings, to_attribution
 
 
 @dataclass(frozen=True)
@@ -54,21 +57,30 @@ class DeepLiftParams:
 
 
 class _TargetOutput(nn.Module):
-    """The classifier as a module from input embeddings to the target output (Captum's DeepLift
-    takes a module, and hooks its pre-forward to pair inputs with baselines)."""
+    """The classifier as a module from input embeddings to each row's target output (Captum's
+    DeepLift takes a module, and hooks its pre-forward to pair inputs with baselines). The rows
+    are the examples', right-padded and masked (``Classifier.forward_embeds``, which counts each
+    pass for its example); Captum sends the inputs and their baselines through together, then
+    each alone for the delta, so a call of ``k`` times the examples' rows is their layouts,
+    owners and targets repeated ``k`` times."""
 
-    def __init__(self, model: nn.Module, clf: Classifier, variant: Variant, target: int, output: str) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        clf: Classifier,
+        layouts: list[Variant],
+        owners: list[int],
+        targets: list[int],
+        output: str,
+    ) -> None:
         super().__init__()
         self.model = model
-        self.clf, self.variant, self.target, self.output = clf, variant, target, output
+        self.clf, self.layouts, self.owners, self.targets, self.output = clf, layouts, owners, targets, output
 
     def forward(self, embeds: torch.Tensor) -> torch.Tensor:
-        n = embeds.shape[0]
-        batch = {"attention_mask": torch.ones((n, len(self.variant.input_ids)), dtype=torch.long, device=embeds.device)}
-        if self.clf._uses_token_types():
-            batch["token_type_ids"] = torch.tensor([self.variant.token_type_ids] * n, device=embeds.device)
-        logits = self.model(inputs_embeds=embeds, **batch).logits
-        return self.clf.head.target_output(logits, self.target, self.output)
+        times = embeds.shape[0] // len(self.layouts)
+        logits = self.clf.forward_embeds(embeds, self.layouts * times, owners=self.owners * times, model=self.model)
+        return self.clf.head.target_output(logits, self.targets * times, self.output)
 
 
 def rescaled_modules(model: nn.Module) -> list[str]:
@@ -78,37 +90,52 @@ def rescaled_modules(model: nn.Module) -> list[str]:
     return [name for name, module in model.named_modules() if type(module) in SUPPORTED_NON_LINEAR]
 
 
-def explain(
-    clf: Classifier, example: Example, target: int, params: DeepLiftParams, *, mlm=None, progress=None
-) -> Attribution:
+def explain_batch(
+    clf: Classifier,
+    examples: Sequence[Example],
+    targets: Sequence[int],
+    params: DeepLiftParams,
+    *,
+    mlm=None,
+    progress=None,
+) -> list[Attribution]:
+    """DeepLIFT of several examples: one Captum call per chunk of examples of similar length,
+    their inputs and baselines right-padded with [PAD]'s embedding (equal in both, so padding
+    contributes nothing) and masked, each example getting the scores and delta it gets alone."""
     from captum.attr import DeepLift
 
-    encoded = clf.encode(example)
-    inputs = embed(clf, encoded)
-    baseline = baseline_embeddings(clf, encoded, params.baseline)
+    encodings = [clf.encode(example) for example in examples]
     rescaled = rescaled_modules(clf.model)
     model = module_view(clf.model) if rescaled else clf.model
-    module = _TargetOutput(model, clf, encoded.variant, target, params.output)
-    try:
-        with torch.enable_grad(), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Setting forward, backward hooks")
-            attributions, delta = DeepLift(module).attribute(
-                inputs.clone().requires_grad_(True), baselines=baseline, return_convergence_delta=True
+    out: dict[int, Attribution] = {}
+    # inputs and baselines go through together: half the batch size in examples
+    for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size // 2):
+        chunk = [encodings[i] for i in rows]
+        inputs = padded_embeddings(clf, chunk)
+        baselines = inputs.clone()
+        for r, encoded in enumerate(chunk):
+            baselines[r, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, params.baseline)[0]
+        module = _TargetOutput(model, clf, [e.variant for e in chunk], rows, [targets[i] for i in rows], params.output)
+        try:
+            with torch.enable_grad(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Setting forward, backward hooks")
+                attributions, delta = DeepLift(module).attribute(
+                    inputs.clone().requires_grad_(True), baselines=baselines, return_convergence_delta=True
+                )
+        except (AssertionError, RuntimeError) as error:
+            raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
+        for r, (i, encoded) in enumerate(zip(rows, chunk, strict=True)):
+            token_scores = attributions[r, : len(encoded.input_ids)].detach().sum(-1).cpu().double().numpy()
+            out[i] = to_attribution(
+                examples[i],
+                targets[i],
+                clf,
+                encoded,
+                token_scores,
+                convergence_delta=float(delta[r].abs()),
+                rescaled_modules=rescaled,
             )
-    except (AssertionError, RuntimeError) as error:
-        raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
-    # The input and the baseline forward and backward together (one call), then each forward again
-    # for the delta (two calls).
-    clf.forward_passes += 4
-    clf.backward_passes += 2
-    clf.model_calls += 3
-    token_scores = attributions[0].detach().sum(-1).cpu().double().numpy()
-    return to_attribution(
-        example,
-        target,
-        clf,
-        encoded,
-        token_scores,
-        convergence_delta=float(delta.abs().max()),
-        rescaled_modules=rescaled,
-    )
+    return [out[i] for i in range(len(examples))]
+
+
+explain = one_example(explain_batch)

@@ -123,7 +123,7 @@ def _gradients(
     out: dict[int, tuple[torch.Tensor, torch.Tensor, int, np.ndarray]] = {}
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size):
         chunk = [encodings[i] for i in rows]
-        embeds = _padded_embeddings(clf, chunk)
+        embeds = padded_embeddings(clf, chunk)
         grad, logits, chosen = input_gradient(
             clf, [e.variant for e in chunk], embeds, [targets[i] for i in rows], output, False, rows
         )
@@ -135,7 +135,7 @@ def _gradients(
     return result
 
 
-def _padded_embeddings(clf: Classifier, encodings: Sequence[Encoded]) -> torch.Tensor:
+def padded_embeddings(clf: Classifier, encodings: Sequence[Encoded]) -> torch.Tensor:
     """(n, width, dim): the input word embeddings of each encoding, right-padded with [PAD]'s."""
     pad = clf.tokenizer.pad_token_id or 0
     width = max(len(e.input_ids) for e in encodings)
@@ -274,7 +274,7 @@ def _integrated_gradients_chunk(
     """The token scores of each encoding of ``chunk`` from one Captum call."""
     from captum.attr import IntegratedGradients
 
-    inputs = _padded_embeddings(clf, chunk)
+    inputs = padded_embeddings(clf, chunk)
     baselines = _padded_baselines(clf, chunk, inputs, params.baseline)
     layouts = [e.variant for e in chunk]
     chosen = [targets[i] for i in owners]
@@ -301,7 +301,7 @@ def _integrated_gradients_chunk(
 def _padded_baselines(
     clf: Classifier, encodings: Sequence[Encoded], inputs: torch.Tensor, baseline: str
 ) -> torch.Tensor:
-    """``inputs`` (``_padded_embeddings`` of ``encodings``) with each row's words set to the baseline."""
+    """``inputs`` (``padded_embeddings`` of ``encodings``) with each row's words set to the baseline."""
     baselines = inputs.clone()
     for row, encoded in enumerate(encodings):
         baselines[row : row + 1, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, baseline)
@@ -313,7 +313,7 @@ def _path_ends(
 ) -> np.ndarray:
     """(n, 2): each encoding's explained output at its baseline and at its input, every example's
     two ends in shared padded passes (not two per Captum call) for the convergence deltas."""
-    inputs = _padded_embeddings(clf, encodings)
+    inputs = padded_embeddings(clf, encodings)
     points = torch.cat([_padded_baselines(clf, encodings, inputs, params.baseline), inputs])
     n = len(encodings)
     layouts = [e.variant for e in encodings] * 2

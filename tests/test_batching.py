@@ -101,7 +101,14 @@ def test_batched_methods_equal_one_by_one_on_bundled_models(key: str, sst2, esnl
 def test_the_families_are_batched() -> None:
     families = {explainers.get(key).family for key in BATCHED}
     assert {"gradient", "attention", "occlusion", "LIME", "Sobol", "leave-one-out (paper 000)"} <= families
-    assert {"saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout"} <= set(BATCHED)
+    assert {
+        "saliency",
+        "grad_x_input",
+        "integrated_gradients",
+        "deeplift",
+        "attention_mean",
+        "attention_rollout",
+    } <= set(BATCHED)
 
 
 def test_one_pass_methods_take_one_forward_backward_for_several_examples(toy_bert_loaded) -> None:
@@ -117,6 +124,25 @@ def test_one_pass_methods_take_one_forward_backward_for_several_examples(toy_ber
     assert len(calls) == 1 and calls[0]["inputs_embeds"].shape[:2] == (3, 12)
     assert calls[0]["attention_mask"].sum(dim=1).tolist() == [3, 10, 12]  # ordered by length
     assert [(a.forward_passes, a.backward_passes) for a in result] == [(1, 1)] * 3
+
+
+def test_deeplift_explains_several_examples_in_three_calls(toy_bert_loaded) -> None:
+    """Captum's DeepLift on three examples: the inputs and baselines of all three in one forward
+    and backward, then the two forward passes of the delta, each example with its own delta."""
+    rows: list[int] = []  # the private copy of the module tree takes this hook with it
+    handle = toy_bert_loaded.model.register_forward_pre_hook(
+        lambda module, args, kwargs: rows.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True
+    )
+    spec = explainers.get("deeplift")
+    try:
+        together = explainers.run_explainers(spec, Classifier(toy_bert_loaded), TOY, [1, 0, 1])
+        assert rows == [6, 3, 3]
+        alone = [explainers.run_explainer(spec, Classifier(toy_bert_loaded), e, t) for e, t in zip(TOY, [1, 0, 1])]
+    finally:
+        handle.remove()
+    for batched, single in zip(together, alone, strict=True):
+        assert batched.extras["convergence_delta"] == pytest.approx(single.extras["convergence_delta"], abs=1e-6)
+        assert (batched.forward_passes, batched.backward_passes) == (4, 2)
 
 
 def test_a_pass_that_names_no_example_inside_a_batch_is_refused(toy_bert_loaded) -> None:
