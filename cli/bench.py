@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         methods,
         mlm,
         progress=lambda m: print(m, file=sys.stderr, flush=True),
-        resources=Resources(),
+        resources=Resources.saved() if args.saved_resources else Resources(),
         group=args.group,
     )
     result.update(
@@ -88,6 +88,12 @@ def register(sub) -> None:
         "--autocast",
         action="store_true",
         help="score perturbations in float16 autocast (CUDA only; gradients stay float32)",
+    )
+    parser.add_argument(
+        "--saved-resources",
+        action="store_true",
+        help="read AML's pre-trained models from the results folder (training and saving them there once), "
+        "as the app and the other commands do, instead of training them in this process",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)
