@@ -43,6 +43,7 @@ from torch import nn
 
 from core.attention_view import module_view
 from core.classifier import Classifier
+from core.devices import is_out_of_memory
 from core.encoding import Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
@@ -123,6 +124,8 @@ def explain_batch(
                     inputs.clone().requires_grad_(True), baselines=baselines, return_convergence_delta=True
                 )
         except (AssertionError, RuntimeError) as error:
+            if is_out_of_memory(error):
+                raise  # the runner halves the batch and runs the method again
             raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
         for r, (i, encoded) in enumerate(zip(rows, chunk, strict=True)):
             token_scores = attributions[r, : len(encoded.input_ids)].detach().sum(-1).cpu().double().numpy()

@@ -82,6 +82,31 @@ def test_gradient_path_and_explainers_halve_the_batch_and_run_again(toy_bert_loa
         assert (a.forward_passes, a.backward_passes) == (b.forward_passes, b.backward_passes)
 
 
+def test_deeplift_halves_the_batch_and_runs_again(toy_bert_loaded, monkeypatch):
+    """DeepLIFT runs on a private copy of the module tree (its hooks), so the simulated limit is
+    set on the model's class, which the copy shares; Captum's errors become ValueErrors, but an
+    out-of-memory error reaches the runner, which halves the batch."""
+    spec = explainers.get("deeplift")
+    targets = [1, 0, 1]
+    expected = explainers.run_explainers(spec, Classifier(toy_bert_loaded, batch_size=16), PLANTED, targets)
+    original = type(toy_bert_loaded.model).forward
+    seen: list[int] = []
+
+    def forward(self, *args, **kwargs):
+        seen.append(kwargs["inputs_embeds"].shape[0])
+        if seen[-1] > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(toy_bert_loaded.model), "forward", forward)
+    tight = Classifier(toy_bert_loaded, batch_size=16)
+    got = explainers.run_explainers(spec, tight, PLANTED, targets)
+    assert tight.batch_size == 2 and seen[0] == 6  # 16 -> 8 -> 4 -> 2: one example (2 rows) a call
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-5)
+        assert (a.forward_passes, a.backward_passes) == (b.forward_passes, b.backward_passes) == (4, 2)
+
+
 def test_out_of_memory_at_batch_size_one_is_raised(toy_linear_loaded, monkeypatch):
     clf = Classifier(toy_linear_loaded, batch_size=4)
     _limit_rows(toy_linear_loaded.model, monkeypatch, limit=0)
