@@ -48,7 +48,7 @@ from core.encoding import Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example
 from explainers.base import one_example
-from explainers.gradients import OUTPUTS, baseline_embeddings, padded_embeddings, to_attribution
+from explainers.gradients import OUTPUTS, padded_baselines, padded_embeddings, to_attribution
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,7 @@ def explain_batch(
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size // 2):
         chunk = [encodings[i] for i in rows]
         inputs = padded_embeddings(clf, chunk)
-        baselines = inputs.clone()
-        for r, encoded in enumerate(chunk):
-            baselines[r, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, params.baseline)[0]
+        baselines = padded_baselines(clf, chunk, inputs, params.baseline)
         module = _TargetOutput(model, clf, [e.variant for e in chunk], rows, [targets[i] for i in rows], params.output)
         try:
             with torch.enable_grad(), warnings.catch_warnings():

@@ -275,7 +275,7 @@ def _integrated_gradients_chunk(
     from captum.attr import IntegratedGradients
 
     inputs = padded_embeddings(clf, chunk)
-    baselines = _padded_baselines(clf, chunk, inputs, params.baseline)
+    baselines = padded_baselines(clf, chunk, inputs, params.baseline)
     layouts = [e.variant for e in chunk]
     chosen = [targets[i] for i in owners]
 
@@ -298,7 +298,7 @@ def _integrated_gradients_chunk(
     return [scores[row, : len(encoded.input_ids)] for row, encoded in enumerate(chunk)]
 
 
-def _padded_baselines(
+def padded_baselines(
     clf: Classifier, encodings: Sequence[Encoded], inputs: torch.Tensor, baseline: str
 ) -> torch.Tensor:
     """``inputs`` (``padded_embeddings`` of ``encodings``) with each row's words set to the baseline."""
@@ -314,7 +314,7 @@ def _path_ends(
     """(n, 2): each encoding's explained output at its baseline and at its input, every example's
     two ends in shared padded passes (not two per Captum call) for the convergence deltas."""
     inputs = padded_embeddings(clf, encodings)
-    points = torch.cat([_padded_baselines(clf, encodings, inputs, params.baseline), inputs])
+    points = torch.cat([padded_baselines(clf, encodings, inputs, params.baseline), inputs])
     n = len(encodings)
     layouts = [e.variant for e in encodings] * 2
     owners = list(range(n)) * 2
