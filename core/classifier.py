@@ -73,6 +73,13 @@ class Classifier(PassBook):
     def model(self) -> torch.nn.Module:
         return self.loaded.eager_model if self._eager else self.loaded.model
 
+    @property
+    def logits_model(self) -> torch.nn.Module:
+        """The module of the passes that read only the logits: ``model``, or outside
+        ``eager_attention`` its view with the last layer computed at the first token only
+        (``LoadedClassifier.logits_model``; the same logits to float rounding)."""
+        return self.loaded.eager_model if self._eager else self.loaded.logits_model
+
     @contextmanager
     def eager_attention(self) -> Iterator[None]:
         """Run the block on the eager-attention view of the shared weights: attention weights and
@@ -257,7 +264,7 @@ class Classifier(PassBook):
             batch["inputs_embeds"] = embeds
         # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps the
         # precision its log-odds need, whatever else shares the batch.
-        logits = self.model(**batch).logits.float().cpu().double()
+        logits = self.logits_model(**batch).logits.float().cpu().double()
         return self.head.outputs(logits).numpy()
 
     def rows_for(self, width: int) -> int:
@@ -305,7 +312,8 @@ class Classifier(PassBook):
         gets the logits it would get alone. ``owners``: the example of each row in a batched
         request (``per_example``). ``model``: a view of the shared model to run instead (its own
         modules over the same weights, ``core.attention_view.module_view``), for a caller that
-        hooks modules."""
+        hooks modules; by default ``logits_model``, or ``model`` when ``kwargs`` ask the model
+        for more than logits."""
         n = embeds.shape[0]
         layouts = [variants] if isinstance(variants, Variant) else list(variants)
         if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
@@ -315,7 +323,8 @@ class Classifier(PassBook):
         if len(layouts) < n:  # one layout that every row shares
             batch = {key: t.expand(n, -1) for key, t in batch.items()}
         self._count(n if owners is None else owners, backward=embeds.requires_grad and torch.is_grad_enabled())
-        return (model or self.model)(inputs_embeds=embeds, **batch, **kwargs).logits
+        model = model or (self.model if kwargs else self.logits_model)
+        return model(inputs_embeds=embeds, **batch, **kwargs).logits
 
     def attentions(self, variants: Sequence[Variant], owners: Sequence[int] | None = None) -> list[torch.Tensor]:
         """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over

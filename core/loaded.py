@@ -11,6 +11,7 @@ import torch
 
 from core.attention_view import eager_view
 from core.devices import best_device
+from core.first_token_view import first_token_view
 from core.heads import detect_head
 
 
@@ -27,9 +28,10 @@ class LoadedClassifier:
     # for a model object handed over (``classifier_from_model``), whose weights may differ from
     # any files of that name.
     from_files: bool = False
-    # Guards the one-off construction of the eager-attention view (``eager_model``).
+    # Guards the one-off construction of the views (``eager_model``, ``logits_model``).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
+    _logits: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def eager_model(self) -> torch.nn.Module:
@@ -39,6 +41,17 @@ class LoadedClassifier:
                 if self._eager is None:
                     self._eager = eager_view(self.model)
         return self._eager
+
+    @property
+    def logits_model(self) -> torch.nn.Module:
+        """The module the passes that read only logits run: the shared model's view with its last
+        layer computed at the first token only (``core.first_token_view``), built and checked on
+        first use, or the shared model itself where that view does not fit."""
+        if self._logits is None:
+            with self.lock:
+                if self._logits is None:
+                    self._logits = first_token_view(self.model) or self.model
+        return self._logits
 
     @property
     def label_names(self) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], 
         if clf._uses_token_types():
             inputs["token_type_ids"] = types.expand(batch, -1)
         with torch.inference_mode():
-            clf.model(**inputs)
+            clf.logits_model(**inputs)
         synchronize(clf.device)
 
     def forward_backward(batch: int) -> None:

@@ -106,8 +106,9 @@ def explain_batch(
     from captum.attr import DeepLift
 
     encodings = [clf.encode(example) for example in examples]
-    rescaled = rescaled_modules(clf.model)
-    model = module_view(clf.model) if rescaled else clf.model
+    base = clf.logits_model
+    rescaled = rescaled_modules(base)
+    model = module_view(base) if rescaled else base
     out: dict[int, Attribution] = {}
     # inputs and baselines go through together: half the batch size in examples
     for rows in length_chunks([len(e.input_ids) for e in encodings], clf.batch_size // 2):

@@ -263,7 +263,7 @@ def test_substitution_explains_a_round_of_candidates_in_one_batch(bert_clf, toy_
     """The round's candidates are scored in one scorer call and the ones kept explained together
     (one padded forward and backward pass for saliency), not one candidate at a time."""
     calls: list[int] = []
-    handle = bert_clf.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    handle = bert_clf.logits_model.register_forward_pre_hook(lambda module, args: calls.append(1))
     try:
         result = _substitute(
             bert_clf, toy_example, ["good", "bad", "film", "fun"], method="saliency", explainer_params=None,

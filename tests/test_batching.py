@@ -114,7 +114,7 @@ def test_the_families_are_batched() -> None:
 def test_one_pass_methods_take_one_forward_backward_for_several_examples(toy_bert_loaded) -> None:
     """Three examples, batch size 64: one padded pass for all three (counted once per example)."""
     calls = []
-    model = toy_bert_loaded.model
+    model = toy_bert_loaded.logits_model  # the module of logits-only passes
     handle = model.register_forward_pre_hook(lambda module, args, kwargs: calls.append(kwargs), with_kwargs=True)
     try:
         clf = Classifier(toy_bert_loaded)
@@ -130,7 +130,7 @@ def test_deeplift_explains_several_examples_in_three_calls(toy_bert_loaded) -> N
     """Captum's DeepLift on three examples: the inputs and baselines of all three in one forward
     and backward, then the two forward passes of the delta, each example with its own delta."""
     rows: list[int] = []  # the private copy of the module tree takes this hook with it
-    handle = toy_bert_loaded.model.register_forward_pre_hook(
+    handle = toy_bert_loaded.logits_model.register_forward_pre_hook(
         lambda module, args, kwargs: rows.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True
     )
     spec = explainers.get("deeplift")

@@ -190,7 +190,7 @@ def test_deeplift_on_a_linear_model_is_gradient_times_difference(linear_clf: Cla
 def test_deeplift_runs_on_a_copy_and_reports_its_gap(toy_bert_loaded) -> None:
     clf = Classifier(toy_bert_loaded)
     rows: list[int] = []  # the copy of the module tree takes this hook with it: it sees the copy's rows
-    handle = toy_bert_loaded.model.register_forward_pre_hook(
+    handle = toy_bert_loaded.logits_model.register_forward_pre_hook(
         lambda module, args, kwargs: rows.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True
     )
     try:

@@ -219,9 +219,9 @@ def _planted() -> tuple[list[Example], list[int], list[int]]:
 
 
 def _model_calls(clf: Classifier):
-    """A list that grows by one per call of the classifier's model (a forward pre-hook, removed by the caller)."""
+    """A list that grows by one per call of the classifier's logits model (a forward pre-hook, removed by the caller)."""
     calls: list[int] = []
-    handle = clf.model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    handle = clf.logits_model.register_forward_pre_hook(lambda module, args: calls.append(1))
     return calls, handle
 
 

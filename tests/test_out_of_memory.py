@@ -48,7 +48,7 @@ def test_scorer_halves_the_batch_and_scores_the_chunk_again(toy_linear_loaded, m
     expected = free.predict_proba(variants)
 
     tight = Classifier(toy_linear_loaded, batch_size=16)
-    seen = _limit_rows(toy_linear_loaded.model, monkeypatch, limit=5)
+    seen = _limit_rows(toy_linear_loaded.logits_model, monkeypatch, limit=5)
     got = tight.predict_proba(variants)
     np.testing.assert_allclose(got, expected, atol=1e-6)
     assert tight.batch_size == 4  # 16 -> 8 -> 4
@@ -73,7 +73,7 @@ def test_gradient_path_and_explainers_halve_the_batch_and_run_again(toy_bert_loa
     expected = explainers.run_explainers(spec, free, PLANTED, targets, params)
 
     tight = Classifier(toy_bert_loaded, batch_size=16)
-    seen = _limit_rows(toy_bert_loaded.model, monkeypatch, limit=2)
+    seen = _limit_rows(toy_bert_loaded.logits_model, monkeypatch, limit=2)
     got = explainers.run_explainers(spec, tight, PLANTED, targets, params)
     assert tight.batch_size == 2  # 16 -> 8 -> 4 -> 2
     assert max(seen) > 2  # it did run out of memory before
@@ -109,7 +109,7 @@ def test_deeplift_halves_the_batch_and_runs_again(toy_bert_loaded, monkeypatch):
 
 def test_out_of_memory_at_batch_size_one_is_raised(toy_linear_loaded, monkeypatch):
     clf = Classifier(toy_linear_loaded, batch_size=4)
-    _limit_rows(toy_linear_loaded.model, monkeypatch, limit=0)
+    _limit_rows(toy_linear_loaded.logits_model, monkeypatch, limit=0)
     with pytest.raises(torch.cuda.OutOfMemoryError):
         explainers.run_explainer(explainers.get("saliency"), clf, PLANTED[0], 1)
     assert clf.batch_size == 1
