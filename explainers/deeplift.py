@@ -27,9 +27,10 @@ model has such a module the call runs on a private copy of its module tree
 which Captum only reads; the shared model's modules are never touched). Captum cannot explain a
 model that calls one of those modules more than once in a forward pass; that, and any other
 refusal of Captum's, is raised as a ValueError. Cost: one forward and backward pass on the input
-and the baseline together (two of each), then one forward pass of each for the delta (four
-forward, two backward). Several examples (``explain_batch``: a dataset run) share those three
-model calls, padded and masked.
+and the baseline together (two of each). The convergence delta is computed from that pass's
+outputs, ``sum(scores) - (f(x) - f(b))``, as Captum defines it (Captum's own delta would run the
+input and the baseline through the model a second time). Several examples (``explain_batch``: a
+dataset run) share that one model call, padded and masked.
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ class _TargetOutput(nn.Module):
     """The classifier as a module from input embeddings to each row's target output (Captum's
     DeepLift takes a module, and hooks its pre-forward to pair inputs with baselines). The rows
     are the examples', right-padded and masked (``Classifier.forward_embeds``, which counts each
-    pass for its example); Captum sends the inputs and their baselines through together, then
-    each alone for the delta, so a call of ``k`` times the examples' rows is their layouts,
-    owners and targets repeated ``k`` times."""
+    pass for its example); Captum sends the inputs and their baselines through together, so a
+    call has twice the examples' rows: their layouts, owners and targets repeated twice. The
+    outputs of the last call are kept (``outputs``) for the convergence delta."""
 
     def __init__(
         self,
@@ -77,11 +78,14 @@ class _TargetOutput(nn.Module):
         super().__init__()
         self.model = model
         self.clf, self.layouts, self.owners, self.targets, self.output = clf, layouts, owners, targets, output
+        self.outputs: torch.Tensor | None = None
 
     def forward(self, embeds: torch.Tensor) -> torch.Tensor:
         times = embeds.shape[0] // len(self.layouts)
         logits = self.clf.forward_embeds(embeds, self.layouts * times, owners=self.owners * times, model=self.model)
-        return self.clf.head.target_output(logits, self.targets * times, self.output)
+        outputs = self.clf.head.target_output(logits, self.targets * times, self.output)
+        self.outputs = outputs.detach()
+        return outputs
 
 
 def rescaled_modules(model: nn.Module) -> list[str]:
@@ -119,13 +123,13 @@ def explain_batch(
         try:
             with torch.enable_grad(), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Setting forward, backward hooks")
-                attributions, delta = DeepLift(module).attribute(
-                    inputs.clone().requires_grad_(True), baselines=baselines, return_convergence_delta=True
-                )
+                attributions = DeepLift(module).attribute(inputs.clone().requires_grad_(True), baselines=baselines)
         except (AssertionError, RuntimeError) as error:
             if is_out_of_memory(error):
                 raise  # the runner halves the batch and runs the method again
             raise ValueError(f"DeepLIFT (Captum) cannot explain {clf.name}: {error}") from error
+        assert module.outputs is not None and module.outputs.shape[0] == 2 * len(chunk)
+        delta = attributions.detach().sum((1, 2)) - (module.outputs[: len(chunk)] - module.outputs[len(chunk) :])
         for r, (i, encoded) in enumerate(zip(rows, chunk, strict=True)):
             token_scores = attributions[r, : len(encoded.input_ids)].detach().sum(-1).cpu().double().numpy()
             out[i] = to_attribution(

@@ -197,7 +197,7 @@ def test_deeplift_runs_on_a_copy_and_reports_its_gap(toy_bert_loaded) -> None:
         result = run(clf, "deeplift")
     finally:
         handle.remove()
-    assert sum(rows) == result.forward_passes == 4 and result.backward_passes == 2  # attribution, then the delta
+    assert sum(rows) == result.forward_passes == 2 and result.backward_passes == 2  # input and baseline together
     assert result.extras["rescaled_modules"] == ["bert.pooler.activation"]
     assert np.isfinite(result.extras["convergence_delta"])
     for module in toy_bert_loaded.model.modules():
@@ -217,6 +217,39 @@ class _ReusedRelu(ToyLinearClassifier):
         out = super().forward(input_ids, attention_mask, token_type_ids, inputs_embeds)
         out.logits = self.relu(self.relu(out.logits) - 1.0)
         return out
+
+
+def test_deeplift_delta_is_captums_own() -> None:
+    """The delta comes from the attribution pass's outputs; Captum computes it with two more
+    passes. Both are ``sum(scores) - (f(x) - f(b))``, on the bundled SST-2 model, where it is not
+    zero."""
+    from captum.attr import DeepLift
+
+    from core.attention_view import module_view
+    from core.loaded import load_classifier
+
+    loaded = load_classifier("minilm-sst2")
+    clf = Classifier(loaded)
+    result = run(clf, "deeplift")
+    encoded = clf.encode(EXAMPLE)
+    inputs = clf.input_embeddings(torch.tensor([encoded.input_ids])).detach()
+    baseline = baseline_embeddings(clf, encoded, "pad")
+
+    class TargetLogit(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = module_view(loaded.model)  # the full model's tree, hooked by Captum
+
+        def forward(self, embeds: torch.Tensor) -> torch.Tensor:
+            return self.model(inputs_embeds=embeds).logits[:, 1]
+
+    with torch.enable_grad():
+        scores, delta = DeepLift(TargetLogit()).attribute(
+            inputs.clone().requires_grad_(True), baselines=baseline, return_convergence_delta=True
+        )
+    assert abs(float(delta)) > 1e-3  # the pooler's tanh and the GELUs leave a gap
+    assert result.extras["convergence_delta"] == pytest.approx(abs(float(delta)), rel=1e-4, abs=1e-5)
+    np.testing.assert_allclose(result.subword_scores, scores[0].sum(-1).detach().numpy()[1:-1], atol=1e-5)
 
 
 def test_deeplift_refuses_a_reused_module_with_a_clear_message() -> None:

@@ -141,7 +141,8 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
         assert interval(summary[key]) in table.loc[CSV].tolist()
     for key in ("deletion", "insertion", "comprehensiveness", "sufficiency"):
         figure = chart(at, f"faithfulness.slice.{key}")
-        assert mean_line(figure, CSV) == mean_curves(expected)[CSV][key]["mean"]
+        # the page pools these variants with loo_empty's, so their padding differs: equal to float32 rounding
+        np.testing.assert_allclose(mean_line(figure, CSV), mean_curves(expected)[CSV][key]["mean"], rtol=0, atol=1e-6)
         assert mean_line(figure, ROUND_TRIP) == mean_line(figure, "loo_empty")
     assert table.loc[ROUND_TRIP].drop("n").tolist() == table.loc["loo_empty"].drop("n").tolist()
     assert table.loc[ROUND_TRIP, "n"] == table.loc["loo_empty", "n"] == 3
@@ -162,8 +163,8 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
     one = at.dataframe[0].value
     assert list(one.index) == ["loo_empty", CSV, ROUND_TRIP]
     own = expected.results[0].metrics[CSV]
-    assert one.loc[CSV, "deletion AUC ↓"] == own["deletion"].value
-    assert one.loc[CSV, "sufficiency ↓"] == own["sufficiency"].value
+    assert one.loc[CSV, "deletion AUC ↓"] == pytest.approx(own["deletion"].value, rel=1e-6)
+    assert one.loc[CSV, "sufficiency ↓"] == pytest.approx(own["sufficiency"].value, rel=1e-6, abs=1e-9)
 
 
 @pytest.fixture(scope="module")

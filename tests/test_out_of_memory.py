@@ -104,7 +104,7 @@ def test_deeplift_halves_the_batch_and_runs_again(toy_bert_loaded, monkeypatch):
     assert tight.batch_size == 2 and seen[0] == 6  # 16 -> 8 -> 4 -> 2: one example (2 rows) a call
     for a, b in zip(got, expected, strict=True):
         np.testing.assert_allclose(a.scores, b.scores, atol=1e-5)
-        assert (a.forward_passes, a.backward_passes) == (b.forward_passes, b.backward_passes) == (4, 2)
+        assert (a.forward_passes, a.backward_passes) == (b.forward_passes, b.backward_passes) == (2, 2)
 
 
 def test_out_of_memory_at_batch_size_one_is_raised(toy_linear_loaded, monkeypatch):
