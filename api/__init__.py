@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import explainers
 from api.compare import ComparisonResult, compare
 from api.results import EvaluationResult, ExplanationResult
-from core.classifier import Classifier
+from core.classifier import Classifier, autocast_options
 from core.datasets import load_examples, split_words
 from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
 from core.example_dataset import to_examples
@@ -92,20 +92,23 @@ def explain(
     batch_size: int = 64,
     progress: ProgressFn | None = None,
     head_type: str | None = None,
+    autocast: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
     (``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
     predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
     ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
     listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
-    the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py)."""
+    the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
+    ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or CPU) scores perturbations
+    in that type (``Classifier``); gradients stay float32."""
     loaded = load(model, tokenizer, device=device)
     keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
     unknown = set(params or {}) - set(keys)
     if unknown:
         raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
     example = _example(text_or_pair)
-    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type)
+    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
     masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
     result = explain_example(
         clf,
@@ -141,6 +144,7 @@ def evaluate(
     batch_size: int = 64,
     progress: ProgressFn | None = None,
     head_type: str | None = None,
+    autocast: str | None = None,
 ) -> EvaluationResult:
     """Explain every example of ``dataset`` with ``methods`` and score every attribution with
     ``metrics`` (the engine's ``evaluate_slice``, as ``python -m cli evaluate`` does).
@@ -149,7 +153,8 @@ def evaluate(
     pair in ``text_pair_column``, an integer or ``ClassLabel`` label in ``label_column``, None for
     no label), a bundled dataset name with ``split`` (``python -m cli datasets`` lists them), or
     ``Example``s. ``limit`` keeps the first examples. ``target`` is ``"predicted"`` or ``"gold"``
-    (the label; MaRC's protocol). ``params`` maps method and metric keys to overrides."""
+    (the label; MaRC's protocol). ``params`` maps method and metric keys to overrides;
+    ``autocast`` as for ``explain``."""
     if target not in ("predicted", "gold"):
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
     loaded = load(model, tokenizer, device=device)
@@ -174,7 +179,7 @@ def evaluate(
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
-        Classifier(loaded, batch_size=batch_size, head_type=head_type),
+        Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast)),
         examples,
         keys,
         params_by_metric,

@@ -7,7 +7,7 @@ import dataclasses
 import platform
 import sys
 
-from cli.common import add_dataset, add_model, positive_int, print_json
+from cli.common import add_autocast, add_dataset, add_model, positive_int, print_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
 
     import explainers
     from core.attention_view import attention_implementation
-    from core.classifier import Classifier
+    from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
     from engine.bench import run_bench
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_classifier(args.model)
     if args.attention == "eager":  # the kernel the models loaded with before the fused default
         loaded = dataclasses.replace(loaded, model=loaded.eager_model)
-    clf = Classifier(loaded, batch_size=args.batch_size, autocast=args.autocast, head_type=args.head_type)
+    clf = Classifier(loaded, batch_size=args.batch_size, head_type=args.head_type, **autocast_options(args.autocast))
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             "device": str(clf.device),
             "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or 'cpu'}"
             + (f", {torch.cuda.get_device_name(clf.device)}" if clf.device.type == "cuda" else ""),
-            "autocast": clf.autocast,
+            "autocast": args.autocast,
             "batch_size": args.batch_size,
             "attention": attention_implementation(clf.model),
         }
@@ -84,11 +84,7 @@ def register(sub) -> None:
         default="default",
         help="attention kernel of every forward pass: the model's default (fused sdpa where it has it) or eager",
     )
-    parser.add_argument(
-        "--autocast",
-        action="store_true",
-        help="score perturbations in float16 autocast (CUDA only; gradients stay float32)",
-    )
+    add_autocast(parser)
     parser.add_argument(
         "--saved-resources",
         action="store_true",

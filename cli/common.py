@@ -23,6 +23,16 @@ def add_model(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_autocast(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--autocast",
+        choices=("float16", "bfloat16"),
+        help="score perturbations (and metrics) under autocast in this type: float16 or bfloat16 on a GPU, "
+        "bfloat16 on a CPU (faster only with AVX512-BF16 or AMX); gradients stay float32. The scores differ "
+        "from float32's by rounding (BENCHMARKS.md, 'bfloat16 on the CPU')",
+    )
+
+
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
     parser.add_argument("--dataset", required=required, help="dataset name (see `python -m cli datasets`)")
     parser.add_argument("--split", help="split of the dataset")

@@ -22,7 +22,7 @@ from engine.slice_report import slice_report
 def run(args: argparse.Namespace) -> int:
     import explainers
     from cli.common import parse_params, print_json, print_summary_table, progress_bar
-    from core.classifier import Classifier
+    from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
 
@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     examples = select_examples(
         load_examples(args.dataset, args.split, args.data_dir, limit=args.limit), args.random, args.seed
     )
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    clf = Classifier(
+        load_classifier(args.model),
+        batch_size=args.batch_size,
+        head_type=args.head_type,
+        **autocast_options(args.autocast),
+    )
     if args.metrics is None and not clf.head.is_probability:  # log-odds are not defined on a raw score
         params_by_metric.pop("log_odds", None)
     mlm = None
@@ -69,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         "split": args.split,
         "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
         "target": args.target,
+        "autocast": args.autocast,
     }
     payload = slice_report(
         evaluation, params_by_metric, header, time.perf_counter() - start, per_example=args.per_example
@@ -81,10 +87,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from cli.common import add_dataset, add_model, add_slice_options, positive_int
+    from cli.common import add_autocast, add_dataset, add_model, add_slice_options, positive_int
 
     parser = sub.add_parser("evaluate", help="faithfulness and plausibility metrics over a dataset slice")
     add_model(parser)
+    add_autocast(parser)
     add_dataset(parser, required=True)
     parser.add_argument("--random", type=int, metavar="N", help="N examples drawn at random (seeded by --seed)")
     add_slice_options(parser, "seed for stochastic methods and for --random")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_model, methods_and_params, positive_int, print_json, seed_int
+from cli.common import add_autocast, add_model, methods_and_params, positive_int, print_json, seed_int
 
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from core.classifier import Classifier
+    from core.classifier import Classifier, autocast_options
     from core.datasets import split_words
     from core.loaded import load_classifier
     from core.types import Example
@@ -22,7 +22,12 @@ def run(args: argparse.Namespace) -> int:
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
         raise ValueError("the text is empty: give at least one word")
-    clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    clf = Classifier(
+        load_classifier(args.model),
+        batch_size=args.batch_size,
+        head_type=args.head_type,
+        **autocast_options(args.autocast),
+    )
     mlm = None
     if any(explainers.get(m).needs_mlm for m in methods):
         from core.masked_lm import MaskedLM
@@ -81,6 +86,7 @@ def _coverage(explained: int, dropped: int, n_windows: int) -> str:
 def register(sub) -> None:
     parser = sub.add_parser("explain", help="attribute one text with one or more methods")
     add_model(parser)
+    add_autocast(parser)
     parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")

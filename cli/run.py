@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir,
             chunk_size=args.chunk_size,
             batch_size=args.batch_size,
+            autocast=args.autocast,
         )
     opened = open_run(spec, store, resume=args.resume)
     if not args.quiet:
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    from cli.common import add_slice_options, positive_int
+    from cli.common import add_autocast, add_slice_options, positive_int
 
     parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
@@ -88,6 +89,7 @@ def register(sub) -> None:
     )
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
     parser.add_argument("--batch-size", type=positive_int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
+    add_autocast(parser)  # part of the run's key: a run under autocast is another run
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")
     parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")

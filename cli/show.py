@@ -21,6 +21,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
         "split": info.split,
         "selection": {"random": None, "limit": info.selection.get("limit"), "seed": info.seed},
         "target": info.target,
+        "autocast": info.selection.get("autocast"),
     }
     params_by_metric = metric_params(info.metrics, info.overrides)
     payload = slice_report(evaluation, params_by_metric, header, info.wall_s, per_example=per_example)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,6 +29,19 @@ from core.types import Example, ProgressFn
 ENCODINGS_KEPT = 1024  # per request: every method and metric of a dataset group reads the same examples
 
 
+AUTOCAST_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def autocast_options(name: str | None) -> dict[str, Any]:
+    """``Classifier`` keyword arguments for an autocast type named ``float16`` or ``bfloat16``
+    (``--autocast``, ``RunSpec.autocast``), or for none (float32 throughout)."""
+    if name is None:
+        return {"autocast": False}
+    if name not in AUTOCAST_DTYPES:
+        raise ValueError(f"autocast must be one of {', '.join(AUTOCAST_DTYPES)}, got {name!r}")
+    return {"autocast": True, "autocast_dtype": AUTOCAST_DTYPES[name]}
+
+
 class Classifier(PassBook):
     """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
 
@@ -38,9 +52,10 @@ class Classifier(PassBook):
     explained output (``core.heads``): detected from the model's config, or the type
     ``head_type`` names (an override for models whose config is wrong, this request only).
     ``model`` is the shared model (fused attention where it has it), or inside ``eager_attention``
-    its eager-attention view (``core.attention_view``). ``autocast`` (CUDA only) runs the
-    scorer's passes in ``autocast_dtype`` (float16 or bfloat16); gradients and attention weights
-    stay float32.
+    its eager-attention view (``core.attention_view``). ``autocast`` runs the scorer's passes in
+    ``autocast_dtype``: float16 or bfloat16 on CUDA, bfloat16 on a CPU (faster than float32 only
+    on CPUs with AVX512-BF16 or AMX; float16 there is refused), ignored on MPS. Gradients and
+    attention weights stay float32.
     """
 
     def __init__(
@@ -53,7 +68,9 @@ class Classifier(PassBook):
     ) -> None:
         self.loaded = loaded
         self.batch_size = batch_size
-        self.autocast = autocast and loaded.device.type == "cuda"
+        if autocast and loaded.device.type == "cpu" and autocast_dtype != torch.bfloat16:
+            raise ValueError(f"{autocast_dtype} autocast needs a GPU; on a CPU use bfloat16")
+        self.autocast = autocast and loaded.device.type in ("cuda", "cpu")
         self.autocast_dtype = autocast_dtype
         self.head_type = head_type
         self.head: Head = detect_head(loaded.model.config, head_type, loaded.name)
@@ -230,7 +247,7 @@ class Classifier(PassBook):
         distinct = list(items)
         out = np.empty((len(distinct), self.num_labels), dtype=np.float64)
         done = 0
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode(), self.scorer_autocast():
             lengths = [len(v.input_ids) for _, v in distinct]
             remaining = list(range(len(distinct)))
             while remaining:
@@ -281,7 +298,8 @@ class Classifier(PassBook):
         release_device_memory(self.device)
         return True
 
-    def _autocast(self):
+    def scorer_autocast(self):
+        """The autocast context of the scorer's passes (a disabled one without ``autocast``)."""
         if self.autocast:
             return torch.autocast(self.device.type, dtype=self.autocast_dtype)
         return torch.autocast("cpu", enabled=False)

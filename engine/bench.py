@@ -73,7 +73,7 @@ def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], 
         inputs = {"input_ids": ids.expand(batch, -1), "attention_mask": torch.ones_like(ids).expand(batch, -1)}
         if clf._uses_token_types():
             inputs["token_type_ids"] = types.expand(batch, -1)
-        with torch.inference_mode():
+        with torch.inference_mode(), clf.scorer_autocast():  # the scorer's passes, as the methods run them
             clf.logits_model(**inputs)
         synchronize(clf.device)
 

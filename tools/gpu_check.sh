@@ -41,7 +41,7 @@ step precision 120 python3 tools/gpu_precision.py
 step bench 220 "${BENCH[@]}" --methods all
 step eager 100 "${BENCH[@]}" --attention eager --methods loo_empty,saliency,integrated_gradients,lime,partition_shap,occlusion
 step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_input,integrated_gradients,deeplift,attention_mean,attention_rollout,loo_empty,lime
-step autocast 200 "${BENCH[@]}" --autocast --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im
+step autocast 200 "${BENCH[@]}" --autocast float16 --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im
 step evaluate 300 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime
 step evaluate-fast 200 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
 step evaluate-group64 200 "${EVALUATE[@]}" --group 64 --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion

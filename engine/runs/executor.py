@@ -115,6 +115,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         "target": spec.target,
     }
     selection: dict[str, Any] = {"limit": spec.limit}
+    if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
+        key_fields["autocast"] = selection["autocast"] = spec.autocast
     if spec.needs_mlm():
         key_fields["mlm_fingerprint"] = model_fingerprint(spec.mlm)
         selection["mlm"] = spec.mlm

@@ -1,5 +1,6 @@
 """What a dataset run is asked to compute (``RunSpec``: the model, the data, the methods and
-metrics with their parameters, the seed and the unit and batch sizes), and the spec of a stored run."""
+metrics with their parameters, the seed, the unit and batch sizes and the scorer's autocast), and
+the spec of a stored run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.classifier import AUTOCAST_DTYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
 
@@ -33,6 +35,7 @@ class RunSpec:
     data_dir: str | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     batch_size: int | None = None
+    autocast: str | None = None  # the scorer's autocast type (float16, bfloat16), None: float32 throughout
 
     def __post_init__(self) -> None:
         import explainers
@@ -45,6 +48,8 @@ class RunSpec:
             raise ValueError(f"--chunk-size must be at least 1, got {self.chunk_size}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
+        if self.autocast not in (None, *AUTOCAST_DTYPES):
+            raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_DTYPES)}, got {self.autocast!r}")
         methods = explainers.resolve(list(self.methods))
         metrics = resolve_metrics(",".join(self.metrics))
         unknown = set(self.overrides) - set(methods) - set(metrics)
@@ -96,4 +101,5 @@ def spec_of(info: RunInfo) -> RunSpec:
         target=info.target,
         mlm=info.selection.get("mlm", "minilm-mlm"),
         chunk_size=info.chunk_size,
+        autocast=info.selection.get("autocast"),
     )

@@ -39,7 +39,7 @@ class UnitWorker:
     def __init__(self, spec: RunSpec, device: str | None = None, threads: int | None = None) -> None:
         import torch
 
-        from core.classifier import Classifier
+        from core.classifier import Classifier, autocast_options
         from core.loaded import load_classifier
 
         if threads is not None:
@@ -47,7 +47,7 @@ class UnitWorker:
         self.spec = spec
         loaded = load_classifier(spec.model, device)
         batch_size = spec.batch_size or (256 if loaded.device.type == "cuda" else 64)
-        self.clf: Classifier = Classifier(loaded, batch_size=batch_size)
+        self.clf: Classifier = Classifier(loaded, batch_size=batch_size, **autocast_options(spec.autocast))
         self.mlm: MaskedLM | None = None
         if spec.needs_mlm():
             from core.masked_lm import MaskedLM

@@ -36,7 +36,13 @@ def step_classifier(clf: Classifier, model: nn.Module, label: str) -> Classifier
     """A ``Classifier`` on a (randomised) copy of ``clf``'s model, with the same tokenizer and batching."""
     loaded = clf.loaded
     copy_loaded = LoadedClassifier(f"{loaded.name} [{label}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair)
-    return Classifier(copy_loaded, batch_size=clf.batch_size, autocast=clf.autocast, head_type=clf.head_type)
+    return Classifier(
+        copy_loaded,
+        batch_size=clf.batch_size,
+        autocast=clf.autocast,
+        autocast_dtype=clf.autocast_dtype,
+        head_type=clf.head_type,
+    )
 
 
 @dataclass(frozen=True)
