@@ -57,6 +57,7 @@ from services.models import (
     HEAD_CHOICES,
     ModelChoice,
     ModelInfo,
+    autocast_choices,
     classifier,
     default_model,
     masked_lm,
@@ -66,6 +67,7 @@ from services.models import (
     model_ref,
     model_task,
     randomized_name,
+    ref_autocast,
     split_ref,
 )
 from services.rationales import (
@@ -111,6 +113,7 @@ __all__ = [
     "attack",
     "attack_info",
     "attack_summary",
+    "autocast_choices",
     "binarized",
     "bundle_bytes",
     "classifier",
@@ -153,6 +156,7 @@ __all__ = [
     "rationale_ceiling",
     "rationale_scores",
     "rationale_slice",
+    "ref_autocast",
     "reproductions",
     "run_agreement",
     "runs",

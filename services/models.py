@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core import catalog, models
-from core.classifier import Classifier
+from core.classifier import Classifier, autocast_options
+from core.devices import best_device
 from core.heads import HEAD_LABELS, detect_head
 from core.loaded import LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
@@ -46,20 +47,42 @@ class ModelInfo:
     detected_head: str = "single_label"  # what the config says
 
 
-# A head-type override travels inside the model reference the pages pass to the services
-# ("minilm-sst2 [head: multi_label]"), so every cache keyed by the model also keys by the head.
-_HEAD_MARK = re.compile(r"^(?P<name>.*) \[head: (?P<head>single_label|multi_label|regression)\]$")
+# A head-type override and the scorer's autocast travel inside the model reference the pages
+# pass to the services ("minilm-sst2 [head: multi_label] [autocast: bfloat16]"), so every cache
+# keyed by the model also keys by them.
+_MARKS = re.compile(
+    r"^(?P<name>.*?)(?: \[head: (?P<head>single_label|multi_label|regression)\])?"
+    r"(?: \[autocast: (?P<autocast>float16|bfloat16)\])?$"
+)
 
 
-def model_ref(name: str, head_type: str | None) -> str:
-    """The reference of ``name`` explained with the head ``head_type`` (None: the detected one)."""
-    return name if head_type is None else f"{name} [head: {head_type}]"
+def model_ref(name: str, head_type: str | None, autocast: str | None = None) -> str:
+    """The reference of ``name`` explained with the head ``head_type`` (None: the detected one),
+    its perturbations scored under ``autocast`` (None: float32)."""
+    head = f" [head: {head_type}]" if head_type is not None else ""
+    return f"{name}{head}" + (f" [autocast: {autocast}]" if autocast is not None else "")
+
+
+def _ref_parts(ref: str) -> dict[str, str | None]:
+    found = _MARKS.match(ref.strip())
+    assert found is not None  # every part after the name is optional
+    return found.groupdict()
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
     """(model name, head-type override or None) of a reference made by ``model_ref``."""
-    found = _HEAD_MARK.match(ref.strip())
-    return (found["name"], found["head"]) if found else (ref, None)
+    parts = _ref_parts(ref)
+    return str(parts["name"]), parts["head"]
+
+
+def ref_autocast(ref: str) -> str | None:
+    """The scorer's autocast type a reference made by ``model_ref`` names (None: float32)."""
+    return _ref_parts(ref)["autocast"]
+
+
+def autocast_choices() -> tuple[str, ...]:
+    """The autocast types this machine's device takes: bfloat16, and float16 on a GPU."""
+    return ("bfloat16", "float16") if best_device().type == "cuda" else ("bfloat16",)
 
 
 def model_choices() -> list[ModelChoice]:
@@ -163,9 +186,10 @@ def model_info(name: str) -> ModelInfo:
 
 def classifier(name: str, batch_size: int = 64) -> Classifier:
     """A fresh per-request view (own pass counters) on the shared, cached model, explaining the
-    head the reference names (``model_ref``) or the one its config gives."""
+    head the reference names (``model_ref``) or the one its config gives, and scoring
+    perturbations under the autocast it names (float32 when none)."""
     base, head_type = split_ref(name)
-    return Classifier(loaded(base), batch_size=batch_size, head_type=head_type)
+    return Classifier(loaded(base), batch_size=batch_size, head_type=head_type, **autocast_options(ref_autocast(name)))
 
 
 @st.cache_resource(show_spinner="Loading the masked language model…", max_entries=2)

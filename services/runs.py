@@ -184,14 +184,16 @@ def start_run(
     """Start (or resume) a run in a background process and return its id at once. A run with the
     same key that is already done is returned as it is; one being written is left alone. Runs
     use the head the model's config gives (a regression head's runs leave log-odds out)."""
-    from services.models import classifier, split_ref
+    from services.models import classifier, ref_autocast, split_ref
 
-    if split_ref(model)[1] is not None:
+    name, head_type = split_ref(model)
+    if head_type is not None:
         raise ValueError("dataset runs use the head the model's config gives: clear the sidebar's head-type override")
     if not classifier(model).head.is_probability:
         metrics = [m for m in metrics if m != "log_odds"]
+    autocast = ref_autocast(model)  # the sidebar's scoring precision, part of the run's key
     spec = executor.RunSpec(
-        model=model,
+        model=name,
         dataset=dataset,
         split=split,
         limit=limit,
@@ -199,13 +201,15 @@ def start_run(
         metrics=tuple(metrics),
         seed=seed,
         target=target,
+        autocast=autocast,
     )
     new, _ = executor.prepare(spec)
     run_id = run_id_of(run_key(new.key_fields))
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
     if found is not None and (found.status == "done" or (found.status == "running" and not found.writer_gone)):
         return run_id
-    command = [sys.executable, "-m", "cli", "run", "--model", model, "--dataset", dataset, "--split", split]
+    command = [sys.executable, "-m", "cli", "run", "--model", name, "--dataset", dataset, "--split", split]
+    command += ["--autocast", autocast] if autocast is not None else []
     command += ["--limit", str(limit)] if limit is not None else ["--all"]
     command += ["--methods", ",".join(methods), "--metrics", ",".join(metrics), "--target", target]
     command += ["--executor", "serial", "--quiet", "--json"] + (["--seed", str(seed)] if seed is not None else [])

@@ -1,4 +1,5 @@
-"""The shared sidebar: model and head type, dataset and split, example, target and masked LM.
+"""The shared sidebar: model, head type and scoring precision, dataset and split, example, target
+and masked LM.
 
 It runs on every page (``app.py`` renders it before the page), stores one ``Selection`` in the
 session state and mirrors model, dataset, split and example index into the URL's query
@@ -24,7 +25,7 @@ def render() -> Selection:
     _read_url_once(choices, options)
     with st.sidebar:
         st.header("Input")
-        model = services.model_ref(_model_picker(choices, options), _head_picker())
+        model = services.model_ref(_model_picker(choices, options), _head_picker(), _autocast_picker())
         try:
             info = services.model_info(model)
         except ValueError as error:
@@ -200,6 +201,23 @@ def _head_picker() -> str | None:
         help="What the model's outputs mean: one softmax over classes, one sigmoid per label, or a "
         "regression score. Detected from the config (problem_type, num_labels); override it for "
         "a model whose config is wrong.",
+    )
+
+
+def _autocast_picker() -> str | None:
+    """The scorer's autocast type (None: float32; ``Classifier``)."""
+    options: list[str | None] = [None, *services.autocast_choices()]
+    if st.session_state.get("sidebar.autocast") not in options:
+        st.session_state["sidebar.autocast"] = None
+    return st.selectbox(
+        "Perturbation scoring",
+        options,
+        format_func=lambda a: "float32 (exact)" if a is None else f"{a} autocast (faster)",
+        key="sidebar.autocast",
+        help="The precision of the model passes that score perturbations (leave-one-out, occlusion, LIME, "
+        "SHAP, IM, the faithfulness metrics). bfloat16 is about 1.6 times faster on CPUs with AVX512-BF16 "
+        "or AMX (slower on others) and on GPUs; scores move by rounding: LIME and SHAP barely, "
+        "leave-one-out's top word changed on 2 of 30 SST-2 sentences (BENCHMARKS.md). Gradients stay float32.",
     )
 
 
