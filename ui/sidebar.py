@@ -216,7 +216,8 @@ def _autocast_picker() -> str | None:
         key="sidebar.autocast",
         help="The precision of the model passes that score perturbations (leave-one-out, occlusion, LIME, "
         "SHAP, IM, the faithfulness metrics). bfloat16 is about 1.6 times faster on CPUs with AVX512-BF16 "
-        "or AMX (slower on others) and on GPUs; scores move by rounding: LIME and SHAP barely, "
+        "or AMX and slower on others; on a GPU half precision pays on large batches (dataset slices, many "
+        "samples), not on one sentence's few variants. Scores move by rounding: LIME and SHAP barely, "
         "leave-one-out's top word changed on 2 of 30 SST-2 sentences (BENCHMARKS.md). Gradients stay float32.",
     )
 
