@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,7 @@ from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob
 from experiments.roar.removal import Level, n_to_remove
 from experiments.roar.scores import RANDOM, SHARED
+from tests.kill import kill_once_done
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"task": "sst2", "train_size": 8, "eval_size": 8, "train_steps": 2}
@@ -58,30 +57,20 @@ def test_a_job_killed_with_sigkill_resumes_with_identical_results(reference, tmp
     command = [sys.executable, "-m", "cli", "roar", *ARGS, "--no-estimate", "--quiet", "--json"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     store = RunStore(tmp_path / "results", read_only=True)
-    deadline = time.monotonic() + 600
-    info = None
-    while time.monotonic() < deadline and process.poll() is None:
-        infos = store.infos() if store.catalogue_path.exists() else []
-        if infos and infos[0].units_done >= 3:
-            info = infos[0]
-            break
-        time.sleep(0.1)
-    assert info is not None, process.stderr.read().decode() if process.poll() is not None else "timed out"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    killed = store.get(info.run_id)
+    run_id = kill_once_done(process, store.catalogue_path, "units_done", 3, timeout_s=600)
+    killed = store.get(run_id)
     assert killed.status == "running" and killed.writer_gone and 3 <= killed.units_done < 8
     assert killed.run_id == reference[1]  # the same settings are the same job
 
     resumed = subprocess.run(
-        [sys.executable, "-m", "cli", "roar", "--resume", info.run_id, "--no-estimate", "--quiet", "--json"],
+        [sys.executable, "-m", "cli", "roar", "--resume", run_id, "--no-estimate", "--quiet", "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     result = json.loads(resumed.stdout)
     assert result["status"] == "done" and result["units_done"] == 8
     assert "python -m cli roar --task sst2 --methods loo_empty" in result["command"]
-    assert unit_results(store, info.run_id) == unit_results(*reference)
-    assert unit_tables(store, info.run_id) == unit_tables(*reference)
+    assert unit_results(store, run_id) == unit_results(*reference)
+    assert unit_tables(store, run_id) == unit_tables(*reference)
     assert set(result["faithfulness"]) == {"loo_empty"} and set(result["curves"]) == {"loo_empty", RANDOM}
 
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,6 +22,7 @@ from engine.runs.model_identity import model_fingerprint
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from engine.runs.worker import UnitWorker
+from tests.kill import kill_once_done
 from tests.toy import toy_bert
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,31 +270,23 @@ def test_two_readers_in_other_processes_while_a_writer_writes(tmp_path):
 @pytest.mark.slow  # a subprocess that loads torch: 30 s on a quiet machine, 156 s on a busy one
 def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_bert_folder, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTRIBUTION_RESULTS_DIR": str(tmp_path / "results")}
-    spec = toy_spec(toy_bert_folder, limit=12, chunk_size=1, methods=("loo_empty", "integrated_gradients"))
-    args = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "12", "--seed", "3"]
+    rows = 40  # SST-2 dev: enough one-row units that the run is still going when 3 are committed
+    methods = ("loo_empty", "integrated_gradients")
+    spec = toy_spec(toy_bert_folder, dataset="sst2", split="dev", limit=rows, chunk_size=1, methods=methods)
+    args = ["--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev", "--limit", str(rows), "--seed", "3"]
     args += ["--methods", ",".join(spec.methods), "--metrics", ",".join(spec.metrics), "--chunk-size", "1"]
     command = [sys.executable, "-m", "cli", "run", *args, "--executor", "serial", "--quiet", "--json"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     store = RunStore(tmp_path / "results", read_only=True)
-    deadline = time.monotonic() + 120
-    info = None
-    while time.monotonic() < deadline and process.poll() is None:
-        infos = store.infos() if store.catalogue_path.exists() else []
-        if infos and infos[0].rows_done >= 3:
-            info = infos[0]
-            break
-        time.sleep(0.05)
-    assert info is not None, process.stderr.read().decode() if process.poll() is not None else "timed out"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    killed = store.get(info.run_id)
-    assert killed.status == "running" and killed.writer_gone and 3 <= killed.rows_done < 12
+    run_id = kill_once_done(process, store.catalogue_path, "rows_done", 3, timeout_s=120)
+    killed = store.get(run_id)
+    assert killed.status == "running" and killed.writer_gone and 3 <= killed.rows_done < rows
 
     writer = RunStore(tmp_path / "results")
-    resumed = execute(open_run(resume_spec(writer, info.run_id), writer, resume=info.run_id), writer, executor="serial")
-    assert resumed.computed_units == 12 - killed.units_done and resumed.info.status == "done"
-    table = writer.read_table(info.run_id)
-    assert sorted(table.column("position").to_pylist()) == list(range(12))
+    resumed = execute(open_run(resume_spec(writer, run_id), writer, resume=run_id), writer, executor="serial")
+    assert resumed.computed_units == rows - killed.units_done and resumed.info.status == "done"
+    table = writer.read_table(run_id)
+    assert sorted(table.column("position").to_pylist()) == list(range(rows))
     reference_store = RunStore(tmp_path / "reference")
     reference = execute(open_run(spec, reference_store), reference_store, executor="serial")
     assert comparable(table) == comparable(reference_store.read_table(reference.info.run_id))
