@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from core.types import ProgressFn
+from core.types import AUTOCAST_TYPES, HEAD_TYPES, ProgressFn
 
 
 def add_model(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_model(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--head-type",
-        choices=("single_label", "multi_label", "regression"),
+        choices=HEAD_TYPES,
         help="what the model's outputs mean (default: from its config's problem_type and num_labels)",
     )
 
@@ -26,7 +26,7 @@ def add_model(parser: argparse.ArgumentParser) -> None:
 def add_autocast(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--autocast",
-        choices=("float16", "bfloat16"),
+        choices=AUTOCAST_TYPES,
         help="score perturbations (and metrics) under autocast in this type: float16 or bfloat16 on a GPU, "
         "bfloat16 on a CPU (faster only with AVX512-BF16 or AMX); gradients stay float32. The scores differ "
         "from float32's by rounding (BENCHMARKS.md, 'bfloat16 on the CPU')",

@@ -24,12 +24,12 @@ from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
 from core.passes import PassBook
-from core.types import Example, ProgressFn
+from core.types import AUTOCAST_TYPES, Example, ProgressFn
 
 ENCODINGS_KEPT = 1024  # per request: every method and metric of a dataset group reads the same examples
 
 
-AUTOCAST_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+AUTOCAST_DTYPES = {name: getattr(torch, name) for name in AUTOCAST_TYPES}
 
 
 def autocast_options(name: str | None) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-HEAD_TYPES = ("single_label", "multi_label", "regression")
+from core.types import HEAD_TYPES
+
 HEAD_LABELS = {
     "single_label": "single-label (softmax)",
     "multi_label": "multi-label (one sigmoid per label)",

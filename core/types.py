@@ -16,6 +16,11 @@ import numpy as np
 # the engine, the command line's progress bar and the app's st.progress.
 ProgressFn = Callable[[float, str], None]
 
+# What a model's outputs mean (core/heads.py) and the types the scorer may autocast to
+# (core/classifier.py); named here, without torch, for the command line's choices.
+HEAD_TYPES = ("single_label", "multi_label", "regression")
+AUTOCAST_TYPES = ("float16", "bfloat16")
+
 
 @dataclass(frozen=True)
 class Example:

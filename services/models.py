@@ -13,6 +13,7 @@ from core.devices import best_device
 from core.heads import HEAD_LABELS, detect_head
 from core.loaded import LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
+from core.types import AUTOCAST_TYPES, HEAD_TYPES
 from experiments import randomization
 from services import access
 
@@ -51,8 +52,8 @@ class ModelInfo:
 # pass to the services ("minilm-sst2 [head: multi_label] [autocast: bfloat16]"), so every cache
 # keyed by the model also keys by them.
 _MARKS = re.compile(
-    r"^(?P<name>.*?)(?: \[head: (?P<head>single_label|multi_label|regression)\])?"
-    r"(?: \[autocast: (?P<autocast>float16|bfloat16)\])?$"
+    rf"^(?P<name>.*?)(?: \[head: (?P<head>{'|'.join(HEAD_TYPES)})\])?"
+    rf"(?: \[autocast: (?P<autocast>{'|'.join(AUTOCAST_TYPES)})\])?$"
 )
 
 
