@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_coverage(len(result.example.words), result.dropped_words, len(result.windows)))
         for key, attribution in result.attributions.items():
-            pairs = " ".join(f"{w}:{s:+.3f}" for w, s in zip(attribution.words, attribution.scores))
+            # three significant digits: gradient scores are often 1e-4 and would print as +0.000
+            pairs = " ".join(f"{w}:{s:+.3g}" for w, s in zip(attribution.words, attribution.scores))
             print(f"{key}: {pairs}")
         for key, message in result.errors.items():
             print(f"{key}: failed: {message}")

@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import threading
+import warnings
 from pathlib import Path
 
 from core.random_models import is_random, random_model
@@ -113,7 +114,12 @@ def _merged(folder: Path):
     """The adapter in ``folder`` merged into a fresh packaged encoder: a plain transformers model."""
     from peft import PeftModel
 
-    model = PeftModel.from_pretrained(base_model(read_task(folder)), str(folder))
+    base = base_model(read_task(folder))
+    with warnings.catch_warnings():
+        # peft asks the base model the deprecated ``is_gradient_checkpointing`` (transformers 5):
+        # a FutureWarning on every start that says nothing about this project.
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        model = PeftModel.from_pretrained(base, str(folder))
     return model.merge_and_unload()
 
 

@@ -77,6 +77,20 @@ def test_explain_runs_the_default_panel_unless_told_otherwise(capsys, model_dirs
     assert not any(explainers.get(key).needs_mlm for key in explainers.DEFAULT_PANEL)
 
 
+def test_explain_prints_every_score_to_three_significant_digits(capsys, model_dirs) -> None:
+    clf_dir, _ = model_dirs
+    argv = ["explain", "--model", str(clf_dir), "--text", "the plot was bad", "--methods", "saliency,loo_empty"]
+    scores = {k: a["scores"] for k, a in run_json(capsys, *argv, "--json")["attributions"].items()}
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    printed = {
+        line.split(": ")[0]: [float(pair.rsplit(":", 1)[1]) for pair in line.split(": ")[1].split()] for line in lines
+    }
+    assert set(printed) == {"saliency", "loo_empty"}
+    for key, values in printed.items():
+        assert values == pytest.approx(scores[key], rel=5e-3, abs=0), key  # small gradients keep their digits
+
+
 def test_explain_pair_and_target(capsys, model_dirs) -> None:
     clf_dir, _ = model_dirs
     out = run_json(
