@@ -10,7 +10,7 @@
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-group64 profile"}
+STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-fast16 evaluate-group64 profile"}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/.gpu/site
@@ -44,6 +44,9 @@ step group 100 "${BENCH[@]}" --group 8 --limit 16 --methods saliency,grad_x_inpu
 step autocast 200 "${BENCH[@]}" --autocast float16 --methods loo_empty,occlusion,lime,kernel_shap,partition_shap,sobol,im
 step evaluate 300 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,lime
 step evaluate-fast 200 "${EVALUATE[@]}" --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+# The same run with the scorer under float16 autocast (gradients stay float32): the perturbation
+# methods' and metrics' passes at the half-precision rate.
+step evaluate-fast16 200 "${EVALUATE[@]}" --autocast float16 --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
 step evaluate-group64 200 "${EVALUATE[@]}" --group 64 --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
 # Where the SST-2 dev run's time goes beyond its passes: a Python profile of its first 256
 # sentences (a call that waits on the GPU, such as a copy to the CPU, shows the wait as its own time).
