@@ -15,11 +15,13 @@ a local folder.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.random_models import is_random, random_model
@@ -115,12 +117,18 @@ def _merged(folder: Path):
     from peft import PeftModel
 
     base = base_model(read_task(folder))
-    with warnings.catch_warnings():
-        # peft asks the base model the deprecated ``is_gradient_checkpointing`` (transformers 5):
-        # a FutureWarning on every start that says nothing about this project.
-        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    with peft_quiet():
         model = PeftModel.from_pretrained(base, str(folder))
     return model.merge_and_unload()
+
+
+@contextlib.contextmanager
+def peft_quiet() -> Iterator[None]:
+    """Around peft's wrapping of a model: peft asks it the deprecated ``is_gradient_checkpointing``
+    (transformers 5), a FutureWarning on every start that says nothing to the user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
 
 
 def _offline_kwargs() -> dict:

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from core.models import TASK_CONFIG
+from core.models import TASK_CONFIG, peft_quiet
 from core.train.tasks import TrainConfig
 
 ENCODER_LORA = r"bert\.encoder\.layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense)"
@@ -90,11 +90,12 @@ def _adapt(
     adapter, or continue a saved one (``--init-from``)."""
     from peft import PeftModel, get_peft_model
 
-    if cfg.init_from:
-        model = PeftModel.from_pretrained(model, cfg.init_from, is_trainable=True)
-    else:
-        config = lora_config(architecture, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout, packaged)
-        model = get_peft_model(model, config)
+    with peft_quiet():
+        if cfg.init_from:
+            model = PeftModel.from_pretrained(model, cfg.init_from, is_trainable=True)
+        else:
+            config = lora_config(architecture, cfg.rank, cfg.rank * cfg.alpha_over_rank, cfg.lora_dropout, packaged)
+            model = get_peft_model(model, config)
     return model, _trainable(model)
 
 
