@@ -61,15 +61,15 @@ def explain_mean_batch(
 
 
 def rollout(attention: torch.Tensor, residual: bool) -> torch.Tensor:
-    """Attention rollout matrix (seq, seq) from (layers, heads, seq, seq)."""
-    seq = attention.shape[-1]
-    result = torch.eye(seq, dtype=torch.float64)
-    for layer in attention.double():
-        averaged = layer.mean(dim=0)
-        if residual:
-            averaged = 0.5 * averaged + 0.5 * torch.eye(seq, dtype=torch.float64)
-            averaged = averaged / averaged.sum(dim=-1, keepdim=True)
-        result = averaged @ result
+    """Attention rollout matrix (seq, seq) from (layers, heads, seq, seq): every layer's heads
+    averaged (and the identity mixed in) at once, then the layers multiplied from the first up."""
+    layers = attention.double().mean(dim=1)  # (layers, seq, seq)
+    if residual:
+        layers = 0.5 * layers + 0.5 * torch.eye(layers.shape[-1], dtype=torch.float64)
+        layers = layers / layers.sum(dim=-1, keepdim=True)
+    result = layers[0]
+    for layer in layers[1:]:
+        result = layer @ result
     return result
 
 

@@ -155,9 +155,10 @@ def to_attribution(
 ) -> Attribution:
     positions = encoded.scored_positions
     word_ids = [encoded.word_ids[t] for t in positions]
-    words = np.zeros(encoded.n_words, dtype=np.float64)
-    for w in range(encoded.n_words):
-        words[w] = word_reduce(token_scores[[t for t in positions if encoded.word_ids[t] == w]])
+    by_word: list[list[int]] = [[] for _ in range(encoded.n_words)]
+    for t, w in zip(positions, word_ids):
+        by_word[w].append(t)
+    words = np.array([word_reduce(token_scores[tokens]) for tokens in by_word], dtype=np.float64)
     return make_attribution(
         example,
         target,
