@@ -71,8 +71,9 @@ def _open(name: str, data: bytes) -> bool:
     else:
         sidebar.select_text(model, chosen.get("text") or bundle.example.text, chosen.get("text_b") or "")
     st.session_state["sidebar.head_type"] = head
-    if services.ref_autocast(bundle.model) in (None, *services.autocast_choices()):
-        st.session_state["sidebar.autocast"] = services.ref_autocast(bundle.model)
+    autocast = services.ref_autocast(bundle.model)
+    if autocast in (None, *services.autocast_choices()):
+        st.session_state["sidebar.autocast"] = autocast
     st.session_state["sidebar.target"] = chosen.get("target")
     if chosen.get("mlm") in services.mlm_choices():
         st.session_state["sidebar.mlm"] = chosen["mlm"]

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.classifier import AUTOCAST_DTYPES
+from core.types import AUTOCAST_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
 
@@ -48,8 +48,8 @@ class RunSpec:
             raise ValueError(f"--chunk-size must be at least 1, got {self.chunk_size}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
-        if self.autocast not in (None, *AUTOCAST_DTYPES):
-            raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_DTYPES)}, got {self.autocast!r}")
+        if self.autocast not in (None, *AUTOCAST_TYPES):
+            raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_TYPES)}, got {self.autocast!r}")
         methods = explainers.resolve(list(self.methods))
         metrics = resolve_metrics(",".join(self.metrics))
         unknown = set(self.overrides) - set(methods) - set(metrics)
