@@ -30,7 +30,7 @@ with st.expander("How to read this page", expanded=False):
     A.how_to_read()
 
 infos = {m.key: m for m in services.methods()}
-first, second, third = st.columns(3)
+first, second, third = st.columns([5, 3, 2])
 attack = (
     first.segmented_control(
         "Attack", list(A.ATTACKS), format_func=A.ATTACKS.get, default="embedding", key="adversarial.attack"

@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest
 from core.types import Attribution
 from metrics.base import MetricResult
 from ui import adversarial, agreement, explorer, faithfulness, mask_panels, rationales, roar, sanity, theme
-from ui.charts import band_colour, probability_chart
+from ui.charts import band_trace, probability_chart
 from ui.export import Heatmap, heatmap_document, heatmap_latex
 from ui.heatmap import colour, heatmap_html
 
@@ -166,10 +166,25 @@ def test_method_colours_random_band_and_theme_reset() -> None:
     assert theme.PRESENTATION.method_colour("lime", 0) == "#004488"
     assert theme.PRESENTATION.method_colour("lime", 9) == theme.PRESENTATION.series[1]
     assert theme.DEFAULT.method_colour("random", 0) == "#8c8c8c"
-    assert band_colour("#004488") == "rgba(0,68,136,0.15)"
+    assert band_trace([0], [0], [1], "#004488", "lime").fillcolor == "rgba(0,68,136,0.15)"
     with theme.using(theme.PRESENTATION):
         assert theme.current() is theme.PRESENTATION
     assert theme.current() is theme.DEFAULT
+
+
+def test_a_roar_band_is_drawn_inside_zero_and_one_and_its_hover_keeps_the_interval() -> None:
+    """Two seeds give t-intervals past an accuracy of 0 and 1: the band is drawn clipped, the
+    line's hover still gives the interval itself."""
+    summary = curves_summary()
+    wide = {"x": 0.5, "level": "50%", "mean": 0.6, "low": -0.35, "high": 1.55, "n": 2}
+    summary["curves"] = {"loo_empty": [summary["curves"]["loo_empty"][0], wide]}
+    band, line = roar.curve_figure(summary, "ROAR").data
+    assert list(band.y) == [0.95, 1.0, 0.0, 0.85]  # high edge out, low edge back
+    assert list(band.x) == [0.0, 0.5, 0.5, 0.0]
+    assert band.mode == "lines"  # no marker at the band's corners
+    assert line.customdata[1][2] == " [-0.350, 1.550]"
+    assert "%{customdata[2]}" in line.hovertemplate
+    assert list(band_trace([0, 1], [-2.0, 0.2], [3.0, 0.4], "#004488", "m").y) == [3.0, 0.4, 0.2, -2.0]
 
 
 def attribution(words: tuple[str, ...], scores: list[float]) -> Attribution:

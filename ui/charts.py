@@ -53,10 +53,35 @@ def style(figure: go.Figure) -> go.Figure:
     return figure
 
 
-def band_colour(line: str, alpha: float = 0.15) -> str:
-    """The fill of a 95% band around a line of colour ``line`` (``#rrggbb``)."""
+def band_trace(
+    x: Sequence[float],
+    low: Sequence[float],
+    high: Sequence[float],
+    line: str,
+    group: str,
+    bounds: tuple[float, float] | None = None,
+    alpha: float = 0.15,
+) -> go.Scatter:
+    """The shaded 95% band from ``low`` to ``high`` around a line of colour ``line`` (``#rrggbb``),
+    in the line's legend group. With ``bounds`` the band is drawn clipped to the quantity's range:
+    a t-interval over two or three seeds easily runs past an accuracy of 0 or 1, and a band there
+    reads as nonsense (the tables and hovers keep the interval itself)."""
+    if bounds is not None:
+        lowest, highest = bounds
+        low = [min(highest, max(lowest, v)) for v in low]
+        high = [min(highest, max(lowest, v)) for v in high]
     r, g, b = (int(line[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"
+    return go.Scatter(
+        x=list(x) + list(x)[::-1],
+        y=list(high) + list(low)[::-1],
+        mode="lines",  # plotly's default marks every point of a short trace: the band's corners
+        fill="toself",
+        fillcolor=f"rgba({r},{g},{b},{alpha})",
+        line={"width": 0},
+        hoverinfo="skip",
+        showlegend=False,
+        legendgroup=group,
+    )
 
 
 def diverging_scale(low: float) -> list[list[float | str]]:

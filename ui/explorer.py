@@ -8,7 +8,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import band_colour, style
+from ui.charts import band_trace, style
 from ui.theme import current
 
 
@@ -55,18 +55,7 @@ def mean_curve_figure(
         if not curve:
             continue
         line = theme.method_colour(method, index)
-        figure.add_trace(
-            go.Scatter(
-                x=curve["x"] + curve["x"][::-1],
-                y=curve["high"] + curve["low"][::-1],
-                fill="toself",
-                fillcolor=band_colour(line),
-                line={"width": 0},
-                hoverinfo="skip",
-                showlegend=False,
-                legendgroup=method,
-            )
-        )
+        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method))
         name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
         if summary is not None:
             name = f"{method} ({summary[method][metric].mean:.3f})"

@@ -11,14 +11,22 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import band_colour, style
+from ui.charts import band_trace, style
 from ui.theme import current
 
 SHARED = "*"
 
 
+def _interval(cell: dict[str, Any]) -> str:
+    """A level's 95% interval over seeds for the hover, unclipped (empty with a single seed)."""
+    if cell["low"] is None or cell["high"] is None:
+        return ""
+    return f" [{cell['low']:.3f}, {cell['high']:.3f}]"
+
+
 def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of words removed") -> go.Figure:
-    """One line per method with its 95% band over seeds; the random baseline dashed."""
+    """One line per method with its 95% band over seeds (drawn inside [0, 1], the range of both
+    metrics, accuracy and macro-F1); the random baseline dashed."""
     theme = current()
     figure = go.Figure()
     for index, (method, cells) in enumerate(summary["curves"].items()):
@@ -29,17 +37,14 @@ def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of w
         colour = theme.method_colour(method, index)
         banded = [c for c in cells if c["low"] is not None and c["high"] is not None]
         if banded:
-            bx = [c["x"] for c in banded]
             figure.add_trace(
-                go.Scatter(
-                    x=bx + bx[::-1],
-                    y=[c["high"] for c in banded] + [c["low"] for c in banded][::-1],
-                    fill="toself",
-                    fillcolor=band_colour(colour),
-                    line={"width": 0},
-                    hoverinfo="skip",
-                    showlegend=False,
-                    legendgroup=method,
+                band_trace(
+                    [c["x"] for c in banded],
+                    [c["low"] for c in banded],
+                    [c["high"] for c in banded],
+                    colour,
+                    method,
+                    bounds=(0.0, 1.0),
                 )
             )
         figure.add_trace(
@@ -50,12 +55,18 @@ def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of w
                 name=method,
                 legendgroup=method,
                 line={"color": colour, "dash": "dash" if method == "random" else "solid"},
-                customdata=[[c["level"], c["n"]] for c in cells],
-                hovertemplate=f"<b>{html.escape(method)}</b> %{{customdata[0]}}<br>%{{y:.3f}} over %{{customdata[1]}} seed(s)<extra></extra>",
+                customdata=[[c["level"], c["n"], _interval(c)] for c in cells],
+                hovertemplate=f"<b>{html.escape(method)}</b> %{{customdata[0]}}<br>%{{y:.3f}}%{{customdata[2]}}"
+                " over %{customdata[1]} seed(s)<extra></extra>",
             )
         )
     if summary.get("floor") is not None:
-        figure.add_hline(y=summary["floor"], line={"dash": "dot", "color": theme.muted}, annotation_text="100% removed")
+        figure.add_hline(
+            y=summary["floor"],
+            line={"dash": "dot", "color": theme.muted},
+            annotation_text="100% removed",
+            annotation_position="bottom left",
+        )
     percent = all(c["level"].endswith("%") for cells in summary["curves"].values() for c in cells)
     figure.update_layout(
         title={"text": html.escape(title)},
