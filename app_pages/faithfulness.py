@@ -1,9 +1,9 @@
 """Faithfulness: remove the words a method ranks highest and watch the prediction.
 
-Deletion and insertion curves (Arras et al. 2017; paper 000's Deletion and Deletion_BERT),
-comprehensiveness and sufficiency (ERASER, DeYoung et al. 2020; MaRC's 19 bins, paper 003) and
-log-odds (AML, paper 004). Three views: the curves of one example, the mean curves and a method x
-metric table over a dataset slice, and two removal modes side by side (paper 000, Table 1), which
+Deletion and insertion curves (Arras et al. 2017; Pham et al.'s Deletion and Deletion_BERT),
+comprehensiveness and sufficiency (ERASER, DeYoung et al. 2020; MaRC's 19 bins, Brinner & Zarrieß 2023) and
+log-odds (AML, Barkan et al. 2024). Three views: the curves of one example, the mean curves and a method x
+metric table over a dataset slice, and two removal modes side by side (Pham et al. 2022, Table 1), which
 shows when the ranking of the methods changes with the way words are removed.
 """
 
@@ -99,7 +99,7 @@ def slice_view(selection, methods: list[str], imported: list, metric_params: dic
 
 def compare_view(selection, methods: list[str], imported: list, metric_params: dict, method_params: dict) -> None:
     st.caption(
-        "Paper 000 (Table 1) shows that the verdict depends on how words are removed: a method that wins when "
+        "Pham et al. 2022 (Table 1) show that the verdict depends on how words are removed: a method that wins when "
         "removed words are replaced by a masked LM's fill-ins can lose when they are deleted."
     )
     if not {"im", "loo_empty"} <= set(methods):

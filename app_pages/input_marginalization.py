@@ -1,5 +1,5 @@
 """Input Marginalization: each word's IM score next to leave-one-out, the masked LM's fill-ins
-behind it, and the counterfactual inputs behind LOO, IM and LIME (paper 000, "Double Trouble").
+behind it, and the counterfactual inputs behind LOO, IM and LIME (Pham et al. 2022, "Double Trouble").
 
 IM replaces a word with the masked LM's fill-ins and averages the classifier's prediction over
 them, so a word the masked LM restores with high likelihood gets a score near zero whatever the
@@ -40,7 +40,7 @@ st.title("Input Marginalization")
 st.caption(
     "Input Marginalization (Kim et al. 2020) replaces each word with a masked language model's fill-ins and "
     "averages the classifier's prediction over them, weighted by their likelihood: "
-    "IM = log-odds(f(x)) − log-odds(E[f]). Paper 000 (“Double Trouble”) shows that a word the masked LM "
+    "IM = log-odds(f(x)) − log-odds(E[f]). Pham et al. 2022 (“Double Trouble”) show that a word the masked LM "
     "can predict gets an IM score near zero, however much the classifier relies on it."
 )
 if selection.error:
@@ -97,7 +97,7 @@ if restored:
     mean_likelihood = sum(row["top-1 likelihood"] for row in restored) / len(restored)
     st.caption(
         f"The masked LM restores {len(restored)} of {len(word_rows)} words as its top-1 fill-in "
-        f"(mean likelihood {mean_likelihood:.3f}); paper 000 reports 48.9% of words at 0.823 for BERT on SST-2."
+        f"(mean likelihood {mean_likelihood:.3f}); Pham et al. 2022 report 48.9% of words at 0.823 for BERT on SST-2."
     )
 
 st.subheader("Fill-ins of one word")

@@ -1,9 +1,9 @@
 """Human rationales: the words people highlighted, next to the words each method selects.
 
-Agreement as in paper 000 (negatives zeroed, divide by the maximum, binarize at tau: IoU,
+Agreement as in Pham et al. 2022 (negatives zeroed, divide by the maximum, binarize at tau: IoU,
 precision, recall, F1, coverage; the optimal tau over 0.05..0.95), ERASER (DeYoung et al. 2020;
-paper 003: token F1 of the top-k words, span IOU-F1 at IoU 0.5, AUPRC) and the thesis (paper 002:
-ground-truth overlap, mean rank). Two views: one example with its human and binarized maps, and a
+Brinner & Zarrieß 2023: token F1 of the top-k words, span IOU-F1 at IoU 0.5, AUPRC) and the thesis
+(ground-truth overlap, mean rank). Two views: one example with its human and binarized maps, and a
 dataset slice with a table per method, the annotators' agreement among themselves as the human
 ceiling, and the examples where each method agrees least with the humans.
 """
@@ -86,11 +86,13 @@ def slice_view(
     order = second.radio("Which", ("first N", "random N"), horizontal=True, key="rationales.slice_order")
     seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="rationales.slice_seed"))
     correct_only = fourth.checkbox(
-        "Correct predictions only", key="rationales.correct_only", help="Paper 000 scores correctly predicted examples."
+        "Correct predictions only",
+        key="rationales.correct_only",
+        help="Pham et al. 2022 score correctly predicted examples.",
     )
     objective = st.radio(
         "Optimal τ maximises", ("iou", "f1"), format_func=R.LABELS.get, horizontal=True, key="rationales.objective",
-        help="Paper 000 reports each method at the τ in 0.05, 0.10, …, 0.95 with the best mean agreement.",
+        help="Pham et al. 2022 report each method at the τ in 0.05, 0.10, …, 0.95 with the best mean agreement.",
     )  # fmt: skip
     request = {"model": selection.model, "data": [selection.dataset, selection.split, n, order, seed, correct_only],
                "methods": methods, "metrics": metric_params, "objective": objective, "mlm": selection.mlm,

@@ -1,7 +1,7 @@
 """Remove and retrain: ROAR (Hooker et al. 2019, arXiv:1806.10758), ROAR_BERT (Pham et al. 2022,
 arXiv:2110.11929) and Recursive ROAR (Madsen et al. 2022, arXiv:2110.08412).
 
-Open the bundled precomputed job (no compute), a job of the run store, or paper 001's synthetic
+Open the bundled precomputed job (no compute), a job of the run store, or Madsen et al.'s synthetic
 redundancy task; start a small job in the background after its cost estimate. Accuracy vs share
 removed with 95% bands over seeds, Eq. 3, the t-tests, class-leakage flags, the sparsity of the
 importance and an example's text at each level with the removed words visible.
@@ -24,7 +24,7 @@ from ui.roar import (
     t_test_table,
 )
 
-SYNTHETIC = "Synthetic task (paper 001, Eq. 1)"
+SYNTHETIC = "Synthetic task (Madsen et al. 2022, Eq. 1)"
 
 st.title("Remove and retrain")
 st.caption(
@@ -73,14 +73,14 @@ def job_view(report: dict, key: str) -> None:
     figure = curve_figure(summary, f"{kind}, {removal}")
     st.plotly_chart(figure, key=f"roar.{key}.curve")
     st.markdown(
-        "**Faithfulness (paper 001, Eq. 3)**: area between the random curve and the method's, over the "
+        "**Faithfulness (Madsen et al. 2022, Eq. 3)**: area between the random curve and the method's, over the "
         "area between random and the 100% floor; 0 = random, negative = not faithful."
     )
     table = faithfulness_table(summary)
     st.dataframe(table, hide_index=True)
     for line in leakage_lines(summary):
         st.warning(f"Class leakage? {line}")
-    with st.expander("t-tests (paper 000: Welch, two-sided, over seeds)"):
+    with st.expander("t-tests (Pham et al. 2022: Welch, two-sided, over seeds)"):
         st.dataframe(t_test_table(summary), hide_index=True)
     download_row(
         f"roar.{key}.download", name=f"roar-{report.get('run_id', key)}", figure=figure, table=table, json=summary

@@ -1,7 +1,7 @@
 """Sanity checks: re-initialise the model layer by layer and watch whether the explanations change.
 
 Cascading and independent randomisation after Adebayo et al. (2018) as the thesis (seed 002,
-section 2.7) runs it; the classifier-head reset of paper 000 (Table A5) is the ``head`` step.
+section 2.7) runs it; the classifier-head reset of Pham et al. 2022 (Table A5) is the ``head`` step.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ with st.expander("Full-size heatmaps of one method, one row per step"):
     st.html(heatmap_html(row.example.words, row.example.segment_ids, rows, rationale=row.example.rationale))
 
 if "head" in names:
-    st.subheader("Classifier-head reset (paper 000, Table A5)")
+    st.subheader("Classifier-head reset (Pham et al. 2022, Table A5)")
     st.caption("Higher is better: a method that explains the classifier should change when its head is re-drawn.")
     table = S.head_table(result, summary, names.index("head"))
     show_table(table, key="sanity.head_table", name="sanity-head-reset", hide_index=True)

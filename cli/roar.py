@@ -1,7 +1,7 @@
 """``python -m cli roar``: a ROAR / ROAR_BERT / Recursive ROAR job kept in the run store
 (``engine.roar``): prints its cost first (retrains, explanations, time from a measured training
 step), runs the units not stored yet (a killed job resumes with ``--resume RUN_ID`` or the same
-command), then prints the curves, paper 001's Eq. 3, paper 000's t-tests and the leakage flags."""
+command), then prints the curves, Madsen et al.'s Eq. 3, Pham et al.'s t-tests and the leakage flags."""
 
 from __future__ import annotations
 
@@ -157,19 +157,19 @@ def register(sub) -> None:
         "--removal",
         choices=REMOVALS,
         default="delete",
-        help="delete (paper 000's ROAR), mlm (ROAR_BERT, masked-LM top-1), mask (paper 001's [MASK])",
+        help="delete (Pham et al.'s ROAR), mlm (ROAR_BERT, masked-LM top-1), mask (Madsen et al.'s [MASK])",
     )
     parser.add_argument(
         "--levels",
         default="paper000",
         help="10,20,30 (percent), 1t,2t (tokens), or paper000, paper001 (0..100%%), tokens (0..10)",
     )
-    parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (paper 001)")
+    parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (Madsen et al. 2022)")
     parser.add_argument("--seeds", type=int, default=3, help="models per cell")
     parser.add_argument("--train-size", type=int, help="first N training examples (default: the whole split)")
     parser.add_argument("--eval-size", type=int, help="first N evaluation examples (default: the whole split)")
     parser.add_argument("--train-steps", type=int, help="training steps per model (default: the task's recipe)")
-    parser.add_argument("--target", choices=TARGETS, default="gold", help="class explained (paper 001: gold)")
+    parser.add_argument("--target", choices=TARGETS, default="gold", help="class explained (Madsen et al. 2022: gold)")
     parser.add_argument("--rounding", choices=ROUNDINGS, help="removed-word count rule (default: the removal's paper)")
     parser.add_argument(
         "--order", choices=ORDERS, help="rank signed scores or magnitudes (default: the removal's paper)"

@@ -78,8 +78,8 @@ class Head:
         return values.gather(1, torch.as_tensor(list(target), device=values.device).view(-1, 1))[:, 0]
 
     def transform(self, values: np.ndarray, output: str) -> np.ndarray:
-        """Explained outputs in a method's score space: the probability, its log2-odds (paper
-        000), or for a regression head the raw score whatever ``output`` asks."""
+        """Explained outputs in a method's score space: the probability, its log2-odds (Pham
+        et al. 2022), or for a regression head the raw score whatever ``output`` asks."""
         values = np.asarray(values, dtype=np.float64)
         if output == "log_odds" and self.is_probability:
             return log2_odds(values)
@@ -150,6 +150,6 @@ def detect_head(config: object, override: str | None = None, name: str = "the mo
 
 
 def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:
-    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (paper 000's log-odds space)."""
+    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (Pham et al.'s log-odds space)."""
     p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
     return np.log2(p / (1 - p))

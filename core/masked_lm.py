@@ -1,6 +1,6 @@
 """Masked language model wrapper: the top-k fill-ins, with probabilities, for a masked word.
 
-Used by Input Marginalization (Kim et al. 2020; paper 000), LIME with masked-LM fill-ins and
+Used by Input Marginalization (Kim et al. 2020; Pham et al. 2022), LIME with masked-LM fill-ins and
 masked-LM deletion curves. The vocabulary head runs only at the masked positions.
 """
 

@@ -1,5 +1,5 @@
 """What explainers that train take from their caller (``ExplainerSpec.takes_resources``): AML's
-pre-trained attribution models (Barkan et al. 2024, paper 004), with the training data and the
+pre-trained attribution models (Barkan et al. 2024), with the training data and the
 encoder they are built from.
 
 A ``Resources`` object is owned by its caller, never by a module: the app keeps one per server

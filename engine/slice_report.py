@@ -67,7 +67,7 @@ def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, li
 
 
 def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
-    """The same evaluation restricted to the examples the model predicted correctly (paper 000
+    """The same evaluation restricted to the examples the model predicted correctly (Pham et al. 2022
     scores plausibility on those only); examples without a gold label are left out too."""
     return dataclasses.replace(evaluation, results=[r for r in evaluation.results if r.example.label == r.predicted])
 
@@ -104,7 +104,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PlausibilityReport:
     """What a slice says about agreement with the humans beyond each metric's mean: the human
-    ceiling (annotators scored against each other, paper 000's reference row), paper 000's best
+    ceiling (annotators scored against each other, Pham et al.'s reference row), Pham et al.'s best
     threshold per method (``objective`` maximised over tau) with the threshold metrics at it, the
     share of words the humans marked, and ERASER's micro average of token F1 and IOU-F1."""
 

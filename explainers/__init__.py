@@ -31,8 +31,8 @@ from explainers import (
 )
 from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer, run_explainers
 
-_LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM in paper 000")
-_LOO = "leave-one-out (paper 000)"
+_LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM by Pham et al. 2022")
+_LOO = "leave-one-out"
 _LOO_REMOVALS = {
     "empty": ("delete", "delete the word"),
     "unk": ("unk", "replace the word by [UNK]"),
@@ -41,7 +41,7 @@ _LOO_REMOVALS = {
     "zero": ("zero", "zero the word's input embedding"),
 }
 _GRADIENT = "gradient"
-_IM_PAPER = Paper(authors="Kim et al.", year=2020, arxiv="2010.13984", note="re-examined in paper 000")
+_IM_PAPER = Paper(authors="Kim et al.", year=2020, arxiv="2010.13984", note="re-examined by Pham et al. 2022")
 _SMOOTHGRAD_PAPER = Paper(authors="Smilkov et al.", year=2017, arxiv="1706.03825")
 
 
@@ -196,8 +196,8 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         key="im",
         explain=input_marginalization.explain,
         params_cls=input_marginalization.ImParams,
-        description="input marginalization over masked-LM fill-ins (Kim et al. 2020; paper 000)",
-        family="input marginalization (paper 000)",
+        description="input marginalization over masked-LM fill-ins (Kim et al. 2020; Pham et al. 2022)",
+        family="input marginalization",
         paper=_IM_PAPER,
         needs_mlm=True,
         sampling=True,
@@ -219,9 +219,9 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         key="lime_mlm",
         explain=lime.explain_mlm,
         params_cls=lime.LimeMlmParams,
-        description="LIME with removed words filled by the masked LM's top-1 (paper 000's LIME_BERT)",
+        description="LIME with removed words filled by the masked LM's top-1 (Pham et al.'s LIME_BERT)",
         family="LIME",
-        paper=Paper(authors="Pham et al.", year=2022, note="paper 000, LIME_BERT"),
+        paper=Paper(authors="Pham et al.", year=2022, arxiv="2110.11929", note="LIME_BERT"),
         needs_mlm=True,
         sampling=True,
         passes=lime.passes_mlm,
@@ -262,9 +262,11 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         explain=marc.explain_marc,
         explain_batch=marc.explain_marc_batch,
         params_cls=marc.MarcParams,
-        description="MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (paper 003)",
+        description=(
+            "MaRC: Gaussian-span word mask optimised for sufficiency and comprehensiveness (Brinner & Zarrieß 2023)"
+        ),
         family="mask optimization",
-        paper=Paper(authors="Brinner & Zarrieß", year=2023, note="paper 003"),
+        paper=Paper(authors="Brinner & Zarrieß", year=2023),
         mask_optimiser=True,
         mask_filler="[PAD]",
         steps=marc.steps,
@@ -274,9 +276,11 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         explain=aml.explain_aml,
         explain_batch=aml.explain_aml_batch,
         params_cls=aml.AmlParams,
-        description="AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML) (paper 004)",
+        description=(
+            "AML: learned attribution model, pre-trained (pAML) or fine-tuned on the example (fAML; Barkan et al. 2024)"
+        ),
         family="mask optimization",
-        paper=Paper(authors="Barkan et al.", year=2024, note="paper 004"),
+        paper=Paper(authors="Barkan et al.", year=2024),
         mask_optimiser=True,
         mask_filler="[MASK]",
         steps=aml.steps,

@@ -1,4 +1,4 @@
-"""Input Marginalization (Kim et al. 2020; as examined in paper 000, "Double Trouble", Eq. 3-4).
+"""Input Marginalization (Kim et al. 2020; as examined in Pham et al. 2022, "Double Trouble", Eq. 3-4).
 
 Each word alone is replaced by one mask token; the masked LM proposes fill-ins ``x~_j`` with
 likelihoods ``p_j``; the expected prediction is the likelihood-weighted average of the
@@ -7,7 +7,7 @@ classifier's target probability with each fill-in in place,
 authors' code does; a parameter), and the attribution is
 ``a_i = log2-odds(f(x)) - log2-odds(E_i)`` (or ``f(x) - E_i`` in probability space).
 
-Candidates are the top-k fill-ins (paper 000: k = 10) or every fill-in with likelihood at
+Candidates are the top-k fill-ins (Pham et al. 2022: k = 10) or every fill-in with likelihood at
 least a threshold (Kim et al.: 1e-5). The original word stays among the candidates unless
 excluded. Fill-ins are masked-LM vocabulary tokens: with a shared vocabulary the token id
 replaces the word directly, otherwise the token's text is split by the classifier's tokenizer.

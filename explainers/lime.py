@@ -1,4 +1,4 @@
-"""LIME over words (Ribeiro et al. 2016) and LIME with masked-LM fill-ins (paper 000, LIME_BERT).
+"""LIME over words (Ribeiro et al. 2016) and LIME with masked-LM fill-ins (Pham et al. 2022, LIME_BERT).
 
 The sampler is the one of the ``lime`` package's ``LimeTextExplainer``: the first sample is the
 original input; every other sample removes a number of words drawn uniformly from 1..n, chosen
@@ -11,7 +11,7 @@ The word scores are the surrogate's coefficients.
 ``lime``: removed words are deleted (or replaced by [MASK]/[UNK]/[PAD], or zeroed).
 ``lime_mlm``: removed words are replaced by the masked LM's top-1 fill-in, all masks filled in
 one pass (``all_at_once``) or left to right, each fill conditioned on the previous ones
-(``one_at_a_time``); paper 000 reports that both give similar results.
+(``one_at_a_time``); Pham et al. 2022 report that both give similar results.
 All samples are drawn from a local generator before anything is scored, and all are scored in
 one scorer call, so the scores do not depend on the batch size; ``lime`` pools several examples'
 samples in that call in a dataset run (explainers/pooling.py).
@@ -38,7 +38,9 @@ GALLERY_SIZE = 50  # perturbed samples kept in the extras for display
 
 @dataclass(frozen=True)
 class LimeParams:
-    n_samples: int = param(1000, "perturbed inputs, the original included (paper 000: 1,000)", min=2, max=100_000)
+    n_samples: int = param(
+        1000, "perturbed inputs, the original included (Pham et al. 2022: 1,000)", min=2, max=100_000
+    )
     removal: str = param("delete", "how a removed word is removed", choices=REMOVALS)
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
@@ -47,7 +49,9 @@ class LimeParams:
 
 @dataclass(frozen=True)
 class LimeMlmParams:
-    n_samples: int = param(1000, "perturbed inputs, the original included (paper 000: 1,000)", min=2, max=100_000)
+    n_samples: int = param(
+        1000, "perturbed inputs, the original included (Pham et al. 2022: 1,000)", min=2, max=100_000
+    )
     fill: str = param("all_at_once", "fill every removed word in one masked-LM pass or one at a time", choices=FILLS)
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)

@@ -1,7 +1,7 @@
-"""Leave-one-out: remove one word and watch the prediction (paper 000, Eq. 1; Li et al. 2016).
+"""Leave-one-out: remove one word and watch the prediction (Pham et al. 2022, Eq. 1; Li et al. 2016).
 
 ``a_i = g(f(x)) - g(f(x with word i removed))`` with ``f`` the explained output (``core.heads``)
-and ``g`` the log2-odds (paper 000's default, for comparison with Input Marginalization) or the
+and ``g`` the log2-odds (Pham et al.'s default, for comparison with Input Marginalization) or the
 identity (probability difference); for a regression head ``g`` is the identity either way. The word
 is deleted (``loo_empty``), replaced by one [UNK] / [PAD] / [MASK] token, or its input
 embeddings are zeroed (``loo_zero``). Cost: n + 1 forward passes in one batch, pooled with the

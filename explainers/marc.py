@@ -1,5 +1,5 @@
 """MaRC: a word mask learned by input mask optimisation (Brinner & Zarrieß 2023, "Model
-Interpretability and Rationale Extraction by Input Mask Optimization", paper 003).
+Interpretability and Rationale Extraction by Input Mask Optimization").
 
 One mask value per word (a word's subwords share it), parameterised by Gaussian spans: word
 ``i`` carries a weight ``w_i`` and a width ``s_i``, and the mask of word ``j`` is

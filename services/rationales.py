@@ -25,7 +25,7 @@ def _plausibility_params(metric_params: dict[str, dict[str, Any]]) -> dict[str, 
 
 
 def binarized(attribution: Attribution, threshold: float) -> Attribution:
-    """The words a map selects at ``threshold`` (paper 000: negatives zeroed, divided by the
+    """The words a map selects at ``threshold`` (Pham et al. 2022: negatives zeroed, divided by the
     maximum), as a 0/1 word-level attribution for the heatmap."""
     selected = plausibility.binarize(attribution.scores, threshold).astype(np.float32)
     return dataclasses.replace(attribution, scores=selected, subwords=(), subword_scores=None, subword_word_ids=())

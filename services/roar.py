@@ -71,7 +71,7 @@ def summary(report: dict[str, Any], metric: str = "accuracy") -> dict[str, Any]:
 
 @st.cache_data(show_spinner="Running the synthetic task…", max_entries=4)
 def synthetic(n: int = 2000, seeds: tuple[int, ...] = (0, 2, 3), metric: str = "accuracy") -> dict[str, Any]:
-    """Paper 001's synthetic redundancy task, plain and recursive (a few seconds)."""
+    """Madsen et al.'s synthetic redundancy task, plain and recursive (a few seconds)."""
     return _report.synthetic_summary(seeds, n, metric)
 
 

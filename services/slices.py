@@ -215,7 +215,7 @@ class RationaleSlice:
 
     ``values[method][metric]`` has one value per item (None where the rationale was empty or the
     method failed); ``summary`` and ``ceiling`` (the annotators among themselves) are means with
-    95% intervals; ``thresholds[method]`` is paper 000's optimal tau search and ``at_best`` the
+    95% intervals; ``thresholds[method]`` is Pham et al.'s optimal tau search and ``at_best`` the
     threshold metrics at that tau; ``human_coverage`` the share of words the humans marked;
     ``micro[method][metric]`` ERASER's micro average of token F1 and IOU-F1 (precision, recall, F1);
     ``missing`` the ids of the slice's examples each imported method's import lacks."""
@@ -251,7 +251,7 @@ def rationale_slice(
     progress: ProgressFn | None = None,
 ) -> RationaleSlice:
     """Explain every example with every method and score the agreement with the humans;
-    ``correct_only`` keeps the correctly predicted examples (paper 000); the ``imported``
+    ``correct_only`` keeps the correctly predicted examples (Pham et al. 2022); the ``imported``
     methods' stored attributions are scored beside them."""
 
     def compute() -> RationaleSlice:

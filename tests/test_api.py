@@ -45,7 +45,7 @@ def test_model_object_is_frozen_in_place_and_gives_known_answers() -> None:
     assert all(p.grad is None for p in model.parameters())
     words = TEXT.split()
     assert result.words == tuple(words) and result.target == 1 and result.errors == {}
-    # Leave-one-out by hand on the toy model (log2-odds difference, paper 000 Eq. 1).
+    # Leave-one-out by hand on the toy model (log2-odds difference, Pham et al. 2022 Eq. 1).
     full = toy_probabilities(words)[1]
     odds = lambda p: np.log2(p / (1 - p))
     expected = [odds(full) - odds(toy_probabilities(words[:i] + words[i + 1 :])[1]) for i in range(len(words))]

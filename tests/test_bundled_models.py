@@ -231,7 +231,7 @@ def test_training_command_runs_end_to_end(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_input_marginalization_matches_an_independent_computation(sst2: Classifier) -> None:
-    """IM (paper 000, Eq. 3-4) on the bundled classifier and masked LM, recomputed here with plain
+    """IM (Pham et al. 2022, Eq. 3-4) on the bundled classifier and masked LM, recomputed here with plain
     transformers calls: top-10 fill-ins at each word, renormalised, log2-odds difference."""
     from core.models import load_masked_lm
 
@@ -270,7 +270,7 @@ def test_input_marginalization_matches_an_independent_computation(sst2: Classifi
 
 
 def test_input_marginalization_vanishes_on_words_the_masked_lm_restores(sst2: Classifier) -> None:
-    """Paper 000's central claim on real data: a word the masked LM restores with likelihood above
+    """Pham et al.'s central claim on real data: a word the masked LM restores with likelihood above
     0.9 gets an IM score far smaller in magnitude than its leave-one-out (empty) score."""
     need_data()
     mlm = MaskedLM.load("minilm-mlm")

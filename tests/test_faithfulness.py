@@ -456,7 +456,7 @@ def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
     assert at.multiselect(key="faithfulness.methods").value == ["loo_empty", "random", "im"]
 
 
-# --------------------------------------------------------------------------- paper 000's convention
+# --------------------------------------------------------------------------- Pham et al.'s convention
 
 
 @pytest.mark.parametrize(
@@ -482,7 +482,7 @@ def test_deletion_paper000_by_hand(linear_clf, mixed_example):
 
 def test_deletion_bert_paper000_takes_the_top_two_only(linear_clf, toy_example):
     """The fake masked LM ranks the original word first, a ## piece second and a real word fourth:
-    ours uses the real word, paper 000's top-2 rule finds nothing usable and puts [UNK]."""
+    ours uses the real word, Pham et al.'s top-2 rule finds nothing usable and puts [UNK]."""
     fake = EchoMaskedLM({3: "awful"})
     ours = metrics.get("deletion").compute(
         linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm"), mlm=fake

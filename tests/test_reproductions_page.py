@@ -84,7 +84,12 @@ def no_computing(monkeypatch):
     monkeypatch.setattr(reproduce, "run", refuse)
     monkeypatch.setattr(base.Resources, "classifier", refuse)
     monkeypatch.setattr(base.Resources, "mlm", refuse)
+    # patched where the app calls it too: a module first imported inside this test would otherwise
+    # bind ``refuse`` for good and break every later test that loads a model
+    import services.models
+
     monkeypatch.setattr("core.loaded.load_classifier", refuse)
+    monkeypatch.setattr(services.models, "load_classifier", refuse)
     monkeypatch.setattr("core.masked_lm.MaskedLM.load", refuse)
 
 

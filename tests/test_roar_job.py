@@ -53,7 +53,7 @@ def test_units_share_the_0_and_100_percent_models():
     paper_001 = RoarJob(
         methods=("saliency",), task="sst2", removal="mask", levels=PAPER_001_LEVELS, recursive=True, seeds=5
     )
-    # paper 001: 9 iterations per measure, the 0% and 100% models once per seed
+    # Madsen et al. 2022: 9 iterations per measure, the 0% and 100% models once per seed
     assert len(paper_001.units) == 10 + 2 * 5 * 9
     assert paper_001.curve_levels == PAPER_001_LEVELS
     tokens = paper_000_job(levels=ONE_TOKEN_LEVELS)

@@ -49,7 +49,7 @@ def test_the_bundled_job_shows_offline(monkeypatch, tmp_path) -> None:
 @pytest.mark.slow  # the synthetic task retrains 3 seeds x 2 x 16 logistic regressions
 def test_the_synthetic_task_shows_plain_and_recursive(monkeypatch, tmp_path) -> None:
     at = open_page(monkeypatch, tmp_path)
-    at.selectbox(key="roar.source").select("Synthetic task (paper 001, Eq. 1)").run()
+    at.selectbox(key="roar.source").select("Synthetic task (Madsen et al. 2022, Eq. 1)").run()
     at.select_slider(key="roar.synthetic_n").set_value(500).run()
     assert not at.exception, at.exception
     assert len(at.get("plotly_chart")) == 2

@@ -1,5 +1,5 @@
 """ROAR removal: the rounding rules, cumulative and recursive removal, and the three removal modes,
-checked by hand on paper 001's Figure 1 and 2 sentence."""
+checked by hand on Madsen et al.'s Figure 1 and 2 sentence."""
 
 from __future__ import annotations
 
@@ -41,12 +41,12 @@ def text(view) -> str:
         (10, 10, 1, 1),  # ceil(0.9) = 1
         (10, 30, 3, 3),  # ceil(2.7) = 3
         (9, 30, 3, 2),  # ceil(2.4) = 3; floor(2.7) = 2
-        (4, 10, 1, 0),  # at least one word under paper 000's rule; floor(0.4) = 0
+        (4, 10, 1, 0),  # at least one word under Pham et al.'s rule; floor(0.4) = 0
         (4, 30, 1, 1),  # ceil(0.9) = 1; floor(1.2) = 1
         (1, 10, 1, 0),
         (0, 30, 0, 0),
         (7, 0, 0, 0),  # 0% removes nothing
-        (7, 100, 7, 7),  # 100% removes everything (paper 000's formula alone would give 6)
+        (7, 100, 7, 7),  # 100% removes everything (Pham et al.'s formula alone would give 6)
         (7, 90, 6, 6),  # ceil(5.4) = 6; floor(6.3) = 6
     ],
 )
@@ -90,7 +90,7 @@ def test_errors_name_the_bad_value(call, message):
 
 
 def test_plain_roar_reproduces_figure_1():
-    """Paper 001, Fig. 1: plain ROAR masks "great" at 10%, then "movie" at 20% (step-0 scores)."""
+    """Madsen et al. 2022, Fig. 1: plain ROAR masks "great" at 10%, then "movie" at 20% (step-0 scores)."""
     at10 = remove_top(FIGURE, STEP0, Level(10), rounding="paper001")
     at20 = remove_top(FIGURE, STEP0, Level(20), rounding="paper001")
     views = removed_views([FIGURE, FIGURE], [at10, at20], "mask")
@@ -101,7 +101,7 @@ def test_plain_roar_reproduces_figure_1():
 
 
 def test_recursive_roar_reproduces_figure_2_and_keeps_removed_words():
-    """Paper 001, Fig. 2: the retrained model now finds "liked" most important; "great" stays
+    """Madsen et al. 2022, Fig. 2: the retrained model now finds "liked" most important; "great" stays
     masked although its new score is the lowest."""
     at10 = remove_top(FIGURE, STEP0, Level(10), rounding="paper001")
     view = removed_views([FIGURE], [at10], "mask")[0]
@@ -134,7 +134,7 @@ def test_non_finite_scores_are_refused_unless_removed():
 
 
 def test_delete_view_maps_scores_back_and_keeps_rationale_aligned():
-    at30 = remove_top(FIGURE, STEP0, Level(30))  # paper 000: ceil(9 * 0.3) = 3 words
+    at30 = remove_top(FIGURE, STEP0, Level(30))  # Pham et al. 2022: ceil(9 * 0.3) = 3 words
     view = removed_views([FIGURE], [at30], "delete")[0]
     assert text(view) == "the is . i really it ."
     assert view.positions == (0, 2, 4, 5, 6, 8, 9)

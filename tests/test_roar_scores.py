@@ -1,5 +1,5 @@
-"""ROAR results maths against independent hand computations: curves over seeds, paper 000's
-t-test (its Table 2 p-values from its printed means and deviations), paper 001's Eq. 3 and the
+"""ROAR results maths against independent hand computations: curves over seeds, Pham et al.'s
+t-test (its Table 2 p-values from its printed means and deviations), Madsen et al.'s Eq. 3 and the
 class-leakage flag."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Paper 001's synthetic redundancy task (Eq. 1, Fig. 3): Recursive ROAR's curve equals the
+"""Madsen et al.'s synthetic redundancy task (Eq. 1, Fig. 3): Recursive ROAR's curve equals the
 ground-truth removal curve, plain ROAR's stays above it, and Eq. 3 scores a curve equal to the
 random baseline 0% and one above it below 0."""
 

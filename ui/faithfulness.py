@@ -1,6 +1,6 @@
 """Figures and tables of the faithfulness page: per-example curves with the input at each step on
 hover, mean curves with 95% bands, score tables with the best value per column highlighted, and
-the rank chart of two removal modes (paper 000, Pham et al. 2022, arXiv 2110.11929, Table 1).
+the rank chart of two removal modes (Pham et al. 2022, arXiv 2110.11929, Table 1).
 """
 
 from __future__ import annotations
@@ -247,8 +247,8 @@ def settings_form(infos: dict, methods: list[str]) -> tuple[dict, dict]:
     )  # fmt: skip
     budget = second.slider(
         "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget",
-        help="Paper 000 removes 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), at least "
-        "one.",
+        help="Pham et al. 2022 remove 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), "
+        "at least one.",
     )  # fmt: skip
     bins = third.radio("Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins")
     with st.expander("Log-odds and method parameters"):
@@ -273,9 +273,9 @@ def _add_paper_pair() -> None:
 
 
 def paper_pair_button() -> None:
-    """A button that adds the pair paper 000 compares (loo_empty and im) to the chosen methods."""
+    """A button that adds the pair Pham et al. 2022 compare (loo_empty and im) to the chosen methods."""
     st.button(
-        "Add loo_empty and im (the pair paper 000 compares)", on_click=_add_paper_pair,
+        "Add loo_empty and im (the pair Pham et al. 2022 compare)", on_click=_add_paper_pair,
         key="faithfulness.compare_add_im",
-        help="Paper 000's Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
+        help="Pham et al.'s Table 1: leave-one-out wins under deletion, IM under masked-LM deletion.",
     )  # fmt: skip

@@ -1,5 +1,5 @@
-"""Texts and panels of the Input Marginalization page (Kim et al. 2020, arXiv 2010.13984; paper
-000, Pham et al. 2022, arXiv 2110.11929): the estimate and cost lines of a run, and the panel of
+"""Texts and panels of the Input Marginalization page (Kim et al. 2020, arXiv 2010.13984;
+Pham et al. 2022, arXiv 2110.11929): the estimate and cost lines of a run, and the panel of
 one word's fill-ins (its expectation, IM and leave-one-out scores, the exact-match warning).
 """
 
@@ -10,7 +10,7 @@ import streamlit as st
 import services
 from ui.text import plain
 
-HIGH_LIKELIHOOD = 0.8  # paper 000: exact-match top-1 fill-ins average 0.82 likelihood on SST
+HIGH_LIKELIHOOD = 0.8  # Pham et al. 2022: exact-match top-1 fill-ins average 0.82 likelihood on SST
 
 
 def duration(seconds: float | None) -> str:
@@ -49,7 +49,7 @@ def word_panel(example, im, row: dict, word: int, table: list, labels, target: i
     columns[4].metric(
         f"Likelihood mass of the {len(table)} candidates",
         f"{row['candidate mass']:.1%}",
-        help="Paper 000: BERT's top-10 hold 81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
+        help="Pham et al. 2022: BERT's top-10 hold 81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
     )
     if row["top-1 = word"]:
         st.markdown(

@@ -1,4 +1,5 @@
-"""Panels for the mask-optimisation explainers (MaRC, paper 003; AML, paper 004) on the heatmap page.
+"""Panels for the mask-optimisation explainers on the heatmap page (MaRC, Brinner & Zarrieß 2023;
+AML, Barkan et al. 2024).
 
 Their attributions carry ``extras`` the other methods do not have: the rationale spans (runs of
 kept words), the optimisation trace (each loss term, the target probability on the masked and on
@@ -166,7 +167,7 @@ def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | No
     if pretraining.get("on_explained_example"):
         st.warning(
             f"{key}: no training split was found for this model (set ATTRIBUTION_DATA_DIR to the data folder), so "
-            "the attribution model was pre-trained on the explained example itself. That is not paper 004's pAML: "
+            "the attribution model was pre-trained on the explained example itself. That is not Barkan et al.'s pAML: "
             "treat this map as a per-example fit."
         )
     with st.expander(f"{key}: rationale spans, masked input and optimisation trace"):

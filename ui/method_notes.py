@@ -116,7 +116,7 @@ NOTES: dict[str, MethodNote] = {
     "lime_mlm": MethodNote(
         formula=r"w = \arg\min_{w} \sum_{z} \pi_x(z)\,\big(p_c(\mathrm{fill}(z)) - w_0 - w^\top z\big)^2"
         r" + \alpha \lVert w \rVert^2",
-        computes="LIME whose removed words are replaced by the masked LM's top-1 fill-in (paper 000's LIME_BERT), "
+        computes="LIME whose removed words are replaced by the masked LM's top-1 fill-in (Pham et al.'s LIME_BERT), "
         "so the perturbed inputs stay fluent.",
         pitfalls=(_LIME_NOISE, "The same masked-LM dependence as IM: a restored word is not removed at all."),
     ),

@@ -1,6 +1,6 @@
 """Tables, figures and the settings form of the human-rationales page.
 
-Agreement as in paper 000 (Pham et al. 2022, arXiv 2110.11929: negatives zeroed, divide by the
+Agreement as in Pham et al. 2022 (arXiv 2110.11929: negatives zeroed, divide by the
 maximum, binarize at tau; the optimal tau over 0.05..0.95), ERASER (DeYoung et al. 2020, arXiv
 1911.03429: token F1, IOU-F1, AUPRC, and its micro average) and the thesis (ground-truth overlap,
 mean rank). The best method per column is highlighted; the human ceiling row never competes.
@@ -76,7 +76,8 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
     first, second, third, fourth = st.columns(4)
     threshold = first.slider(
         "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold",
-        help="Paper 000: negative scores set to zero, divided by the largest score, words at or above τ selected.",
+        help="Pham et al. 2022: negative scores set to zero, divided by the largest score, words at or above τ "
+        "selected.",
     )  # fmt: skip
     annotator = second.selectbox("Human mask", options, format_func=annotator_label, key="rationales.annotator")
     mode = third.radio(
@@ -189,7 +190,7 @@ def micro_table(result) -> None:
 
 
 def threshold_table(result, objective: str) -> None:
-    st.subheader("At each method's optimal τ (paper 000)")
+    st.subheader("At each method's optimal τ (Pham et al. 2022)")
     rows = {
         m: {"optimal τ": search.best, **{column_name(k): interval(result.at_best[m][k]) for k in THRESHOLD_METRICS}}
         for m, search in result.thresholds.items()

@@ -1,6 +1,6 @@
 """Figures and tables of the ROAR page: performance vs share removed with 95% bands (random
 dashed, the 100% floor dotted), the Eq. 3 and t-test tables, the sparsity plot and an example's
-text at each removal level with the removed words visible (paper 001, Figures 1 and 2)."""
+text at each removal level with the removed words visible (Madsen et al. 2022, Figures 1 and 2)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def faithfulness_table(summary: dict[str, Any]) -> pd.DataFrame:
-    """Paper 001's Eq. 3 per method: mean over seeds, 95% interval and the verdict."""
+    """Madsen et al.'s Eq. 3 per method: mean over seeds, 95% interval and the verdict."""
     rows = []
     for method, f in summary["faithfulness"].items():
         mean = f["mean"]
@@ -102,7 +102,7 @@ def faithfulness_table(summary: dict[str, Any]) -> pd.DataFrame:
 
 
 def t_test_table(summary: dict[str, Any]) -> pd.DataFrame:
-    """Paper 000's Welch t-test between every two methods at each level."""
+    """Pham et al.'s Welch t-test between every two methods at each level."""
     return pd.DataFrame(
         [
             {"level": t["level"], "methods": f"{t['a']} vs {t['b']}", "t": _fmt(t["t"], 2), "p": _fmt(t["p"], 4)}
@@ -112,7 +112,7 @@ def t_test_table(summary: dict[str, Any]) -> pd.DataFrame:
 
 
 def leakage_lines(summary: dict[str, Any]) -> list[str]:
-    """One sentence per rise of a curve (paper 001's class-leakage warning)."""
+    """One sentence per rise of a curve (Madsen et al.'s class-leakage warning)."""
     return [
         f"{leak['method']} rises by {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"
         + (" (beyond both 95% intervals)" if leak["significant"] else " (within the intervals)")
@@ -121,7 +121,7 @@ def leakage_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
-    """Paper 001's Appendix E: the share of an example's total importance in its top words."""
+    """Madsen et al.'s Appendix E: the share of an example's total importance in its top words."""
     theme = current()
     figure = go.Figure()
     for index, (method, by_level) in enumerate(shares.items()):

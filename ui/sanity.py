@@ -1,6 +1,6 @@
 """Figures, thumbnails and tables of the sanity-checks page: cascading and independent layer
 randomisation (Adebayo et al. 2018, arXiv 1810.03292, as the thesis runs it) and the
-classifier-head reset of paper 000 (Pham et al. 2022, arXiv 2110.11929, Table A5).
+classifier-head reset of Pham et al. 2022 (arXiv 2110.11929, Table A5).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def how_to_read() -> None:
         "both modes. The shared model is never modified: every step works on a copy.\n"
         "- Attention scores do not use the classifier head, so they cannot change at the *head* step.\n"
         "- The thesis reports gradient methods near 0 after one or two blocks and attention methods falling "
-        "gradually; paper 000 reports, after re-initialising the head, the share of words whose score changes sign "
-        "and the mean absolute change (higher is better, table below the curves)."
+        "gradually; Pham et al. 2022 report, after re-initialising the head, the share of words whose score "
+        "changes sign and the mean absolute change (higher is better, table below the curves)."
     )
 
 
@@ -111,7 +111,7 @@ def step_rows(result, names: list[str], row, measure: str) -> None:
 
 
 def head_table(result, summary: list, head: int) -> pd.DataFrame:
-    """Paper 000's Table A5 measures after the classifier head is re-drawn."""
+    """Pham et al.'s Table A5 measures after the classifier head is re-drawn."""
     return pd.DataFrame(
         [
             {

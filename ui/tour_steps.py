@@ -66,11 +66,11 @@ TOURS = (
                 page=FAITHFULNESS,
                 title="Deletion versus masked-LM deletion",
                 text="The same two methods scored two ways on the 12 bundled SST-2 sentences. Press **Run on the "
-                "slice**, then compare the two columns. Paper 000 (Table 1) finds the verdict flips: when removed "
-                "words are **deleted**, leave-one-out wins; when they are **replaced by the masked LM's fill-ins** "
-                "(Deletion_BERT), IM wins (the project reproduces this on SST-2 dev, see BENCHMARKS.md). Does it "
-                "hold on these twelve? A faithfulness metric that uses an explainer's own kind of counterfactual "
-                "rewards that explainer.",
+                "slice**, then compare the two columns. Pham et al. 2022 (Table 1) find the verdict flips: when "
+                "removed words are **deleted**, leave-one-out wins; when they are **replaced by the masked LM's "
+                "fill-ins** (Deletion_BERT), IM wins (the project reproduces this on SST-2 dev, see BENCHMARKS.md). "
+                "Does it hold on these twelve? A faithfulness metric that uses an explainer's own kind of "
+                "counterfactual rewards that explainer.",
                 state={
                     "faithfulness.view": "Removal modes compared",
                     "faithfulness.methods": ["loo_empty", "im"],
@@ -184,7 +184,7 @@ TOURS = (
                 title="Accuracy as the top words are removed and the model retrained",
                 text="Each curve is a method: the share of words removed on the x-axis, the retrained model's "
                 "accuracy on the y-axis, with 95% bands over seeds. A method whose curve falls below random's "
-                "found words the task needs; the faithfulness table turns the gap into one number (paper 001, "
+                "found words the task needs; the faithfulness table turns the gap into one number (Madsen et al. 2022, "
                 "Eq. 3: 0 is random, negative is worse than random). Watch the class-leakage warnings: removing "
                 "words can itself reveal the label.",
             ),
@@ -194,7 +194,7 @@ TOURS = (
                 text="A synthetic task with four informative features that can replace each other. Plain ROAR "
                 "ranks once with the first model: while a redundant copy remains, accuracy stays high and the "
                 "importance looks wrong. Recursive ROAR ranks again after each retraining and follows the truth.",
-                state={"roar.source": "Synthetic task (paper 001, Eq. 1)"},
+                state={"roar.source": "Synthetic task (Madsen et al. 2022, Eq. 1)"},
             ),
         ),
     ),

@@ -2,10 +2,10 @@
 ``shared/research/seeds-003-004.md`` (A5, B5):
 
 * Brinner & Zarrieß 2023, "Model Interpretability and Rationale Extraction by Input Mask
-  Optimization" (MaRC; our paper 003): agreement with the ERASER movie-review rationales
+  Optimization" (MaRC): agreement with the ERASER movie-review rationales
   (DeYoung et al. 2020, arXiv 1911.03429) and MaRC's 19-bin faithfulness, gold label explained;
 * Barkan, Toib, Elisha, Weill & Koenigstein 2024, "LLM Explainability via Attributive Masking
-  Learning" (AML; our paper 004): log-odds, AOPC sufficiency and comprehensiveness on SST-2,
+  Learning" (AML): log-odds, AOPC sufficiency and comprehensiveness on SST-2,
   predicted class explained, the BERT column.
 
 Our notes carry no arXiv id for either paper. Everything is computed by

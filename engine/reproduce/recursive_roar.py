@@ -1,4 +1,4 @@
-"""Paper 001's synthetic redundancy result (Madsen, Meade, Adlakha and Reddy 2022, "Evaluating the
+"""The synthetic redundancy result of Madsen, Meade, Adlakha and Reddy 2022, "Evaluating the
 Faithfulness of Importance Measures in NLP by Recursively Masking Allegedly Important Tokens and
 Retraining", arXiv:2110.08412, Section 3, Eq. 1 and Figure 3), through ``experiments.roar.synthetic``.
 

@@ -1,5 +1,5 @@
 """Remove-and-retrain jobs on the run store (issue 17): ROAR (Hooker et al. 2019, arXiv:1806.10758),
-paper 000's ROAR and ROAR_BERT (Pham et al. 2022, arXiv:2110.11929) and Recursive ROAR (Madsen et
+Pham et al.'s ROAR and ROAR_BERT (Pham et al. 2022, arXiv:2110.11929) and Recursive ROAR (Madsen et
 al. 2022, arXiv:2110.08412).
 
 ``unit``: one retrain (explain with the model it depends on, remove, retrain, evaluate);

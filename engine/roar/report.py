@@ -2,14 +2,14 @@
 
 ``job_report(store, run_id)`` reads a stored job (finished units only) into a plain JSON
 dictionary: the job's settings and command, progress, one record per unit (method, level, seed,
-accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance (paper 001,
+accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance (Madsen et al. 2022,
 Appendix E) and, for the first evaluation examples, the words each method removed at each level
-(paper 001, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such a document,
+(Madsen et al. 2022, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such a document,
 so the page reads a stored job and the bundled one the same way.
 
 ``summary(report, metric)`` computes from the unit records, with ``experiments.roar.scores``:
-the curves (mean, std, 95% interval over seeds), paper 001's Eq. 3 per method (in %, "not
-faithful" when negative), paper 000's Welch t-test of every method against the random baseline
+the curves (mean, std, 95% interval over seeds), Madsen et al.'s Eq. 3 per method (in %, "not
+faithful" when negative), Pham et al.'s Welch t-test of every method against the random baseline
 and between every two methods at each level, and the class-leakage flags (a curve that rises).
 """
 
@@ -210,7 +210,7 @@ def summarize(
 
 
 def synthetic_summary(seeds: Sequence[int] = (0, 1, 2), n: int = 5000, metric: str = "accuracy") -> dict[str, Any]:
-    """Paper 001's synthetic redundancy task (``experiments.roar.synthetic``, Eq. 1): plain and
+    """Madsen et al.'s synthetic redundancy task (``experiments.roar.synthetic``, Eq. 1): plain and
     Recursive ROAR summarised like a job, x = number of masked features (0..16)."""
     from experiments.roar.synthetic import run_synthetic
 

@@ -1,7 +1,7 @@
 """One ROAR unit: explain with the model it depends on, remove, retrain, evaluate.
 
-ROAR after Hooker et al. (2019), arXiv:1806.10758, as paper 000 (Pham et al. 2022,
-arXiv:2110.11929) and paper 001 (Madsen et al. 2022, arXiv:2110.08412, Recursive ROAR) run it;
+ROAR after Hooker et al. (2019), arXiv:1806.10758, as Pham et al. 2022 (arXiv:2110.11929) and
+Madsen et al. 2022 (arXiv:2110.08412, Recursive ROAR) run it;
 the definitions (rounding, order, views) are in ``experiments.roar.removal``, the units and their
 dependencies in ``experiments.roar.job``.
 

@@ -9,7 +9,7 @@ After Adebayo et al. (2018), as the thesis (seed 002, section 2.7) applies it to
 
 A block is a whole transformer layer (self-attention and the MLP after it), as in the thesis. The
 similarity of each step's explanation to the original one is Spearman's rho of the signed and of
-the absolute scores and the top-k overlap; paper 000 (Table A5) adds, for the classifier-head
+the absolute scores and the top-k overlap; Pham et al. 2022 (Table A5) adds, for the classifier-head
 reset, the share of words whose score changes sign and the mean absolute change. They are
 reported for every step.
 

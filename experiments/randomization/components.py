@@ -1,5 +1,5 @@
 """The components of a transformer classifier and their re-initialisation (Adebayo et al. 2018,
-arXiv 1810.03292, as the thesis, paper 002, applies it): head, blocks top-down, embeddings; the
+arXiv 1810.03292, as the thesis applies it): head, blocks top-down, embeddings; the
 steps of a cascading or independent run; a deep copy with components re-drawn by the model's own
 initializer under a seeded generator (``randomized_model``: every component, the model
 randomization test). The shared model is never touched. Definitions in

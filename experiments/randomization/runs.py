@@ -1,4 +1,4 @@
-"""A randomisation run (Adebayo et al. 2018, arXiv 1810.03292, as the thesis, paper 002, runs
+"""A randomisation run (Adebayo et al. 2018, arXiv 1810.03292, as the thesis runs
 it): every example explained by every method on the original model and after each step, each
 step's scores compared with the original ones, and the result's summary with 95% intervals.
 Definitions in ``experiments.randomization``."""

@@ -1,6 +1,6 @@
 """How close an explanation of a randomised model is to the original one: Spearman's rho of the
 signed and of the absolute scores and the top-k overlap (Adebayo et al. 2018, arXiv 1810.03292,
-as the thesis, paper 002, reports them), and paper 000's share of words changing sign and mean
+as the thesis reports them), and Pham et al.'s share of words changing sign and mean
 absolute change (Pham et al. 2022, arXiv 2110.11929, Table A5)."""
 
 from __future__ import annotations

@@ -1,20 +1,20 @@
 """A remove-and-retrain job: what it runs, the units it expands to and what it will cost.
 
-ROAR after Hooker et al. (2019), arXiv:1806.10758, as paper 000 (Pham et al. 2022,
-arXiv:2110.11929: ROAR and ROAR_BERT, 10/20/30%, 5 models per cell) and paper 001 (Madsen et al.
-2022, arXiv:2110.08412: [MASK], 0..100%, Recursive ROAR, 5 seeds) run it.
+ROAR after Hooker et al. (2019), arXiv:1806.10758, as Pham et al. 2022 (arXiv:2110.11929: ROAR and
+ROAR_BERT, 10/20/30%, 5 models per cell) and Madsen et al. 2022 (arXiv:2110.08412: [MASK], 0..100%,
+Recursive ROAR, 5 seeds) run it.
 
 A job names a task (a bundled task, whose training recipe is ``core.train.TASKS``) or a model to
 fine-tune plus a dataset; the methods (the random baseline is always added); the removal
 (``experiments.roar.removal``); the levels; plain or recursive; the number of seeds (models per
-cell); the training-set size and training steps; the explained class (``gold``, paper 001's
-choice, or ``predicted``, paper 000's code). Rounding and order default to the removal's paper
+cell); the training-set size and training steps; the explained class (``gold``, Madsen et al.'s
+choice, or ``predicted``, Pham et al.'s code). Rounding and order default to the removal's paper
 (``removal.default_rounding`` / ``default_order``) and are stored resolved.
 
 **Units.** One unit trains one model and evaluates it: (method, level, seed) for every level
 strictly between 0% and 100%, plus, per seed, the 0% and 100% units, shared by every method
 (``scores.SHARED``). Each seed is its own chain: its 0% model explains the data for plain ROAR
-(paper 001's design, where each seed has its own step-0 model; paper 000 explained once with
+(Madsen et al.'s design, where each seed has its own step-0 model; Pham et al. 2022 explained once with
 one model), and a recursive unit is explained by the model of the previous level of the same
 method and seed (``depends_on``).
 

@@ -4,12 +4,12 @@ Sources:
 
 * ROAR, RemOve And Retrain: Hooker, Erhan, Kindermans and Kim (2019), "A Benchmark for
   Interpretability Methods in Deep Neural Networks", arXiv:1806.10758.
-* Paper 000: Pham, Bui, Mai and Nguyen (2022), "Double Trouble: How to not explain a text
+* Pham, Bui, Mai and Nguyen (2022), "Double Trouble: How to not explain a text
   classifier's decisions using counterfactuals synthesized by masked language models?",
   arXiv:2110.11929. ROAR on SST-2: the top N% words of every train and dev example are
   **deleted** (N = 10, 20, 30); ROAR_BERT replaces them by BERT's **top-1 fill-in**, all
   selected positions masked and filled in one pass.
-* Paper 001: Madsen, Meade, Adlakha and Reddy (2022), "Evaluating the Faithfulness of
+* Madsen, Meade, Adlakha and Reddy (2022), "Evaluating the Faithfulness of
   Importance Measures in NLP by Recursively Masking Allegedly Important Tokens and Retraining",
   arXiv:2110.08412. Removed tokens become **[MASK]**, which keeps the length (an information
   source unrelated to importance); levels 0, 10, ..., 100%; Appendix F: one token per step up to
@@ -20,8 +20,8 @@ Sources:
 Rounding rule, the number of words removed at N% of an example with ``n`` candidate words
 (``n_to_remove``):
 
-* ``paper000`` (paper 000's code): ``ceil((n - 1) * N / 100)``, at least 1, at most ``n``;
-* ``paper001`` (paper 001's code, its "quantile" strategy): ``floor(n * N / 100)``.
+* ``paper000`` (Pham et al.'s code): ``ceil((n - 1) * N / 100)``, at least 1, at most ``n``;
+* ``paper001`` (Madsen et al.'s code, its "quantile" strategy): ``floor(n * N / 100)``.
 
 The default follows the paper whose removal is chosen: ``paper000`` for ``delete`` and ``mlm``,
 ``paper001`` for ``mask``. Whatever the rule, 0% removes nothing and 100% removes every
@@ -29,14 +29,14 @@ candidate word (so the 0% and 100% data are the same for every method); a level 
 tokens removes ``min(k, n)`` words.
 
 Removal is cumulative: the count at a level includes the words already removed, which stay
-removed (paper 001's code forces their importance to +inf); only the remaining words are
-ranked, most important first, ties by position. Paper 000 ranks the signed scores (``signed``);
-paper 001's measures are magnitudes (``absolute``); the default follows the removal as above.
+removed (Madsen et al.'s code forces their importance to +inf); only the remaining words are
+ranked, most important first, ties by position. Pham et al. 2022 rank the signed scores (``signed``);
+Madsen et al.'s measures are magnitudes (``absolute``); the default follows the removal as above.
 Plain ROAR ranks the step-0 scores at every level; Recursive ROAR ranks the scores of the
 previous step's model on the previous step's view (``View.original_scores`` maps them back).
 
 The ``mlm`` view masks every removed word of the original example and fills all of them in one
-pass (``MaskedLM.fill_masks``, the helper paper 000's LIME_BERT uses here too), so the text at a
+pass (``MaskedLM.fill_masks``, the helper Pham et al.'s LIME_BERT uses here too), so the text at a
 level depends only on which words are removed; in a recursive job earlier fill-ins are redrawn
 with the new masks in context. A word-piece fill-in (``##ing``) becomes the word ``ing``.
 """
@@ -60,12 +60,12 @@ UNITS = ("percent", "tokens")
 
 
 def default_rounding(removal: str) -> str:
-    """Paper 001's rule for its [MASK] removal, paper 000's for deletion and masked-LM fill-ins."""
+    """Madsen et al.'s rule for its [MASK] removal, Pham et al.'s for deletion and masked-LM fill-ins."""
     return "paper001" if check_choice(removal, REMOVALS, "removal") == "mask" else "paper000"
 
 
 def default_order(removal: str) -> str:
-    """Paper 001 ranks magnitudes, paper 000 signed scores."""
+    """Madsen et al. 2022 rank magnitudes, Pham et al. 2022 signed scores."""
     return "absolute" if check_choice(removal, REMOVALS, "removal") == "mask" else "signed"
 
 
@@ -125,7 +125,7 @@ ZERO = Level(0)
 FULL = Level(100)
 PAPER_000_LEVELS = tuple(Level(n) for n in (10, 20, 30))
 PAPER_001_LEVELS = tuple(Level(n) for n in range(0, 101, 10))
-ONE_TOKEN_LEVELS = tuple(Level(n, "tokens") for n in range(11))  # paper 001, Appendix F
+ONE_TOKEN_LEVELS = tuple(Level(n, "tokens") for n in range(11))  # Madsen et al. 2022, Appendix F
 
 
 def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
@@ -145,7 +145,7 @@ def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
 
 
 def candidates(example: Example, scope: str = "main") -> np.ndarray:
-    """Flat word positions that may be removed: the main (first) segment, as paper 001, or all words."""
+    """Flat word positions that may be removed: the main (first) segment, as Madsen et al. 2022, or all words."""
     if check_choice(scope, SCOPES, "scope") == "main":
         return np.arange(len(example.segments[0]))
     return np.arange(len(example.words))

@@ -1,4 +1,4 @@
-"""The maths of ROAR results: curves over seeds, paper 000's t-test, paper 001's Eq. 3 and class leakage.
+"""The maths of ROAR results: curves over seeds, Pham et al.'s t-test, Madsen et al.'s Eq. 3 and class leakage.
 
 A job's results are ``UnitResult`` rows, one per (method, level, seed) unit: the retrained
 model's accuracy and macro-F1 on the equally-masked evaluation set. The 0% and 100% models do
@@ -6,16 +6,16 @@ not depend on the method (nothing or everything is removed); their rows carry th
 ``SHARED`` and count for every method's curve.
 
 * **Curves** (``curves``): per method and level, the mean over seeds, the standard deviation
-  (ddof 1, as paper 000's "mean +- std" of 5 models) and the 95% interval
+  (ddof 1, as Pham et al.'s "mean +- std" of 5 models) and the 95% interval
   (``metrics.base.mean_interval``, the project's one interval helper: t quantile, n - 1 degrees
   of freedom).
-* **t-test** (``t_test``), paper 000 (Pham et al. 2022, arXiv:2110.11929), Table 2: a
+* **t-test** (``t_test``), Pham et al. 2022 (arXiv:2110.11929), Table 2: a
   two-sample t-test between two methods' per-seed accuracies at one level. The paper does not
   name the variant; Welch's unequal-variance test (``scipy.stats.ttest_ind(equal_var=False)``,
   two-sided) reproduces the printed p-values from the printed means and standard deviations
   (0.0369 for 0.0370 at ROAR 10%, 0.6313 for 0.6312 at ROAR_BERT 20%; Student's test gives
   0.0328 and 0.6262), so it is the one used.
-* **Faithfulness** (``faithfulness``), paper 001 (Madsen et al. 2022, arXiv:2110.08412), Eq. 3,
+* **Faithfulness** (``faithfulness``), Madsen et al. 2022 (arXiv:2110.08412), Eq. 3,
   in %: with ``x_i`` the levels, ``p_i`` the method's performance, ``b_i`` the random baseline's
   and ``b_I`` the performance at 100% removed,
   ``100 * sum_i 1/2 dx_i (dp_i + dp_{i+1}) / sum_i 1/2 dx_i (db_i + db_{i+1})`` with
@@ -23,18 +23,18 @@ not depend on the method (nothing or everything is removed); their rows carry th
   between the random curve and the method's, over the area between the random curve and the
   floor reached at once. 0 = no better than random, negative = above random ("not faithful"),
   100 = the floor at once. It is computed per seed (the method, random and 100% models of
-  seed ``s``) and summarised over seeds. Over paper 001's levels 0..100% it is the paper's Eq. 3;
-  over fewer levels (paper 000's 0, 10, 20, 30%) it is the same ratio over the measured range.
+  seed ``s``) and summarised over seeds. Over Madsen et al.'s levels 0..100% it is the paper's Eq. 3;
+  over fewer levels (Pham et al.'s 0, 10, 20, 30%) it is the same ratio over the measured range.
   It is NaN where the random curve lies on the floor (no area to normalise by).
-* **Class leakage** (``leakage``), paper 001, Appendix A: explanations of the gold label can
+* **Class leakage** (``leakage``), Madsen et al. 2022, Appendix A: explanations of the gold label can
   leak it, and the curve then *rises* as more words are removed. Rule: a method's curve is
   flagged between two consecutive levels where its mean over seeds rises (any rise, as the
   paper asks to flag "any increase"); the flag is ``significant`` when the rise clears both
   95% intervals (the lower end at the later level is above the upper end at the earlier one).
   The random baseline is checked like any method (a rise there is noise or a dataset bias).
-* **Sparsity** (``sparsity``), paper 001, Appendix E (Figs. 5 and 6): the share of an
+* **Sparsity** (``sparsity``), Madsen et al. 2022, Appendix E (Figs. 5 and 6): the share of an
   example's total importance held by its top-k words (k up to 10) or top-x% of words, averaged
-  over examples. Importance is the absolute score (paper 001's measures are magnitudes); the
+  over examples. Importance is the absolute score (Madsen et al.'s measures are magnitudes); the
   words in the top x% are counted with the job's rounding rule; an example whose scores are all
   zero has no share and is skipped.
 """
@@ -158,7 +158,7 @@ def curves(
 
 
 def t_test(rows: Sequence[UnitResult], method_a: str, method_b: str, level: Level, metric: str = "accuracy") -> TTest:
-    """Paper 000's two-sample t-test (Welch's, two-sided) between two methods at ``level``."""
+    """Pham et al.'s two-sample t-test (Welch's, two-sided) between two methods at ``level``."""
     from scipy import stats
 
     table = _table(rows, metric)
@@ -173,7 +173,7 @@ def t_test(rows: Sequence[UnitResult], method_a: str, method_b: str, level: Leve
 
 
 def faithfulness(x: Sequence[float], p: Sequence[float], b: Sequence[float], floor: float) -> float:
-    """Paper 001's Eq. 3 in %: area between the random curve ``b`` and the method's ``p`` over the
+    """Madsen et al.'s Eq. 3 in %: area between the random curve ``b`` and the method's ``p`` over the
     area between ``b`` and the ``floor`` (performance at 100% removed), trapezoids over ``x``."""
     x, p, b = (np.asarray(v, dtype=np.float64) for v in (x, p, b))
     if not (x.shape == p.shape == b.shape) or x.ndim != 1 or len(x) < 2:
@@ -231,7 +231,7 @@ def leakage(curve: Sequence[Cell], tolerance: float = 0.0) -> list[Leak]:
 
 
 def sparsity(scores: Sequence[np.ndarray], levels: Sequence[Level], rounding: str = "paper001") -> dict[Level, Summary]:
-    """Paper 001's Appendix E: per level (``k`` tokens or ``x``%), the mean share of the total
+    """Madsen et al.'s Appendix E: per level (``k`` tokens or ``x``%), the mean share of the total
     absolute importance held by each example's top words, with its 95% interval."""
     shares: dict[Level, list[float]] = {level: [] for level in levels}
     skipped = 0

@@ -1,4 +1,4 @@
-"""Paper 001's synthetic redundancy task: plain ROAR cannot see redundancy, Recursive ROAR can.
+"""Madsen et al.'s synthetic redundancy task: plain ROAR cannot see redundancy, Recursive ROAR can.
 
 Madsen, Meade, Adlakha and Reddy (2022), "Evaluating the Faithfulness of Importance Measures in
 NLP by Recursively Masking Allegedly Important Tokens and Retraining", arXiv:2110.08412, Eq. 1
@@ -23,7 +23,7 @@ masked features, 0..16: 0 and 16 (everything masked) are the shared 0% and 100% 
   Recursive ROAR: the next feature is the largest weight of the model retrained at the previous
   step, masked features staying masked.
 * ``truth``: the ground-truth order, the 4 informative features first, then the others;
-  ``worst``: the reverse (the uninformative features first, paper 001's "worst case").
+  ``worst``: the reverse (the uninformative features first, Madsen et al.'s "worst case").
 * ``random``: the random baseline, a fresh uniform ranking per example.
 
 Only ``weights`` depends on the model; the other orders are fixed, so plain and recursive are
@@ -144,7 +144,7 @@ def _recursive(
 
 
 def weight_importance(model, x: np.ndarray) -> np.ndarray:
-    """The linear model's absolute weights, the same for every example (paper 001)."""
+    """The linear model's absolute weights, the same for every example (Madsen et al. 2022)."""
     return np.tile(np.abs(model.coef_.ravel()), (len(x), 1))
 
 
@@ -160,7 +160,7 @@ def truth_importance(model, x: np.ndarray) -> np.ndarray:
 
 
 def worst_importance(model, x: np.ndarray) -> np.ndarray:
-    """The worst order: the uninformative features first (paper 001's "worst case")."""
+    """The worst order: the uninformative features first (Madsen et al.'s "worst case")."""
     return -truth_importance(model, x)
 
 

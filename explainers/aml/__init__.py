@@ -1,5 +1,5 @@
 """AML, Attributive Masking Learning (Barkan et al. 2024, "LLM Explainability via Attributive
-Masking Learning", paper 004).
+Masking Learning").
 
 An attribution model (an encoder of the classifier's family plus a per-token head d -> d -> 1,
 tanh then sigmoid; explainers/aml/model.py) reads the input and the classifier's prediction and

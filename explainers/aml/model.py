@@ -1,5 +1,5 @@
 """AML's attribution model and its training step (Barkan et al. 2024, "LLM Explainability via
-Attributive Masking Learning", paper 004): an encoder plus a per-token head, the loss of Eq. 4-7,
+Attributive Masking Learning"): an encoder plus a per-token head, the loss of Eq. 4-7,
 and the optimiser both pre-training (explainers/aml/pretrain.py) and fine-tuning use."""
 
 from __future__ import annotations

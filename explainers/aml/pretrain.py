@@ -1,5 +1,5 @@
 """pAML: training AML's attribution model once per classifier on a slice of training data
-(Barkan et al. 2024, "LLM Explainability via Attributive Masking Learning", paper 004).
+(Barkan et al. 2024, "LLM Explainability via Attributive Masking Learning").
 
 Nothing here loads a model or a dataset or keeps a cache: the training examples and the encoder
 come from the caller through an ``AmlResources`` (the engine's, engine/resources.py, loads the

@@ -1,7 +1,7 @@
 """Faithfulness metrics: take away the words an explanation ranks highest and watch the prediction.
 
-* ``deletion`` (Arras et al. 2017; paper 000, A.2): remove words one at a time in order of
-  decreasing attribution, up to ``fraction`` of the words (default 20%, paper 000; 1.0 draws the
+* ``deletion`` (Arras et al. 2017; Pham et al. 2022, A.2): remove words one at a time in order of
+  decreasing attribution, up to ``fraction`` of the words (default 20%, Pham et al. 2022; 1.0 draws the
   full curve). The curve is the probability of the explained class (``attribution.target``)
   after each step, starting with the original input. Lower area is better.
 * ``insertion`` (Arras et al. 2017): start from the input with every word removed and put the
@@ -11,8 +11,8 @@
   (comprehensiveness, higher is better) or are the only ones kept (sufficiency, lower is better),
   averaged over the bins {1, 5, 10, 20, 50}% (ERASER's AOPC, divided by the number of bins; the
   ERASER and AML code divide by |B| + 1, counting an empty 0% bin, which is |B| / (|B| + 1) = 5/6
-  of the value here) or over MaRC's 19 bins 5%, 10%, ..., 95% (paper 003, Eq. 10-11).
-* ``log_odds`` (Shrikumar et al. 2017, as used by AML, paper 004): ``ln p(x') - ln p(x)`` with
+  of the value here) or over MaRC's 19 bins 5%, 10%, ..., 95% (Brinner & Zarrieß 2023, Eq. 10-11).
+* ``log_odds`` (Shrikumar et al. 2017, as used by AML, Barkan et al. 2024): ``ln p(x') - ln p(x)`` with
   the top 20% words replaced by [MASK]; lower (more negative) is better.
 
 The explained output is the head's (``core.heads``, through ``Classifier.predict_proba``): the
@@ -34,7 +34,7 @@ Conventions shared by all five:
   and lies in [0, 1].
 * Removal modes: ``delete`` drops the word's subwords, ``mask`` / ``unk`` / ``pad`` put one
   [MASK] / [UNK] / [PAD] token in place of the word, ``mlm`` puts the masked LM's best fill-in
-  that is not the original word (paper 000's Deletion_BERT). Fill-ins are cumulative: each newly
+  that is not the original word (Pham et al.'s Deletion_BERT). Fill-ins are cumulative: each newly
   removed word is masked in the text where the words removed before it already hold their
   fill-ins, and the highest-ranked of the top ten candidates that is a whole word (not a ``##``
   piece or special token) and differs from the original word (ignoring case) is used; when none
@@ -42,8 +42,8 @@ Conventions shared by all five:
   costs one masked-LM pass, one after the other: a deletion curve of L steps needs L passes, an
   insertion curve (which starts from the fully filled text) one per word of the text.
 
-Deletion, Deletion_BERT and insertion also take ``convention="paper000"``, which follows paper
-000's code (Kim et al. 2020's ``src/evaluation.py``; arXiv 2010.13984 for IM) so that a figure
+Deletion, Deletion_BERT and insertion also take ``convention="paper000"``, which follows Pham et
+al.'s code (Kim et al. 2020's ``src/evaluation.py``; arXiv 2010.13984 for IM) so that a figure
 can be set beside its Table 1: L = ``max(2, ceil((n - 1) * fraction))`` steps (at most n), the
 unperturbed input left off the curve, the points at ``x = 1/L, ..., L/L`` (the probability after
 1..L words removed), the trapezoid area over them; with ``removal="mlm"`` each word is replaced by

@@ -1,8 +1,8 @@
 """The faithfulness metrics' parameters and, for each metric, its plan: the variants of one
 example it needs scored and how their probabilities of the explained class become its result
-(deletion and insertion curves, Arras et al. 2017 and paper 000; ERASER's comprehensiveness and
-sufficiency bins, DeYoung et al. 2020, and MaRC's, paper 003; log-odds, Shrikumar et al. 2017 as
-AML uses it, paper 004). Definitions in ``metrics.faithfulness``."""
+(deletion and insertion curves, Arras et al. 2017 and Pham et al. 2022; ERASER's comprehensiveness and
+sufficiency bins, DeYoung et al. 2020, and MaRC's, Brinner & Zarrieß 2023; log-odds, Shrikumar et al. 2017 as
+AML uses it, Barkan et al. 2024). Definitions in ``metrics.faithfulness``."""
 
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ class CurveParams:
     convention: str = param(
         "ours",
         "ours: ceil(fraction n) steps from the unperturbed input, x = 0..1; paper000: max(2, ceil((n - 1) fraction))"
-        " steps, unperturbed input off the curve, x = 1/L..1, masked-LM fill-in from the top 2 (paper 000's code)",
+        " steps, unperturbed input off the curve, x = 1/L..1, masked-LM fill-in from the top 2 (Pham et al.'s code)",
         choices=CONVENTIONS,
     )
-    correct_only: bool = param(False, "skip examples the model predicts wrongly (paper 000's optional filter)")
+    correct_only: bool = param(False, "skip examples the model predicts wrongly (Pham et al.'s optional filter)")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _curve_plan(ctx: Context, params: CurveParams, insertion: bool) -> Plan:
     if paper and params.correct_only and ctx.example.label is not None and ctx.predicted() != ctx.example.label:
         return Plan([], lambda probs: MetricResult(float("nan"), extras={"skipped": "predicted wrongly"}))
     steps = paper000_steps(params.fraction, ctx.n_words) if paper else word_count(params.fraction, ctx.n_words)
-    first = 1 if paper else 0  # paper 000 leaves the unperturbed input off the curve
+    first = 1 if paper else 0  # Pham et al. 2022 leave the unperturbed input off the curve
     order = ctx.descending
     remover = ctx.remover(params.removal, PAPER000_FILL_CANDIDATES if paper else FILL_CANDIDATES)
     removed_sets = [order[j:] if insertion else order[:j] for j in range(first, steps + 1)]

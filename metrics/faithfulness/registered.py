@@ -1,9 +1,9 @@
 """The faithfulness metrics as registry entries (``metrics.base.MetricSpec``, read by
 ``metrics.REGISTRY``) and ``score_many`` / ``score_attributions``, which score every variant of
 every requested metric of one attribution (or of every method's attribution of one example) in
-one batch. Papers: Arras et al. 2017; paper 000 (Pham et al. 2022, arXiv
-2110.11929); ERASER (DeYoung et al. 2020, arXiv 1911.03429); paper 003 (MaRC); Shrikumar et al.
-2017 (arXiv 1704.02685) as paper 004 (AML) uses it. Definitions in ``metrics.faithfulness``."""
+one batch. Papers: Arras et al. 2017; Pham et al. 2022 (arXiv
+2110.11929); ERASER (DeYoung et al. 2020, arXiv 1911.03429); Brinner & Zarrieß 2023 (MaRC); Shrikumar et al.
+2017 (arXiv 1704.02685) as Barkan et al. 2024 (AML) uses it. Definitions in ``metrics.faithfulness``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from metrics.base import MetricResult, MetricSpec
 from metrics.faithfulness.plans import PLANNERS, BinParams, CurveParams, LogOddsParams, Plan
 from metrics.faithfulness.removal import Context
 
-_PAPER_CURVES = "Arras et al. 2017; paper 000 (Deletion, Deletion_BERT)"
-_PAPER_ERASER = "DeYoung et al. 2020 (ERASER); paper 003 (MaRC bins)"
+_PAPER_CURVES = "Arras et al. 2017; Pham et al. 2022 (Deletion, Deletion_BERT)"
+_PAPER_ERASER = "DeYoung et al. 2020 (ERASER); Brinner & Zarrieß 2023 (MaRC bins)"
 
 
 def score_many(
@@ -176,7 +176,7 @@ METRICS: tuple[MetricSpec, ...] = (
         label="log-odds",
         higher_is_better=False,
         family="faithfulness",
-        paper="Shrikumar et al. 2017, arXiv:1704.02685; paper 004 (AML)",
+        paper="Shrikumar et al. 2017, arXiv:1704.02685; Barkan et al. 2024 (AML)",
     ),
 )
 BY_KEY = {spec.key: spec for spec in METRICS}

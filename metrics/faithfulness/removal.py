@@ -1,6 +1,6 @@
 """Ranking, rounding and taking words away from one example, shared by every faithfulness metric
 (definitions and papers in ``metrics.faithfulness``: Arras et al. 2017; ERASER, DeYoung et al.
-2020; paper 000's Deletion_BERT, Pham et al. 2022, arXiv 2110.11929): the variant the scorer
+2020; Pham et al.'s Deletion_BERT, Pham et al. 2022, arXiv 2110.11929): the variant the scorer
 sees and the text shown for it, with the masked-LM fill-in chains, and the per-example context
 the metrics of one attribution share."""
 
@@ -23,7 +23,7 @@ SEGMENT_JOIN = " ‖ "
 
 
 def paper000_steps(fraction: float, n_words: int) -> int:
-    """Paper 000's number of deletion steps: ``max(2, ceil((n - 1) * fraction))``, at most n."""
+    """Pham et al.'s number of deletion steps: ``max(2, ceil((n - 1) * fraction))``, at most n."""
     return min(n_words, max(2, math.ceil(round((n_words - 1) * fraction, 9))))
 
 

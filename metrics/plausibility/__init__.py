@@ -2,15 +2,15 @@
 
 Definitions, by source:
 
-- Paper 000 (Pham et al., "Double Trouble", agreement with human highlights): negative scores are
+- Pham et al. 2022 ("Double Trouble", agreement with human highlights): negative scores are
   set to zero, the map is divided by its maximum and binarized at a threshold ``tau`` (a word is
   selected when its scaled score is at least ``tau``); IoU, precision, recall and F1 then compare
   the selected words with the human mask. ``best_threshold`` searches tau over 0.05, 0.10, ...,
   0.95 for a slice of a dataset; ``coverage`` is the share of words selected, next to the share
   the humans selected. Empty-set rules follow the authors' code: with nothing selected,
   precision, recall, IoU and F1 are 0.
-- ERASER (DeYoung et al. 2020, arXiv:1911.03429), as used by paper 003 (MaRC): token F1 of the top-k words (k = the
-  human rationale's length unless given), computed per instance as ERASER's
+- ERASER (DeYoung et al. 2020, arXiv:1911.03429), as used by Brinner & Zarrieß 2023 (MaRC): token F1 of
+  the top-k words (k = the human rationale's length unless given), computed per instance as ERASER's
   ``score_hard_rationale_predictions``; IOU-F1 as ERASER's ``partial_match_score`` at IoU 0.5: a
   predicted span (a contiguous run of selected words, never crossing from premise to hypothesis)
   is a true positive when its best IoU with a human span is at least 0.5; precision = true

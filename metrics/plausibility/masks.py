@@ -1,5 +1,5 @@
-"""The human mask an example offers and the words an attribution selects: spans of a mask, paper
-000's binarization at tau (Pham et al. 2022, arXiv 2110.11929), the ranking and its top k
+"""The human mask an example offers and the words an attribution selects: spans of a mask, Pham
+et al.'s binarization at tau (arXiv 2110.11929), the ranking and its top k
 (ERASER, DeYoung et al. 2020, arXiv 1911.03429). Definitions in ``metrics.plausibility``."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def spans(mask: np.ndarray, segment_ids: Sequence[int] | None = None) -> list[tu
 
 
 def binarize(scores: np.ndarray, threshold: float) -> np.ndarray:
-    """Paper 000: zero the negatives, divide by the maximum, keep words at or above ``threshold``."""
+    """Pham et al. 2022: zero the negatives, divide by the maximum, keep words at or above ``threshold``."""
     positive = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
     peak = positive.max() if len(positive) else 0.0
     scaled = positive / peak if peak > 0 else positive

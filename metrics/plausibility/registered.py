@@ -1,7 +1,7 @@
 """The plausibility metrics as registry entries (``metrics.base.MetricSpec``): their parameters,
 the empty-rationale rule and one ``METRICS`` tuple, read by ``metrics.REGISTRY``. Papers: Pham
-et al. 2022 (paper 000, arXiv 2110.11929), ERASER (DeYoung et al. 2020, arXiv 1911.03429) as
-paper 003 (MaRC) uses it, and the thesis (paper 002). Definitions in ``metrics.plausibility``."""
+et al. 2022 (Pham et al. 2022, arXiv 2110.11929), ERASER (DeYoung et al. 2020, arXiv 1911.03429) as
+Brinner & Zarrieß 2023 (MaRC) uses it, and the thesis. Definitions in ``metrics.plausibility``."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from metrics.plausibility.masks import binarize, human_mask, spans, top_k
 from metrics.plausibility.scores import auprc, overlap, rank_scores, span_f1
 
 ANNOTATOR_HELP = 'human mask: "majority", "any" (union of annotators) or an annotator index ("0", "1", ...)'
-_PAPER_000 = "Pham et al. 2022, Double Trouble (paper 000)"
-_ERASER = "DeYoung et al. 2020, ERASER; paper 003 (MaRC)"
-_THESIS = "Assessing the Interpretability of LLMs, thesis 2022 (paper 002)"
+_PAPER_000 = "Pham et al. 2022, Double Trouble (arXiv 2110.11929)"
+_ERASER = "DeYoung et al. 2020, ERASER; Brinner & Zarrieß 2023 (MaRC)"
+_THESIS = "Assessing the Interpretability of LLMs, thesis 2022"
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _counts(matched: int, n_predicted: int, n_human: int) -> dict[str, int]:
 
 def _contiguity(scores: np.ndarray, human: np.ndarray, example: Example, params: SelectionParams) -> MetricResult:
     """Words per span of the selected words (at the human rationale's size by default): MaRC
-    (paper 003) argues that rationales should be phrases, not scattered words."""
+    (Brinner & Zarrieß 2023) argues that rationales should be phrases, not scattered words."""
     selected = select(scores, human, params)
     found = spans(selected, example.segment_ids)
     lengths = [end - start for start, end in found]

@@ -1,6 +1,6 @@
-"""One attribution's selection or ranking against one human mask: token overlap (paper 000, Pham
+"""One attribution's selection or ranking against one human mask: token overlap (Pham et al. 2022, Pham
 et al. 2022; ERASER's token F1), ERASER's span partial-match F1 and AUPRC (DeYoung et al. 2020,
-arXiv 1911.03429) and the thesis's ground-truth overlap and mean rank (paper 002, after Bastings
+arXiv 1911.03429) and the thesis's ground-truth overlap and mean rank (after Bastings
 et al.). Definitions in ``metrics.plausibility``."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ SPAN_IOU = 0.5
 
 
 def overlap(predicted: np.ndarray, human: np.ndarray) -> dict[str, float]:
-    """IoU, precision, recall and F1 of two word sets (paper 000 / ERASER token-level, 0 when empty)."""
+    """IoU, precision, recall and F1 of two word sets (Pham et al. 2022 / ERASER token-level, 0 when empty)."""
     both = float(np.sum(predicted & human))
     n_pred, n_human, n_union = float(predicted.sum()), float(human.sum()), float(np.sum(predicted | human))
     precision = both / n_pred if n_pred else 0.0

@@ -1,5 +1,5 @@
 """Plausibility over a dataset slice: the mean with its interval (empty rationales counted apart),
-ERASER's micro-averaged F1 (DeYoung et al. 2020, arXiv 1911.03429), paper 000's optimal
+ERASER's micro-averaged F1 (DeYoung et al. 2020, arXiv 1911.03429), Pham et al.'s optimal
 threshold (Pham et al. 2022, arXiv 2110.11929) and the human ceiling (annotators against each
 other). Definitions in ``metrics.plausibility``."""
 
@@ -64,7 +64,7 @@ def best_threshold(
     annotator: str = "majority",
     thresholds: Sequence[float] = THRESHOLDS,
 ) -> ThresholdSearch:
-    """Paper 000's optimal tau: the threshold whose mean ``objective`` (iou, precision, recall or
+    """Pham et al.'s optimal tau: the threshold whose mean ``objective`` (iou, precision, recall or
     f1) over the slice is highest; on ties the smallest such tau."""
     if objective not in ("iou", "precision", "recall", "f1"):
         raise ValueError(f"objective must be iou, precision, recall or f1, got {objective!r}")

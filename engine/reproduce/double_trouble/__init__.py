@@ -1,6 +1,6 @@
 """Reproductions of Pham, Bui, Mai & Nguyen 2022, "Double Trouble: How to not Explain a Text
 Classifier's Decisions Using Counterfactuals Synthesized by Masked Language Models?" (arXiv
-2110.11929; our paper 000), which re-examines Input Marginalization (Kim et al. 2020, arXiv
+2110.11929), which re-examines Input Marginalization (Kim et al. 2020, arXiv
 2010.13984). Published values are copied from ``shared/research/seeds-000-001.md`` (A.4).
 
 One module per table, each with its published values, its computation, its finding check and its

@@ -1,4 +1,4 @@
-"""Table 1 (a) of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000):
+"""Table 1 (a) of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929):
 the AUC of Deletion and of Deletion_BERT (the word replaced by a masked-LM fill-in) for IM and the
 three LOO variants. Attributions and faithfulness through ``engine.evaluate.evaluate_slice`` /
 ``score_attribution`` (Deletion and Deletion_BERT under ``convention="paper000"``).
@@ -13,7 +13,7 @@ from engine.reproduce.base import Finding, Reproduction, Resources, Row, best, e
 from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
 from metrics.base import Summary
 
-# Paper 000's LOO_zero replaces the word by [PAD] (its Sec. 4): our loo_pad.
+# Pham et al.'s LOO_zero replaces the word by [PAD] (its Sec. 4): our loo_pad.
 TABLE1_METHODS = {"IM": "im", "LOO_zero": "loo_pad", "LOO_unk": "loo_unk", "LOO_empty": "loo_empty"}
 TABLE1 = {
     ("SST-2", "Deletion"): (0.4732, 0.4374, 0.4464, 0.4241),
@@ -108,6 +108,6 @@ REPRODUCTION = Reproduction(
         SMALL_MODEL,
         SMALL_MLM,
         SLICE,
-        "LOO_zero is our loo_pad ([PAD] in place of the word, paper 000 Sec. 4)",
+        "LOO_zero is our loo_pad ([PAD] in place of the word, Pham et al. 2022 Sec. 4)",
     ),
 )

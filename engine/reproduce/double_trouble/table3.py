@@ -1,6 +1,6 @@
-"""Table 3 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000):
+"""Table 3 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929):
 agreement with the human highlights of e-SNLI L2 (IoU, precision, recall, F1) through
-``engine.slice_report.plausibility_report`` (paper 000's best threshold, correctly predicted
+``engine.slice_report.plausibility_report`` (Pham et al.'s best threshold, correctly predicted
 examples only).
 """
 
@@ -82,7 +82,7 @@ REPRODUCTION = Reproduction(
         "data": "esnli/dev_highlighted",
         "methods": TABLE3_METHODS,
         "metrics": {k: {"annotator": "majority (at least 2 of 3 annotators: L2)"} for k in THRESHOLD_KEYS},
-        "threshold": "paper 000's best tau over 0.05..0.95 by mean IoU, per method",
+        "threshold": "Pham et al.'s best tau over 0.05..0.95 by mean IoU, per method",
         "correct_only": True,
     },
     default_limit=8,

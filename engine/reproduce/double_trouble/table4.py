@@ -1,4 +1,4 @@
-"""Table 4 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000): the
+"""Table 4 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929): the
 accuracy lost when one word is deleted, when one word is replaced by the masked LM (Deletion_BERT's
 replacement rule, ``metrics.faithfulness``) and when half the words are deleted at random.
 """
@@ -22,7 +22,7 @@ HALF_DRAWS = 10
 def accuracy_drops(clf, mlm, example, rng: np.random.Generator) -> tuple[float, float, float]:
     """Percentage points of accuracy lost on one example: its correctness (0 or 1) minus the mean
     correctness over its variants with (a) one word deleted, (b) one word replaced by Deletion_BERT's
-    fill-in under paper 000's rule, (c) half the words (rounded down, at least one) deleted at
+    fill-in under Pham et al.'s rule, (c) half the words (rounded down, at least one) deleted at
     random, ``HALF_DRAWS`` draws."""
     from explainers.loo import removal_variant
     from metrics.faithfulness import PAPER000_FILL_CANDIDATES, Remover

@@ -1,4 +1,4 @@
-"""Table A3 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000): how
+"""Table A3 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929): how
 often the masked LM's top-1 fill-in is the masked word itself, and how likely, through
 ``core.masked_lm.MaskedLM.fill_words``.
 """

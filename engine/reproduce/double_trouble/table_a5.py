@@ -1,4 +1,4 @@
-"""Table A5 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our paper 000): how
+"""Table A5 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929): how
 much LOO_empty's and IM's attributions change when the classifier head is re-initialised, through
 ``experiments.randomization.run_randomization``.
 """
