@@ -162,7 +162,8 @@ def register(sub) -> None:
     parser.add_argument(
         "--levels",
         default="paper000",
-        help="10,20,30 (percent), 1t,2t (tokens), or paper000, paper001 (0..100%%), tokens (0..10)",
+        help="10,20,30 (percent), 1t,2t (tokens), or paper000 (Pham et al. 2022: 10,20,30%%), paper001 (Madsen et "
+        "al. 2022: 0..100%%), tokens (0..10)",
     )
     parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (Madsen et al. 2022)")
     parser.add_argument("--seeds", type=int, default=3, help="models per cell")
@@ -170,7 +171,12 @@ def register(sub) -> None:
     parser.add_argument("--eval-size", type=int, help="first N evaluation examples (default: the whole split)")
     parser.add_argument("--train-steps", type=int, help="training steps per model (default: the task's recipe)")
     parser.add_argument("--target", choices=TARGETS, default="gold", help="class explained (Madsen et al. 2022: gold)")
-    parser.add_argument("--rounding", choices=ROUNDINGS, help="removed-word count rule (default: the removal's paper)")
+    parser.add_argument(
+        "--rounding",
+        choices=ROUNDINGS,
+        help="removed-word count rule: paper000, Pham et al. 2022's ceil((n - 1) N / 100), at least 1; paper001, "
+        "Madsen et al. 2022's floor(n N / 100) (default: the removal's paper)",
+    )
     parser.add_argument(
         "--order", choices=ORDERS, help="rank signed scores or magnitudes (default: the removal's paper)"
     )

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from experiments.roar.job import RoarJob, Unit
-from experiments.roar.removal import ONE_TOKEN_LEVELS, PAPER_000_LEVELS, PAPER_001_LEVELS, Level
+from experiments.roar.removal import MADSEN_2022_LEVELS, ONE_TOKEN_LEVELS, PHAM_2022_LEVELS, Level
 from experiments.roar.scores import SHARED
 
 METHODS = ("loo_empty", "integrated_gradients", "im")
@@ -17,7 +17,7 @@ RATES = {"loo_empty": 0.02, "integrated_gradients": 0.1, "im": 0.3, "random": 0.
 
 
 def paper_000_job(**changes) -> RoarJob:
-    settings = {"methods": METHODS, "task": "sst2", "levels": PAPER_000_LEVELS, "seeds": 3}
+    settings = {"methods": METHODS, "task": "sst2", "levels": PHAM_2022_LEVELS, "seeds": 3}
     return RoarJob(**(settings | {"train_size": 2000, "eval_size": 872, "train_steps": 300} | changes))
 
 
@@ -48,14 +48,14 @@ def test_units_share_the_0_and_100_percent_models():
         Unit(SHARED, Level(level), seed) for seed in range(3) for level in (0, 100)
     ]
     assert Unit("im", Level(20), 2) in units and Unit("im", Level(0), 2) not in units
-    assert job.curve_levels == (Level(0), *PAPER_000_LEVELS)
+    assert job.curve_levels == (Level(0), *PHAM_2022_LEVELS)
     assert Unit("im", Level(20), 2).key == "im/20%/2"
     paper_001 = RoarJob(
-        methods=("saliency",), task="sst2", removal="mask", levels=PAPER_001_LEVELS, recursive=True, seeds=5
+        methods=("saliency",), task="sst2", removal="mask", levels=MADSEN_2022_LEVELS, recursive=True, seeds=5
     )
     # Madsen et al. 2022: 9 iterations per measure, the 0% and 100% models once per seed
     assert len(paper_001.units) == 10 + 2 * 5 * 9
-    assert paper_001.curve_levels == PAPER_001_LEVELS
+    assert paper_001.curve_levels == MADSEN_2022_LEVELS
     tokens = paper_000_job(levels=ONE_TOKEN_LEVELS)
     assert tokens.middle_levels == ONE_TOKEN_LEVELS[1:] and tokens.curve_levels == ONE_TOKEN_LEVELS
     assert Unit("im", Level(3, "tokens"), 0).key == "im/3t/0"

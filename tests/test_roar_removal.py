@@ -11,9 +11,9 @@ import pytest
 from core.masked_lm import Fill
 from core.types import Example
 from experiments.roar.removal import (
+    MADSEN_2022_LEVELS,
     ONE_TOKEN_LEVELS,
-    PAPER_000_LEVELS,
-    PAPER_001_LEVELS,
+    PHAM_2022_LEVELS,
     Level,
     default_order,
     default_rounding,
@@ -58,8 +58,8 @@ def test_rounding_rules(n, percent, paper000, paper001):
 def test_token_levels_and_presets():
     assert n_to_remove(20, Level(3, "tokens"), "paper000") == 3
     assert n_to_remove(2, Level(3, "tokens"), "paper001") == 2
-    assert [level.amount for level in PAPER_000_LEVELS] == [10, 20, 30]
-    assert [level.amount for level in PAPER_001_LEVELS] == list(range(0, 101, 10))
+    assert [level.amount for level in PHAM_2022_LEVELS] == [10, 20, 30]
+    assert [level.amount for level in MADSEN_2022_LEVELS] == list(range(0, 101, 10))
     assert [level.label for level in ONE_TOKEN_LEVELS[:3]] == ["0%", "1 token", "2 tokens"]
     assert Level.parse("30%") == Level(30) and Level.parse("4t") == Level(4, "tokens")
     assert Level.parse(" 7 tokens ") == Level(7, "tokens") and Level(30).x == 0.3

@@ -123,8 +123,8 @@ class Level:
 
 ZERO = Level(0)
 FULL = Level(100)
-PAPER_000_LEVELS = tuple(Level(n) for n in (10, 20, 30))
-PAPER_001_LEVELS = tuple(Level(n) for n in range(0, 101, 10))
+PHAM_2022_LEVELS = tuple(Level(n) for n in (10, 20, 30))
+MADSEN_2022_LEVELS = tuple(Level(n) for n in range(0, 101, 10))
 ONE_TOKEN_LEVELS = tuple(Level(n, "tokens") for n in range(11))  # Madsen et al. 2022, Appendix F
 
 

@@ -19,7 +19,7 @@ from metrics.plausibility.masks import binarize, human_mask, spans, top_k
 from metrics.plausibility.scores import auprc, overlap, rank_scores, span_f1
 
 ANNOTATOR_HELP = 'human mask: "majority", "any" (union of annotators) or an annotator index ("0", "1", ...)'
-_PAPER_000 = "Pham et al. 2022, Double Trouble (arXiv 2110.11929)"
+_DOUBLE_TROUBLE = "Pham et al. 2022, Double Trouble (arXiv 2110.11929)"
 _ERASER = "DeYoung et al. 2020, ERASER; Brinner & Zarrieß 2023 (MaRC)"
 _THESIS = "Assessing the Interpretability of LLMs, thesis 2022"
 
@@ -197,7 +197,7 @@ METRICS = (
         description="IoU of the binarized map and the human mask",
         label="IoU",
         higher_is_better=True,
-        paper=_PAPER_000,
+        paper=_DOUBLE_TROUBLE,
         value_range=(0.0, 1.0),
     ),
     _spec(
@@ -207,7 +207,7 @@ METRICS = (
         description="share of the binarized map's words that humans marked",
         label="precision",
         higher_is_better=True,
-        paper=_PAPER_000,
+        paper=_DOUBLE_TROUBLE,
         value_range=(0.0, 1.0),
     ),
     _spec(
@@ -217,7 +217,7 @@ METRICS = (
         description="share of the human words the binarized map selects",
         label="recall",
         higher_is_better=True,
-        paper=_PAPER_000,
+        paper=_DOUBLE_TROUBLE,
         value_range=(0.0, 1.0),
     ),
     _spec(
@@ -227,7 +227,7 @@ METRICS = (
         description="F1 of the binarized map against the human mask",
         label="F1",
         higher_is_better=True,
-        paper=_PAPER_000,
+        paper=_DOUBLE_TROUBLE,
         value_range=(0.0, 1.0),
     ),
     _spec(
@@ -298,7 +298,7 @@ METRICS = (
         description="share of words the binarized map selects (human share in extras; no better direction)",
         label="coverage",
         higher_is_better=False,
-        paper=_PAPER_000,
+        paper=_DOUBLE_TROUBLE,
         value_range=(0.0, 1.0),
     ),
 )
