@@ -100,6 +100,7 @@ def test_methods_page_shows_a_card_with_formula_parameters_and_a_live_heatmap() 
     assert [t.value for t in at.title] == ["Methods"]
     assert "\\int_0^1" in at.get("latex")[0].value
     assert any("Sundararajan et al. 2017, arXiv:1703.01365" in c.value for c in at.caption)
+    assert any("\\mathrm{lo}(p) = \\log_2" in c.value and "log-odds" in c.value for c in at.caption)  # notation
     params = next(d.value for d in at.dataframe if "parameter" in d.value.columns)
     assert {"n_steps", "baseline"} <= set(params["parameter"])
     assert any("Baseline choice" in m.value for m in at.markdown)  # a pitfall

@@ -13,7 +13,7 @@ import streamlit as st
 
 import services
 from ui.heatmap import heatmap_html
-from ui.method_notes import NOTES
+from ui.method_notes import NOTATION, NOTES
 from ui.runs import run_or_stop
 
 SENTENCE = "A gorgeous, witty and seductive movie."
@@ -82,6 +82,8 @@ def render(found: Card, model: str) -> None:
         st.subheader(found.key)
         st.caption(f"{found.family} · {found.paper}")
         st.latex(found.formula)
+        if found.written:
+            st.caption(NOTATION)
         st.markdown(found.computes)
         if not found.written:
             st.caption("A generic card: this method has no hand-written formula and pitfalls yet.")

@@ -3,13 +3,17 @@ formula and one sentence) and its known pitfalls. Everything else on a card (pap
 cost, flags) comes from the explainer registry; a method without a note here gets a generic card
 (``ui.method_cards``).
 
-Notation: $x$ the words, $e_i$ word $i$'s input embedding, $p_c$ the model's probability of the
-explained class $c$, $\mathrm{lo}(p) = \log_2 \frac{p}{1-p}$.
+The formulas' notation is ``NOTATION``, shown under every formula.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+NOTATION = (
+    r"$x$: the words; $x_{\setminus i}$: without word $i$; $e_i$: word $i$'s input embedding; $p_c$: the model's "
+    r"probability of the explained class $c$; $\mathrm{lo}(p) = \log_2 \frac{p}{1-p}$, the log-odds."
+)
 
 
 @dataclass(frozen=True)
