@@ -173,6 +173,10 @@ def test_every_page_opens_and_the_rationale_overlay_is_visible(app_url: str, bro
     expect(majority.first).to_be_visible(timeout=TIMEOUT_MS)
     outlined = majority.locator("td[style*='outline']")
     assert sorted(outlined.all_inner_texts()) == sorted(w for w, m in zip(example.words, example.rationale) if m)
+    long_label = page.locator('tr.hm-row[data-method^="integrated_gradients ·"]')  # a method and its threshold
+    expect(long_label.first).to_be_visible(timeout=TIMEOUT_MS)
+    for head in page.locator("tr.hm-row th").all():  # every label stays inside its column, never over the words
+        assert head.evaluate("e => e.scrollWidth <= e.clientWidth"), head.inner_text()
     page.screenshot(path=str(OUTPUT / "rationales.png"), full_page=True)
     for path, title in PAGES.items():
         page.goto(f"{app_url}/{path}?{query}")

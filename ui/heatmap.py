@@ -25,7 +25,8 @@ from ui.theme import PALETTES, current
 SEGMENT_NAMES = ("Premise", "Hypothesis")
 
 _TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
-_HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;white-space:nowrap;min-width:11rem;max-width:11rem;"
+# a long label (a method with its threshold, a second model) wraps inside its column, never over the words
+_HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;overflow-wrap:anywhere;min-width:11rem;max-width:11rem;"
 _CELL = "padding:2px 5px;border-radius:3px;white-space:nowrap;text-align:center;"
 _RATIONALE = "outline:2px solid #1b1b1b;outline-offset:-2px;"
 
