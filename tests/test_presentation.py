@@ -187,6 +187,21 @@ def test_a_roar_band_is_drawn_inside_zero_and_one_and_its_hover_keeps_the_interv
     assert list(band_trace([0, 1], [-2.0, 0.2], [3.0, 0.4], "#004488", "m").y) == [3.0, 0.4, 0.2, -2.0]
 
 
+def test_a_mean_curve_is_labelled_with_what_its_metric_plots() -> None:
+    """A comprehensiveness curve plots a drop per bin of top words, not the class probability over
+    a fraction of the words; the explorer and the faithfulness page label each metric alike."""
+    curve = {"x": [0.05, 0.5], "mean": [0.1, 0.4], "low": [0.0, 0.3], "high": [0.2, 0.5]}
+    labels = {}
+    for metric in ("deletion", "comprehensiveness", "sufficiency"):
+        layout = explorer.mean_curve_figure({"im": {metric: curve}}, metric).layout
+        labels[metric] = (layout.xaxis.title.text, layout.yaxis.title.text, layout.xaxis.tickformat)
+    assert labels["comprehensiveness"] == ("top words removed", "p(x) − p(x without them)", ".0%")
+    assert labels["sufficiency"] == ("top words kept", "p(x) − p(only them)", ".0%")
+    assert labels["deletion"][1] == "p(target)" and labels["deletion"][2] in (None, "")
+    slice_axes = {key: tuple(rest[1:]) for key, *rest in faithfulness.SLICE_CURVES}
+    assert all(slice_axes[m] == labels[m][:2] + (labels[m][2] or "",) for m in labels)
+
+
 def attribution(words: tuple[str, ...], scores: list[float]) -> Attribution:
     return Attribution(method="m", example_id="t", target=1, words=words, scores=np.array(scores))
 

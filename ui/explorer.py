@@ -42,6 +42,16 @@ def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
     return style(figure)
 
 
+STEP_AXIS = "step / steps (share of the budget)"
+# (x axis, y axis, x tick format) of each faithfulness metric's curve, one example or a mean
+CURVE_AXES = {
+    "deletion": (STEP_AXIS, "p(target)", ""),
+    "insertion": (STEP_AXIS, "p(target)", ""),
+    "comprehensiveness": ("top words removed", "p(x) − p(x without them)", ".0%"),
+    "sufficiency": ("top words kept", "p(x) − p(only them)", ".0%"),
+}
+
+
 def mean_curve_figure(
     curves: dict[str, dict[str, dict[str, list[float]]]], metric: str, summary: dict | None = None
 ) -> go.Figure:
@@ -76,12 +86,13 @@ def mean_curve_figure(
                 hovertemplate=hover,
             )
         )
+    x_title, y_title, x_format = CURVE_AXES.get(metric, ("x", metric, ""))
     figure.update_layout(
         title={"text": f"mean {metric} curve (95% band)"},
         height=380,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": "fraction of the words", "tickformat": ".0%"},
-        yaxis={"title": "probability of the explained class"},
+        xaxis={"title": x_title, "tickformat": x_format},
+        yaxis={"title": y_title},
         legend={"orientation": "h", "y": -0.25},
     )
     return style(figure)

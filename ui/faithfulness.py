@@ -15,7 +15,7 @@ import streamlit as st
 import services
 from ui.charts import style
 from ui.downloads import show_figure
-from ui.explorer import mean_curve_figure
+from ui.explorer import CURVE_AXES, mean_curve_figure
 from ui.params import methods_params_form, params_form
 from ui.theme import current
 
@@ -30,19 +30,24 @@ BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"
 INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
-STEP_AXIS = "step / steps (share of the budget)"
 # (metric, title, x axis, y axis, x tick format) of the four curves, one example / the slice
-CURVES = (
-    ("deletion", "Deletion (lower area is better)", STEP_AXIS, "p(target)", ""),
-    ("insertion", "Insertion (higher area is better)", STEP_AXIS, "p(target)", ""),
-    ("comprehensiveness", "Comprehensiveness per bin (higher is better)", "top words removed", "p(x) − p(x without them)", ".0%"),
-    ("sufficiency", "Sufficiency per bin (lower is better)", "top words kept", "p(x) − p(only them)", ".0%"),
-)  # fmt: skip
-SLICE_CURVES = (
-    ("deletion", "Mean deletion curve (95% band)", STEP_AXIS, "p(target)", ""),
-    ("insertion", "Mean insertion curve (95% band)", STEP_AXIS, "p(target)", ""),
-    ("comprehensiveness", "Comprehensiveness per bin", "top words removed", "mean drop", ".0%"),
-    ("sufficiency", "Sufficiency per bin", "top words kept", "mean drop", ".0%"),
+CURVES = tuple(
+    (key, title, *CURVE_AXES[key])
+    for key, title in (
+        ("deletion", "Deletion (lower area is better)"),
+        ("insertion", "Insertion (higher area is better)"),
+        ("comprehensiveness", "Comprehensiveness per bin (higher is better)"),
+        ("sufficiency", "Sufficiency per bin (lower is better)"),
+    )
+)
+SLICE_CURVES = tuple(
+    (key, title, *CURVE_AXES[key])
+    for key, title in (
+        ("deletion", "Mean deletion curve (95% band)"),
+        ("insertion", "Mean insertion curve (95% band)"),
+        ("comprehensiveness", "Mean comprehensiveness per bin (95% band)"),
+        ("sufficiency", "Mean sufficiency per bin (95% band)"),
+    )
 )
 
 

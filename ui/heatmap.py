@@ -25,8 +25,10 @@ from ui.theme import PALETTES, current
 SEGMENT_NAMES = ("Premise", "Hypothesis")
 
 _TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
-# a long label (a method with its threshold, a second model) wraps inside its column, never over the words
-_HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;overflow-wrap:anywhere;min-width:11rem;max-width:11rem;"
+_HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;"
+# The label's own box sets the column's width (a table cell's min- and max-width are only hints): a long
+# label (a method with its threshold, a second model) wraps inside it, never over the words.
+_LABEL = "width:11rem;overflow-wrap:break-word;"
 _CELL = "padding:2px 5px;border-radius:3px;white-space:nowrap;text-align:center;"
 _RATIONALE = "outline:2px solid #1b1b1b;outline-offset:-2px;"
 
@@ -130,8 +132,9 @@ def _row(
 ) -> str:
     row_peak = peak(_row_values(attribution, reference))
     head = (
-        f'<th style="{_HEAD}" title="largest |score| {row_peak:.4g}">{html.escape(key)}'
-        f'<span style="font-weight:400;font-size:0.72rem;color:#777;margin-left:0.35rem">±{row_peak:.2g}</span></th>'
+        f'<th style="{_HEAD}" title="largest |score| {row_peak:.4g}"><div style="{_LABEL}">{html.escape(key)}'
+        f'<span style="font-weight:400;font-size:0.72rem;color:#777;margin-left:0.35rem;white-space:nowrap">'
+        f"±{row_peak:.2g}</span></div></th>"
     )
     cells = []
     subword_row = _is_subword_row(attribution, reference)
