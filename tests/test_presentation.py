@@ -198,6 +198,9 @@ def test_a_mean_curve_is_labelled_with_what_its_metric_plots() -> None:
     assert labels["comprehensiveness"] == ("top words removed", "p(x) − p(x without them)", ".0%")
     assert labels["sufficiency"] == ("top words kept", "p(x) − p(only them)", ".0%")
     assert labels["deletion"][1] == "p(target)" and labels["deletion"][2] in (None, "")
+    wide = {"x": [0.0, 1.0], "mean": [0.9, 0.5], "low": [0.7, -0.1], "high": [1.2, 1.1]}
+    band = explorer.mean_curve_figure({"im": {"deletion": wide}}, "deletion").data[0]
+    assert list(band.y) == [1.0, 1.0, 0.0, 0.7]  # a probability's band drawn inside [0, 1]
     slice_axes = {key: tuple(rest[1:]) for key, *rest in faithfulness.SLICE_CURVES}
     assert all(slice_axes[m] == labels[m][:2] + (labels[m][2] or "",) for m in labels)
 

@@ -50,6 +50,13 @@ CURVE_AXES = {
     "comprehensiveness": ("top words removed", "p(x) − p(x without them)", ".0%"),
     "sufficiency": ("top words kept", "p(x) − p(only them)", ".0%"),
 }
+# the range each curve's values can take: a band is drawn inside it (``ui.charts.band_trace``)
+CURVE_BOUNDS = {
+    "deletion": (0.0, 1.0),
+    "insertion": (0.0, 1.0),
+    "comprehensiveness": (-1.0, 1.0),
+    "sufficiency": (-1.0, 1.0),
+}
 
 
 def mean_curve_figure(
@@ -65,7 +72,7 @@ def mean_curve_figure(
         if not curve:
             continue
         line = theme.method_colour(method, index)
-        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method))
+        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method, CURVE_BOUNDS.get(metric)))
         name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
         if summary is not None:
             name = f"{method} ({summary[method][metric].mean:.3f})"
