@@ -187,6 +187,14 @@ def test_a_roar_band_is_drawn_inside_zero_and_one_and_its_hover_keeps_the_interv
     assert list(band_trace([0, 1], [-2.0, 0.2], [3.0, 0.4], "#004488", "m").y) == [3.0, 0.4, 0.2, -2.0]
 
 
+def test_the_rank_chart_leaves_room_for_the_names_at_both_ends() -> None:
+    figure = BUILDERS["faithfulness ranks"]()
+    axis = figure.layout.xaxis
+    assert list(axis.ticktext) == ["delete", "mlm"] and list(axis.tickvals) == [0, 1]
+    assert axis.range[0] <= -0.5 and axis.range[1] >= 1.5  # the names are written outside the two ends
+    assert [tuple(t.textposition) for t in figure.data] == [("middle left", "middle right")] * 2
+
+
 def test_a_mean_curve_is_labelled_with_what_its_metric_plots() -> None:
     """A comprehensiveness curve plots a drop per bin of top words, not the class probability over
     a fraction of the words; the explorer and the faithfulness page label each metric alike."""

@@ -220,7 +220,7 @@ def rank_figure(
     for index, method in enumerate(m for m in methods if m in rank_a and m in rank_b):
         figure.add_trace(
             go.Scatter(
-                x=[mode_a, mode_b],
+                x=[0, 1],
                 y=[rank_a[method], rank_b[method]],
                 mode="lines+markers+text",
                 text=[method, method],
@@ -231,7 +231,9 @@ def rank_figure(
             )
         )
     figure.update_yaxes(autorange="reversed", dtick=1)
-    return layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
+    figure = layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
+    # room on both sides for the method names written beside the ends (a category axis clips them)
+    return figure.update_xaxes(tickvals=[0, 1], ticktext=[mode_a, mode_b], range=[-0.6, 1.6], zeroline=False)
 
 
 def show_curves(figures: dict[str, go.Figure], prefix: str) -> None:
