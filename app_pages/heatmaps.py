@@ -149,7 +149,13 @@ if attributions:
         download_row("heatmaps.agreement.download", name="method-agreement", figure=figure)
     st.subheader("Cost per method")
     costs = pd.DataFrame(cost_rows(attributions))
-    st.dataframe(costs, hide_index=True, key="heatmaps.costs")
+    narrow = {c: st.column_config.NumberColumn(c, width="small") for c in costs.columns if c not in ("method", "notes")}
+    st.dataframe(
+        costs,
+        hide_index=True,
+        key="heatmaps.costs",
+        column_config=narrow | {"notes": st.column_config.TextColumn("notes", width="large")},
+    )
     download_row("heatmaps.costs.download", name="cost-per-method", table=costs)
     if other is not None:  # last: a second model that cannot be used stops only this part
         compare.render(selection, result, other, chosen, params)
