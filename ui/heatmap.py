@@ -26,9 +26,9 @@ SEGMENT_NAMES = ("Premise", "Hypothesis")
 
 _TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
 _HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;"
-# The label's own box sets the column's width (a table cell's min- and max-width are only hints): a long
-# label (a method with its threshold, a second model) wraps inside it, never over the words.
-_LABEL = "width:11rem;overflow-wrap:break-word;"
+# The label's own box sets the column's width (a table cell's min- and max-width are only hints): as wide
+# as the longest label of the table between 11 and 16 rem; a longer label wraps inside it, never over the words.
+_LABEL = "width:max-content;min-width:11rem;max-width:16rem;margin-left:auto;overflow-wrap:break-word;"
 _CELL = "padding:2px 5px;border-radius:3px;white-space:nowrap;text-align:center;"
 _RATIONALE = "outline:2px solid #1b1b1b;outline-offset:-2px;"
 
