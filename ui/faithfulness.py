@@ -30,25 +30,16 @@ BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"
 INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
+# (metric, title of one example's curve, title of a slice's mean curve)
+_TITLES = (
+    ("deletion", "Deletion (lower area is better)", "Mean deletion curve (95% band)"),
+    ("insertion", "Insertion (higher area is better)", "Mean insertion curve (95% band)"),
+    ("comprehensiveness", "Comprehensiveness per bin (higher is better)", "Mean comprehensiveness per bin (95% band)"),
+    ("sufficiency", "Sufficiency per bin (lower is better)", "Mean sufficiency per bin (95% band)"),
+)
 # (metric, title, x axis, y axis, x tick format) of the four curves, one example / the slice
-CURVES = tuple(
-    (key, title, *CURVE_AXES[key])
-    for key, title in (
-        ("deletion", "Deletion (lower area is better)"),
-        ("insertion", "Insertion (higher area is better)"),
-        ("comprehensiveness", "Comprehensiveness per bin (higher is better)"),
-        ("sufficiency", "Sufficiency per bin (lower is better)"),
-    )
-)
-SLICE_CURVES = tuple(
-    (key, title, *CURVE_AXES[key])
-    for key, title in (
-        ("deletion", "Mean deletion curve (95% band)"),
-        ("insertion", "Mean insertion curve (95% band)"),
-        ("comprehensiveness", "Mean comprehensiveness per bin (95% band)"),
-        ("sufficiency", "Mean sufficiency per bin (95% band)"),
-    )
-)
+CURVES = tuple((key, title, *CURVE_AXES[key]) for key, title, _ in _TITLES)
+SLICE_CURVES = tuple((key, title, *CURVE_AXES[key]) for key, _, title in _TITLES)
 
 
 def higher_is_better(key: str) -> bool:
