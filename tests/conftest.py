@@ -5,11 +5,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch
 
 from core.classifier import Classifier
 from core.types import Example
-from tests.toy import VOCAB, toy_bert, toy_linear, toy_tokenizer
+from tests.toy import save_toy_masked_lm, toy_bert, toy_linear, toy_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # What the commands and pages keep in the results folder (runs, AML's pre-trained models) goes to
@@ -55,21 +54,9 @@ def toy_bert_folder(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
     """A tiny BERT classifier and masked LM saved as local folders (clf, mlm)."""
-    from transformers import BertConfig, BertForMaskedLM
-
     root = tmp_path_factory.mktemp("models")
     loaded = toy_bert(seed=2)
     loaded.model.save_pretrained(root / "clf")
     toy_tokenizer().save_pretrained(root / "clf")
-    torch.manual_seed(3)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    BertForMaskedLM(config).save_pretrained(root / "mlm")
-    toy_tokenizer().save_pretrained(root / "mlm")
+    save_toy_masked_lm(root / "mlm", seed=3)
     return root / "clf", root / "mlm"

@@ -372,20 +372,13 @@ def test_classifier_view_counts_are_its_own(toy_linear_loaded, toy_example):
 
 @pytest.fixture(scope="module")
 def toy_folders(tmp_path_factory) -> tuple[str, str]:
-    from transformers import BertConfig, BertForMaskedLM
-
-    from tests.toy import toy_bert
+    from tests.toy import save_toy_masked_lm, toy_bert
 
     root = tmp_path_factory.mktemp("adversarial")
     loaded = toy_bert()
     loaded.model.save_pretrained(root / "clf")
     loaded.tokenizer.save_pretrained(root / "clf")
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
-    )
-    BertForMaskedLM(config).save_pretrained(root / "mlm")
-    toy_tokenizer().save_pretrained(root / "mlm")
+    save_toy_masked_lm(root / "mlm")
     return str(root / "clf"), str(root / "mlm")
 
 

@@ -8,8 +8,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertConfig, BertForMaskedLM
 
 from cli.evaluate import select_examples
 from cli.main import main
@@ -20,7 +18,7 @@ from core.masked_lm import MaskedLM
 from core.models import bundled_names
 from explainers.base import make_attribution
 from metrics import faithfulness as F
-from tests.toy import VOCAB, toy_tokenizer
+from tests.toy import save_toy_masked_lm
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -145,13 +143,7 @@ def test_rationale_metrics_skip_examples_without_one(toy_bert_folder, capsys):
 
 
 def test_masked_lm_removal_through_the_command(toy_bert_folder, tmp_path, capsys):
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=64,
-    )  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(tmp_path)
-    toy_tokenizer().save_pretrained(tmp_path)
+    save_toy_masked_lm(tmp_path)
     code, out, err = run_cli(
         capsys,
         "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",

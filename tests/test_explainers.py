@@ -10,7 +10,7 @@ import explainers
 from core.classifier import Classifier
 from core.masked_lm import MaskedLM
 from core.types import Example
-from tests.toy import PLANTED, VOCAB, WEIGHT, toy_tokenizer
+from tests.toy import PLANTED, WEIGHT, toy_masked_lm
 
 EXAMPLE = Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
 
@@ -159,18 +159,7 @@ FAST = {
 
 @pytest.fixture(scope="module")
 def toy_mlm() -> MaskedLM:
-    from transformers import BertConfig, BertForMaskedLM
-
-    torch.manual_seed(1)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    return MaskedLM("toy-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
+    return toy_masked_lm(seed=1)
 
 
 def _fast_params(spec: explainers.ExplainerSpec, seed: int) -> object:

@@ -14,7 +14,7 @@ from core.loaded import LoadedClassifier
 from core.types import Example
 from explainers.gradients import baseline_embeddings
 from explainers.shap import coalitions, exact_shapley
-from tests.toy import PLANTED, VOCAB, WEIGHT, ToyConfig, ToyLinearClassifier, toy_tokenizer
+from tests.toy import PLANTED, WEIGHT, ToyConfig, ToyLinearClassifier, tiny_bert_config, toy_tokenizer
 
 EXAMPLE = Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
 PAIR = Example(segments=(("a", "good", "film"), ("the", "plot", "was", "awful")), id="toy/pair")
@@ -24,16 +24,10 @@ PAIR = Example(segments=(("a", "good", "film"), ("the", "plot", "was", "awful"))
 def sharp_bert() -> Classifier:
     """A tiny random BERT with large weights (initializer range 0.5), whose outputs move with
     its input, unlike the near-constant default toy BERT."""
-    from transformers import BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
+    config = tiny_bert_config(
         num_labels=2,
         initializer_range=0.5,
         attn_implementation="eager",

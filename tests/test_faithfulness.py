@@ -12,16 +12,14 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertConfig, BertForMaskedLM
 
 import metrics
 from core.encoding import Variant
-from core.masked_lm import Fill, MaskedLM
+from core.masked_lm import Fill
 from core.types import Example
 from explainers.base import make_attribution
 from metrics import faithfulness as F
-from tests.toy import VOCAB, toy_tokenizer
+from tests.toy import VOCAB, toy_masked_lm, toy_tokenizer
 
 POSITIVE = 1
 EVIDENCE = {"great": 3.0, "good": 1.0, "bad": -1.0, "awful": -3.0}  # each word's pos - neg
@@ -339,12 +337,7 @@ def test_mlm_fill_ins_are_shared_between_metrics(linear_clf, toy_example):
 
 
 def test_mlm_removal_with_a_real_tiny_masked_lm(linear_clf, mixed_example):
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=64,
-    )  # fmt: skip
-    mlm = MaskedLM("tiny-mlm", BertForMaskedLM(config).eval(), toy_tokenizer(), torch.device("cpu"))
+    mlm = toy_masked_lm()
     attribution = oracle(mixed_example)
     result = metrics.get("deletion").compute(
         linear_clf, mixed_example, attribution, F.CurveParams(removal="mlm", fraction=1.0), mlm=mlm

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from transformers import BertConfig
 
 import explainers
@@ -22,7 +21,7 @@ from core.loaded import classifier_from_model
 from core.masked_lm import MaskedLM
 from core.types import Example
 from metrics import faithfulness as F
-from tests.toy import PLANTED, REGRESSION_WEIGHT, VOCAB, WEIGHT, toy_bert_head, toy_linear, toy_tokenizer
+from tests.toy import PLANTED, REGRESSION_WEIGHT, WEIGHT, toy_bert_head, toy_linear, toy_masked_lm, toy_tokenizer
 
 EXAMPLE = Example(segments=(("the", "movie", "was", "great", "but", "the", "plot", "was", "bad", "."),), id="toy/0")
 
@@ -149,18 +148,7 @@ SINGLE_LABEL_ONLY = {"aml"}  # AML's loss is a cross-entropy over a softmax of e
 
 @pytest.fixture(scope="module")
 def toy_mlm() -> MaskedLM:
-    from transformers import BertForMaskedLM
-
-    torch.manual_seed(1)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    return MaskedLM("toy-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
+    return toy_masked_lm(seed=1)
 
 
 @pytest.fixture(scope="module", params=["multi_label", "regression"])

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from cli.main import main
-from tests.toy import VOCAB, toy_bert, toy_tokenizer
+from tests.toy import save_toy_masked_lm, toy_bert, toy_tokenizer
 
 MARKUP = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "[link](javascript:alert(1))", "![i](x.png)"]
 LATEX = ["\\textbf{x}", "50% & $5 #1 _a ^b ~c {d}"]
@@ -19,19 +18,11 @@ LATEX = ["\\textbf{x}", "50% & $5 #1 _a ^b ~c {d}"]
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
     """A tiny classifier and masked LM, and folders that are broken in every way we know."""
-    from transformers import BertConfig, BertForMaskedLM
-
     root = tmp_path_factory.mktemp("hostile")
     loaded = toy_bert(seed=2)
     loaded.model.save_pretrained(root / "clf")
     toy_tokenizer().save_pretrained(root / "clf")
-    torch.manual_seed(3)
-    config = BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=64,
-    )  # fmt: skip
-    BertForMaskedLM(config).save_pretrained(root / "mlm")
-    toy_tokenizer().save_pretrained(root / "mlm")
+    save_toy_masked_lm(root / "mlm", seed=3)
     (root / "empty").mkdir()
     (root / "corrupt").mkdir()
     loaded.model.save_pretrained(root / "corrupt")

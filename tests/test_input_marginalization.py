@@ -11,14 +11,12 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertConfig, BertForMaskedLM
 
 import explainers
 from core.masked_lm import Fill, MaskedLM
 from core.types import Example
 from explainers.input_marginalization import fill_converter
-from tests.toy import VOCAB, toy_tokenizer
+from tests.toy import VOCAB, toy_masked_lm, toy_tokenizer
 
 POSITIVE = 1
 
@@ -184,16 +182,7 @@ def test_fill_converter_shared_and_foreign_vocabulary(linear_clf):
 
 
 def tiny_masked_lm() -> MaskedLM:
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    return MaskedLM("tiny-mlm", BertForMaskedLM(config), toy_tokenizer(), torch.device("cpu"))
+    return toy_masked_lm()
 
 
 def test_im_with_a_real_masked_lm_matches_independent_computation(linear_clf, short_example):

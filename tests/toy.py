@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from torch import nn
 from transformers import (
     BertConfig,
+    BertForMaskedLM,
     BertForSequenceClassification,
     PretrainedConfig,
     PreTrainedModel,
@@ -22,6 +23,7 @@ from transformers import (
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from core.loaded import LoadedClassifier
+from core.masked_lm import MaskedLM
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -163,17 +165,25 @@ def toy_linear(head: str = "single_label") -> LoadedClassifier:
     )
 
 
+def tiny_bert_config(num_hidden_layers: int = 2, **settings) -> BertConfig:
+    """The tiny BERT every toy transformer here is built from: hidden size 16, 2 heads, over the toy
+    vocabulary; ``settings`` adds to it (labels, attention kernel, initializer range)."""
+    return BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        **settings,
+    )
+
+
 def toy_bert_head(head: str, seed: int = 0, n_labels: int = 3) -> LoadedClassifier:
     """A tiny random BERT with a multi-label head of ``n_labels`` sigmoids or a regression head."""
     torch.manual_seed(seed)
     names = ("toxic", "insult", "threat", "other")[:n_labels] if head == "multi_label" else HEAD_LABELS[head]
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
+    config = tiny_bert_config(
         num_labels=len(names),
         id2label=dict(enumerate(names)),
         label2id={n: i for i, n in enumerate(names)},
@@ -190,13 +200,7 @@ def toy_bert(seed: int = 0, attention: str = "sdpa") -> LoadedClassifier:
     """A tiny random BERT with the fused attention kernel, as the project loads its models (or
     ``attention="eager"``)."""
     torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
+    config = tiny_bert_config(
         num_labels=2,
         id2label={0: "negative", 1: "positive"},
         label2id={"negative": 0, "positive": 1},
@@ -206,3 +210,16 @@ def toy_bert(seed: int = 0, attention: str = "sdpa") -> LoadedClassifier:
     for p in model.parameters():
         p.requires_grad_(False)
     return LoadedClassifier("toy-bert", model, toy_tokenizer(), torch.device("cpu"))
+
+
+def toy_masked_lm(seed: int = 0) -> MaskedLM:
+    """A tiny random one-layer BERT masked LM over the toy vocabulary (its weights drawn after
+    ``torch.manual_seed(seed)``)."""
+    torch.manual_seed(seed)
+    return MaskedLM("toy-mlm", BertForMaskedLM(tiny_bert_config(1)), toy_tokenizer(), torch.device("cpu"))
+
+
+def save_toy_masked_lm(folder, seed: int = 0) -> None:
+    """``toy_masked_lm(seed)`` saved as a model folder (weights, config and tokenizer)."""
+    toy_masked_lm(seed).model.save_pretrained(folder)
+    toy_tokenizer().save_pretrained(folder)
