@@ -73,7 +73,7 @@ def chart(at: AppTest, key: str):
 
 def mean_line(figure, method: str) -> list[float]:
     """The y values of ``method``'s mean curve in a slice's mean-curve figure."""
-    found = next(t for t in figure.data if t.legendgroup == method and t.mode == "lines")
+    found = next(t for t in figure.data if t.legendgroup == method and t.fill is None)  # not its band
     return list(found.y)
 
 
