@@ -47,9 +47,10 @@ def word_panel(example, im, row: dict, word: int, table: list, labels, target: i
     columns[2].metric("IM score", f"{row['IM']:+.4f}")
     columns[3].metric("LOO_empty score", f"{row['LOO_empty']:+.4f}")
     columns[4].metric(
-        f"Likelihood mass of the {len(table)} candidates",
+        f"Top-{len(table)} mass",
         f"{row['candidate mass']:.1%}",
-        help="Pham et al. 2022: BERT's top-10 hold 81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
+        help=f"The masked LM's likelihood mass on its {len(table)} candidates. Pham et al. 2022: BERT's top-10 hold "
+        "81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
     )
     if row["top-1 = word"]:
         st.markdown(
