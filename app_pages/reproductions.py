@@ -2,9 +2,10 @@
 values beside ours, each finding marked holds / does not hold / not run (``python -m cli
 reproduce``; Pham et al. 2022, arXiv 2110.11929; Brinner & Zarrieß 2023; Barkan et al. 2024).
 
-Opening the page reads the results kept in the run store only (``engine.reproduce``: runs of kind
-``reproduce``); a Run button per reproduction computes one (the engine's code) through the one Run
-gate and stores it.
+Opening the page reads the results kept in the run store (``engine.reproduce``: runs of kind
+``reproduce``) and, for a reproduction the store has none of, the one bundled with the app
+(``assets/reproductions/``); a Run button per reproduction computes one (the engine's code) through
+the one Run gate and stores it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ results = services.reproductions.stored()
 version = services.reproductions.code_version()
 ran = [name for name, shown in results.items() if shown.payload is not None]
 holding = [name for name in ran if results[name].payload["finding"]["holds"]]
+packaged = [name for name in ran if results[name].payload.get("bundled")]
 st.markdown(
     f"**{len(holding)} of {len(entries)}** findings hold here, {len(ran) - len(holding)} do not, "
-    f"{len(entries) - len(ran)} not run yet."
+    f"{len(entries) - len(ran)} not run yet"
+    + (f" ({len(packaged)} of the results were computed when the app was packaged)." if packaged else ".")
 )
 
 for paper, group in papers.items():

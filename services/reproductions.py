@@ -49,16 +49,27 @@ def reproductions() -> list[ReproductionInfo]:
 def stored() -> dict[str, Shown]:
     """Every reproduction's stored results, read from the run store's catalogue in one pass (each
     rerun, so a result another process stores appears), and the payload of the one to show
-    (``engine.reproduce.pick``)."""
+    (``engine.reproduce.pick``); a reproduction the store has no result of shows the one bundled
+    with the app, when there is one (``engine.reproduce.bundled``)."""
     results = reproduce.stored_results()
     version = code_version()
     shown = {}
     for name in reproduce.REGISTRY:
         own = [result for result in results if result.name == name]
         chosen, current = reproduce.pick(own, version)
-        payload = None if chosen is None else _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
+        if chosen is None:
+            payload = _bundled(name, str(reproduce.BUNDLED_DIR))
+            current = payload is not None and payload["code_version"] == version
+        else:
+            payload = _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
         shown[name] = Shown(own, payload, current)
     return shown
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _bundled(name: str, folder: str) -> dict[str, Any] | None:  # folder: the cache's key
+    """The packaged result of ``name`` (read once per process: it changes only with the app)."""
+    return reproduce.bundled(name)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,7 @@ def payload(name: str, holds: bool, version: str, limit: int = 2) -> dict:
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
+    monkeypatch.setattr(reproduce, "BUNDLED_DIR", tmp_path / "bundled")  # none packaged unless a test writes one
     store = RunStore(tmp_path)
     version = base.code_version()
     stored.save(store, payload("double-trouble-tableA3", True, version))
@@ -177,6 +179,36 @@ def test_run_button_stores_the_result_and_a_new_session_reads_it(results, monkey
     text = "\n".join(m.value for m in again.markdown)
     assert "not run yet" in text and text.count("No stored result yet.") == 5
     assert any(-1.5 in set(d.value.get("ours", [])) for d in again.dataframe)
+
+
+def test_a_result_bundled_with_the_app_shows_until_the_store_has_one(results, no_computing, tmp_path):
+    """A reproduction the run store has no result of shows the one packaged in ``assets/reproductions``
+    (marked as such, counted, its table beside the published values); the store's own result wins
+    over it; a file that is not a result of its name is ignored, not shown and not an error."""
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    packaged = payload("double-trouble-table3", False, base.code_version(), 8) | {"run_id": "run-x", "cached": False}
+    (bundled / "double-trouble-table3.json").write_text(json.dumps(packaged))
+    (bundled / "aml-table1.json").write_text(json.dumps(payload("marc-table1", True, "0")))  # another name inside
+    (bundled / "marc-table1.json").write_text("{not json")
+    (bundled / "double-trouble-tableA3.json").write_text(json.dumps(payload("double-trouble-tableA3", False, "0")))
+
+    shown = reproduce.bundled("double-trouble-table3")
+    assert shown["bundled"] is True and shown["limit"] == 8 and "run_id" not in shown and "cached" not in shown
+    assert reproduce.bundled("aml-table1") is None and reproduce.bundled("marc-table1") is None
+    assert reproduce.stored_results("double-trouble-table3") == []  # nothing was stored
+
+    app = open_page()
+    text = "\n".join(m.value for m in app.markdown)
+    assert (
+        "**1 of 8** findings hold here, 2 do not, 5 not run yet (1 of the results were computed when the app was packaged)."
+        in text
+    )
+    assert text.count("**Precomputed, bundled with the app**: 8 examples per split") == 1
+    assert text.count("No stored result yet. On the command line:") == 5  # AML and MaRC's files are not shown
+    assert "python -m cli reproduce double-trouble-table3 --limit 8" in [c.value for c in app.code]
+    # Table A3: the store's own result (holds) is shown, not the bundled one (does not hold)
+    assert "checked double-trouble-tableA3" in text.replace("\\", "")  # the stored finding's reason
 
 
 def test_table_exports_as_csv():

@@ -146,8 +146,9 @@ def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     st.markdown(f"{verdict(payload)} {plain(finding['reason'])}")
     version = plain(str(payload["code_version"]))
     stale = "" if current else f" by an earlier version of the code ({version}): run it again to update"
+    origin = "**Precomputed, bundled with the app**: " if payload.get("bundled") else ""
     st.markdown(
-        f"{payload['limit']} examples per split, {plain(str(payload['runtime_s']))} s, finished "
+        f"{origin}{payload['limit']} examples per split, {plain(str(payload['runtime_s']))} s, finished "
         f"{plain(str(payload['computed']))} UTC{stale}. The same numbers on the command line:"
     )
     st.code(command, language="bash")

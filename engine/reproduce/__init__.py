@@ -8,7 +8,8 @@ ours may differ, the run time and when it finished. ``cached_run`` keeps results
 under ``$ATTRIBUTION_RESULTS_DIR`` (default ``./results``), one run of kind ``reproduce`` per
 (reproduction, slice, code version), written only once the computation has finished
 (``engine.reproduce.stored``); ``stored_results``, ``latest`` and ``load`` read them without
-computing anything.
+computing anything. ``bundled`` reads the results computed when the app was packaged
+(``assets/reproductions/``), which the app shows for a reproduction the run store has no result of.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from core.types import ProgressFn
@@ -34,6 +36,7 @@ __all__ = [
     "Reproduction",
     "Row",
     "StoredResult",
+    "bundled",
     "cached_run",
     "code_version",
     "get",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 Root = str | os.PathLike | None
+# ``python -m cli reproduce NAME --json`` of every reproduction at its default slice, as packaged
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "assets" / "reproductions"
 
 
 def get(name: str) -> Reproduction:
@@ -136,3 +141,15 @@ def latest(name: str, root: Root = None) -> tuple[dict[str, Any] | None, bool]:
     (None, False) when ``name`` never ran. Reads the run store only: nothing is computed."""
     chosen, current = pick(stored_results(name, root))
     return (None, False) if chosen is None else (load(chosen.run_id, root), current)
+
+
+def bundled(name: str) -> dict[str, Any] | None:
+    """The result of ``name`` computed when the app was packaged (``BUNDLED_DIR/NAME.json``: parsed,
+    never evaluated), marked ``"bundled": True``; None when there is none or the file is not a
+    result of ``name``. Nothing is computed or stored."""
+    get(name)
+    path = BUNDLED_DIR / f"{name}.json"
+    payload = stored.parsed_payload(path, (name,)) if path.is_file() else None
+    if payload is None or payload["name"] != name:
+        return None
+    return {key: value for key, value in payload.items() if key not in ("run_id", "cached")} | {"bundled": True}

@@ -117,7 +117,7 @@ def import_legacy(root: str | os.PathLike | None, known: Collection[str]) -> int
     imported = 0
     for path in files:
         try:
-            payload = _legacy_payload(path, known)
+            payload = parsed_payload(path, known)
         except FileNotFoundError:  # another process imported it meanwhile
             continue
         if payload is None:
@@ -134,9 +134,10 @@ def import_legacy(root: str | os.PathLike | None, known: Collection[str]) -> int
     return imported
 
 
-def _legacy_payload(path: Path, known: Collection[str]) -> dict[str, Any] | None:
-    """The parsed result of one legacy file, None when it is not one (bad JSON, missing fields,
-    an unknown reproduction). ``computed`` is the file's modification time."""
+def parsed_payload(path: Path, known: Collection[str]) -> dict[str, Any] | None:
+    """The parsed result in one JSON file (a legacy result, a bundled one), None when it is not one
+    (bad JSON, missing fields, an unknown reproduction). Without ``computed``, the file's
+    modification time stands for it."""
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError):
