@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The stored result of ``args.name`` (at ``--limit`` when given) the current code computed,
-    else the newest of an older version; a one-line error naming the command when none is stored."""
+    else the newest of an older version, else the one packaged with the app (at its slice); a
+    one-line error naming the command when there is none."""
     from engine import reproduce
     from engine.reproduce.base import check_limit
 
@@ -75,6 +76,10 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit is not None:
         results = [result for result in results if result.limit == args.limit]
     chosen, current = reproduce.pick(results)
+    packaged = reproduce.bundled(args.name) if chosen is None else None
+    if packaged is not None and args.limit in (None, packaged["limit"]):
+        print(f"note: the result packaged with the app (computed {packaged['computed']} UTC)", file=sys.stderr)
+        return packaged
     if chosen is None:
         at = "" if args.limit is None else f" at --limit {args.limit}"
         command = f"python -m cli reproduce {args.name}" + ("" if args.limit is None else f" --limit {args.limit}")
@@ -117,10 +122,11 @@ def _print(payload: dict[str, Any], cached: bool) -> None:
     print("ours may differ because:")
     for reason in payload["differences"]:
         print(f"  - {reason}")
-    source = "stored" if cached else "computed now"
+    source = "packaged with the app" if payload.get("bundled") else f"stored, run {payload['run_id']}"
+    source = source if cached else f"computed now, run {payload['run_id']}"
     print(
         f"{payload['limit']} examples per split, {payload['runtime_s']} s, finished {payload['computed']} UTC"
-        f" (code {payload['code_version']}; {source}, run {payload['run_id']})"
+        f" (code {payload['code_version']}; {source})"
     )
 
 

@@ -207,6 +207,28 @@ def test_cli_reads_a_stored_result_back(results, capsys, monkeypatch):
     assert "not both" in capsys.readouterr().err
 
 
+def test_cli_reads_the_packaged_result_when_none_is_stored(results, capsys, monkeypatch, tmp_path):
+    """``--cached`` with nothing stored prints the result packaged with the app (at its slice), says
+    so, and computes nothing; at another slice it is still the one-line error."""
+    monkeypatch.setattr(reproduce, "BUNDLED_DIR", tmp_path / "bundled")
+    assert main(["reproduce", NAME, "--limit", "4", "--json", "--quiet", "--results-dir", str(tmp_path / "a")]) == 0
+    packaged = json.loads(capsys.readouterr().out)
+    (tmp_path / "bundled").mkdir()
+    (tmp_path / "bundled" / f"{NAME}.json").write_text(json.dumps(packaged))
+
+    monkeypatch.setattr(reproduce, "run", lambda *a, **k: pytest.fail("--cached must not compute"))
+    assert main(["reproduce", NAME, "--cached", "--json"]) == 0
+    out, err = capsys.readouterr()
+    shown = json.loads(out)
+    assert shown["bundled"] is True and shown["rows"] == packaged["rows"] and shown["cached"] is True
+    assert err.strip() == f"note: the result packaged with the app (computed {packaged['computed']} UTC)"
+    assert main(["reproduce", NAME, "--cached", "--limit", "4"]) == 0
+    assert "(code " in (text := capsys.readouterr().out) and "; packaged with the app)" in text
+    assert main(["reproduce", NAME, "--cached", "--limit", "5"]) == 2
+    assert "no stored result" in capsys.readouterr().err
+    assert reproduce.stored_results(NAME) == []  # the store was never written
+
+
 def test_run_listings_name_the_reproduction_and_the_explorer_leaves_it_out(results, capsys):
     from services import runs
 

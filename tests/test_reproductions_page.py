@@ -211,6 +211,23 @@ def test_a_result_bundled_with_the_app_shows_until_the_store_has_one(results, no
     assert "checked double-trouble-tableA3" in text.replace("\\", "")  # the stored finding's reason
 
 
+def test_the_packaged_results_are_results_of_their_reproductions():
+    """Every file in ``assets/reproductions`` is what ``reproduce NAME --json`` printed at NAME's
+    default slice: it parses, its rows have the registry entry's published cells, and it holds no
+    path of the machine that computed it."""
+    files = sorted(reproduce.BUNDLED_DIR.glob("*.json"))
+    assert files, "the app ships packaged reproduction results"
+    for path in files:
+        name = path.stem
+        shown = reproduce.bundled(name)
+        assert shown is not None, path
+        entry = reproduce.REGISTRY[name]
+        assert shown["limit"] == entry.default_limit and shown["claim"] == entry.claim
+        assert shown["rows"] and all(len(row["key"]) >= 2 and row["n"] >= 1 for row in shown["rows"])
+        assert isinstance(shown["finding"]["holds"], bool) and shown["finding"]["reason"]
+        assert "/work/" not in path.read_text() and "/home/" not in path.read_text()
+
+
 def test_table_exports_as_csv():
     from ui.export import table_bytes
     from ui.reproductions import rows_frame
