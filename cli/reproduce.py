@@ -122,8 +122,10 @@ def _print(payload: dict[str, Any], cached: bool) -> None:
     print("ours may differ because:")
     for reason in payload["differences"]:
         print(f"  - {reason}")
-    source = "packaged with the app" if payload.get("bundled") else f"stored, run {payload['run_id']}"
-    source = source if cached else f"computed now, run {payload['run_id']}"
+    if not cached:
+        source = f"computed now, run {payload['run_id']}"
+    else:
+        source = "packaged with the app" if payload.get("bundled") else f"stored, run {payload['run_id']}"
     print(
         f"{payload['limit']} examples per split, {payload['runtime_s']} s, finished {payload['computed']} UTC"
         f" (code {payload['code_version']}; {source})"

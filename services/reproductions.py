@@ -58,18 +58,12 @@ def stored() -> dict[str, Shown]:
         own = [result for result in results if result.name == name]
         chosen, current = reproduce.pick(own, version)
         if chosen is None:
-            payload = _bundled(name, str(reproduce.BUNDLED_DIR))
+            payload = reproduce.bundled(name)  # a few kilobytes of JSON: read on each rerun
             current = payload is not None and payload["code_version"] == version
         else:
             payload = _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
         shown[name] = Shown(own, payload, current)
     return shown
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _bundled(name: str, folder: str) -> dict[str, Any] | None:  # folder: the cache's key
-    """The packaged result of ``name`` (read once per process: it changes only with the app)."""
-    return reproduce.bundled(name)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
