@@ -85,8 +85,13 @@ if info.rows_done == 0:
 
 table = services.runs.example_table(run_id)
 st.subheader("Examples")
-show = st.segmented_control("Show", ["all", "correct", "wrong"], default="all", key="explorer.filter")
+graded = bool(table["correct"].notna().any())  # a single-label head's class against the gold label
+show = (
+    st.segmented_control("Show", ["all", "correct", "wrong"], default="all", key="explorer.filter") if graded else None
+)
 shown = table if show in (None, "all") else table[table["correct"] == (show == "correct")]
+if not graded:  # a regression or multi-label head: its prediction is not a class to grade
+    shown = shown.drop(columns=["correct", "confidence"])
 picked = st.dataframe(
     shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
@@ -131,7 +136,7 @@ curves = services.runs.mean_curves(run_id)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
     curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve")
-    curve_figure = mean_curve_figure(curves, curve_metric)
+    curve_figure = mean_curve_figure(curves, curve_metric, head=services.runs.head_kind(info.model))
     right.plotly_chart(curve_figure, key="explorer.curves")
     with right:
         download_row("explorer.curves.download", name=f"{run_id}-{curve_metric}-curve", figure=curve_figure)

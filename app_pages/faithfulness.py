@@ -38,7 +38,7 @@ def example_view(selection, methods: list[str], imported: list, metric_params: d
     )
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
-    F.show_curves(F.example_curves(result.runs, n_words), "faithfulness.example")
+    F.show_curves(F.example_curves(result.runs, n_words, selection.head), "faithfulness.example")
     st.subheader("Scores")
     table, styled = F.example_table(result)
     show_table(table, shown=styled, key="faithfulness.example.table", name="faithfulness-example-scores")
@@ -91,7 +91,7 @@ def slice_view(selection, methods: list[str], imported: list, metric_params: dic
     results = slice_results(selection, methods, imported, [metric_params], method_params, "faithfulness.slice_request")
     if results is None:
         return
-    F.show_curves(F.slice_curves(results[0]), "faithfulness.slice")
+    F.show_curves(F.slice_curves(results[0], selection.head), "faithfulness.slice")
     table, styled = F.summary_table(results[0], list(F.TABLE_METRICS))
     show_table(table, shown=styled, key="faithfulness.slice.table", name="faithfulness-slice-summary")
     st.caption("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.")

@@ -27,10 +27,6 @@ class CatalogEntry:
     dataset: str | None = None  # dataset whose label order the model shares
     description: str = ""
 
-    @property
-    def is_classifier(self) -> bool:
-        return self.kind == "classifier"
-
 
 def _classifier(name, source, task, labels, description, pair=False, dataset=None) -> CatalogEntry:
     return CatalogEntry(name, source, task, "classifier", tuple(labels), pair, dataset, description)
@@ -123,8 +119,3 @@ def find(name: str) -> CatalogEntry | None:
             return entry
     lowered = name.lower()
     return next((e for e in CATALOG if e.name.lower() == lowered), None)
-
-
-def for_dataset(dataset: str) -> list[CatalogEntry]:
-    """Classifiers whose label order matches ``dataset``."""
-    return [e for e in CATALOG if e.kind == "classifier" and e.dataset == dataset]

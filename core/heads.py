@@ -56,10 +56,6 @@ class Head:
         """Outputs are probabilities in [0, 1] (softmax or sigmoid), so log-odds are defined."""
         return self.kind != "regression"
 
-    @property
-    def output_name(self) -> str:
-        return "score" if self.kind == "regression" else "probability"
-
     def outputs(self, logits: torch.Tensor) -> torch.Tensor:
         """The explained output of every label, (batch, n_labels), from logits of that shape."""
         if self.kind == "single_label":

@@ -302,7 +302,6 @@ HUB_SOURCES: dict[str, HubSource] = {
     ),
     "esnli": HubSource(esnli_csv_row_to_example, (), ("train", "validation", "test"), _ESNLI_CSV_KWARGS),
 }
-HUB_DATASET_NAMES = tuple(HUB_SOURCES)
 
 
 def hub_split(name: str, split: str) -> str:

@@ -10,7 +10,7 @@ import streamlit as st
 from core import catalog, models
 from core.classifier import Classifier, autocast_options
 from core.devices import best_device
-from core.heads import HEAD_LABELS, detect_head
+from core.heads import HEAD_LABELS
 from core.loaded import LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import AUTOCAST_TYPES, HEAD_TYPES
@@ -45,7 +45,6 @@ class ModelInfo:
     max_length: int
     task: str | None = None
     head: str = "single_label"  # the explained output in use (core.heads), override applied
-    detected_head: str = "single_label"  # what the config says
 
 
 # A head-type override and the scorer's autocast travel inside the model reference the pages
@@ -177,12 +176,8 @@ def model_info(name: str) -> ModelInfo:
     """Label names, pair input and maximum length of a model (loading it if needed)."""
     base = split_ref(name)[0]
     found = loaded(base)
-    try:
-        detected = detect_head(found.model.config, None, repr(base)).kind
-    except ValueError:  # a config only an override makes usable (one output marked single-label)
-        detected = "none"
     head = classifier(name).head.kind
-    return ModelInfo(found.name, found.label_names, found.pair, found.max_length, model_task(base), head, detected)
+    return ModelInfo(found.name, found.label_names, found.pair, found.max_length, model_task(base), head)
 
 
 def classifier(name: str, batch_size: int = 64) -> Classifier:

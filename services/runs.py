@@ -9,6 +9,7 @@ never recomputes anything.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -58,17 +59,37 @@ def stored_rows(run_id: str) -> pd.DataFrame:
 def example_table(run_id: str) -> pd.DataFrame:
     """One row per stored example: position, text, gold and predicted label, correct, confidence,
     length, every method's metric values and the methods' disagreement (1 - mean pairwise
-    Spearman rho of the word scores)."""
+    Spearman rho of the word scores).
+
+    The prediction follows the run's head (``head_kind``): a single-label head's class (correct
+    and confidence against the gold label); a multi-label head's labels at or above
+    ``core.heads.DEFAULT_THRESHOLD`` and a regression head's score, with no correct or confidence
+    (the dataset's gold class is not one of their outputs). A gold label the model has no name
+    for is shown as its number."""
+    from core.heads import Head
+
     run = info(run_id)
     frame = stored_rows(run_id)
     names = list(run.label_names)
+    head = Head(head_kind(run.model), tuple(names))
     table = pd.DataFrame({"position": frame["position"], "id": frame["id"]})
     table["text"] = [" ".join(words)[:160] for words in frame["words"]]
-    predicted = [int(np.argmax(p)) for p in frame["probabilities"]]
-    table["gold"] = [names[int(x)] if x is not None and not pd.isna(x) and names else x for x in frame["label"]]
-    table["predicted"] = [names[p] if names else p for p in predicted]
-    table["correct"] = [None if pd.isna(g) else int(g) == p for g, p in zip(frame["label"], predicted, strict=True)]
-    table["confidence"] = [float(np.max(p)) for p in frame["probabilities"]]
+    gold = [None if x is None or pd.isna(x) else int(x) for x in frame["label"]]
+    named = head.kind == "single_label"
+    table["gold"] = [names[g] if named and g is not None and g < len(names) else g for g in gold]
+    outputs = [np.asarray(p, dtype=float) for p in frame["probabilities"]]
+    if head.kind == "single_label":
+        predicted = [int(np.argmax(p)) for p in outputs]
+        table["predicted"] = [names[p] if p < len(names) else p for p in predicted]
+        table["correct"] = [None if g is None else g == p for g, p in zip(gold, predicted, strict=True)]
+        table["confidence"] = [float(np.max(p)) for p in outputs]
+    else:
+        table["predicted"] = [
+            float(p[0]) if head.kind == "regression" else ", ".join(names[i] for i in head.label_set(p)) or "none"
+            for p in outputs
+        ]
+        table["correct"] = None
+        table["confidence"] = None
     table["words"] = [len(words) for words in frame["words"]]
     for method in run.methods:
         for metric in run.metrics:
@@ -132,10 +153,28 @@ def _run_agreement(
     return _agreement.run_agreement(_scores(run_id), measure, clustered=clustered)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def head_kind(model: str) -> str:
+    """What a stored run's outputs are (``core.heads``: a dataset run explains the head its model's
+    config gives): ``regression`` for a raw score, else a probability. A model that cannot be
+    loaded here any more reads as ``single_label``: its stored results still show."""
+    from services.models import classifier
+
+    try:
+        return classifier(model).head.kind
+    except ValueError:
+        return "single_label"
+
+
 def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
     """One stored example with its run's attributions, as the heatmap page shows a fresh result."""
     run = info(run_id)
     example, attributions = _store().example(run_id, position)
+    head = head_kind(run.model)
+    if example.label is not None and (head != "single_label" or example.label >= len(example.label_names)):
+        # the stored example is named with the model's labels, which are not the dataset's classes
+        # for a regression or multi-label head (or a model of fewer classes): no gold name then
+        example = dataclasses.replace(example, label_names=())
     frame = stored_rows(run_id)
     row = frame[frame["position"] == position].iloc[0]
     probabilities = tuple(float(p) for p in row["probabilities"])
@@ -145,8 +184,9 @@ def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
         int(np.argmax(probabilities)),
         tuple(run.label_names),
         int(row.get("dropped_words", 0) or 0),
+        head,
     )
-    errors = {m: str(row[f"error/{m}"]) for m in run.methods if f"error/{m}" in row and row[f"error/{m}"] is not None}
+    errors = {m: str(row[f"error/{m}"]) for m in run.methods if f"error/{m}" in row and not pd.isna(row[f"error/{m}"])}
     return HeatmapResult(prediction, int(row["target"]), attributions, errors)
 
 

@@ -112,7 +112,6 @@ class SliceResult:
     pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``); ``missing`` the
     ids of the examples each imported method's import lacks (left out of its values)."""
 
-    example_ids: tuple[str, ...]
     values: dict[str, dict[str, list[float | None]]]
     summary: dict[str, dict[str, Summary]]
     mean_curves: dict[str, dict[str, dict[str, list[float]]]]
@@ -143,7 +142,6 @@ def evaluate_slice(
             key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress, imported
         )
         return SliceResult(
-            tuple(e.id for e in examples),
             reports.metric_values(evaluation),
             reports.metric_summaries(evaluation),
             reports.mean_curves(evaluation),

@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 
-from core import catalog
 from core.catalog import CATALOG, CatalogEntry, classifiers, find, masked_lms
 from core.datasets import DATASET_NAMES, ESNLI_LABELS, HATEXPLAIN_LABELS
 
@@ -81,10 +80,10 @@ def test_lookups():
     assert {e.name for e in masked_lms()} == HUB_MLMS | {"minilm-mlm"}
     assert {e.name for e in classifiers("bundled")} == BUNDLED - {"minilm-mlm"}
     assert [e.name for e in masked_lms("bundled")] == ["minilm-mlm"]
-    assert all(e.is_classifier for e in classifiers())
+    assert all(e.kind == "classifier" for e in classifiers())
     assert find("no-such-model") is None
     assert find("ROBERTA-BASE").name == "roberta-base"
-    assert {e.name for e in catalog.for_dataset("sst2")} == {
+    assert {e.name for e in classifiers() if e.dataset == "sst2"} == {
         "minilm-sst2",
         "textattack/bert-base-uncased-SST-2",
         "distilbert-base-uncased-finetuned-sst-2-english",

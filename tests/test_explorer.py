@@ -4,6 +4,7 @@ run's own scores without recomputing them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from engine.runs.executor import execute, open_run
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
-from tests.toy import toy_bert
+from tests.toy import toy_bert, toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 METHODS = ("loo_empty", "grad_x_input", "random")
@@ -75,3 +76,45 @@ def test_a_row_opens_on_the_heatmap_page_with_the_runs_scores(stored_run, monkey
     for method in METHODS:
         assert f'data-method="{method}"' in shown
     assert set(attributions) == set(METHODS)
+
+
+@pytest.fixture(scope="module", params=["regression", "multi_label"])
+def head_run(request, tmp_path_factory) -> tuple[str, str, Path, str]:
+    """A finished 2-example SST-2 run of a tiny BERT with a regression head (one raw score) or a
+    multi-label head (three sigmoids), neither of them the dataset's two classes."""
+    head = request.param
+    folder = tmp_path_factory.mktemp(f"toy-{head}")
+    loaded = toy_bert_head(head)
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    results = tmp_path_factory.mktemp(f"results-{head}")
+    spec = RunSpec(
+        model=str(folder), dataset="examples", split="sst2", limit=2, methods=("loo_empty",),
+        metrics=("deletion",), seed=0, chunk_size=2,
+    )  # fmt: skip
+    store = RunStore(results)
+    outcome = execute(open_run(spec, store), store, executor="serial")
+    assert outcome.info.status == "done"
+    return outcome.info.run_id, str(folder), results, head
+
+
+def test_a_regression_or_multi_label_run_is_shown_by_its_head(head_run, monkeypatch) -> None:
+    """A stored run of a regression or multi-label head on a two-class dataset (the gold class is
+    not one of its outputs): the table shows the head's own prediction and grades nothing, the
+    mean curve is labelled with what the head outputs (a score is not p(target)), and the example
+    opened on the heatmap page shows the head's prediction, with no gold name taken from the
+    model's labels."""
+    *run, head = head_run
+    at = open_explorer(tuple(run), monkeypatch)
+    table = at.dataframe(key="explorer.table").value
+    assert "correct" not in table.columns and "confidence" not in table.columns
+    assert table["predicted"].dtype.kind == ("f" if head == "regression" else "O")  # a score / a label set
+    curve = next(c for c in at.get("plotly_chart") if c.key == "explorer.curves")
+    y_title = json.loads(curve.proto.spec)["layout"]["yaxis"]["title"]["text"]
+    assert y_title == ("score" if head == "regression" else "p(target)")
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+    assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary
+    assert "**Gold label:**" not in summary
+    assert not at.error, [e.value for e in at.error]

@@ -23,8 +23,9 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import services
 from core.types import Attribution
-from metrics.base import MetricResult
+from metrics.base import MetricResult, Summary
 from ui import adversarial, agreement, explorer, faithfulness, mask_panels, rationales, roar, sanity, theme
 from ui.charts import band_trace, probability_chart
 from ui.export import Heatmap, heatmap_document, heatmap_latex
@@ -92,7 +93,8 @@ BUILDERS: dict[str, Callable[[], go.Figure]] = {
     ),
     "faithfulness curve": lambda: faithfulness.layout(
         faithfulness.example_curve({"loo_empty": metric_run(0.3), "random": metric_run(0.6)}, "deletion", 2),
-        *faithfulness.CURVES[0][1:],
+        faithfulness.TITLES[0][1],
+        *explorer.curve_axes("deletion"),
     ),
     "faithfulness ranks": lambda: faithfulness.rank_figure(
         ["loo_empty", "im"], ("delete", "mlm"), ({"loo_empty": 1, "im": 2}, {"loo_empty": 2, "im": 1})
@@ -209,8 +211,32 @@ def test_a_mean_curve_is_labelled_with_what_its_metric_plots() -> None:
     wide = {"x": [0.0, 1.0], "mean": [0.9, 0.5], "low": [0.7, -0.1], "high": [1.2, 1.1]}
     band = explorer.mean_curve_figure({"im": {"deletion": wide}}, "deletion").data[0]
     assert list(band.y) == [1.0, 1.0, 0.0, 0.7]  # a probability's band drawn inside [0, 1]
-    slice_axes = {key: tuple(rest[1:]) for key, *rest in faithfulness.SLICE_CURVES}
+    slices = faithfulness.slice_curves(slice_result({"im": {m: curve for m in labels}}), "single_label")
+    slice_axes = {
+        m: (f.layout.xaxis.title.text, f.layout.yaxis.title.text, f.layout.xaxis.tickformat) for m, f in slices.items()
+    }
     assert all(slice_axes[m] == labels[m][:2] + (labels[m][2] or "",) for m in labels)
+
+
+def test_a_regression_heads_curves_are_of_its_score_and_not_clipped() -> None:
+    """A regression head explains a raw score: its curves are labelled as a score, and their bands
+    are not clipped to a probability's [0, 1] (the HateXplain score model can read above 1)."""
+    wide = {"x": [0.0, 1.0], "mean": [1.1, 0.5], "low": [0.9, -0.1], "high": [1.3, 1.1]}
+    figure = explorer.mean_curve_figure({"im": {"deletion": wide}}, "deletion", head="regression")
+    assert list(figure.data[0].y) == [1.3, 1.1, -0.1, 0.9]
+    assert figure.layout.yaxis.title.text == "score"
+    curves = {m: wide for m in ("deletion", "comprehensiveness", "sufficiency")}
+    slices = faithfulness.slice_curves(slice_result({"im": curves}), "regression")
+    assert slices["comprehensiveness"].layout.yaxis.title.text == "f(x) − f(x without them)"
+    assert slices["sufficiency"].layout.yaxis.title.text == "f(x) − f(only them)"
+    assert slices["comprehensiveness"].layout.xaxis.tickformat == ".0%"  # the x axis is still a share
+    assert all("p(" not in f.layout.yaxis.title.text for f in slices.values())
+
+
+def slice_result(curves: dict) -> services.SliceResult:
+    """A slice result holding only mean curves (and their summaries), as the curve figures read it."""
+    summary = {m: {k: Summary(0.5, 0.4, 0.6, 3) for k in per} for m, per in curves.items()}
+    return services.SliceResult({}, summary, curves, {}, 0.0, 0)
 
 
 def attribution(words: tuple[str, ...], scores: list[float]) -> Attribution:

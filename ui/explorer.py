@@ -43,14 +43,23 @@ def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:
 
 
 STEP_AXIS = "step / steps (share of the budget)"
-# (x axis, y axis, x tick format) of each faithfulness metric's curve, one example or a mean
+# (x axis, y axis, x tick format) of each faithfulness metric's curve, one example or a mean, for
+# a head whose output is a probability (p)
 CURVE_AXES = {
     "deletion": (STEP_AXIS, "p(target)", ""),
     "insertion": (STEP_AXIS, "p(target)", ""),
     "comprehensiveness": ("top words removed", "p(x) − p(x without them)", ".0%"),
     "sufficiency": ("top words kept", "p(x) − p(only them)", ".0%"),
 }
-# the range each curve's values can take: a band is drawn inside it (``ui.charts.band_trace``)
+# the y axis for a regression head, whose curves are of its raw score f
+REGRESSION_Y = {
+    "deletion": "score",
+    "insertion": "score",
+    "comprehensiveness": "f(x) − f(x without them)",
+    "sufficiency": "f(x) − f(only them)",
+}
+# the range each curve's values can take for a probability: a band is drawn inside it
+# (``ui.charts.band_trace``); a regression score has none
 CURVE_BOUNDS = {
     "deletion": (0.0, 1.0),
     "insertion": (0.0, 1.0),
@@ -59,20 +68,34 @@ CURVE_BOUNDS = {
 }
 
 
+def curve_axes(metric: str, head: str = "single_label") -> tuple[str, str, str]:
+    """(x axis, y axis, x tick format) of ``metric``'s curve for a head of kind ``head``
+    (``core.heads``): a regression head's curves are of its score, not a probability."""
+    x_title, y_title, x_format = CURVE_AXES.get(metric, ("x", metric, ""))
+    if head == "regression":
+        y_title = REGRESSION_Y.get(metric, y_title)
+    return x_title, y_title, x_format
+
+
 def mean_curve_figure(
-    curves: dict[str, dict[str, dict[str, list[float]]]], metric: str, summary: dict | None = None
+    curves: dict[str, dict[str, dict[str, list[float]]]],
+    metric: str,
+    summary: dict | None = None,
+    head: str = "single_label",
 ) -> go.Figure:
     """The mean ``metric`` curve of every method with its 95% band (``engine.slice_report.mean_curves``);
     with ``summary`` (``[method][metric]`` -> ``metrics.base.Summary``) each legend entry shows the
-    method's mean value and each point its band on hover."""
+    method's mean value and each point its band on hover. ``head`` (``core.heads``) names the
+    explained output: a regression head's score is not clipped to a probability's range."""
     theme = current()
+    bounds = None if head == "regression" else CURVE_BOUNDS.get(metric)
     figure = go.Figure()
     for index, (method, per) in enumerate(curves.items()):
         curve = per.get(metric)
         if not curve:
             continue
         line = theme.method_colour(method, index)
-        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method, CURVE_BOUNDS.get(metric)))
+        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method, bounds))
         name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
         if summary is not None:
             name = f"{method} ({summary[method][metric].mean:.3f})"
@@ -93,7 +116,7 @@ def mean_curve_figure(
                 hovertemplate=hover,
             )
         )
-    x_title, y_title, x_format = CURVE_AXES.get(metric, ("x", metric, ""))
+    x_title, y_title, x_format = curve_axes(metric, head)
     figure.update_layout(
         title={"text": f"mean {metric} curve (95% band)"},
         height=380,

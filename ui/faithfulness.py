@@ -15,7 +15,7 @@ import streamlit as st
 import services
 from ui.charts import style
 from ui.downloads import show_figure
-from ui.explorer import CURVE_AXES, mean_curve_figure
+from ui.explorer import curve_axes, mean_curve_figure
 from ui.params import methods_params_form, params_form
 from ui.theme import current
 
@@ -31,15 +31,12 @@ INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
 # (metric, title of one example's curve, title of a slice's mean curve)
-_TITLES = (
+TITLES = (
     ("deletion", "Deletion (lower area is better)", "Mean deletion curve (95% band)"),
     ("insertion", "Insertion (higher area is better)", "Mean insertion curve (95% band)"),
     ("comprehensiveness", "Comprehensiveness per bin (higher is better)", "Mean comprehensiveness per bin (95% band)"),
     ("sufficiency", "Sufficiency per bin (lower is better)", "Mean sufficiency per bin (95% band)"),
 )
-# (metric, title, x axis, y axis, x tick format) of the four curves, one example / the slice
-CURVES = tuple((key, title, *CURVE_AXES[key]) for key, title, _ in _TITLES)
-SLICE_CURVES = tuple((key, title, *CURVE_AXES[key]) for key, _, title in _TITLES)
 
 
 def higher_is_better(key: str) -> bool:
@@ -83,15 +80,16 @@ def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: 
     return style(figure)
 
 
-def example_curves(runs: dict[str, services.MetricsRun], n_words: int) -> dict[str, go.Figure]:
-    """The four curves of one example, each with one line per method."""
-    return {key: layout(example_curve(runs, key, n_words), *rest) for key, *rest in CURVES}
+def example_curves(runs: dict[str, services.MetricsRun], n_words: int, head: str) -> dict[str, go.Figure]:
+    """The four curves of one example, each with one line per method, for a head of kind ``head``."""
+    return {key: layout(example_curve(runs, key, n_words), title, *curve_axes(key, head)) for key, title, _ in TITLES}
 
 
-def slice_curves(result: services.SliceResult) -> dict[str, go.Figure]:
-    """The four mean curves of a slice with their 95% bands."""
+def slice_curves(result: services.SliceResult, head: str) -> dict[str, go.Figure]:
+    """The four mean curves of a slice with their 95% bands, for a head of kind ``head``."""
     return {
-        key: layout(mean_curve_figure(result.mean_curves, key, result.summary), *rest) for key, *rest in SLICE_CURVES
+        key: layout(mean_curve_figure(result.mean_curves, key, result.summary, head), title, *curve_axes(key, head))
+        for key, _, title in TITLES
     }
 
 

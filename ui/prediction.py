@@ -34,8 +34,3 @@ def prediction_markdown(
             f"**Explaining:** {names[target]} ({outputs[target]:.1%}, its own sigmoid)"
         )
     return f"**Predicted:** {names[predicted]} ({outputs[predicted]:.1%})  \n**Explaining:** {names[target]}"
-
-
-def output_label(head: str) -> str:
-    """What the explained output is called in tables and axes."""
-    return "score" if head == "regression" else "probability"

@@ -32,12 +32,6 @@ class Selection:
     head: str = "single_label"  # core.heads: the explained output, override applied
     threshold: float = 0.5  # a multi-label head's prediction: labels at or above it
 
-    @property
-    def target_name(self) -> str:
-        if self.target is None:
-            return {"multi_label": "most probable label", "regression": "score"}.get(self.head, "predicted class")
-        return self.label_names[self.target]
-
 
 def set_selection(selection: Selection) -> None:
     st.session_state[SELECTION_KEY] = selection

@@ -108,7 +108,6 @@ PRESENTATION = Theme(
     line_width=3.5,
     marker_size=9,
 )
-THEMES = {theme.name: theme for theme in (DEFAULT, PRESENTATION)}
 
 _current: ContextVar[Theme] = ContextVar("ui.theme", default=DEFAULT)
 
