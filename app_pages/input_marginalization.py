@@ -17,6 +17,7 @@ from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.marginalization import cost_line, duration, estimate_line, word_panel
 from ui.params import params_form
+from ui.prediction import prediction_markdown
 from ui.runs import explain_selected, gate
 from ui.text import plain
 
@@ -68,8 +69,7 @@ example, labels, predicted = prediction.example, prediction.label_names, predict
 rate = services.passes_per_second(loo)
 run_base = [selection.model, list(example.segments), target, mlm_name]
 st.markdown(
-    f"**Predicted:** {plain(labels[predicted])} ({prediction.probabilities[predicted]:.1%}) · "
-    f"**Explaining:** {plain(labels[target])} ({prediction.probabilities[target]:.1%})"
+    prediction_markdown(labels, prediction.probabilities, prediction.head, predicted, target, selection.threshold)
 )
 if prediction.dropped_words:
     st.warning(

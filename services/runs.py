@@ -229,7 +229,13 @@ def start_run(
     name, head_type = split_ref(model)
     if head_type is not None:
         raise ValueError("dataset runs use the head the model's config gives: clear the sidebar's head-type override")
-    if not classifier(model).head.is_probability:
+    head = classifier(model).head
+    if target == "gold" and head.kind != "single_label":
+        raise ValueError(
+            f"a {head.kind.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
+            "explain the predicted output"
+        )
+    if not head.is_probability:
         metrics = [m for m in metrics if m != "log_odds"]
     autocast = ref_autocast(model)  # the sidebar's scoring precision, part of the run's key
     spec = executor.RunSpec(

@@ -117,6 +117,9 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         if button.key and (button.key == PAGES[page] or button.key.startswith("im.run.")):
             button.click().run()
     assert_clean(at)
+    if page == "app_pages/input_marginalization.py":  # the prediction as the head defines it
+        summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+        assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import streamlit as st
 
 import services
 from ui.heatmap import heatmap_html, side_by_side
+from ui.prediction import prediction_markdown
 from ui.runs import run_or_stop
 
 ON, MODEL, PATH = "heatmaps.compare.on", "heatmaps.compare.model", "heatmaps.compare.path"
@@ -76,10 +77,12 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
     for column, label, name, result in zip(columns, "AB", names, (first, second)):
         prediction = result.prediction
         column.markdown(
-            f"**{label}** = `{name}`  \n**Predicted:** {prediction.label_names[prediction.predicted]} "
-            f"({prediction.probabilities[prediction.predicted]:.1%}) · **explaining:** "
-            f"{prediction.label_names[result.target]}"
-        )
+            f"**{label}** = `{name}`  \n"
+            + prediction_markdown(
+                prediction.label_names, prediction.probabilities, prediction.head, prediction.predicted,
+                result.target, selection.threshold,
+            )
+        )  # fmt: skip
     for key, message in second.errors.items():
         st.error(f"{key} (model B): {message}")
     n_words, rows = side_by_side(first.attributions, second.attributions)

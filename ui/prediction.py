@@ -3,8 +3,9 @@ the set of labels whose own sigmoid reaches a threshold, or a regression head's 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
+
+from ui.text import plain
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -22,8 +23,9 @@ def prediction_markdown(
     target: int,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> str:
-    """Two markdown lines: what the model predicts, and the output the methods explain (escaped)."""
-    names = [html.escape(n) for n in label_names]
+    """Two markdown lines: what the model predicts, and the output the methods explain (label
+    names escaped, as a model's config may name them anything)."""
+    names = [plain(n) for n in label_names]
     if head == "regression":
         return f"**Score:** {names[target]} = {outputs[target]:.4f}  \n**Explaining:** the score of {names[target]}"
     if head == "multi_label":
