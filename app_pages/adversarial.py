@@ -108,7 +108,7 @@ index = 0
 if len(results) > 1:
     summary = services.attack_summary(results)
     st.subheader("Mean over the examples")
-    rows = A.summary_rows(summary)
+    rows = A.summary_rows(summary, selection.head)
     show_table(pd.DataFrame(rows), key="adversarial.summary", name="adversarial-summary", hide_index=True)
     st.caption("Fragility rank 1: the method whose top-k ranking the attack changed most (highest mean Rank Change).")
     show_figure(
@@ -120,19 +120,21 @@ if len(results) > 1:
         "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {' '.join(examples[i].words)[:80]}",
         key="adversarial.example",
     )  # fmt: skip
-    per_example = [{"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label)]
+    per_example = [
+        {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)
+    ]
     show_table(
         pd.DataFrame(per_example), key="adversarial.per_example", name="adversarial-per-example", hide_index=True
     )
 
 st.subheader("Measures")
-measures = pd.DataFrame(A.measure_rows(results[index], label))
+measures = pd.DataFrame(A.measure_rows(results[index], label, selection.head))
 show_table(measures, key="adversarial.measures", name="adversarial-measures", hide_index=True)
 if attack == "embedding":
     with st.expander("Optimisation trace"):
         show_figure(
-            A.trace_figure(results[index]), key="adversarial.trace", name="adversarial-trace",
+            A.trace_figure(results[index], selection.head), key="adversarial.trace", name="adversarial-trace",
             config={"displayModeBar": False},
         )  # fmt: skip
 st.subheader("Original and attacked explanations")
-A.show_example(results[index], label)
+A.show_example(results[index], label, selection.head)

@@ -117,6 +117,10 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         if button.key and (button.key == PAGES[page] or button.key.startswith("im.run.")):
             button.click().run()
     assert_clean(at)
+    if page == "app_pages/adversarial.py":  # a regression head's output is a score f, not a probability p
+        columns = set(next(d.value for d in at.dataframe if "Spearman ρ" in d.value.columns).columns)
+        symbol, change = ("f", "Score Change") if head == "regression" else ("p", "Probability Change")
+        assert {f"{symbol} before", f"{symbol} after", change} <= columns, columns
     if page == "app_pages/input_marginalization.py":  # the prediction as the head defines it
         summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
         assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary

@@ -50,7 +50,14 @@ def how_to_read() -> None:
     )
 
 
-def measure_rows(per_method: dict, label: Callable[[int], str]) -> list[dict]:
+def output_names(head: str) -> tuple[str, str]:
+    """(symbol, change measure) of the explained output: a probability p and the thesis's
+    Probability Change, or a regression head's score f and its Score Change."""
+    return ("f", "Score Change") if head == "regression" else ("p", "Probability Change")
+
+
+def measure_rows(per_method: dict, label: Callable[[int], str], head: str = "single_label") -> list[dict]:
+    symbol, change = output_names(head)
     rows = []
     for method, result in per_method.items():
         measures = result.measures()
@@ -59,13 +66,13 @@ def measure_rows(per_method: dict, label: Callable[[int], str]) -> list[dict]:
                 "method": method,
                 "Rank Change": measures["rank_change"],
                 "Top-k Sum Change": measures["topk_sum_change"],
-                "Probability Change": measures["probability_change"],
+                change: measures["probability_change"],
                 "Spearman ρ": measures["spearman"],
                 "success": measures["success"],
                 "k": result.k,
                 "class": label(result.target),
-                "p before": result.original_probabilities[result.target],
-                "p after": result.attacked_probabilities[result.target],
+                f"{symbol} before": result.original_probabilities[result.target],
+                f"{symbol} after": result.attacked_probabilities[result.target],
                 "class after": label(result.attacked_predicted),
                 "steps": result.steps,
                 "runtime (s)": round(result.runtime_s, 2),
@@ -85,8 +92,9 @@ def text_html(words: Sequence[str], marked: Sequence[bool], style: str, title: s
     return f'<div class="adv-text" style="font-size:1.05rem;line-height:1.9;margin:0.2rem 0">{spans}</div>'
 
 
-def show_example(per_method: dict, label: Callable[[int], str]) -> None:
+def show_example(per_method: dict, label: Callable[[int], str], head: str = "single_label") -> None:
     """Per method: original text and heatmap, then attacked text (changes marked) and heatmap."""
+    symbol, change = output_names(head)
     for method, result in per_method.items():
         example_words = result.original.words
         segment_ids = result.example.segment_ids
@@ -95,13 +103,13 @@ def show_example(per_method: dict, label: Callable[[int], str]) -> None:
         rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.2f}"
         st.caption(
             f"Rank Change {measures['rank_change']:.0%} · Top-k Sum Change {measures['topk_sum_change']:+.3g} · "
-            f"Probability Change {measures['probability_change']:+.4f} · Spearman ρ {rho} · "
+            f"{change} {measures['probability_change']:+.4f} · Spearman ρ {rho} · "
             f"{'success' if measures['success'] else 'no success'} · k = {result.k} · "
             f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes"
         )
         top = set(result.top_k)
         st.markdown(
-            f"**Original** — {label(result.target)} p = {result.original_probabilities[result.target]:.3f}; "
+            f"**Original** — {label(result.target)} {symbol} = {result.original_probabilities[result.target]:.3f}; "
             "outlined: the top-k words under attack"
         )
         st.html(text_html(example_words, [i in top for i in range(len(example_words))], _TOP, "original top-k word"))
@@ -112,15 +120,17 @@ def show_example(per_method: dict, label: Callable[[int], str]) -> None:
             else "substituted words"
         )
         st.markdown(
-            f"**Attacked** — {label(result.attacked_predicted)} p = {result.attacked_probabilities[result.target]:.3f}; "
+            f"**Attacked** — {label(result.attacked_predicted)} {symbol} = "
+            f"{result.attacked_probabilities[result.target]:.3f}; "
             f"marked: {note}"
         )
         st.html(text_html(result.attacked.words, result.changed, _MARK, "changed by the attack"))
         st.html(heatmap_html(result.attacked.words, segment_ids, {"attacked": result.attacked}))
 
 
-def trace_figure(per_method: dict) -> go.Figure:
-    """Each method's attack distance (solid) and predicted-class probability (dotted) per step."""
+def trace_figure(per_method: dict, head: str = "single_label") -> go.Figure:
+    """Each method's attack distance (solid) and the explained output (dotted) per step: the
+    predicted class's probability in [0, 1], or a regression head's score on its own scale."""
     theme = current()
     figure = go.Figure()
     for i, (method, result) in enumerate(per_method.items()):
@@ -141,14 +151,20 @@ def trace_figure(per_method: dict) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"title": "step (a gap: a retry screened out without being explained)"},
         yaxis={"title": "attack distance D (solid)"},
-        yaxis2={"title": "predicted-class probability (dotted)", "overlaying": "y", "side": "right", "range": [0, 1]},
+        yaxis2={"overlaying": "y", "side": "right"}
+        | (
+            {"title": "score (dotted)"}
+            if head == "regression"
+            else {"title": "predicted-class probability (dotted)", "range": [0, 1]}
+        ),
         legend={"orientation": "h", "y": 1.15},
     )
     return style(figure)
 
 
-def summary_rows(summary: dict) -> list[dict]:
+def summary_rows(summary: dict, head: str = "single_label") -> list[dict]:
     """One row per method of ``services.attack_summary``, the most fragile first."""
+    change = output_names(head)[1]
     rows = []
     for method in sorted(summary, key=lambda m: summary[m]["fragility_rank"]):
         row = summary[method]
@@ -158,8 +174,8 @@ def summary_rows(summary: dict) -> list[dict]:
                 "method": method,
                 "Rank Change": row["rank_change"]["mean"],
                 "Top-k Sum Change": row["topk_sum_change"]["mean"],
-                "Probability Change": row["probability_change"]["mean"],
-                "|Probability Change|": row["abs_probability_change"],
+                change: row["probability_change"]["mean"],
+                f"|{change}|": row["abs_probability_change"],
                 "Spearman ρ": row["spearman"]["mean"],
                 "success rate": row["success_rate"],
                 "n": row["n"],
