@@ -14,7 +14,7 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from api.results import ExplanationResult
+from api.results import ExplanationResult, prediction_html
 from engine.compare import MethodAgreement, compare_attributions, label_map
 from experiments.randomization import randomized_model
 from ui.heatmap import heatmap_html, side_by_side
@@ -49,9 +49,7 @@ class ComparisonResult:
         for label, result in zip("AB", (self.first, self.second), strict=True):
             names = result.label_names
             heads.append(
-                f"<p><b>{label}</b> = {html.escape(result.model)}: predicted "
-                f"<b>{html.escape(names[result.predicted])}</b> (p = {result.probabilities[result.predicted]:.3f}); "
-                f"explaining <b>{html.escape(names[result.target])}</b></p>"
+                f"<p><b>{label}</b> = {html.escape(result.model)}: {prediction_html(result, names.__getitem__)}</p>"
             )
         n_words, rows = side_by_side(self.first.attributions, self.second.attributions)
         example = self.first.example

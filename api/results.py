@@ -9,7 +9,7 @@ gives the slice's summary as a DataFrame and its mean curves.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EXPLANATION_SCHEMA = "explanation/1"
+
+
+def prediction_html(result: ExplanationResult, label: Callable[[int], str]) -> str:
+    """What the model predicts and what is explained, as its head defines them (``core.heads``):
+    a regression head's score, or the predicted class and its probability (escaped)."""
+    outputs, target = result.probabilities, result.target
+    if result.explanation.prediction.head == "regression":
+        return f"score <b>{html.escape(label(target))}</b> = {outputs[target]:.4f}"
+    return (
+        f"predicted <b>{html.escape(label(result.predicted))}</b> (p = {outputs[result.predicted]:.3f}); "
+        f"explaining <b>{html.escape(label(target))}</b>"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,7 @@ class ExplanationResult:
             return names[index] if index < len(names) else str(index)
 
         head = (
-            f"<p><b>{html.escape(self.model)}</b>: predicted <b>{html.escape(label(self.predicted))}</b> "
-            f"(p = {self.probabilities[self.predicted]:.3f}); explaining <b>{html.escape(label(self.target))}</b>"
+            f"<p><b>{html.escape(self.model)}</b>: {prediction_html(self, label)}"
             + (f"; {self.dropped_words} words past the model's length dropped" if self.dropped_words else "")
             + "</p>"
         )
@@ -124,6 +135,7 @@ class ExplanationResult:
             "example": self.example.to_json(),
             "probabilities": [encode_json(float(p)) for p in self.probabilities],
             "predicted": self.predicted,
+            "head": self.explanation.prediction.head,
             "target": self.target,
             "attributions": {key: a.to_json() for key, a in self.attributions.items()},
             "dropped_words": self.dropped_words,
@@ -137,7 +149,7 @@ class ExplanationResult:
         probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
         explanation = Explanation(
             example=Example.from_json(record["example"]),
-            prediction=Prediction(probabilities, int(record["predicted"])),
+            prediction=Prediction(probabilities, int(record["predicted"]), str(record.get("head", "single_label"))),
             target=int(record["target"]),
             attributions={key: Attribution.from_json(a) for key, a in record["attributions"].items()},
             dropped_words=int(record["dropped_words"]),

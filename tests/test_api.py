@@ -22,7 +22,7 @@ from engine.evaluate import evaluate_slice, metric_params
 from engine.explain import Explanation, explain_example
 from engine.slice_report import mean_curves, metric_summaries
 from tests.test_explainers import FAST, toy_probabilities
-from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_tokenizer
+from tests.toy import ToyConfig, ToyLinearClassifier, toy_bert, toy_bert_head, toy_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the movie was great but the plot was bad ."
@@ -121,6 +121,20 @@ def test_explanation_round_trips_through_json(toy_bert_loaded) -> None:
         assert restored[key].scores.tobytes() == attribution.scores.tobytes()
         assert restored[key].subword_word_ids == attribution.subword_word_ids
     assert restored.html() == result.html()
+
+
+def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:
+    """A regression head's result says "score = ..." (not a class probability) and keeps its head
+    through ``to_json`` / ``from_json``; a record without ``head`` reads as single-label."""
+    result = api.explain(toy_bert_head("regression"), TEXT, ["loo_empty"])
+    assert result.explanation.prediction.head == "regression"
+    assert re.search(r": score <b>[^<]+</b> = -?\d\.\d{4}", result.html()) and "p = " not in result.html()
+    record = result.to_json()
+    assert record["head"] == "regression"
+    restored = api.ExplanationResult.from_json(json.dumps(record))
+    assert restored.explanation.prediction.head == "regression" and restored.html() == result.html()
+    del record["head"]  # written before the head was recorded
+    assert api.ExplanationResult.from_json(record).explanation.prediction.head == "single_label"
 
 
 def test_errors_name_the_bad_value(toy_linear_loaded) -> None:
