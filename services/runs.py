@@ -64,8 +64,8 @@ def example_table(run_id: str) -> pd.DataFrame:
     The prediction follows the run's head (``head_kind``): a single-label head's class (correct
     and confidence against the gold label); a multi-label head's labels at or above
     ``core.heads.DEFAULT_THRESHOLD`` and a regression head's score, with no correct or confidence
-    (the dataset's gold class is not one of their outputs). A gold label the model has no name
-    for is shown as its number."""
+    (the dataset's gold class is not one of their outputs). The gold label is named as the
+    dataset names it (``gold_names``), else shown as its number."""
     from core.heads import Head
 
     run = info(run_id)
@@ -75,8 +75,8 @@ def example_table(run_id: str) -> pd.DataFrame:
     table = pd.DataFrame({"position": frame["position"], "id": frame["id"]})
     table["text"] = [" ".join(words)[:160] for words in frame["words"]]
     gold = [None if x is None or pd.isna(x) else int(x) for x in frame["label"]]
-    named = head.kind == "single_label"
-    table["gold"] = [names[g] if named and g is not None and g < len(names) else g for g in gold]
+    classes = gold_names(run, head.kind)
+    table["gold"] = [classes[g] if g is not None and g < len(classes) else g for g in gold]
     outputs = [np.asarray(p, dtype=float) for p in frame["probabilities"]]
     if head.kind == "single_label":
         predicted = [int(np.argmax(p)) for p in outputs]
@@ -153,6 +153,18 @@ def _run_agreement(
     return _agreement.run_agreement(_scores(run_id), measure, clustered=clustered)
 
 
+def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
+    """The names of a run's gold classes: the dataset's own where it loads here; else the model's
+    for a single-label head (a run's model shares its dataset's classes); else none (a regression
+    or multi-label head's labels are not the dataset's classes)."""
+    from services.data import dataset_example
+
+    try:
+        return dataset_example(run.dataset, run.split, 0).label_names
+    except ValueError:
+        return tuple(run.label_names) if head == "single_label" else ()
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def head_kind(model: str) -> str:
     """What a stored run's outputs are (``core.heads``: a dataset run explains the head its model's
@@ -171,10 +183,10 @@ def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
     run = info(run_id)
     example, attributions = _store().example(run_id, position)
     head = head_kind(run.model)
-    if example.label is not None and (head != "single_label" or example.label >= len(example.label_names)):
-        # the stored example is named with the model's labels, which are not the dataset's classes
-        # for a regression or multi-label head (or a model of fewer classes): no gold name then
-        example = dataclasses.replace(example, label_names=())
+    classes = gold_names(run, head)  # the stored example is named with the model's labels
+    if example.label is not None and not example.label < len(classes):
+        classes = ()
+    example = dataclasses.replace(example, label_names=classes)
     frame = stored_rows(run_id)
     row = frame[frame["position"] == position].iloc[0]
     probabilities = tuple(float(p) for p in row["probabilities"])

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.datasets import load_bundled_examples
 from engine.runs.executor import execute, open_run
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
@@ -102,13 +103,15 @@ def test_a_regression_or_multi_label_run_is_shown_by_its_head(head_run, monkeypa
     """A stored run of a regression or multi-label head on a two-class dataset (the gold class is
     not one of its outputs): the table shows the head's own prediction and grades nothing, the
     mean curve is labelled with what the head outputs (a score is not p(target)), and the example
-    opened on the heatmap page shows the head's prediction, with no gold name taken from the
-    model's labels."""
+    opened on the heatmap page shows the head's prediction; gold labels are named as the dataset
+    names them, not with the model's labels."""
     *run, head = head_run
     at = open_explorer(tuple(run), monkeypatch)
     table = at.dataframe(key="explorer.table").value
     assert "correct" not in table.columns and "confidence" not in table.columns
     assert table["predicted"].dtype.kind == ("f" if head == "regression" else "O")  # a score / a label set
+    gold = [e.gold_name for e in load_bundled_examples(split="sst2")[:2]]
+    assert list(table["gold"]) == gold and set(gold) <= {"negative", "positive"}
     curve = next(c for c in at.get("plotly_chart") if c.key == "explorer.curves")
     y_title = json.loads(curve.proto.spec)["layout"]["yaxis"]["title"]["text"]
     assert y_title == ("score" if head == "regression" else "p(target)")
@@ -116,7 +119,7 @@ def test_a_regression_or_multi_label_run_is_shown_by_its_head(head_run, monkeypa
     assert not at.exception, at.exception
     summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
     assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary
-    assert "**Gold label:**" not in summary
+    assert summary.endswith(f"**Gold label:** {gold[0]}"), summary
     assert not at.error, [e.value for e in at.error]
 
 
