@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui.charts import style
 from ui.heatmap import heatmap_html
+from ui.text import plain
 from ui.theme import current
 
 ATTACKS = {
@@ -98,7 +99,7 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
     for method, result in per_method.items():
         example_words = result.original.words
         segment_ids = result.example.segment_ids
-        st.markdown(f"#### {method}")
+        st.markdown(f"#### {plain(method)}")
         measures = result.measures()
         rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.2f}"
         st.caption(
@@ -109,7 +110,8 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
         )
         top = set(result.top_k)
         st.markdown(
-            f"**Original** — {label(result.target)} {symbol} = {result.original_probabilities[result.target]:.3f}; "
+            f"**Original** — {plain(label(result.target))} {symbol} = "
+            f"{result.original_probabilities[result.target]:.3f}; "
             "outlined: the top-k words under attack"
         )
         st.html(text_html(example_words, [i in top for i in range(len(example_words))], _TOP, "original top-k word"))
@@ -120,7 +122,7 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
             else "substituted words"
         )
         st.markdown(
-            f"**Attacked** — {label(result.attacked_predicted)} {symbol} = "
+            f"**Attacked** — {plain(label(result.attacked_predicted))} {symbol} = "
             f"{result.attacked_probabilities[result.target]:.3f}; "
             f"marked: {note}"
         )
