@@ -85,13 +85,11 @@ if info.rows_done == 0:
 
 table = services.runs.example_table(run_id)
 st.subheader("Examples")
-graded = bool(table["correct"].notna().any())  # a single-label head's class against the gold label
+graded = "correct" in table.columns  # a single-label head's class against the gold label
 show = (
     st.segmented_control("Show", ["all", "correct", "wrong"], default="all", key="explorer.filter") if graded else None
 )
 shown = table if show in (None, "all") else table[table["correct"] == (show == "correct")]
-if not graded:  # a regression or multi-label head: its prediction is not a class to grade
-    shown = shown.drop(columns=["correct", "confidence"])
 picked = st.dataframe(
     shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},

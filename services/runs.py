@@ -64,7 +64,7 @@ def example_table(run_id: str) -> pd.DataFrame:
     The prediction follows the run's head (``head_kind``): a single-label head's class (correct
     and confidence against the gold label); a multi-label head's labels at or above
     ``core.heads.DEFAULT_THRESHOLD`` and a regression head's score, with no correct or confidence
-    (the dataset's gold class is not one of their outputs). The gold label is named as the
+    columns (the dataset's gold class is not one of their outputs). The gold label is named as the
     dataset names it (``gold_names``), else shown as its number."""
     from core.heads import Head
 
@@ -88,8 +88,6 @@ def example_table(run_id: str) -> pd.DataFrame:
             float(p[0]) if head.kind == "regression" else ", ".join(names[i] for i in head.label_set(p)) or "none"
             for p in outputs
         ]
-        table["correct"] = None
-        table["confidence"] = None
     table["words"] = [len(words) for words in frame["words"]]
     for method in run.methods:
         for metric in run.metrics:
