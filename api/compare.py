@@ -14,7 +14,7 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from api.results import ExplanationResult, prediction_html
+from api.results import ExplanationResult
 from engine.compare import MethodAgreement, compare_attributions, label_map
 from experiments.randomization import randomized_model
 from ui.heatmap import heatmap_html, side_by_side
@@ -47,10 +47,7 @@ class ComparisonResult:
         """Both models' predictions, their rows (``method · A`` above ``method · B``) and the correlations."""
         heads = []
         for label, result in zip("AB", (self.first, self.second), strict=True):
-            names = result.label_names
-            heads.append(
-                f"<p><b>{label}</b> = {html.escape(result.model)}: {prediction_html(result, names.__getitem__)}</p>"
-            )
+            heads.append(f"<p><b>{label}</b> = {html.escape(result.model)}: {result.prediction_html()}</p>")
         n_words, rows = side_by_side(self.first.attributions, self.second.attributions)
         example = self.first.example
         rationale = example.rationale[:n_words] if example.rationale is not None else None

@@ -9,7 +9,7 @@ gives the slice's summary as a DataFrame and its mean curves.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,18 +23,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EXPLANATION_SCHEMA = "explanation/1"
-
-
-def prediction_html(result: ExplanationResult, label: Callable[[int], str]) -> str:
-    """What the model predicts and what is explained, as its head defines them (``core.heads``):
-    a regression head's score, or the predicted class and its probability (escaped)."""
-    outputs, target = result.probabilities, result.target
-    if result.explanation.prediction.head == "regression":
-        return f"score <b>{html.escape(label(target))}</b> = {outputs[target]:.4f}"
-    return (
-        f"predicted <b>{html.escape(label(result.predicted))}</b> (p = {outputs[result.predicted]:.3f}); "
-        f"explaining <b>{html.escape(label(target))}</b>"
-    )
 
 
 @dataclass(frozen=True)
@@ -86,16 +74,26 @@ class ExplanationResult:
             raise KeyError(f"no attribution for {method!r}; have: {', '.join(self.attributions) or 'none'}")
         return self.attributions[method]
 
+    def label(self, index: int) -> str:
+        """The model's name of output ``index`` (the index itself where the model names fewer)."""
+        return self.label_names[index] if index < len(self.label_names) else str(index)
+
+    def prediction_html(self) -> str:
+        """What the model predicts and what is explained, as its head defines them (``core.heads``):
+        a regression head's score, or the predicted class and its probability (escaped)."""
+        outputs, target = self.probabilities, self.target
+        if self.explanation.prediction.head == "regression":
+            return f"score <b>{html.escape(self.label(target))}</b> = {outputs[target]:.4f}"
+        return (
+            f"predicted <b>{html.escape(self.label(self.predicted))}</b> (p = {outputs[self.predicted]:.3f}); "
+            f"explaining <b>{html.escape(self.label(target))}</b>"
+        )
+
     def html(self, *, subwords: bool = False, shared_scale: bool = False) -> str:
         """The app's heatmap (one row per method) under a line naming the model, the prediction
         and the explained class; failed methods are listed below it. Every text is escaped."""
-        names = self.label_names
-
-        def label(index: int) -> str:
-            return names[index] if index < len(names) else str(index)
-
         head = (
-            f"<p><b>{html.escape(self.model)}</b>: {prediction_html(self, label)}"
+            f"<p><b>{html.escape(self.model)}</b>: {self.prediction_html()}"
             + (f"; {self.dropped_words} words past the model's length dropped" if self.dropped_words else "")
             + "</p>"
         )
