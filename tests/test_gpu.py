@@ -85,7 +85,7 @@ def _report(record: dict) -> None:
 
 def _relative_error(value: np.ndarray, reference: np.ndarray) -> float:
     value, reference = np.asarray(value, dtype=np.float64), np.asarray(reference, dtype=np.float64)
-    return float(np.linalg.norm(value - reference) / max(np.linalg.norm(reference), 1e-12))
+    return float(np.linalg.norm(value - reference) / max(float(np.linalg.norm(reference)), 1e-12))
 
 
 def _config(seed: int, **sizes):
@@ -264,8 +264,10 @@ def test_dataset_slice_on_cuda_equals_cpu(cpu_loaded, gpu_loaded) -> None:
     gpu = evaluate_slice(Classifier(gpu_loaded), examples, methods, params, seed=0)
     for method, per_metric in metric_values(cpu).items():
         for metric, values in per_metric.items():
-            other = metric_values(gpu)[method][metric]
-            np.testing.assert_allclose(other, values, rtol=1e-3, atol=1e-5, err_msg=f"{method} {metric}")
+            other = np.asarray(metric_values(gpu)[method][metric], dtype=float)
+            np.testing.assert_allclose(
+                other, np.asarray(values, dtype=float), rtol=1e-3, atol=1e-5, err_msg=f"{method} {metric}"
+            )
     for a, b in zip(cpu.results, gpu.results, strict=True):
         for method in methods:
             assert _relative_error(b.attributions[method].scores, a.attributions[method].scores) <= 1e-3

@@ -6,11 +6,25 @@
 # The machine needs python3 with torch (CUDA), transformers and the project's other packages. On a
 # lent machine without them, tools/gpu_prepare.sh (run here first) gathers wheels into .whl/ and the
 # SST-2 dev split and a tokenizer-only copy of the packaged encoder into .gpu/; this script installs
-# what it finds there. STEPS picks the steps (default: all of them).
+# what it finds there. STEPS picks the steps (default: all of them). DRY_RUN=1 prints each step's
+# command, one argument per line and a blank line after it, and runs nothing (tests/test_gpu_script.py
+# parses them on a machine without a GPU).
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 STEPS=${STEPS:-"tests precision bench eager group autocast evaluate evaluate-fast evaluate-fast16 evaluate-group64 profile"}
+if [ -n "${DRY_RUN:-}" ]; then
+  step() { case " $STEPS " in *" $1 "*) shift 2 && printf '%s\n' "$@" "" ;; esac; }
+else
+step() {  # step NAME SECONDS COMMAND...: stdout to $OUT/NAME.json, stderr and time to the log
+  local name=$1 limit=$2
+  shift 2
+  case " $STEPS " in *" $name "*) ;; *) return ;; esac
+  echo "== $name: $*" >>"$LOG"
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.json" 2>>"$LOG"
+  echo "== $name: exit $? after $((SECONDS - start)) s" >>"$LOG"
+}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/.gpu/site
@@ -22,16 +36,7 @@ LOG=$OUT/log.txt
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())"
 } >>"$LOG" 2>&1
-
-step() {  # step NAME SECONDS COMMAND...: stdout to $OUT/NAME.json, stderr and time to the log
-  local name=$1 limit=$2
-  shift 2
-  case " $STEPS " in *" $name "*) ;; *) return ;; esac
-  echo "== $name: $*" >>"$LOG"
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.json" 2>>"$LOG"
-  echo "== $name: exit $? after $((SECONDS - start)) s" >>"$LOG"
-}
+fi
 
 BENCH=(python3 -m cli bench --model random:bert-base --mlm random:bert-base --limit 5 --batch-size 256 --json)
 EVALUATE=(python3 -m cli evaluate --model random:bert-base --dataset sst2 --split dev --batch-size 256
@@ -52,6 +57,7 @@ step evaluate-group64 200 "${EVALUATE[@]}" --group 64 --methods loo_empty,salien
 # sentences (a call that waits on the GPU, such as a copy to the CPU, shows the wait as its own time).
 step profile 200 python3 -m cProfile -o "$OUT/evaluate-fast.prof" -m cli "${EVALUATE[@]:3}" --limit 256 \
   --methods loo_empty,saliency,grad_x_input,integrated_gradients,attention_rollout,occlusion
+[ -n "${DRY_RUN:-}" ] && exit 0
 [ -f "$OUT/evaluate-fast.prof" ] && python3 -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(60)" \
   "$OUT/evaluate-fast.prof" >"$OUT/profile-top.txt" 2>&1
 tail -n 5 "$OUT/tests.json" 2>/dev/null
