@@ -9,6 +9,7 @@ negative class.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import torch
 
 import explainers
 from core.classifier import Classifier
-from core.types import Example
+from core.types import Attribution, Example
 from engine.resources import Resources, training_examples
 from explainers import _masking, marc
 from explainers.aml import pretrain_aml
@@ -92,6 +93,10 @@ def test_marc_keeps_the_planted_word(linear_clf, toy_example):
     # One batch of two (masked, complement) per step, each with a gradient, and one without at the end.
     assert positive.forward_passes == 2 * steps + 2 and positive.backward_passes == 2 * steps
 
+    # The heatmap page draws its panel, also after a round trip through JSON (a session bundle).
+    assert mask_panels.mask_extras_problem(positive) is None
+    assert mask_panels.mask_extras_problem(Attribution.from_json(positive.to_json())) is None
+
     negative = _run("marc", linear_clf, toy_example, 0, **FAST_MARC)
     assert negative.scores[BAD] > 0.9 and negative.scores[GREAT] < 0.1
     assert any(start <= BAD < end for start, end in negative.extras["rationale_spans"])
@@ -160,6 +165,8 @@ def test_aml_finds_the_planted_word_in_both_modes(linear_clf, toy_example):
 
     one_pass = _run("aml", linear_clf, toy_example, 1, resources, **{**FAST_AML, "mode": "pretrained"})
     assert int(np.argmax(one_pass.scores)) == GREAT
+    for attribution in (tuned, one_pass, Attribution.from_json(tuned.to_json())):
+        assert mask_panels.mask_extras_problem(attribution) is None
     assert len(one_pass.extras["trace"]["loss"]) == 1 and one_pass.backward_passes == 0
     # One prediction plus one (masked, complement) pair; pre-training is cached and not charged again.
     assert one_pass.forward_passes == 3
@@ -415,6 +422,41 @@ def test_spans_html_draws_escaped_phrases():
     assert html.count("border-radius") == 1 and "mean mask 0.700" in html
 
 
+def test_spans_html_draws_spans_that_are_not_word_ranges_as_plain_words():
+    """An empty or reversed span once made the page loop for ever (a crafted session bundle)."""
+    words, drawn = ("a", "b", "c"), {}
+
+    def draw() -> None:
+        for spans in ([[0, 0]], [[2, 1]], [[-1, 2]], [[1, 9]]):
+            drawn[str(spans)] = mask_panels.spans_html(words, spans, [0.5, 0.5, 0.5])
+
+    worker = threading.Thread(target=draw, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "spans_html does not return"
+    for spans, html in drawn.items():
+        assert "border-radius" not in html and html.count("<span") == 3, spans
+    assert len(drawn) == 4
+
+
+def test_malformed_mask_extras_from_a_file_are_named_not_drawn():
+    def problem(**extras):
+        base = {"trace": {"step": [0], "loss": [1.0]}, "rationale_spans": [[0, 1]]}
+        scores = np.array([0.9, 0.1], dtype=np.float32)
+        return mask_panels.mask_extras_problem(
+            Attribution("marc", "x", 1, ("a", "b"), scores, extras={**base, **extras})
+        )
+
+    assert problem() is None
+    assert "spans" in problem(rationale_spans=[[0, 0]])
+    assert "spans" in problem(rationale_spans=[["0", 1]])
+    assert "spans" in problem(rationale_spans="0-1")
+    assert "trace" in problem(trace={"loss": ["x"]})
+    assert "span_threshold" in problem(span_threshold="high")
+    assert "pretraining" in problem(pretraining={"n_examples": "many"})
+    assert problem(select_by=None, selected_step=np.int64(0), pretraining={}) is None
+
+
 def test_masked_preview_and_trace_figure():
     html = mask_panels.masked_preview_html(("kept", "gone"), [0.9, 0.1], fill="[PAD]")
     assert ">kept<" in html and ">[PAD]<" in html and ">gone<" not in html
@@ -430,8 +472,6 @@ def test_masked_preview_and_trace_figure():
 
 
 def test_summary_rows_report_the_kept_step_and_pretraining():
-    from core.types import Attribution
-
     extras = {
         "trace": {"step": [0, 1, 2], "p_masked": [0.5, 0.9, 0.8], "p_complement": [0.4, 0.1, 0.2]},
         "rationale_spans": [[0, 1]],

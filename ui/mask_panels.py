@@ -11,6 +11,7 @@ trace as a plotly chart, and the input with the masked words greyed out. Every w
 from __future__ import annotations
 
 import html
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from plotly.subplots import make_subplots
 import services
 from core.types import Attribution
 from ui.charts import style
+from ui.text import plain
 from ui.theme import current
 
 _PHRASE = "background:#fbe3e6;border:2px solid rgb{colour};border-radius:4px;padding:1px 4px;margin:0 1px;"
@@ -32,6 +34,62 @@ _SEGMENT_BREAK = "<span style='display:inline-block;width:1.2rem;color:#777'>‖
 def has_mask_extras(attribution: Attribution) -> bool:
     """True for attributions that carry a mask trace and rationale spans (``marc``, ``aml``)."""
     return "trace" in attribution.extras and "rationale_spans" in attribution.extras
+
+
+def mask_extras_problem(attribution: Attribution) -> str | None:
+    """What is wrong with the spans, trace and summary an attribution carries, or None when they
+    can be drawn. The explainers' own are always well formed; one read from a file (a session
+    bundle) may hold anything."""
+    extras, n_words = attribution.extras, len(attribution.words)
+    spans, trace = extras["rationale_spans"], extras["trace"]
+    if not isinstance(spans, list) or not all(_is_span(span, n_words) for span in spans):
+        return f"its rationale spans are not ranges of its {n_words} words"
+    if not isinstance(trace, dict) or not all(_is_numbers(values) for values in trace.values()):
+        return "its optimisation trace is not a table of numbers"
+    wrong = [name for name, kind in _SUMMARY_TYPES.items() if name in extras and not _is_a(extras[name], kind)]
+    pretraining = extras.get("pretraining")
+    if pretraining and not (
+        isinstance(pretraining, dict)
+        and all(_is_a(pretraining.get(name), kind) for name, kind in _PRETRAINING_TYPES.items())
+    ):
+        wrong.append("pretraining")
+    return f"malformed {', '.join(wrong)}" if wrong else None
+
+
+_NUMBER = numbers.Real
+_SUMMARY_TYPES: dict[str, Any] = {
+    "span_threshold": _NUMBER,
+    "selected_step": numbers.Integral,
+    "select_by": (str, type(None)),
+    "early_stopped": numbers.Integral,
+    "p_masked": _NUMBER,
+    "p_complement": _NUMBER,
+    "trace_terms": "strings",
+    "rationale": "numbers",
+}
+_PRETRAINING_TYPES: dict[str, Any] = {"n_examples": numbers.Integral, "source": str, "runtime_s": _NUMBER}
+
+
+def _is_a(value: object, kind: Any) -> bool:
+    if kind == "numbers":
+        return _is_numbers(value)
+    if kind == "strings":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, kind)
+
+
+def _is_numbers(values: object) -> bool:
+    return isinstance(values, list) and all(isinstance(v, _NUMBER) for v in values)
+
+
+def _is_span(span: object, n_words: int) -> bool:
+    """A [start, end) word range with 0 <= start < end <= n_words."""
+    return (
+        isinstance(span, (list, tuple))
+        and len(span) == 2
+        and all(isinstance(bound, int) for bound in span)
+        and 0 <= span[0] < span[1] <= n_words
+    )
 
 
 def _breaks(segment_ids: Sequence[int] | None, n: int) -> set[int]:
@@ -47,8 +105,9 @@ def spans_html(
     scores: Sequence[float],
     segment_ids: Sequence[int] | None = None,
 ) -> str:
-    """The text with each rationale span drawn as one boxed phrase (its mean mask on hover)."""
-    starts = {int(s): int(e) for s, e in spans}
+    """The text with each rationale span drawn as one boxed phrase (its mean mask on hover); a
+    span that is not a word range, or overlaps an earlier one, is drawn as plain words."""
+    starts = {int(s): int(e) for s, e in spans if 0 <= int(s) < int(e) <= len(words)}
     breaks = _breaks(segment_ids, len(words))
     parts: list[str] = []
     i = 0
@@ -162,6 +221,10 @@ def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | No
     with the masked words greyed out (and as the classifier sees it), the trace chart and a summary."""
     extras = attribution.extras
     key = attribution.method
+    problem = mask_extras_problem(attribution)
+    if problem is not None:
+        st.caption(f"{plain(key)}: its optimisation details are not shown: {problem}.")
+        return
     threshold = extras.get("span_threshold", 0.5)
     pretraining = extras.get("pretraining") or {}
     if pretraining.get("on_explained_example"):
