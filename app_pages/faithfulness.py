@@ -9,8 +9,6 @@ shows when the ranking of the methods changes with the way words are removed.
 
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 import services
@@ -18,6 +16,7 @@ from ui import faithfulness as F
 from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
+from ui.prediction import prediction_markdown
 from ui.runs import gate, run_or_stop, stopped_note
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -33,9 +32,16 @@ def example_view(selection, methods: list[str], imported: list, metric_params: d
     prediction, target = result.heatmap.prediction, result.heatmap.target
     n_words = len(prediction.example.words)
     st.markdown(
-        f"Explaining **{html.escape(prediction.label_names[target])}**: p = {prediction.probabilities[target]:.3f} "
-        f"on the whole input of {n_words} words. Hover a point to see the input at that step."
+        prediction_markdown(
+            prediction.label_names,
+            prediction.probabilities,
+            prediction.head,
+            prediction.predicted,
+            target,
+            selection.threshold,
+        )
     )
+    st.caption(f"The whole input has {n_words} words. Hover a point to see the input at that step.")
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
     F.show_curves(F.example_curves(result.runs, n_words, selection.head), "faithfulness.example")
@@ -92,7 +98,7 @@ def slice_view(selection, methods: list[str], imported: list, metric_params: dic
     if results is None:
         return
     F.show_curves(F.slice_curves(results[0], selection.head), "faithfulness.slice")
-    table, styled = F.summary_table(results[0], list(F.TABLE_METRICS))
+    table, styled = F.summary_table(results[0], F.table_metrics(metric_params))
     show_table(table, shown=styled, key="faithfulness.slice.table", name="faithfulness-slice-summary")
     st.caption("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.")
 
@@ -105,7 +111,9 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
     if not {"im", "loo_empty"} <= set(methods):
         F.paper_pair_button()
     first, second, third = st.columns(3)
-    key = first.selectbox("Metric", F.TABLE_METRICS, format_func=F.column_name, key="faithfulness.compare_metric")
+    key = first.selectbox(
+        "Metric", F.table_metrics(metric_params), format_func=F.column_name, key="faithfulness.compare_metric"
+    )
     mode_a = second.selectbox("Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a")
     mode_b = third.selectbox(
         "Removal B", list(F.REMOVALS), index=4, format_func=F.REMOVALS.get, key="faithfulness.compare_b"

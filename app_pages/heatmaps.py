@@ -95,9 +95,14 @@ summary, chart = st.columns([2, 3])
 predicted = prediction.predicted
 summary.markdown(
     prediction_markdown(
-        prediction.label_names, prediction.probabilities, prediction.head, predicted, result.target, selection.threshold
+        prediction.label_names,
+        prediction.probabilities,
+        prediction.head,
+        predicted,
+        result.target,
+        selection.threshold,
+        gold=example.gold_name,
     )
-    + (f"  \n**Gold label:** {example.gold_name}" if example.gold_name else "")
 )
 chart.plotly_chart(
     probability_chart(

@@ -10,8 +10,6 @@ ceiling, and the examples where each method agrees least with the humans.
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 import streamlit as st
 
@@ -21,6 +19,7 @@ from ui import state
 from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
+from ui.prediction import prediction_markdown
 from ui.runs import explain_selected, gate, run_or_stop
 
 VIEWS = ("This example", "Dataset slice")
@@ -46,11 +45,16 @@ def example_view(
     for key, message in result.errors.items():
         st.error(f"{key}: {message}")
     prediction, fitted, target = result.prediction, result.prediction.example, result.target
-    gold = f" · gold: **{html.escape(fitted.gold_name)}**" if fitted.gold_name else ""
     st.markdown(
-        f"Explaining **{html.escape(prediction.label_names[target])}** "
-        f"(p = {prediction.probabilities[target]:.3f}; predicted "
-        f"**{html.escape(prediction.label_names[prediction.predicted])}**){gold}"
+        prediction_markdown(
+            prediction.label_names,
+            prediction.probabilities,
+            prediction.head,
+            prediction.predicted,
+            target,
+            selection.threshold,
+            gold=fitted.gold_name,
+        )
     )
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")

@@ -121,9 +121,38 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         columns = set(next(d.value for d in at.dataframe if "Spearman ρ" in d.value.columns).columns)
         symbol, change = ("f", "Score Change") if head == "regression" else ("p", "Probability Change")
         assert {f"{symbol} before", f"{symbol} after", change} <= columns, columns
-    if page == "app_pages/input_marginalization.py":  # the prediction as the head defines it
+    if page in ("app_pages/input_marginalization.py", "app_pages/faithfulness.py"):  # as the head defines it
         summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
         assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary
+
+
+@pytest.mark.slow
+def test_faithfulness_slice_and_removal_views_with_a_regression_head(head_dirs) -> None:
+    """Both dataset views leave out log-odds, which a regression head does not have (they raised
+    KeyError on it)."""
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = head_dirs["regression"]
+    at.session_state["sidebar.dataset"] = "examples"
+    at.session_state["sidebar.split"] = "sst2"
+    at.switch_page("app_pages/faithfulness.py").run()
+    at.multiselect(key="faithfulness.methods").set_value(["loo_empty", "random"]).run()
+    assert_clean(at)
+    scores = at.dataframe[0].value
+    assert "deletion AUC ↓" in scores.columns and not any("odds" in c for c in scores.columns), list(scores.columns)
+
+    at.segmented_control(key="faithfulness.view").set_value("Dataset slice").run()
+    at.number_input(key="faithfulness.slice_n").set_value(2).run()
+    at.button(key="faithfulness.slice_run").click().run()
+    assert_clean(at)
+    summary = at.dataframe[0].value
+    assert list(summary["n"]) == [2, 2] and not any("odds" in c for c in summary.columns), list(summary.columns)
+
+    at.segmented_control(key="faithfulness.view").set_value("Removal modes compared").run()
+    options = at.selectbox(key="faithfulness.compare_metric").options
+    assert len(options) >= 4 and not any("odds" in o.lower() for o in options), options
+    at.button(key="faithfulness.slice_run").click().run()
+    assert_clean(at)
+    assert sorted(at.dataframe[0].value["rank (delete)"]) == [1, 2]
 
 
 @pytest.mark.slow

@@ -124,17 +124,23 @@ def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) 
     return figure
 
 
+def table_metrics(metric_params: dict) -> list[str]:
+    """The table's metrics among those computed (a regression head has no log-odds)."""
+    return [k for k in TABLE_METRICS if k in metric_params]
+
+
 def example_table(result: services.FaithfulnessResult) -> tuple[pd.DataFrame, object]:
     """The scores of one example (one row per method, costs included) and its styled view."""
     runs = result.runs
-    values = {m: {k: r.results[k].value for k in TABLE_METRICS if k in r.results} for m, r in runs.items()}
-    numbers = pd.DataFrame.from_dict(values, orient="index").reindex(columns=list(TABLE_METRICS))
+    keys = [k for k in TABLE_METRICS if any(k in r.results for r in runs.values())]
+    values = {m: {k: r.results[k].value for k in keys if k in r.results} for m, r in runs.items()}
+    numbers = pd.DataFrame.from_dict(values, orient="index").reindex(columns=keys)
     table = numbers.rename(columns=column_name)
     table["attribution s"] = [result.heatmap.attributions[m].runtime_s for m in runs]
     table["attribution passes"] = [result.heatmap.attributions[m].forward_passes for m in runs]
     table["metric passes"] = [r.forward_passes for r in runs.values()]
     table["metric s"] = [r.runtime_s for r in runs.values()]
-    best = {column_name(k): (k, numbers[k]) for k in TABLE_METRICS}
+    best = {column_name(k): (k, numbers[k]) for k in keys}
     return table, table.style.apply(lambda _: best_styles(table, best), axis=None).format(precision=3, na_rep="—")
 
 

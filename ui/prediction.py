@@ -22,17 +22,25 @@ def prediction_markdown(
     predicted: int,
     target: int,
     threshold: float = DEFAULT_THRESHOLD,
+    gold: str | None = None,
 ) -> str:
-    """Two markdown lines: what the model predicts, and the output the methods explain (label
-    names escaped, as a model's config may name them anything)."""
+    """Two markdown lines: what the model predicts, and the output the methods explain; a third
+    with the example's ``gold`` label when it has one (names escaped, as a model's config or a
+    dataset may name them anything)."""
     names = [plain(n) for n in label_names]
+    gold_line = f"  \n**Gold label:** {plain(gold)}" if gold else ""
     if head == "regression":
-        return f"**Score:** {names[target]} = {outputs[target]:.4f}  \n**Explaining:** the score of {names[target]}"
+        return (
+            f"**Score:** {names[target]} = {outputs[target]:.4f}  \n**Explaining:** the score of {names[target]}"
+            + gold_line
+        )
     if head == "multi_label":
         chosen = label_set(outputs, threshold)
         shown = ", ".join(f"{names[i]} ({outputs[i]:.1%})" for i in chosen) or "none"
         return (
             f"**Predicted labels** (probability ≥ {threshold:.0%}): {shown}  \n"
-            f"**Explaining:** {names[target]} ({outputs[target]:.1%}, its own sigmoid)"
+            f"**Explaining:** {names[target]} ({outputs[target]:.1%}, its own sigmoid)" + gold_line
         )
-    return f"**Predicted:** {names[predicted]} ({outputs[predicted]:.1%})  \n**Explaining:** {names[target]}"
+    return (
+        f"**Predicted:** {names[predicted]} ({outputs[predicted]:.1%})  \n**Explaining:** {names[target]}" + gold_line
+    )
