@@ -16,15 +16,15 @@ from ui import runs as ui_runs
 from ui.downloads import download_row
 from ui.explorer import progress_line
 from ui.roar import (
+    SYNTHETIC_SOURCE,
     curve_figure,
     faithfulness_table,
     leakage_lines,
     removal_rows,
+    source_labels,
     sparsity_figure,
     t_test_table,
 )
-
-SYNTHETIC = "Synthetic task (Madsen et al. 2022, Eq. 1)"
 
 st.title("Remove and retrain")
 st.caption(
@@ -34,12 +34,8 @@ st.caption(
 )
 
 bundled = roar.bundled()
-stored = roar.stored_jobs()
-sources = [f"Bundled: {name}" for name in bundled] + [
-    f"Stored: {info.run_id} ({info.status}, {info.units_done}/{info.units_total} units)" for info in stored
-]
-sources.append(SYNTHETIC)
-source = st.selectbox("Job", sources, key="roar.source")
+labels = source_labels(bundled, roar.stored_jobs())
+source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source")
 metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric")
 
 
@@ -87,14 +83,14 @@ def job_view(report: dict, key: str) -> None:
     )
 
 
-if source == SYNTHETIC:
+if source == SYNTHETIC_SOURCE:
     synthetic_view()
     st.stop()
 
-if source.startswith("Bundled: "):
-    report = roar.bundled_report(source.removeprefix("Bundled: "))
+if source.startswith("bundled:"):
+    report = roar.bundled_report(source.removeprefix("bundled:"))
 else:
-    run_id = source.removeprefix("Stored: ").split(" ")[0]
+    run_id = source.removeprefix("stored:")
 
     @st.fragment(run_every=3.0)
     def live_progress(run_id: str) -> None:

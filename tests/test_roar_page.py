@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.roar.report import load_report, summary
 from services.roar import BUNDLED_DIR
+from ui.roar import SYNTHETIC_SOURCE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -29,7 +30,8 @@ def test_the_bundled_job_shows_offline(monkeypatch, tmp_path) -> None:
     bundled = sorted(BUNDLED_DIR.glob("*.json"))
     assert bundled, "the bundled ROAR job is missing from assets/roar/"
     at = open_page(monkeypatch, tmp_path)
-    assert at.selectbox(key="roar.source").value == f"Bundled: {bundled[0].stem}"
+    picker = at.selectbox(key="roar.source")
+    assert picker.value == f"bundled:{bundled[0].stem}" and picker.options[0] == f"Bundled: {bundled[0].stem}"
     report = load_report(bundled[0])
     expected = summary(report, "accuracy")
     charts = at.get("plotly_chart")
@@ -49,9 +51,40 @@ def test_the_bundled_job_shows_offline(monkeypatch, tmp_path) -> None:
 @pytest.mark.slow  # the synthetic task retrains 3 seeds x 2 x 16 logistic regressions
 def test_the_synthetic_task_shows_plain_and_recursive(monkeypatch, tmp_path) -> None:
     at = open_page(monkeypatch, tmp_path)
-    at.selectbox(key="roar.source").select("Synthetic task (Madsen et al. 2022, Eq. 1)").run()
+    at.selectbox(key="roar.source").select(SYNTHETIC_SOURCE).run()
     at.select_slider(key="roar.synthetic_n").set_value(500).run()
     assert not at.exception, at.exception
     assert len(at.get("plotly_chart")) == 2
     tables = [frame.value for frame in at.dataframe]
     assert len(tables) == 2 and all(set(t["method"]) == {"weights", "truth", "worst"} for t in tables)
+
+
+def test_a_stored_job_stays_picked_while_its_progress_moves(monkeypatch, tmp_path) -> None:
+    """The picker's label carries the job's live progress; a finished unit changes the label, and
+    the page once fell back to the bundled job on the next rerun."""
+    from types import SimpleNamespace
+
+    from services import roar
+
+    report = load_report(min(BUNDLED_DIR.glob("*.json")))
+    done = {"units": 1}
+
+    def job() -> SimpleNamespace:
+        units = done["units"]
+        return SimpleNamespace(
+            run_id="run-job", status="running", units_done=units, units_total=4, fraction=units / 4,
+            writer_gone=False, rows_done=units, rows_total=4, wall_s=1.0,
+        )  # fmt: skip
+
+    monkeypatch.setattr(roar, "stored_jobs", lambda: [job()])
+    monkeypatch.setattr(roar, "info", lambda run_id: job())
+    monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
+    at = open_page(monkeypatch, tmp_path)
+    at.selectbox(key="roar.source").select("stored:run-job").run()
+    assert "Stored: run-job (running, 1/4 units)" in at.selectbox(key="roar.source").options
+    done["units"] = 2  # a unit finishes
+    at.radio(key="roar.metric").set_value("macro_f1").run()
+    assert not at.exception, at.exception
+    picker = at.selectbox(key="roar.source")
+    assert picker.value == "stored:run-job", picker.value
+    assert "Stored: run-job (running, 2/4 units)" in picker.options

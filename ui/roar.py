@@ -15,6 +15,21 @@ from ui.charts import band_trace, style
 from ui.theme import current
 
 SHARED = "*"
+# The job picker's values: "bundled:<name>", "stored:<run id>" or this; its labels (with a stored
+# job's live progress) come from ``source_labels``, so a job that moves on stays selected.
+SYNTHETIC_SOURCE = "synthetic"
+
+
+def source_labels(bundled: list[str], stored: list[Any]) -> dict[str, str]:
+    """The job picker's options (stable values) and their labels: the bundled jobs, the store's
+    jobs with their status and progress (``RunInfo``), and the synthetic task."""
+    labels = {f"bundled:{name}": f"Bundled: {name}" for name in bundled}
+    for info in stored:
+        labels[f"stored:{info.run_id}"] = (
+            f"Stored: {info.run_id} ({info.status}, {info.units_done}/{info.units_total} units)"
+        )
+    labels[SYNTHETIC_SOURCE] = "Synthetic task (Madsen et al. 2022, Eq. 1)"
+    return labels
 
 
 def _interval(cell: dict[str, Any]) -> str:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ui.roar import SYNTHETIC_SOURCE
+
 HEATMAPS = "app_pages/heatmaps.py"
 IM = "app_pages/input_marginalization.py"
 FAITHFULNESS = "app_pages/faithfulness.py"
@@ -194,7 +196,7 @@ TOURS = (
                 text="A synthetic task with four informative features that can replace each other. Plain ROAR "
                 "ranks once with the first model: while a redundant copy remains, accuracy stays high and the "
                 "importance looks wrong. Recursive ROAR ranks again after each retraining and follows the truth.",
-                state={"roar.source": "Synthetic task (Madsen et al. 2022, Eq. 1)"},
+                state={"roar.source": SYNTHETIC_SOURCE},
             ),
         ),
     ),
