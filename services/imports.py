@@ -16,7 +16,7 @@ from engine.imports import stored as _stored
 from engine.imports.stored import ImportedMethod
 from engine.runs.store import RunStore, results_dir
 from services.explain import HeatmapResult
-from services.models import classifier
+from services.models import classifier, split_ref
 
 UPLOAD_MB = 32  # the largest upload (the uploader refuses more; checked here again)
 
@@ -34,23 +34,31 @@ def import_upload(
     fmt: str | None = None,
     progress: ProgressFn | None = None,
 ) -> str:
-    """Store the uploaded file's attributions as a run; returns its id."""
+    """Store the uploaded file's attributions as a run; returns its id. ``model`` is the
+    sidebar's reference: the import is stored for the model itself, scored in float32 with the
+    head its config gives (an import's key names neither a head override nor autocast)."""
     if len(data) > UPLOAD_MB * 1024 * 1024:
         raise ValueError(f"{name} is larger than the {UPLOAD_MB} MB an upload may be")
+    plain_name, head_type = split_ref(model)
+    if head_type is not None:
+        raise ValueError(
+            "imports are scored with the head the model's config gives: clear the sidebar's head-type override"
+        )
     outcome = import_bytes(
-        data, name, RunStore(), fmt=fmt, model=model, dataset=dataset, split=split, methods=list(methods),
-        progress=progress, clf=classifier(model),
+        data, name, RunStore(), fmt=fmt, model=plain_name, dataset=dataset, split=split, methods=list(methods),
+        progress=progress, clf=classifier(plain_name),
     )  # fmt: skip
     return outcome.info.run_id
 
 
 def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMethod]:
-    """The methods imported into the run store for ``model`` on ``dataset``/``split`` (the
-    catalogue is read again only when it changed: pages ask on every rerun)."""
+    """The methods imported into the run store for ``model`` (a sidebar reference: its head
+    override and autocast do not matter) on ``dataset``/``split`` (the catalogue is read again
+    only when it changed: pages ask on every rerun)."""
     store = RunStore(read_only=True)
     path = store.catalogue_path
     changed = tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
-    return _imported_methods(str(store.root.resolve()), changed, model, dataset, split)
+    return _imported_methods(str(store.root.resolve()), changed, split_ref(model)[0], dataset, split)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

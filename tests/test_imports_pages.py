@@ -232,3 +232,26 @@ def test_an_imported_csv_on_the_rationale_page(esnli, tmp_path, monkeypatch) -> 
     assert list(line.y) == list(report.thresholds[CSV].means.values())
     notes = captions(at)
     assert "2 of 3 examples" in notes and "left out of its figures: examples/esnli/13" in notes
+
+
+def test_an_import_under_the_sidebars_autocast_or_head_override(sst2, tmp_path, monkeypatch) -> None:
+    """The sidebar's model reference carries its autocast and head override: an import is stored
+    for the model itself (it once failed as an unknown hub id) and offered under any reference of
+    it (imports once vanished from every picker once autocast or a head was chosen)."""
+    from services.imports import import_upload, imported_methods
+    from services.models import model_ref
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    _, examples = sst2
+    data = csv_bytes({examples[0].id: hand_scores(examples[0].words, 0)})
+    common = {"dataset": "examples", "split": "sst2"}
+    with pytest.raises(ValueError, match="clear the sidebar's head-type override"):
+        import_upload(data, "scores.csv", model=model_ref("minilm-sst2", "multi_label"), **common)
+    run_id = import_upload(data, "scores.csv", model=model_ref("minilm-sst2", None, "bfloat16"), **common)
+    assert RunStore(tmp_path).get(run_id).model == "minilm-sst2"
+    for reference in (
+        "minilm-sst2",
+        model_ref("minilm-sst2", None, "bfloat16"),
+        model_ref("minilm-sst2", "regression"),
+    ):
+        assert [m.name for m in imported_methods(reference, "examples", "sst2")] == [CSV], reference
