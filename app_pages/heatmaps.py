@@ -57,18 +57,29 @@ if not chosen and not imported and opened is None and not st.session_state.get("
     st.info("Choose at least one method.")
     st.stop()
 
-for key in (k for k in chosen if infos[k].sampling):
-    cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
-    mlm = f"{cost.mlm_passes:,} masked-LM and " if cost.mlm_passes else ""
-    st.caption(
-        f"Estimated time for **{key}**: about {cost.seconds:.1f} s ({mlm}at most {cost.classifier_passes:,} "
-        "classifier forward passes)."
-    )
-for key in (k for k in chosen if infos[k].mask_optimiser):
-    estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
-    pretrain = f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
-    detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
-    st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
+
+def cost_captions() -> None:
+    """The estimated time of each sampling method and mask optimiser chosen."""
+    for key in (k for k in chosen if infos[k].sampling):
+        cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
+        mlm = f"{cost.mlm_passes:,} masked-LM and " if cost.mlm_passes else ""
+        st.caption(
+            f"Estimated time for **{key}**: about {cost.seconds:.1f} s ({mlm}at most {cost.classifier_passes:,} "
+            "classifier forward passes)."
+        )
+    for key in (k for k in chosen if infos[k].mask_optimiser):
+        estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
+        pretrain = (
+            f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
+        )
+        detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
+        st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
+
+
+try:
+    cost_captions()
+except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
+    pass
 
 stored = services.runs.stored_for(
     st.session_state.get("heatmaps.stored"), selection.model, selection.dataset, selection.split, selection.index

@@ -71,6 +71,22 @@ def test_odd_text_on_every_page(folders, page: str, name: str) -> None:  # noqa:
                     assert markdown not in str(element.value), (kind, element.value)
 
 
+@pytest.mark.parametrize("text", ["", "  \n "])
+def test_an_empty_text_with_estimated_methods(folders, text) -> None:  # noqa: F811
+    """The cost estimates of sampling methods and mask optimisers come before the explanation:
+    they once raised on such a text, and the page showed a traceback instead of the error."""
+    state = {
+        "sidebar.model_path": str(folders["clf"]),
+        "sidebar.dataset": "free text",
+        "sidebar.text": text,
+        "heatmaps.methods": ["lime", "marc"],
+    }
+    at = run_page("app_pages/heatmaps.py", state)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "empty" in errors[0], errors
+
+
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("case", list(BAD_MODELS))
 def test_unusable_model_is_one_clear_error_on_every_page(folders, page: str, case: str) -> None:  # noqa: F811
