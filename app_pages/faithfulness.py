@@ -18,6 +18,7 @@ from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import prediction_markdown
 from ui.runs import gate, run_or_stop, stopped_note
+from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
 
@@ -28,7 +29,7 @@ def example_view(selection, methods: list[str], imported: list, metric_params: d
         target=selection.target, method_params=method_params, mlm_name=selection.mlm, imported=imported,
     )  # fmt: skip
     for key, message in result.errors.items():
-        st.error(f"{key}: {message}")
+        st.error(plain(f"{key}: {message}"))
     prediction, target = result.heatmap.prediction, result.heatmap.target
     n_words = len(prediction.example.words)
     st.markdown(
@@ -81,7 +82,7 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
             method_params=method_params, mlm_name=selection.mlm, imported=imported,
         )  # fmt: skip
         for method, message in result.errors.items():
-            st.error(f"{method}: {message}")
+            st.error(plain(f"{method}: {message}"))
         results.append(result)
     explained = " (or the class of its imported attributions)" if imported else ""
     st.caption(

@@ -18,6 +18,7 @@ from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import prediction_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
+from ui.text import plain
 
 selection = state.current()
 st.title("Token attribution heatmaps")
@@ -100,7 +101,7 @@ prediction = result.prediction
 example = prediction.example
 coverage_note(selection.model, prediction)
 for key, message in result.errors.items():
-    st.error(f"{key}: {message}")
+    st.error(plain(f"{key}: {message}"))
 
 summary, chart = st.columns([2, 3])
 predicted = prediction.predicted

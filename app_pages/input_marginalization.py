@@ -62,7 +62,7 @@ with right.expander("IM parameters"):
 # with, and its speed calibrates the estimates of the longer runs.
 base = explain_selected(selection, ["loo_empty"], {"loo_empty": {"output": im_params["output"]}}, mlm_name)
 if "loo_empty" not in base.attributions:
-    st.error(base.errors.get("loo_empty", "leave-one-out failed"))
+    st.error(plain(base.errors.get("loo_empty", "leave-one-out failed")))
     st.stop()
 prediction, target, loo = base.prediction, base.target, base.attributions["loo_empty"]
 example, labels, predicted = prediction.example, prediction.label_names, prediction.predicted
@@ -81,7 +81,7 @@ if not approved("IM", [*run_base, "im", im_params], im_estimate):
     st.stop()
 result = explain_selected(selection, ["im"], {"im": im_params}, mlm_name)
 if "im" not in result.attributions:
-    st.error(f"IM: {result.errors.get('im', 'failed')}")
+    st.error(plain(f"IM: {result.errors.get('im', 'failed')}"))
     st.stop()
 im = result.attributions["im"]
 st.caption(f"{cost_line('IM', im)} {cost_line('Leave-one-out', loo)}")
@@ -143,7 +143,7 @@ with lime_tab:
             gallery = pd.DataFrame(services.lime_counterfactual_rows(lime, labels))
             show_table(gallery, key="im.gallery.lime", name="im-gallery-lime", hide_index=True)
         else:
-            st.error(f"LIME: {lime_result.errors.get('lime', 'failed')}")
+            st.error(plain(f"LIME: {lime_result.errors.get('lime', 'failed')}"))
 
 st.subheader("Cost")
 show_table(pd.DataFrame(cost_rows(costs)), key="im.costs", name="im-costs", hide_index=True)

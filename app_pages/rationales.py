@@ -21,6 +21,7 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import prediction_markdown
 from ui.runs import explain_selected, gate, run_or_stop
+from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
 
@@ -43,7 +44,7 @@ def example_view(
         return
     result = services.with_imports(explain_selected(selection, methods), imported)
     for key, message in result.errors.items():
-        st.error(f"{key}: {message}")
+        st.error(plain(f"{key}: {message}"))
     prediction, fitted, target = result.prediction, result.prediction.example, result.target
     st.markdown(
         prediction_markdown(
@@ -109,7 +110,7 @@ def slice_view(
         metric_params, correct_only=correct_only, objective=objective, mlm_name=selection.mlm, imported=imported,
     )  # fmt: skip
     for method, message in result.errors.items():
-        st.error(f"{method}: {message}")
+        st.error(plain(f"{method}: {message}"))
     st.caption(
         f"{len(result.items)} examples of {selection.dataset}/{selection.split} (predicted class explained"
         f"{', or that of the imported attributions' if imported else ''}"

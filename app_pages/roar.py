@@ -25,6 +25,7 @@ from ui.roar import (
     sparsity_figure,
     t_test_table,
 )
+from ui.text import plain
 
 st.title("Remove and retrain")
 st.caption(
@@ -149,6 +150,6 @@ with st.expander("Start a job (runs in the background)"):
         try:
             run_id = roar.start_job(settings)
         except ValueError as error:
-            st.error(str(error))
+            st.error(plain(str(error)))
         else:
             st.success(f"Job `{run_id}` goes on in the background; pick it above to follow it.")

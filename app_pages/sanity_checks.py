@@ -15,6 +15,7 @@ from ui.downloads import show_figure, show_table
 from ui.heatmap import heatmap_html
 from ui.params import methods_params_form
 from ui.runs import SLICE, example_scope, explain_selected, gate, run_or_stop
+from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
 
@@ -55,11 +56,11 @@ if not chosen:
 try:
     step_names = services.randomization_steps(selection.model, mode)
 except ValueError as error:
-    st.error(str(error))
+    st.error(plain(str(error)))
     st.stop()
 timing = explain_selected(selection, chosen, params)  # one step of the run, timed
 for key, message in timing.errors.items():
-    st.error(f"{key}: {message}")
+    st.error(plain(f"{key}: {message}"))
 if timing.errors:
     st.stop()
 one_step = sum(a.runtime_s for a in timing.attributions.values())

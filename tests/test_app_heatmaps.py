@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 import explainers
 from core.datasets import load_bundled_examples
 from core.types import Attribution
+from tests.page_text import errors
 from ui.heatmap import colour, heatmap_html
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -181,7 +182,7 @@ def test_a_text_longer_than_the_model_takes_is_cut_with_a_warning() -> None:
 def test_a_model_that_cannot_be_loaded_shows_an_error(model: str) -> None:
     at = run_app(model=model, methods="random")
     assert not at.exception
-    assert any("cannot load" in e.value and model in e.value for e in at.error)
+    assert any("cannot load" in e and model in e for e in errors(at))
     assert not rows(at)
 
 

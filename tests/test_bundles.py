@@ -21,6 +21,7 @@ from engine import bundles
 from engine.bundles import Bundle, read_bundle, write_bundle
 from engine.explain import explain_example
 from services.bundles import bundle_bytes, bundle_result
+from tests.page_text import errors
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -169,7 +170,7 @@ def test_a_bundle_parameter_the_form_cannot_take_is_named(tmp_path, monkeypatch)
     monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
     at = AppTest.from_file(str(APP), default_timeout=300).run()
     assert not at.exception, at.exception
-    assert any("cannot take random.seed='seven'" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("cannot take random.seed='seven'" in e for e in errors(at)), errors(at)
     assert at.number_input(key="heatmaps.param.random.seed").value == 0  # the default, said so above
 
 

@@ -16,6 +16,7 @@ from core.datasets import load_bundled_examples
 from core.types import Attribution
 from engine.compare import compare_attributions, label_map
 from experiments.randomization import randomized_model
+from tests.page_text import errors
 from ui.heatmap import side_by_side
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -142,5 +143,5 @@ def test_a_second_model_with_other_classes_is_refused_below_the_first_models_res
         "the two models have different label sets (negative, positive vs entailment, neutral, contradiction): "
         "pick a second model with the same classes"
     )
-    assert [e.value for e in at.error] == [message]
+    assert errors(at) == [message]
     assert any("runtime (s)" in d.value.columns for d in at.dataframe)  # the first model's page is whole

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.page_text import errors
 from tests.toy import toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -164,6 +165,6 @@ def test_a_model_with_no_head_gets_a_one_line_error(tmp_path) -> None:
     loaded.tokenizer.save_pretrained(tmp_path)
     at = open_app(str(tmp_path), ["loo_empty"])
     assert not at.exception, [e.value for e in at.exception]
-    errors = [e.value for e in at.error]
-    assert any("no classification head to explain: num_labels=0" in e for e in errors), errors
-    assert all("\n" not in e for e in errors)
+    shown = errors(at)
+    assert any("no classification head to explain: num_labels=0" in e for e in shown), shown
+    assert all("\n" not in e for e in shown)

@@ -25,6 +25,7 @@ from engine.explain import explain_example
 from engine.imports import import_bytes
 from engine.runs.store import RunStore
 from engine.slice_report import mean_curves, metric_summaries, plausibility_report
+from tests.page_text import errors
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 CSV = "csv.mine (imported)"
@@ -212,7 +213,7 @@ def test_an_imported_csv_on_the_rationale_page(esnli, tmp_path, monkeypatch) -> 
 
     at.session_state["sidebar.index"] = 1  # e-SNLI 13: not in the import
     at.run()
-    assert any(CSV in e.value and "no attribution of example 'examples/esnli/13'" in e.value for e in at.error)
+    assert any(CSV in e and "no attribution of example 'examples/esnli/13'" in e for e in errors(at))
 
     at.session_state["sidebar.index"] = 0
     at.session_state["rationales.view"] = "Dataset slice"

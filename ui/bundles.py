@@ -19,6 +19,7 @@ from ui import sidebar
 from ui.export import Heatmap, heatmap_files
 from ui.params import preset_params
 from ui.state import Selection
+from ui.text import plain
 
 OPENED = "heatmaps.bundle"  # (file name, Bundle)
 UPLOAD = "heatmaps.bundle_upload"
@@ -49,7 +50,7 @@ def bundle_opener() -> None:
             help="Shows the bundle's view with its stored results; nothing is recomputed.",
         )  # fmt: skip
         if error:
-            st.error(error)
+            st.error(plain(error))
 
 
 def _uploaded() -> None:

@@ -14,6 +14,7 @@ import services
 from ui.heatmap import heatmap_html, side_by_side
 from ui.prediction import prediction_markdown
 from ui.runs import run_or_stop
+from ui.text import plain
 
 ON, MODEL, PATH = "heatmaps.compare.on", "heatmaps.compare.model", "heatmaps.compare.path"
 RANDOMIZED = "randomized"  # the picker's entry (and URL value) for the model's randomized copy
@@ -84,7 +85,7 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
             )
         )  # fmt: skip
     for key, message in second.errors.items():
-        st.error(f"{key} (model B): {message}")
+        st.error(plain(f"{key} (model B): {message}"))
     n_words, rows = side_by_side(first.attributions, second.attributions)
     if n_words < len(first.prediction.example.words):
         st.warning(f"Model B keeps only the first {n_words} words: both rows show those.")

@@ -15,6 +15,7 @@ import services
 from ui.heatmap import heatmap_html
 from ui.method_notes import NOTATION, NOTES
 from ui.runs import run_or_stop
+from ui.text import plain
 
 SENTENCE = "A gorgeous, witty and seductive movie."
 GENERIC_FORMULA = r"s_i = \text{the score of word } i \text{ for class } c"
@@ -98,7 +99,7 @@ def render(found: Card, model: str) -> None:
             return
         result = run_or_stop(services.explain, model, example, [found.key])
         if found.key in result.errors:
-            st.error(f"{found.key}: {result.errors[found.key]}")
+            st.error(plain(f"{found.key}: {result.errors[found.key]}"))
             return
         attribution = result.attributions[found.key]
         explained = result.prediction.label_names[result.target]

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 import services
+from ui.text import plain
 
 T = TypeVar("T")
 
@@ -30,7 +31,7 @@ def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
             )
     except ValueError as error:
         bar.empty()
-        st.error(str(error))
+        st.error(plain(str(error)))
         st.stop()
     bar.empty()
     return result

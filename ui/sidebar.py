@@ -14,6 +14,7 @@ import services
 from ui.prediction import DEFAULT_THRESHOLD
 from ui.share import copy_link
 from ui.state import Selection, set_selection
+from ui.text import plain
 
 DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
 _URL_READ = "sidebar.url_read"
@@ -49,12 +50,17 @@ def render() -> Selection:
         example=example,
         target=target,
         mlm=mlm,
-        error=model_error or example_error,
+        error=_shown(model_error or example_error),
         head=head,
         threshold=threshold,
     )
     set_selection(selection)
     return selection
+
+
+def _shown(error: str | None) -> str | None:
+    """An error as the pages show it: escaped, since it may quote a model name from the link."""
+    return plain(error) if error else None
 
 
 # --------------------------------------------------------------------------- URL
@@ -74,8 +80,9 @@ def _read_url_once(choices: dict[str, services.ModelChoice], options: dict[str, 
         st.session_state["sidebar.dataset"] = dataset
     if dataset in options and params.get("split") in options[dataset]:
         st.session_state["sidebar.split"] = params["split"]
-    if params.get("index", "").isdigit():
-        st.session_state["sidebar.index"] = int(params["index"])
+    index = params.get("index", "")
+    if index.isascii() and index.isdigit():  # "²" is a digit to isdigit but not to int
+        st.session_state["sidebar.index"] = int(index)
 
 
 def _write_url(model: str, dataset: str, split: str | None, index: int | None) -> None:
