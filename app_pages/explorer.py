@@ -11,12 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 import services
-from ui import sidebar, state
+from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import download_row
-from ui.explorer import distribution_figure, mean_curve_figure, progress_line
-from ui.heatmap import heatmap_html
+from ui.explorer import FILTERS, distribution_figure, filtered, graded, mean_curve_figure, progress_line, stored_example
 from ui.imports import import_box
+from ui.text import plain
 
 selection = state.current()
 st.title("Dataset explorer")
@@ -44,7 +44,13 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                 st.error(str(error))
             else:
                 st.session_state["explorer.run"] = run_id
-                st.success(f"Run `{run_id}` goes on in the background; its progress shows below.")
+                log = services.background.log_name(run_id)
+                failure = services.background.early_failure(run_id)
+                if failure is None:
+                    st.success(f"Run `{run_id}` goes on in the background (log: `{log}` in the run store's folder).")
+                else:
+                    st.error(f"Run `{run_id}` stopped as soon as it started; the end of its log `{log}`:")
+                    st.code(failure, language=None)
                 catalogue = services.runs.catalogue()
 
 imported = import_box(selection)
@@ -83,50 +89,37 @@ if info.rows_done == 0:
     st.info("No example of this run is finished yet.")
     st.stop()
 
-table = services.runs.example_table(run_id)
+run = services.runs.snapshot(run_id)  # one read: every table and figure below shows the same rows
+info = run.info
+if run.head_unknown:
+    st.warning(
+        "This run's model cannot be loaded now, so its head is unknown: its outputs are read as a single-label classifier's."
+    )
+    st.caption(plain(run.head_unknown))  # it quotes the model's name
+table = services.runs.example_table(run)
 st.subheader("Examples")
-graded = "correct" in table.columns  # a single-label head's class against the gold label
-show = (
-    st.segmented_control("Show", ["all", "correct", "wrong"], default="all", key="explorer.filter") if graded else None
-)
-shown = table if show in (None, "all") else table[table["correct"] == (show == "correct")]
+show = st.segmented_control("Show", FILTERS, default="all", key="explorer.filter") if graded(table) else None
+shown = filtered(table, show)
 picked = st.dataframe(
     shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
 )  # fmt: skip
 download_row("explorer.table.download", name=f"{run_id}-examples", table=shown)
 positions = list(shown["position"])
-if picked is not None and picked.selection.rows:
-    st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
-if st.session_state.get("explorer.position") not in positions:
-    st.session_state.pop("explorer.position", None)
-position = st.selectbox("Example", positions, key="explorer.position", help="Or click a row of the table.")
-stored = services.runs.stored_heatmap(run_id, int(position))
-example = stored.prediction.example
-st.markdown(f"**Example {position}**: the scores stored by `{run_id}` (nothing recomputed)")
-st.html(heatmap_html(example.words, example.segment_ids, stored.attributions, rationale=example.rationale))
 
-
-index = services.runs.dataset_index(info, int(position))
-
-
-def open_on_heatmaps(methods: list[str]) -> None:
-    """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
-    sidebar.select_example(info.model, info.dataset, info.split, int(index))
-    st.session_state["heatmaps.stored"] = (run_id, int(position))
-    known = {m.key for m in services.methods()}
-    st.session_state["heatmaps.methods"] = [m for m in methods if m in known]
-
-
-if st.button(
-    "Open on the heatmap page", key="explorer.open", on_click=open_on_heatmaps, args=(list(stored.attributions),),
-    disabled=index is None, help="Imported from the file's own text: not a dataset example" if index is None else None,
-):  # fmt: skip
-    st.switch_page("app_pages/heatmaps.py")
+if not positions:
+    st.info(f"No example of this run is {show}.")
+else:
+    if picked is not None and picked.selection.rows:
+        st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
+    if st.session_state.get("explorer.position") not in positions:
+        st.session_state.pop("explorer.position", None)
+    position = st.selectbox("Example", positions, key="explorer.position", help="Or click a row of the table.")
+    stored_example(run_id, info, int(position))
 
 st.subheader("Per run")
 left, right = st.columns(2)
-values = services.runs.metric_values(run_id)
+values = services.runs.metric_values(run)
 metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric")
 distribution = distribution_figure(values[values["metric"] == metric], metric)
 left.plotly_chart(distribution, key="explorer.distribution")
@@ -134,7 +127,7 @@ curves = services.runs.mean_curves(run_id)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
     curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve")
-    curve_figure = mean_curve_figure(curves, curve_metric, head=services.runs.head_kind(info.model))
+    curve_figure = mean_curve_figure(curves, curve_metric, head=run.head)
     right.plotly_chart(curve_figure, key="explorer.curves")
     with right:
         download_row("explorer.curves.download", name=f"{run_id}-{curve_metric}-curve", figure=curve_figure)
@@ -145,7 +138,7 @@ st.subheader("Do the methods agree?")
 a, b = st.columns(2)
 measure = a.selectbox("Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure")
 clustered = b.toggle("Order by clustering", key="explorer.clustered")
-names, matrix, disputes = services.runs.run_agreement(run_id, measure, clustered)
+names, matrix, disputes = services.runs.run_agreement(run, measure, clustered)
 title = f"mean over {len(disputes)} examples"
 agreement = agreement_figure(names, matrix, measure, title)
 st.plotly_chart(agreement, key="explorer.agreement")

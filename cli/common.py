@@ -110,6 +110,22 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
 
 
+def slice_keys(methods_arg: str, metrics_arg: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The method and metric keys of a dataset evaluation (``evaluate``, ``run``). An empty list
+    is refused: ``--metrics ""`` once computed the defaults, under another run id than the one
+    asked for; only an absent ``--metrics`` means the defaults."""
+    import explainers
+    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
+
+    methods = tuple(explainers.resolve(methods_arg))
+    if not methods:
+        raise ValueError(f"no methods in --methods {methods_arg!r}: name at least one (see `methods`) or 'all'")
+    metrics = tuple(resolve_metrics(DEFAULT_METRICS if metrics_arg is None else metrics_arg))
+    if not metrics:
+        raise ValueError(f"no metrics in --metrics {metrics_arg!r}: name at least one or 'all'")
+    return methods, metrics
+
+
 def methods_and_params(methods_arg: str, param_items: list[str] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
     """The validated method keys and their ``--param`` values; a parameter of a method that was
     not asked for is refused."""

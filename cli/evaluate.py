@@ -8,11 +8,9 @@ import time
 
 from engine.evaluate import (
     DEFAULT_GROUP,
-    DEFAULT_METRICS,
     evaluate_slice,
     metric_params,
     needs_mlm,
-    resolve_metrics,
     select_examples,
 )
 from engine.resources import Resources
@@ -20,14 +18,12 @@ from engine.slice_report import slice_report
 
 
 def run(args: argparse.Namespace) -> int:
-    import explainers
-    from cli.common import parse_params, print_json, print_summary_table, progress_bar
+    from cli.common import parse_params, print_json, print_summary_table, progress_bar, slice_keys
     from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
 
-    methods = explainers.resolve(args.methods)
-    metric_keys = resolve_metrics(args.metrics or DEFAULT_METRICS)
+    methods, metric_keys = map(list, slice_keys(args.methods, args.metrics))
     overrides = parse_params(args.param)
     unknown = set(overrides) - set(methods) - set(metric_keys)
     if unknown:

@@ -11,10 +11,8 @@ from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 
 def run(args: argparse.Namespace) -> int:
-    import explainers
-    from cli.common import parse_params, progress_bar
+    from cli.common import parse_params, progress_bar, slice_keys
     from cli.show import print_run
-    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
     from engine.runs.executor import execute, open_run, resume_spec
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
@@ -27,13 +25,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
         if args.limit is None and not args.all:
             raise ValueError("give --limit N or --all (the whole split)")
+        methods, metrics = slice_keys(args.methods, args.metrics)
         spec = RunSpec(
             model=args.model,
             dataset=args.dataset,
             split=args.split,
             limit=args.limit,
-            methods=tuple(explainers.resolve(args.methods)),
-            metrics=tuple(resolve_metrics(args.metrics or DEFAULT_METRICS)),
+            methods=methods,
+            metrics=metrics,
             overrides=parse_params(args.param),
             seed=args.seed,
             target=args.target,

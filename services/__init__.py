@@ -9,7 +9,7 @@ them with ``st.error``.
 
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
-from services import reproductions, runs
+from services import background, reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement, run_agreement
 from services.bundles import bundle_bytes
@@ -114,6 +114,7 @@ __all__ = [
     "attack_info",
     "attack_summary",
     "autocast_choices",
+    "background",
     "binarized",
     "bundle_bytes",
     "classifier",

@@ -8,8 +8,6 @@ progress by reading the catalogue. Nothing here recomputes a stored unit.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import streamlit as st
 from engine.roar import report as _report
 from engine.runs.records import RunInfo, run_id_of, run_key
 from engine.runs.store import RunStore, results_dir
+from services.background import start_background
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_DIR = ROOT / "assets" / "roar"
@@ -97,7 +96,8 @@ def estimate(settings: dict[str, Any], progress=None) -> dict[str, Any]:
 
 def start_job(settings: dict[str, Any]) -> str:
     """Start (or resume) a job in a background process and return its id at once; a job with the
-    same settings that is done, or being written, is returned as it is."""
+    same settings that is done, or being written, is returned as it is. In shared mode one
+    background process at a time, runs included (``services.background.start_background``)."""
     from engine.roar.report import command_of
     from engine.roar.run import load_data, new_run
 
@@ -107,11 +107,5 @@ def start_job(settings: dict[str, Any]) -> str:
     if found is not None and (found.status == "done" or (found.status == "running" and not found.writer_gone)):
         return run_id
     arguments = command_of(job).split()[3:]  # after "python -m cli roar"
-    command = [sys.executable, "-m", "cli", "roar", *arguments, "--no-estimate", "--quiet", "--json"]
-    logs = results_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / f"{run_id}.log", "a") as log:
-        subprocess.Popen(
-            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ}
-        )
+    start_background(run_id, [sys.executable, "-m", "cli", "roar", *arguments, "--no-estimate", "--quiet", "--json"])
     return run_id

@@ -3,17 +3,16 @@ every session), runs started in the background, and one stored example as a heat
 
 A run started from the app is a separate ``python -m cli run`` process (the serial executor):
 it keeps going when the tab is closed or the page is left, writes each finished unit atomically
-to the store, and any session sees its progress by reading the catalogue. Reading a stored row
-never recomputes anything.
+to the store, and any session sees its progress by reading the catalogue; in shared mode the
+server starts one such process (or ROAR job) at a time. Reading a stored row never recomputes
+anything, and a page reads a run's rows once (``snapshot``) for all it shows.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
 import sys
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,11 +21,10 @@ import streamlit as st
 
 from engine.runs import executor
 from engine.runs.records import RunInfo, run_id_of, run_key
-from engine.runs.store import RunStore, results_dir
+from engine.runs.store import RunStore
 from services import agreement as _agreement
+from services.background import start_background
 from services.explain import HeatmapResult, PredictionResult
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _store() -> RunStore:
@@ -56,7 +54,26 @@ def stored_rows(run_id: str) -> pd.DataFrame:
     return _rows(run_id, info(run_id).rows_done)
 
 
-def example_table(run_id: str) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of a stored run for one run of a page: its catalogue entry, the rows finished at
+    that moment and its head. Every table and figure of the page is derived from the same rows,
+    so they agree even while units are being committed."""
+
+    info: RunInfo
+    rows: pd.DataFrame
+    head: str  # what the outputs are (``head_kind``)
+    head_unknown: str | None  # why the model cannot be loaded now (then ``head`` is single_label)
+
+
+def snapshot(run_id: str) -> Snapshot:
+    """The run's rows as they are now, read once."""
+    run = info(run_id)
+    head, unknown = read_head(run.model)
+    return Snapshot(run, _rows(run_id, run.rows_done), head, unknown)
+
+
+def example_table(run: Snapshot) -> pd.DataFrame:
     """One row per stored example: position, text, gold and predicted label, correct, confidence,
     length, every method's metric values and the methods' disagreement (1 - mean pairwise
     Spearman rho of the word scores).
@@ -68,14 +85,13 @@ def example_table(run_id: str) -> pd.DataFrame:
     dataset names it (``gold_names``), else shown as its number."""
     from core.heads import Head
 
-    run = info(run_id)
-    frame = stored_rows(run_id)
-    names = list(run.label_names)
-    head = Head(head_kind(run.model), tuple(names))
+    frame = run.rows
+    names = list(run.info.label_names)
+    head = Head(run.head, tuple(names))
     table = pd.DataFrame({"position": frame["position"], "id": frame["id"]})
     table["text"] = [" ".join(words)[:160] for words in frame["words"]]
     gold = [None if x is None or pd.isna(x) else int(x) for x in frame["label"]]
-    classes = gold_names(run, head.kind)
+    classes = gold_names(run.info, head.kind)
     table["gold"] = [classes[g] if g is not None and g < len(classes) else g for g in gold]
     outputs = [np.asarray(p, dtype=float) for p in frame["probabilities"]]
     if head.kind == "single_label":
@@ -89,23 +105,22 @@ def example_table(run_id: str) -> pd.DataFrame:
             for p in outputs
         ]
     table["words"] = [len(words) for words in frame["words"]]
-    for method in run.methods:
-        for metric in run.metrics:
+    for method in run.info.methods:
+        for metric in run.info.metrics:
             column = f"value/{method}/{metric}"
             if column in frame:
                 table[f"{method} · {metric}"] = frame[column].astype(float)
-    table["disagreement"] = [1.0 - d for d in run_agreement(run_id)[2]]
+    table["disagreement"] = [1.0 - d for d in run_agreement(run)[2]]
     return table
 
 
-def metric_values(run_id: str) -> pd.DataFrame:
+def metric_values(run: Snapshot) -> pd.DataFrame:
     """Long table (method, metric, value) of every stored metric value, for distribution plots."""
-    run = info(run_id)
-    frame = stored_rows(run_id)
+    frame = run.rows
     parts = [
         pd.DataFrame({"method": method, "metric": metric, "value": frame[f"value/{method}/{metric}"].astype(float)})
-        for method in run.methods
-        for metric in run.metrics
+        for method in run.info.methods
+        for metric in run.info.metrics
         if f"value/{method}/{metric}" in frame
     ]
     return (
@@ -125,30 +140,27 @@ def mean_curves(run_id: str) -> dict[str, dict[str, dict[str, list[float]]]]:
     return _mean_curves(run_id, info(run_id).rows_done)
 
 
-def _scores(run_id: str) -> list[dict[str, np.ndarray]]:
-    run = info(run_id)
-    frame = stored_rows(run_id)
-    out = []
-    for _, row in frame.iterrows():
-        found = {
-            m: np.asarray(row[f"score/{m}"], dtype=np.float64) for m in run.methods if row[f"score/{m}"] is not None
-        }
-        out.append(found)
-    return out
+def _scores(methods: tuple[str, ...], frame: pd.DataFrame) -> list[dict[str, np.ndarray]]:
+    """Each row's word scores by method (the methods that failed on it left out)."""
+    return [
+        {m: np.asarray(row[f"score/{m}"], dtype=np.float64) for m in methods if row[f"score/{m}"] is not None}
+        for _, row in frame.iterrows()
+    ]
 
 
 def run_agreement(
-    run_id: str, measure: str = "spearman", clustered: bool = False
+    run: Snapshot, measure: str = "spearman", clustered: bool = False
 ) -> tuple[list[str], np.ndarray, list[float]]:
-    """The run's mean methods x methods agreement and each example's mean pairwise agreement."""
-    return _run_agreement(run_id, info(run_id).rows_done, measure, clustered)
+    """The run's mean methods x methods agreement and each example's mean pairwise agreement, in
+    the order of the snapshot's rows."""
+    return _run_agreement(run.info.run_id, len(run.rows), measure, clustered, run.info.methods, run.rows)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _run_agreement(
-    run_id: str, rows_done: int, measure: str, clustered: bool
-) -> tuple[list[str], np.ndarray, list[float]]:
-    return _agreement.run_agreement(_scores(run_id), measure, clustered=clustered)
+    run_id: str, rows: int, measure: str, clustered: bool, methods: tuple[str, ...], _frame: pd.DataFrame
+) -> tuple[list[str], np.ndarray, list[float]]:  # rows: committed rows only grow, so their count names them
+    return _agreement.run_agreement(_scores(methods, _frame), measure, clustered=clustered)
 
 
 def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
@@ -164,16 +176,29 @@ def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def head_kind(model: str) -> str:
-    """What a stored run's outputs are (``core.heads``: a dataset run explains the head its model's
-    config gives): ``regression`` for a raw score, else a probability. A model that cannot be
-    loaded here any more reads as ``single_label``: its stored results still show."""
+def _detected_head(model: str) -> str:
+    """The head kind ``model``'s config gives; ``ValueError`` when it cannot be loaded now (an
+    error is not cached, so the next call tries again)."""
     from services.models import classifier
 
+    return classifier(model).head.kind
+
+
+def read_head(model: str) -> tuple[str, str | None]:
+    """(what a stored run's outputs are, why that is unknown now): ``core.heads``' kind of the
+    model's head (a dataset run explains the head its config gives), or ``single_label`` with
+    the one-line reason when the model cannot be loaded now (folder gone, hub offline, not
+    offered in shared mode): its stored results still show."""
     try:
-        return classifier(model).head.kind
-    except ValueError:
-        return "single_label"
+        return _detected_head(model), None
+    except ValueError as error:
+        return "single_label", str(error)
+
+
+def head_kind(model: str) -> str:
+    """What a stored run's outputs are: ``regression`` for a raw score, else a probability
+    (``read_head``)."""
+    return read_head(model)[0]
 
 
 def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
@@ -221,6 +246,24 @@ def stored_for(stored: tuple[str, int] | None, model: str, dataset: str | None, 
     return stored_heatmap(run_id, position)
 
 
+def _run_metrics(head, target: str, methods: list[str], metrics: list[str]) -> list[str]:
+    """The metrics a run of ``head`` computes (log-odds left out for a raw score); ``ValueError``
+    in one line for a run that explains nothing or measures nothing, or the gold class of a head
+    that does not output it."""
+    if target == "gold" and head.kind != "single_label":
+        raise ValueError(
+            f"a {head.kind.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
+            "explain the predicted output"
+        )
+    if not methods:
+        raise ValueError("pick at least one method to run")
+    kept = metrics if head.is_probability else [m for m in metrics if m != "log_odds"]
+    if not kept:
+        dropped = " other than log_odds (a regression head's score has no log-odds)" if metrics else ""
+        raise ValueError(f"pick at least one metric{dropped} to run")
+    return kept
+
+
 def start_run(
     model: str,
     dataset: str,
@@ -233,20 +276,14 @@ def start_run(
 ) -> str:
     """Start (or resume) a run in a background process and return its id at once. A run with the
     same key that is already done is returned as it is; one being written is left alone. Runs
-    use the head the model's config gives (a regression head's runs leave log-odds out)."""
+    use the head the model's config gives (a regression head's runs leave log-odds out); in
+    shared mode one background process at a time (``start_background``)."""
     from services.models import classifier, ref_autocast, split_ref
 
     name, head_type = split_ref(model)
     if head_type is not None:
         raise ValueError("dataset runs use the head the model's config gives: clear the sidebar's head-type override")
-    head = classifier(model).head
-    if target == "gold" and head.kind != "single_label":
-        raise ValueError(
-            f"a {head.kind.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
-            "explain the predicted output"
-        )
-    if not head.is_probability:
-        metrics = [m for m in metrics if m != "log_odds"]
+    metrics = _run_metrics(classifier(model).head, target, methods, metrics)
     autocast = ref_autocast(model)  # the sidebar's scoring precision, part of the run's key
     spec = executor.RunSpec(
         model=name,
@@ -269,12 +306,7 @@ def start_run(
     command += ["--limit", str(limit)] if limit is not None else ["--all"]
     command += ["--methods", ",".join(methods), "--metrics", ",".join(metrics), "--target", target]
     command += ["--executor", "serial", "--quiet", "--json"] + (["--seed", str(seed)] if seed is not None else [])
-    logs = results_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / f"{run_id}.log", "a") as log:
-        subprocess.Popen(
-            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ}
-        )
+    start_background(run_id, command)
     return run_id
 
 

@@ -123,6 +123,13 @@ def test_a_regression_or_multi_label_run_is_shown_by_its_head(head_run, monkeypa
     assert not at.error, [e.value for e in at.error]
 
 
+class Running:
+    """A stand-in for a background process that goes on."""
+
+    def poll(self) -> None:
+        return None
+
+
 def test_a_run_of_a_regression_or_multi_label_head_cannot_explain_the_gold_class(head_run, monkeypatch) -> None:
     """The gold class of the dataset is not one of such a head's outputs: the run is refused in
     one line before any process starts (it would fail on every example)."""
@@ -133,10 +140,12 @@ def test_a_run_of_a_regression_or_multi_label_head_cannot_explain_the_gold_class
     _, folder, results, head = head_run
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
     started: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: started.append(command))
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: started.append(command) or Running())
+    services.background.background.clear()
     refused = rf"a {head.replace('_', '-')} head explains its own outputs, not the dataset's gold class"
     with pytest.raises(ValueError, match=refused):
         services.runs.start_run(folder, "examples", "sst2", 2, ["loo_empty"], ["deletion"], "gold")
     assert not started
     services.runs.start_run(folder, "examples", "sst2", 2, ["loo_empty"], ["deletion"], "predicted")
     assert len(started) == 1
+    services.background.background.clear()

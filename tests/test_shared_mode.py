@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from services import access
+from tests.page_text import errors
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGES = [
@@ -49,9 +50,9 @@ def test_links_to_other_models_get_one_message_and_the_field_is_gone(shared) -> 
         at = run(model)
         assert not at.exception
         assert not [t for t in at.text_input if t.key == "sidebar.model_path"]
-        errors = [e.value for e in at.error]
-        assert errors, model
-        messages.append(errors[0].replace(repr(model), "MODEL"))
+        shown = errors(at)
+        assert shown, model
+        messages.append(shown[0].replace(repr(model), "MODEL"))
     assert len(set(messages)) == 1 and "not offered on this server" in messages[0]
 
 
@@ -81,3 +82,66 @@ def test_the_password_blocks_every_page_until_given(shared) -> None:
     at.button[0].click().run()
     assert not at.exception
     assert 'data-method="random"' in "".join(h.value for h in at.html)
+
+
+class Process:
+    """A stand-in for a background process: it runs until ``finish``."""
+
+    def __init__(self, command: list[str], **kwargs) -> None:
+        self.command = command
+        self.code: int | None = None
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def finish(self) -> None:
+        self.code = 0
+
+
+@pytest.fixture
+def started(monkeypatch) -> list[Process]:
+    """The background processes the services start (none really)."""
+    import subprocess
+
+    import services
+
+    processes: list[Process] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: processes.append(Process(*a, **k)) or processes[-1])
+    services.background.background.clear()
+    yield processes
+    services.background.background.clear()
+
+
+def start(limit: int) -> str:
+    import services
+
+    return services.runs.start_run("minilm-sst2", "examples", "sst2", limit, ["random"], ["deletion"])
+
+
+def test_one_background_job_at_a_time_in_shared_mode(shared, started) -> None:
+    """While a run this server started goes on, no other run or ROAR job starts (one line says
+    why); once it is done the next one starts. Asking again for the run that goes on is no new
+    process."""
+    from services import roar
+
+    first = start(1)
+    assert start(1) == first and len(started) == 1  # the same run: it is being written
+    busy = rf"^this server runs one background job at a time and {first} is still running: try later$"
+    with pytest.raises(ValueError, match=busy):
+        start(2)
+    with pytest.raises(ValueError, match=busy):
+        roar.start_job(
+            {"methods": ["loo_empty"], "levels": ["10%"], "seeds": 2, "task": "sst2", "train_size": 8, "eval_size": 8}
+        )
+    assert len(started) == 1
+    started[0].finish()
+    start(2)
+    assert len(started) == 2
+
+
+def test_private_mode_starts_background_jobs_side_by_side(shared, started) -> None:
+    shared.delenv(access.SHARED_ENV)
+    access.policy.clear()
+    start(1)
+    start(2)
+    assert len(started) == 2 and all(p.poll() is None for p in started)

@@ -1,5 +1,6 @@
 """Figures of the dataset explorer: metric distributions per method, mean curves with 95% bands,
-and the one-line progress of a stored run."""
+the one-line progress of a stored run, the correct/wrong filter of its table and one stored
+example's heatmap."""
 
 from __future__ import annotations
 
@@ -7,15 +8,56 @@ import html
 
 import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 
+import services
+from ui import sidebar
 from ui.charts import band_trace, style
+from ui.heatmap import heatmap_html
 from ui.theme import current
+
+FILTERS = ("all", "correct", "wrong")  # the examples the table shows
 
 
 def progress_line(info) -> str:
     """ "412 of 872 examples · running · 95 s" for a stored run's catalogue entry."""
     status = "stopped (its process is gone: resume it)" if info.writer_gone else info.status
     return f"{info.rows_done:,} of {info.rows_total:,} examples · {status} · {info.wall_s:.0f} s"
+
+
+def graded(table: pd.DataFrame) -> bool:
+    """Whether the table's examples can be filtered as correct or wrong: a single-label head's
+    class against the gold label, where the split has gold labels."""
+    return "correct" in table.columns and bool(table["correct"].notna().any())
+
+
+def filtered(table: pd.DataFrame, show: str | None) -> pd.DataFrame:
+    """The rows of ``table`` that ``show`` (one of ``FILTERS``; None: all) keeps."""
+    return table if show in (None, "all") else table[table["correct"] == (show == "correct")]
+
+
+def stored_example(run_id: str, info, position: int) -> None:
+    """A stored example's heatmap with its run's own scores (nothing recomputed) and the button
+    that opens it on the heatmap page; ``info`` is the run's catalogue entry."""
+    stored = services.runs.stored_heatmap(run_id, position)
+    example = stored.prediction.example
+    st.markdown(f"**Example {position}**: the scores stored by `{run_id}` (nothing recomputed)")
+    st.html(heatmap_html(example.words, example.segment_ids, stored.attributions, rationale=example.rationale))
+    index = services.runs.dataset_index(info, position)
+    if st.button(
+        "Open on the heatmap page", key="explorer.open", on_click=_open_on_heatmaps,
+        args=(run_id, info, position, index, list(stored.attributions)), disabled=index is None,
+        help="Imported from the file's own text: not a dataset example" if index is None else None,
+    ):  # fmt: skip
+        st.switch_page("app_pages/heatmaps.py")
+
+
+def _open_on_heatmaps(run_id: str, info, position: int, index: int, methods: list[str]) -> None:
+    """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
+    sidebar.select_example(info.model, info.dataset, info.split, index)
+    st.session_state["heatmaps.stored"] = (run_id, position)
+    known = {m.key for m in services.methods()}
+    st.session_state["heatmaps.methods"] = [m for m in methods if m in known]
 
 
 def distribution_figure(values: pd.DataFrame, metric: str) -> go.Figure:

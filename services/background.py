@@ -1,0 +1,92 @@
+"""Background processes started by the app: a dataset run (``python -m cli run``) or a ROAR job
+(``python -m cli roar``) in its own session, so it outlives the page and the tab, its output
+appended to a log in the run store's folder. In shared mode the server starts one at a time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from engine.runs.store import results_dir
+from services.access import shared_mode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Background:
+    """The background processes (``python -m cli run`` / ``roar``) this server process started,
+    by run id. The handles, not the store's catalogue, say whether one still runs: a process is
+    in the catalogue only once it has loaded its model and data, and the catalogue does not say
+    who started it."""
+
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def is_running(self, run_id: str) -> bool:
+        """Whether this server's process for ``run_id`` is still running."""
+        process = self.processes.get(run_id)
+        return process is not None and process.poll() is None
+
+    def running(self) -> list[str]:
+        """The run ids of the processes still running."""
+        return [run_id for run_id in self.processes if self.is_running(run_id)]
+
+
+@st.cache_resource
+def background() -> Background:
+    """The server's background processes (one record per server process)."""
+    return Background()
+
+
+def log_path(run_id: str) -> Path:
+    """The file a background process of ``run_id`` writes its output to."""
+    return results_dir() / "logs" / f"{run_id}.log"
+
+
+def log_name(run_id: str) -> str:
+    """The log of ``run_id`` as the pages name it: inside the run store's folder (no host path)."""
+    return f"logs/{run_id}.log"
+
+
+def start_background(run_id: str, command: list[str]) -> None:
+    """Start ``command`` in its own session (it outlives the page), its output appended to
+    ``log_path(run_id)``, unless this server's process for ``run_id`` still runs. In shared mode
+    ``ValueError`` while another process this server started still runs: visitors share one
+    background process at a time."""
+    started = background()
+    with started.lock:
+        if started.is_running(run_id):  # still starting (not in the catalogue yet): not started twice
+            return
+        running = started.running() if shared_mode() else []
+        if running:
+            raise ValueError(
+                f"this server runs one background job at a time and {running[0]} is still running: try later"
+            )
+        log_path(run_id).parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path(run_id), "a") as log:
+            started.processes[run_id] = subprocess.Popen(
+                command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ}
+            )
+
+
+def early_failure(run_id: str, wait_s: float = 0.5, lines: int = 8) -> str | None:
+    """The last ``lines`` of the log when the process this server started for ``run_id`` exited
+    with an error within ``wait_s`` seconds (bad arguments); None while it runs, after a success,
+    or when this server started none."""
+    process = background().processes.get(run_id)
+    if process is None:
+        return None
+    try:
+        code = process.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return None
+    if code == 0:
+        return None
+    tail = log_path(run_id).read_text(errors="replace").splitlines()[-lines:]
+    return "\n".join(tail) or f"exit status {code}, nothing logged"
