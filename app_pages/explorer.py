@@ -16,6 +16,7 @@ from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import download_row
 from ui.explorer import FILTERS, distribution_figure, filtered, graded, mean_curve_figure, progress_line, stored_example
 from ui.imports import import_box
+from ui.runs import started_note
 from ui.text import plain
 
 selection = state.current()
@@ -41,16 +42,10 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                     None if limit == size else int(limit), methods, metrics, target,
                 )  # fmt: skip
             except ValueError as error:
-                st.error(str(error))
+                st.error(plain(str(error)))
             else:
                 st.session_state["explorer.run"] = run_id
-                log = services.background.log_name(run_id)
-                failure = services.background.early_failure(run_id)
-                if failure is None:
-                    st.success(f"Run `{run_id}` goes on in the background (log: `{log}` in the run store's folder).")
-                else:
-                    st.error(f"Run `{run_id}` stopped as soon as it started; the end of its log `{log}`:")
-                    st.code(failure, language=None)
+                started_note("Run", run_id)
                 catalogue = services.runs.catalogue()
 
 imported = import_box(selection)

@@ -152,4 +152,4 @@ with st.expander("Start a job (runs in the background)"):
         except ValueError as error:
             st.error(plain(str(error)))
         else:
-            st.success(f"Job `{run_id}` goes on in the background; pick it above to follow it.")
+            ui_runs.started_note("Job", run_id, follow=" (pick it above to follow it)")

@@ -150,3 +150,15 @@ def stopped_note(stopped: list[tuple[int, int] | None]) -> None:
             f"A run of these settings stopped after {done} of {asked} examples. What it finished is kept: "
             f"running it again goes on from example {done + 1}."
         )
+
+
+def started_note(what: str, run_id: str, follow: str = "") -> None:
+    """The line after a background run or ROAR job was started: where its log is, or the end of
+    the log when the process stopped at once (``services.background.early_failure``)."""
+    log = services.background.log_name(run_id)
+    failure = services.background.early_failure(run_id)
+    if failure is None:
+        st.success(f"{what} `{run_id}` goes on in the background{follow} (log: `{log}` in the run store's folder).")
+    else:
+        st.error(f"{what} `{run_id}` stopped as soon as it started; the end of its log `{log}`:")
+        st.code(failure, language=None)
