@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.heads import KINDS
 from core.types import Attribution, Example, decode_json, encode_json, read_record
 from engine.evaluate import SliceEvaluation
 from engine.explain import Explanation, Prediction
@@ -145,9 +146,12 @@ class ExplanationResult:
         """The result written by ``to_json`` (a dict, or its JSON text)."""
         record = read_record(data, EXPLANATION_SCHEMA)
         probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
+        head = str(record.get("head", "single_label"))
+        if head not in KINDS:
+            raise ValueError(f"unknown head {head!r} (one of {', '.join(KINDS)})")
         explanation = Explanation(
             example=Example.from_json(record["example"]),
-            prediction=Prediction(probabilities, int(record["predicted"]), str(record.get("head", "single_label"))),
+            prediction=Prediction(probabilities, int(record["predicted"]), head),
             target=int(record["target"]),
             attributions={key: Attribution.from_json(a) for key, a in record["attributions"].items()},
             dropped_words=int(record["dropped_words"]),

@@ -22,6 +22,18 @@ def app_command(bundle: Path, port: int | None = None) -> tuple[list[str], dict[
     return command, {**os.environ, BUNDLE_ENV: str(bundle.resolve())}
 
 
+def prediction_line(bundle) -> str:
+    """What the bundled model predicted and what is explained, as its head defines them: a
+    regression head's score, the labels whose sigmoid reaches 0.5, or one class's probability."""
+    names, outputs, target = bundle.label_names, bundle.probabilities, bundle.target
+    if bundle.head == "regression":
+        return f"score {names[target]} = {outputs[target]:.4f}, explaining that score"
+    if bundle.head == "multi_label":
+        chosen = ", ".join(f"{names[i]} ({p:.1%})" for i, p in enumerate(outputs) if p >= 0.5) or "none"
+        return f"predicted labels (probability >= 50%): {chosen}; explaining {names[target]} ({outputs[target]:.1%})"
+    return f"predicted {names[bundle.predicted]} ({outputs[bundle.predicted]:.1%}), explaining {names[target]}"
+
+
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json
     from engine.bundles import MAX_BUNDLE_BYTES, read_bundle
@@ -42,10 +54,7 @@ def run(args: argparse.Namespace) -> int:
         else "typed text"
     )
     print(f"{path.name}: {bundle.model}, {where} ({bundle.example.id or 'text'}), made {bundle.created}")
-    names = bundle.label_names
-    print(
-        f"predicted {names[bundle.predicted]} ({bundle.probabilities[bundle.predicted]:.1%}), explaining {names[bundle.target]}"
-    )
+    print(prediction_line(bundle))
     methods = list(bundle.attributions)
     width = max((len(w) for w in bundle.example.words), default=4)
     print(f"{'word':<{width}}  " + "  ".join(f"{m:>14}" for m in methods))

@@ -42,6 +42,7 @@ _PROBLEM_TYPES = {
     "multi_label_classification": "multi_label",
     "regression": "regression",
 }
+KINDS = tuple(_PROBLEM_TYPES.values())
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,8 @@ def _annotator_labels(annotators: Any) -> list[int]:
         labels = [a["label"] for a in annotators or []]
     out = []
     for label in labels:
-        if isinstance(label, str) and not label.strip().lstrip("-").isdigit():
+        digits = label.strip().removeprefix("-") if isinstance(label, str) else ""
+        if isinstance(label, str) and not (digits.isascii() and digits.isdigit()):
             name = label.strip().lower().replace(" ", "")
             out.append(HATEXPLAIN_LABELS.index(name))
         else:

@@ -53,6 +53,7 @@ class Bundle:
     created: str = ""
     code_version: str = ""
     figures: tuple[str, ...] = ()
+    head: str = "single_label"  # core.heads: what ``probabilities`` are (scores for regression)
 
     def to_json(self) -> dict[str, Any]:
         from core.types import encode_json
@@ -65,6 +66,7 @@ class Bundle:
             "params": encode_json(self.params),
             "example": self.example.to_json(),
             "probabilities": list(self.probabilities),
+            "head": self.head,
             "predicted": self.predicted,
             "target": self.target,
             "attributions": {method: a.to_json() for method, a in self.attributions.items()},
@@ -130,12 +132,11 @@ def _bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
 
 
 def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
+    from core.heads import KINDS
     from core.types import decode_json, read_record
 
     record = read_record(document, BUNDLE_SCHEMA)
-    selection = record["selection"]
-    if not isinstance(selection, dict):
-        raise TypeError("selection must be an object")
+    selection = _selection(record["selection"])
     attributions = {str(k): Attribution.from_json(v) for k, v in dict(record["attributions"]).items()}
     example = Example.from_json(record["example"])
     for method, attribution in attributions.items():
@@ -148,10 +149,13 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
         raise ValueError("bundle: the prediction does not match the model's classes")
+    head = str(record.get("head") or "single_label")  # bundles before the field were single-label
+    if head not in KINDS:
+        raise ValueError(f"bundle: unknown head {head!r} (one of {', '.join(KINDS)})")
     return Bundle(
         model=str(record["model"]),
         label_names=label_names,
-        selection={k: selection.get(k) for k in SELECTION_KEYS},
+        selection=selection,
         params=decode_json(record["params"]),
         example=example,
         probabilities=probabilities,
@@ -163,4 +167,27 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         created=str(record.get("created", "")),
         code_version=str(record.get("code_version", "")),
         figures=figures,
+        head=head,
     )
+
+
+# What each selection key may hold (None: not set): the page puts these in its widgets.
+_SELECTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "dataset": str, "split": str, "index": int, "text": str, "text_b": str, "target": int, "mlm": str,
+    "methods": list, "view": str, "shared_scale": bool,
+}  # fmt: skip
+
+
+def _selection(selection: Any) -> dict[str, Any]:
+    """The bundle's selection, each key of ``SELECTION_KEYS`` of its type or None."""
+    if not isinstance(selection, dict):
+        raise TypeError("selection must be an object")
+    chosen = {k: selection.get(k) for k in SELECTION_KEYS}
+    for key, value in chosen.items():
+        kind = _SELECTION_TYPES[key]
+        wrong_bool = isinstance(value, bool) and kind is int  # JSON true is not an index
+        if value is not None and (wrong_bool or not isinstance(value, kind)):
+            raise TypeError(f"selection {key} must be a {getattr(kind, '__name__', kind)}, got {value!r:.40}")
+    if chosen["methods"] is not None and not all(isinstance(m, str) for m in chosen["methods"]):
+        raise TypeError("selection methods must be a list of method names")
+    return chosen

@@ -41,6 +41,7 @@ def bundle_bytes(
         errors=dict(result.errors),
         dropped_words=prediction.dropped_words,
         code_version=code_version(),
+        head=prediction.head,
     )
     return write_bundle(bundle, figures())
 
@@ -53,7 +54,7 @@ def open_bundle(data: bytes, name: str) -> Bundle:
 def bundle_result(bundle: Bundle) -> HeatmapResult:
     """The bundle as the heatmap page shows a fresh result."""
     prediction = PredictionResult(
-        bundle.example, bundle.probabilities, bundle.predicted, bundle.label_names, bundle.dropped_words
+        bundle.example, bundle.probabilities, bundle.predicted, bundle.label_names, bundle.dropped_words, bundle.head
     )
     return HeatmapResult(prediction, bundle.target, dict(bundle.attributions), dict(bundle.errors))
 

@@ -133,6 +133,8 @@ def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:
     assert record["head"] == "regression"
     restored = api.ExplanationResult.from_json(json.dumps(record))
     assert restored.explanation.prediction.head == "regression" and restored.html() == result.html()
+    with pytest.raises(ValueError, match="unknown head 'ranking'"):
+        api.ExplanationResult.from_json({**record, "head": "ranking"})
     del record["head"]  # written before the head was recorded
     assert api.ExplanationResult.from_json(record).explanation.prediction.head == "single_label"
 

@@ -57,6 +57,25 @@ def test_a_bundle_round_trips_losslessly(linear_clf, toy_example) -> None:
     assert back.attributions["loo_empty"].scores[great] == bundle.attributions["loo_empty"].scores[great] > 0
     result = bundle_result(back)
     assert result.attributions.keys() == bundle.attributions.keys() and result.prediction.example == bundle.example
+    assert back.head == result.prediction.head == "single_label"
+
+
+def test_a_regression_bundle_keeps_its_head(linear_clf, toy_example, tmp_path, capsys) -> None:
+    """A bundle of a regression model reopens as a score (it was shown as a class probability)."""
+    from dataclasses import replace
+
+    bundle = replace(toy_bundle(linear_clf, toy_example), label_names=("score",), probabilities=(1.75,),
+                     predicted=0, target=0, head="regression")  # fmt: skip
+    back = read_bundle(write_bundle(bundle), "score.zip")
+    assert back.head == bundle_result(back).prediction.head == "regression"
+    path = tmp_path / "score.zip"
+    path.write_bytes(write_bundle(bundle))
+    assert main(["open", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "score score = 1.7500, explaining that score" in out and "%" not in out.split("\n")[1]
+    payload = json.loads(zipfile.ZipFile(io.BytesIO(write_bundle(bundle))).read("bundle.json"))
+    del payload["head"]  # a bundle written before the field: single-label
+    assert read_bundle(json.dumps(payload).encode(), "old.json").head == "single_label"
 
 
 def zipped(files: dict[str, bytes]) -> bytes:
@@ -85,6 +104,12 @@ def test_hostile_bundles_are_refused_with_one_line(linear_clf, toy_example, monk
     assert "expected a 'bundle/1' record" in refused(zipped({"bundle.json": b'{"schema": "attribution/1"}'}))
     wrong = {**payload, "target": "one"}
     assert "not a valid bundle/1 file (ValueError" in refused(zipped({"bundle.json": json.dumps(wrong).encode()}))
+    for key, junk in (("index", "x"), ("index", True), ("text", ["a"]), ("methods", [1]), ("shared_scale", "yes")):
+        odd = {**payload, "selection": {**payload["selection"], key: junk}}  # the page puts these in its widgets
+        assert f"selection {key} must be" in refused(zipped({"bundle.json": json.dumps(odd).encode()}))
+    assert "unknown head 'ranking'" in refused(
+        zipped({"bundle.json": json.dumps({**payload, "head": "ranking"}).encode()})
+    )
     shifted = json.loads(json.dumps(payload))
     shifted["attributions"]["loo_empty"]["words"][0] = "<script>"
     assert "scores other words" in refused(zipped({"bundle.json": json.dumps(shifted).encode()}))

@@ -186,6 +186,9 @@ def test_csv_errors_name_the_line_and_example():
     assert "example 'e' has no score for word 1" in refused(b"id,word_index,score\ne,0,0.1\ne,2,0.2\n", "x.csv")
     assert "x.csv line 2: word_index must be a whole number" in refused(b"id,word_index,score\ne,one,0.1\n", "x.csv")
     assert "not finite" in refused(b"id,word_index,score\ne,0,inf\n", "x.csv")
+    for target in ("one", "\u00b2", "--1"):  # "²" is a digit to str.isdigit, not to int
+        row = f"id,word_index,score,target\ne,0,0.1,{target}\n".encode()
+        assert f"x.csv line 2: target must be a whole number, got '{target}'" in refused(row, "x.csv")
 
 
 def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_bert_folder, tmp_path):

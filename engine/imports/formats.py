@@ -172,7 +172,8 @@ def read_csv(data: bytes, name: str) -> list[Imported]:
             raise BadFile(f"{where}: word_index must be a whole number and score a number ({error})") from None
         key = (example_id, method_name("csv", row.get("method") or "scores"))
         target_text = (row.get("target") or "").strip()
-        target = int(target_text) if target_text.lstrip("-").isdigit() else None
+        digits = target_text.removeprefix("-")
+        target = int(target_text) if digits.isascii() and digits.isdigit() else None  # not "²"
         if target_text and target is None:
             raise BadFile(f"{where}: target must be a whole number, got {target_text!r}")
         if key in targets and targets[key] != target:
