@@ -60,3 +60,19 @@ def model_dirs(tmp_path_factory) -> tuple[Path, Path]:
     toy_tokenizer().save_pretrained(root / "clf")
     save_toy_masked_lm(root / "mlm", seed=3)
     return root / "clf", root / "mlm"
+
+
+@pytest.fixture
+def started(monkeypatch) -> list:
+    """The background processes the app starts while the test runs (none really: each is a
+    ``tests.fake_processes.Process``), with the server's record of them cleared."""
+    import subprocess
+
+    import services
+    from tests.fake_processes import Process
+
+    processes: list[Process] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: processes.append(Process(*a, **k)) or processes[-1])
+    services.background.background.clear()
+    yield processes
+    services.background.background.clear()

@@ -4,7 +4,6 @@ cannot be loaded now, and runs started with no metric or whose process stops at 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from engine.runs.executor import execute, open_run
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from services import access
+from tests.fake_processes import Process
 from tests.toy import toy_bert, toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -155,35 +155,6 @@ def start_form(at: AppTest, metrics: list[str]) -> AppTest:
     at.number_input(key="explorer.limit").set_value(1)
     next(b for b in at.button if b.label == "Start the run").click()
     return at.run()
-
-
-class Process:
-    """A stand-in for the run's process: it exits at once with ``code`` (None: it goes on)
-    after writing ``line`` to its log."""
-
-    code: int | None = None
-    line = ""
-
-    def __init__(self, command: list[str], stdout, **kwargs) -> None:
-        stdout.write(self.line)
-
-    def poll(self) -> int | None:
-        return self.code
-
-    def wait(self, timeout: float) -> int:
-        if self.code is None:
-            raise subprocess.TimeoutExpired("cli run", timeout)
-        return self.code
-
-
-@pytest.fixture
-def started(monkeypatch) -> list[Process]:
-    """The processes the page starts (none really)."""
-    processes: list[Process] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: processes.append(Process(*a, **k)) or processes[-1])
-    services.background.background.clear()
-    yield processes
-    services.background.background.clear()
 
 
 def test_a_run_without_metrics_is_refused_in_one_line(model, tmp_path, started, monkeypatch) -> None:

@@ -84,34 +84,6 @@ def test_the_password_blocks_every_page_until_given(shared) -> None:
     assert 'data-method="random"' in "".join(h.value for h in at.html)
 
 
-class Process:
-    """A stand-in for a background process: it runs until ``finish``."""
-
-    def __init__(self, command: list[str], **kwargs) -> None:
-        self.command = command
-        self.code: int | None = None
-
-    def poll(self) -> int | None:
-        return self.code
-
-    def finish(self) -> None:
-        self.code = 0
-
-
-@pytest.fixture
-def started(monkeypatch) -> list[Process]:
-    """The background processes the services start (none really)."""
-    import subprocess
-
-    import services
-
-    processes: list[Process] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: processes.append(Process(*a, **k)) or processes[-1])
-    services.background.background.clear()
-    yield processes
-    services.background.background.clear()
-
-
 def start(limit: int) -> str:
     import services
 
