@@ -50,21 +50,18 @@ def run(args: argparse.Namespace) -> int:
     from cli.common import progress_bar
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
-    from engine.roar.run import execute_job, job_of, open_job
+    from engine.roar.run import execute_job, job_of, open_job, prepare_job
     from engine.runs.store import RunStore
 
     store = RunStore(args.results_dir)
     job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
-    opened = open_job(job, store, data_dir=args.data_dir)
-    run_id = opened.info.run_id
+    prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
+    run_id, found = prepared.run_id, store.find(prepared.run_id)
     if not args.quiet:
-        print(
-            f"job {run_id} ({'new' if opened.created else opened.info.status}): {opened.info.units_done} of "
-            f"{opened.info.units_total} units stored",
-            file=sys.stderr,
-        )
-    if not args.no_estimate and opened.info.status != "done":
-        cost, rates = estimate(opened.data)
+        stored = f"{found.status}): {found.units_done} of {found.units_total} units stored" if found else "new)"
+        print(f"job {run_id} ({stored}", file=sys.stderr)
+    if not args.no_estimate and (found is None or found.status != "done"):  # nothing stored before the go-ahead
+        cost, rates = estimate(prepared.data)
         shown = cost_json(cost, rates)
         print(
             f"cost: {cost.retrains} retrains ({cost.training_steps} training steps), "
@@ -75,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         if args.estimate_only:
             print(json.dumps({"run_id": run_id, "cost": shown}, indent=2))
             return 0
+    opened = open_job(prepared, store)
     try:
         info = execute_job(
             opened,

@@ -17,6 +17,7 @@ from engine.imports import formats, import_bytes, import_file, records
 from engine.runs.executor import execute, open_run, read_evaluation
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
+from tests.toy import save_toy_masked_lm
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 METRICS = ["deletion", "comprehensiveness"]
@@ -263,3 +264,47 @@ def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_bert_
     monkeypatch.setattr(upload, "UPLOAD_MB", 0)
     with pytest.raises(ValueError, match="larger than the 0 MB an upload may be"):
         upload.import_upload(data, "ferret.json", model=toy_bert_folder, dataset=None, split=None)
+
+
+def test_an_import_scored_with_fill_ins_is_keyed_by_its_masked_lm_and_goes_on_where_it_stopped(
+    model_dirs, tmp_path, monkeypatch
+):
+    """The masked LM makes the numbers of a fill-in removal, so another one is another import
+    (the first import's results came back); a stopped import keeps its finished units and is
+    marked stopped, not failed."""
+    clf, mlm = model_dirs
+    store = RunStore(tmp_path)
+    other = tmp_path / "other-mlm"
+    save_toy_masked_lm(other, seed=4)
+    options = {"model": str(clf), "metrics": ["deletion"], "overrides": {"deletion": {"removal": "mlm"}}}
+    first = import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(mlm), **options)
+    second = import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(other), **options)
+    assert second.created and second.info.run_id != first.info.run_id
+    plain = {"model": str(clf), "metrics": ["deletion"]}
+    assert (
+        import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(other), **plain).info.run_id
+        == import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(mlm), **plain).info.run_id
+    )  # a deletion needs no masked LM: not keyed
+
+    import engine.imports
+    from engine import evaluate
+
+    monkeypatch.setattr(engine.imports, "UNIT_ROWS", 1)  # the file's two records: two units
+    calls = []
+    original = evaluate.evaluate_slice
+
+    def stop_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "evaluate_slice", stop_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        import_file(FIXTURES / "thermostat.jsonl", store, model=str(clf), metrics=["comprehensiveness"])
+    stopped = next(i for i in store.infos() if i.metrics == ("comprehensiveness",))
+    assert stopped.status == "stopped" and stopped.units_done == 1
+    calls.clear()
+    monkeypatch.setattr(evaluate, "evaluate_slice", original)
+    done = import_file(FIXTURES / "thermostat.jsonl", store, model=str(clf), metrics=["comprehensiveness"])
+    assert done.info.run_id == stopped.run_id and done.info.status == "done" and done.info.units_done == 2

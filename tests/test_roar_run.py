@@ -126,3 +126,33 @@ def test_recursive_mlm_keeps_removed_words_and_removes_the_papers_count(tmp_path
         if after["split"] == "eval":  # masked-LM fill-ins, one per removed word, never empty
             assert len(after["shown"]) == len(after["removed"]) and all(after["shown"])
     assert job.depends_on(job.units[index["loo_empty/30%/0"]]) == job.units[index["loo_empty/10%/0"]]
+
+
+def test_an_estimate_stores_nothing_and_a_resume_of_changed_files_is_refused(tmp_path, capsys, monkeypatch):
+    """``--estimate-only`` once left a job marked running (listed as killed for ever); a resume
+    whose encoder or masked-LM files changed silently started another job from nothing."""
+    from cli.main import main
+    from engine.roar import run as roar_run
+
+    results = tmp_path / "results"
+    assert main(["roar", *ARGS, "--estimate-only", "--results-dir", str(results)]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    assert RunStore(results, read_only=True).find(run_id) is None
+
+    store = RunStore(results)
+    opened = open_job(plain_job(), store)
+    assert opened.info.run_id == run_id and opened.created
+    assert roar_run.prepare_job(plain_job(), store, resume=run_id).run_id == run_id
+    monkeypatch.setattr("engine.runs.model_identity.model_fingerprint", lambda source: f"changed:{source}")
+    assert main(["roar", "--resume", run_id, "--results-dir", str(results), "--no-estimate", "--quiet"]) == 2
+    assert f"job {run_id} no longer matches its encoder or masked-LM files" in capsys.readouterr().err
+    assert [info.run_id for info in store.infos()] == [run_id]  # no second job
+
+
+def test_a_job_whose_methods_fill_in_words_is_keyed_by_its_masked_lm(tmp_path):
+    """IM and LIME with fill-ins explain through the masked LM, so a changed masked LM is another job."""
+    from engine.roar.run import load_data, new_run
+
+    plain, im = plain_job(), RoarJob(methods=("im",), levels=(Level(10),), seeds=2, **TINY)
+    assert "mlm_fingerprint" not in new_run(plain, load_data(plain, tmp_path)).key_fields
+    assert "mlm_fingerprint" in new_run(im, load_data(im, tmp_path)).key_fields

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,9 +130,13 @@ def _store_import(
         "overrides": overrides or {},
         "target": target,
     }
+    if needs_mlm(method_keys, params_by_metric):  # its fill-ins make the numbers
+        key_fields["mlm_fingerprint"] = model_fingerprint(mlm)
     found = store.find(run_id_of(run_key(key_fields)))
     if found is not None and found.status == "done":
         return ImportOutcome(found, False)
+    if found is not None and found.status == "running" and not found.writer_gone and found.pid != os.getpid():
+        raise ValueError(f"{name} is being imported as {found.run_id} by process {found.pid} on {found.host}")
     provenance = {
         "format": fmt,
         "file": Path(name).name,
@@ -159,6 +164,7 @@ def _store_import(
     )
     info, _ = store.create_or_resume(new)
     store.mark_running(info.run_id, "import")
+    done = store.done_units(info.run_id)  # an import stopped half-way goes on where it stopped
     masked = None
     if needs_mlm(method_keys, params_by_metric):
         from core.masked_lm import MaskedLM
@@ -167,6 +173,8 @@ def _store_import(
     start = time.perf_counter()
     try:
         for unit, first in enumerate(range(0, len(aligned), UNIT_ROWS)):
+            if unit in done:
+                continue
             chunk = aligned[first : first + UNIT_ROWS]
             if progress is not None:
                 progress(first / len(aligned), f"example {first + 1} of {len(aligned)}")
@@ -187,6 +195,9 @@ def _store_import(
                 unit, first, len(chunk), clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
             )
             store.commit_unit(info.run_id, stats, to_table(evaluation), time.perf_counter() - start)
+    except KeyboardInterrupt:
+        store.finish(info.run_id, "stopped", time.perf_counter() - start)
+        raise
     except BaseException as error:
         store.finish(info.run_id, "failed", time.perf_counter() - start, f"{type(error).__name__}: {error}")
         raise

@@ -77,7 +77,7 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
         {"id": e.id, "words": list(e.words), "label": e.label, "levels": {}} for e in evaluation
     ]
     step0: dict[str, list[np.ndarray]] = {}
-    for meta, path in zip(units, store.units(run_id).get("path", []), strict=True):
+    for meta, path in units:
         rows = pq.read_table(store.root / path, filters=[("split", "=", "eval")]).to_pylist()
         method = meta["method"]
         for row in rows[: len(examples)]:
@@ -100,14 +100,14 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
         "job": job.to_json(),
         "command": command_of(job),
         "status": info.status,
-        "units_done": info.units_done,
+        "units_done": len(units),  # the units read below (more may be committed meanwhile)
         "units_total": info.units_total,
         "wall_s": info.wall_s,
         "code_version": info.code_version,
         "n_train": info.selection.get("n_train"),
         "n_eval": info.selection.get("n_eval"),
         "label_names": list(info.label_names),
-        "units": units,
+        "units": [meta for meta, _ in units],
         "sparsity": shares,
         "examples": examples,
     }

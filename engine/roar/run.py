@@ -31,6 +31,7 @@ from core.types import ProgressFn
 from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
 from engine.runs.records import NewRun, RunInfo, UnitStats
+from engine.runs.secrets import redact
 from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import Level
@@ -88,12 +89,13 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
 
 
 def new_run(job: RoarJob, data: JobData) -> NewRun:
+    import explainers
     from core.models import base_source
     from engine.runs.model_identity import model_fingerprint
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
-    if job.removal == "mlm":
+    if job.removal == "mlm" or any(explainers.get(m).needs_mlm for m in job.methods):  # fill-ins or IM, LIME-MLM
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
     return NewRun(
         key_fields=key_fields,
@@ -116,6 +118,16 @@ def new_run(job: RoarJob, data: JobData) -> NewRun:
 
 
 @dataclass
+class PreparedJob:
+    """A job's data and its catalogue entry to be, before anything is stored."""
+
+    job: RoarJob
+    data: JobData
+    new: NewRun
+    run_id: str
+
+
+@dataclass
 class OpenedJob:
     job: RoarJob
     info: RunInfo
@@ -123,16 +135,33 @@ class OpenedJob:
     created: bool
 
 
-def open_job(job: RoarJob, store: RunStore, *, data_dir: str | None = None) -> OpenedJob:
-    """The stored run of ``job`` (created when new; the same settings are the same run)."""
+def prepare_job(
+    job: RoarJob, store: RunStore, *, data_dir: str | None = None, resume: str | None = None
+) -> PreparedJob:
+    """``job``'s data and run id, nothing stored (its cost can be estimated from this). With
+    ``resume``, ``ValueError`` when the job keys to another run now: its encoder's or masked LM's
+    files changed since, and resuming would start another job from nothing."""
     from engine.runs.records import run_id_of, run_key
 
-    probe = load_data(job, store.root, data_dir)
-    new = new_run(job, probe)
+    data = load_data(job, store.root, data_dir)
+    new = new_run(job, data)
     run_id = run_id_of(run_key(new.key_fields))
-    probe.folder = store.root / "runs" / run_id
-    info, created = store.create_or_resume(new)
-    return OpenedJob(job, info, probe, created)
+    if resume is not None and run_id != resume:
+        raise ValueError(
+            f"job {resume} no longer matches its encoder or masked-LM files (they now give {run_id}): "
+            "start the job again to run it on the current files"
+        )
+    data.folder = store.root / "runs" / run_id
+    return PreparedJob(job, data, new, run_id)
+
+
+def open_job(
+    job: RoarJob | PreparedJob, store: RunStore, *, data_dir: str | None = None, resume: str | None = None
+) -> OpenedJob:
+    """The stored run of ``job`` (created when new; the same settings are the same run)."""
+    prepared = job if isinstance(job, PreparedJob) else prepare_job(job, store, data_dir=data_dir, resume=resume)
+    info, created = store.create_or_resume(prepared.new)
+    return OpenedJob(prepared.job, info, prepared.data, created)
 
 
 def job_of(info: RunInfo) -> RoarJob:
@@ -226,7 +255,8 @@ def execute_job(
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
     except BaseException as error:
-        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, f"{type(error).__name__}: {error}")
+        message = redact(f"{type(error).__name__}: {error}", os.environ.get("RAY_ADDRESS"))
+        store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
     complete = len(store.done_units(info.run_id)) == len(job.units)
     store.finish(info.run_id, "done" if complete else "stopped", base_wall + time.perf_counter() - start)
@@ -313,12 +343,14 @@ def unit_results(store: RunStore, run_id: str) -> list[UnitResult]:
     return out
 
 
-def unit_meta(store: RunStore, run_id: str) -> list[dict[str, Any]]:
-    """Every stored unit's metadata (method, level, seed, accuracy, macro-F1, seconds, counts)."""
+def unit_meta(store: RunStore, run_id: str) -> list[tuple[dict[str, Any], str]]:
+    """Every stored unit's metadata (method, level, seed, accuracy, macro-F1, seconds, counts)
+    with its file, from one read of the catalogue (a job being written commits units meanwhile)."""
     import json
 
     import pyarrow.parquet as pq
 
     return [
-        json.loads(pq.read_schema(store.root / p).metadata[b"roar_unit"]) for p in store.units(run_id).get("path", [])
+        (json.loads(pq.read_schema(store.root / p).metadata[b"roar_unit"]), p)
+        for p in store.units(run_id).get("path", [])
     ]
