@@ -254,3 +254,24 @@ def test_spec_cost_models_match_their_flags() -> None:
     aml = explainers.get("aml")
     steps = aml.steps(aml.make_params({"n_steps": 5, "n_train": 10, "n_epochs": 2}))
     assert steps.run == pytest.approx(21.0) and steps.pretrain == pytest.approx(32.0)
+
+
+def test_the_random_baseline_draws_a_ranking_per_text(linear_clf: Classifier) -> None:
+    """Texts of one length once got one ranking per seed (the baseline then measured word
+    position); each text now gets its own, the same again for the same text and seed."""
+    from scipy import stats
+
+    spec = explainers.get("random")
+    words = ["good", "bad", "film", "plot", "great", "boring", "the", "a"]
+    rng = np.random.default_rng(0)
+    texts = [tuple(rng.choice(words, size=8)) for _ in range(200)]
+    scores = np.array([explainers.run_explainer(spec, linear_clf, Example(segments=(t,)), 1).scores for t in texts])
+    first = np.argmax(scores, axis=1)  # the word each text's ranking puts first
+    assert stats.chisquare(np.bincount(first, minlength=8)).pvalue > 0.001  # every position alike
+    assert len({tuple(np.argsort(s)) for s in scores}) > 150  # (8! orders: repeats are rare)
+    again = explainers.run_explainer(spec, linear_clf, Example(segments=(texts[0],)), 1)
+    np.testing.assert_array_equal(again.scores, scores[0])
+    other_seed = explainers.run_explainer(
+        spec, linear_clf, Example(segments=(texts[0],)), 1, spec.make_params({"seed": 1})
+    )
+    assert not np.array_equal(other_seed.scores, scores[0])
