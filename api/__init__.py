@@ -23,6 +23,7 @@ Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -157,6 +158,8 @@ def evaluate(
     ``autocast`` as for ``explain``."""
     if target not in ("predicted", "gold"):
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1):
+        raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     loaded = load(model, tokenizer, device=device)
     keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
     metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
@@ -259,11 +262,11 @@ def _example(text_or_pair: str | Sequence[str] | Example) -> Example:
 def _class_index(target: int | str | None, label_names: Sequence[str]) -> int | None:
     if target is None:
         return None
-    if isinstance(target, int):
+    if isinstance(target, numbers.Integral) and not isinstance(target, bool):  # numpy's too (an argmax)
         if not 0 <= target < len(label_names):
             raise ValueError(f"target {target} is not a class of the model (0..{len(label_names) - 1})")
-        return target
-    if target not in label_names:
+        return int(target)
+    if not isinstance(target, str) or target not in label_names:  # True is no class
         raise ValueError(f"unknown class {target!r}; the model's classes: {', '.join(label_names)}")
     return list(label_names).index(target)
 

@@ -145,6 +145,13 @@ class ExplanationResult:
     def from_json(cls, data: Mapping[str, Any] | str) -> ExplanationResult:
         """The result written by ``to_json`` (a dict, or its JSON text)."""
         record = read_record(data, EXPLANATION_SCHEMA)
+        try:
+            return cls._from_record(record)
+        except (KeyError, TypeError, IndexError) as error:
+            raise ValueError(f"not a valid {EXPLANATION_SCHEMA} record ({type(error).__name__}: {error})") from None
+
+    @classmethod
+    def _from_record(cls, record: Mapping[str, Any]) -> ExplanationResult:
         probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
         head = str(record.get("head", "single_label"))
         if head not in KINDS:

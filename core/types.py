@@ -141,6 +141,13 @@ class Attribution:
             sub.setflags(write=False)
             object.__setattr__(self, "subword_scores", sub)
 
+    def __eq__(self, other: object) -> bool:
+        """The same record: every field equal, the scores value by value (the generated ``==``
+        compared numpy arrays, which raises)."""
+        if not isinstance(other, Attribution):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
     def to_json(self) -> dict[str, Any]:
         """The record as a JSON-ready dict (schema ``attribution/1``, docs/attribution-schema.md);
         ``Attribution.from_json`` gives back an equal record, float32 scores bit for bit."""

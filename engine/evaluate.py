@@ -233,6 +233,8 @@ def evaluate_slice(
     from metrics.faithfulness import check_head
 
     check_head(clf, list(params_by_metric))
+    if target == "gold" and examples and given is None and all(e.label is None for e in examples):
+        raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
     all_methods = slice_methods(methods, given)
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):

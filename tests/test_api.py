@@ -121,6 +121,21 @@ def test_explanation_round_trips_through_json(toy_bert_loaded) -> None:
         assert restored[key].scores.tobytes() == attribution.scores.tobytes()
         assert restored[key].subword_word_ids == attribution.subword_word_ids
     assert restored.html() == result.html()
+    assert restored.attributions == result.attributions  # equal records, as promised (== raised on the arrays)
+    with pytest.raises(ValueError, match="not a valid explanation/1 record \\(KeyError"):
+        api.ExplanationResult.from_json('{"schema": "explanation/1"}')
+
+
+def test_a_numpy_class_index_and_a_bad_limit(toy_linear_loaded) -> None:
+    """An argmax is a numpy integer (it was refused as an unknown class, while True passed as
+    class 1); a limit below 1 did three different things."""
+    result = api.explain(toy_linear_loaded, "the film was great", ["loo_empty"], target=np.int64(0))
+    assert result.target == 0 and type(result.target) is int
+    with pytest.raises(ValueError, match="unknown class True"):
+        api.explain(toy_linear_loaded, "the film was great", ["loo_empty"], target=True)
+    for limit in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="limit must be a whole number of 1 or more"):
+            api.evaluate(toy_linear_loaded, "examples", ["random"], split="sst2", limit=limit)
 
 
 def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:

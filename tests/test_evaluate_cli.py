@@ -115,6 +115,14 @@ def test_target_gold_explains_the_label_not_the_prediction(toy_bert_folder, caps
             assert gold["scores"]["loo_empty"] != predicted["scores"]["loo_empty"]
 
 
+def test_target_gold_on_a_split_without_labels_is_refused(toy_bert_folder, capsys):
+    """SST-2's test split has no labels: ``--target gold`` explained the predicted class while the
+    report said gold."""
+    common = ["--model", toy_bert_folder, "--dataset", "sst2", "--split", "test", "--limit", "3"]
+    code, _, err = run_cli(capsys, *common, "--methods", "random", "--metrics", "deletion", "--target", "gold")
+    assert code == 2 and "target 'gold' needs gold labels and these examples have none" in err
+
+
 def test_rationale_metrics_skip_examples_without_one(toy_bert_folder, capsys):
     # The bundled examples all carry a highlight; SST-2 sentences carry none.
     code, out, err = run_cli(
