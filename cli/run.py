@@ -11,37 +11,15 @@ from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import parse_params, progress_bar, slice_keys
+    from cli.common import progress_bar
     from cli.show import print_run
-    from engine.runs.executor import execute, open_run, resume_spec
-    from engine.runs.spec import RunSpec
+    from engine.runs.executor import execute, open_run
     from engine.runs.store import RunStore
 
+    if args.actors is not None and args.actors < 1:
+        raise ValueError(f"--actors must be at least 1, got {args.actors}")
     store = RunStore(args.results_dir)
-    if args.resume is not None:
-        spec = resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
-    else:
-        if not args.model or not args.dataset or not args.split:
-            raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
-        if args.limit is None and not args.all:
-            raise ValueError("give --limit N or --all (the whole split)")
-        methods, metrics = slice_keys(args.methods, args.metrics)
-        spec = RunSpec(
-            model=args.model,
-            dataset=args.dataset,
-            split=args.split,
-            limit=args.limit,
-            methods=methods,
-            metrics=metrics,
-            overrides=parse_params(args.param),
-            seed=args.seed,
-            target=args.target,
-            mlm=args.mlm,
-            data_dir=args.data_dir,
-            chunk_size=args.chunk_size,
-            batch_size=args.batch_size,
-            autocast=args.autocast,
-        )
+    spec = run_spec(args, store)
     opened = open_run(spec, store, resume=args.resume)
     if not args.quiet:
         print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
@@ -67,6 +45,41 @@ def run(args: argparse.Namespace) -> int:
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
 
 
+def run_spec(args: argparse.Namespace, store):
+    """The ``RunSpec`` asked for: the stored evaluation's with ``--resume``, else the options'."""
+    from cli.common import parse_params, slice_keys
+    from cli.show import shown_elsewhere
+    from engine.runs.executor import resume_spec
+    from engine.runs.spec import RunSpec
+
+    if args.resume is not None:
+        stored = store.get(args.resume)
+        if stored.kind != "evaluate":
+            raise ValueError(f"`run --resume` continues dataset evaluations only; {shown_elsewhere(stored)}")
+        return resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
+    if not args.model or not args.dataset or not args.split:
+        raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
+    if args.limit is None and not args.all:
+        raise ValueError("give --limit N or --all (the whole split)")
+    methods, metrics = slice_keys(args.methods, args.metrics)
+    return RunSpec(
+        model=args.model,
+        dataset=args.dataset,
+        split=args.split,
+        limit=args.limit,
+        methods=methods,
+        metrics=metrics,
+        overrides=parse_params(args.param),
+        seed=args.seed,
+        target=args.target,
+        mlm=args.mlm,
+        data_dir=args.data_dir,
+        chunk_size=args.chunk_size,
+        batch_size=args.batch_size,
+        autocast=args.autocast,
+    )
+
+
 def register(sub) -> None:
     from cli.common import add_autocast, add_slice_options, positive_int
 
@@ -84,7 +97,9 @@ def register(sub) -> None:
         "--address", help="Ray cluster to use, e.g. ray://host:10001 (default: $RAY_ADDRESS, else a local Ray)"
     )
     parser.add_argument(
-        "--actors", type=int, help="model actors (default: one per CPU, one thread each; one per GPU on a GPU cluster)"
+        "--actors",
+        type=int,
+        help="model actors, at least 1 (default: one per CPU, one thread each; one per GPU on a GPU cluster)",
     )
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
     parser.add_argument("--batch-size", type=positive_int, help="scorer batch (default: 64 on CPU, 256 on GPU)")

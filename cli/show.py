@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset evaluation, as `evaluate` prints
+
 
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
@@ -14,6 +16,9 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     from engine.runs.executor import read_evaluation
     from engine.slice_report import slice_report
 
+    found = store.get(run_id)
+    if found.kind not in EVALUATION_KINDS:
+        raise ValueError(f"`show` prints dataset evaluations; {shown_elsewhere(found)}")
     info, evaluation = read_evaluation(store, run_id)
     header = {
         "model": info.model,
@@ -31,9 +36,43 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     else:
         print(f"{info.run_id}: {info.status}, {info.rows_done} of {info.rows_total} examples")
         print_summary_table(payload)
-    if info.status != "done" and info.kind != "import":
-        print(f"{info.run_id} is {info.status}: resume it with `python -m cli run --resume {run_id}`", file=sys.stderr)
+    if info.status != "done":
+        print(f"{info.run_id} is {info.status}: {next_step(info)}", file=sys.stderr)
     return 0
+
+
+def next_step(info) -> str:
+    """What to do about a dataset evaluation or import ``info`` that is not done."""
+    if info.status == "running" and not info.writer_gone:
+        return f"process {info.pid} on {info.host} is writing it"
+    if info.kind == "import":
+        return _import_again(info)
+    return f"resume it with `python -m cli run --resume {info.run_id}`"
+
+
+def shown_elsewhere(info) -> str:
+    """Which command and page handle ``info``, a run that is not a dataset evaluation (a ROAR job,
+    a reproduction; an import for ``run --resume``), as a sentence."""
+    if info.kind == "roar":
+        does = "prints its results" if info.status == "done" else "computes its missing units and prints its results"
+        return (
+            f"{info.run_id} is a ROAR job (kind roar): `python -m cli roar --resume {info.run_id}` {does}, and the"
+            " Remove and retrain page shows it"
+        )
+    if info.kind == "reproduce":
+        name, limit = info.selection.get("name"), info.selection.get("limit")
+        return (
+            f"{info.run_id} is a reproduction (kind reproduce): `python -m cli reproduce {name} --cached --limit"
+            f" {limit}` prints it, and the Reproductions page shows it"
+        )
+    if info.kind == "import":
+        return f"{info.run_id} is an import (kind import): {_import_again(info)}"
+    return f"{info.run_id} is a run of kind {info.kind}, not a dataset evaluation"
+
+
+def _import_again(info) -> str:
+    """How an import is computed again: by importing its file again."""
+    return f"import its file ({info.selection['import']['file']}) again with `python -m cli import`"
 
 
 def run_json(info) -> dict:

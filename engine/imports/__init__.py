@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -135,8 +134,6 @@ def _store_import(
     found = store.find(run_id_of(run_key(key_fields)))
     if found is not None and found.status == "done":
         return ImportOutcome(found, False)
-    if found is not None and found.status == "running" and not found.writer_gone and found.pid != os.getpid():
-        raise ValueError(f"{name} is being imported as {found.run_id} by process {found.pid} on {found.host}")
     provenance = {
         "format": fmt,
         "file": Path(name).name,
@@ -163,7 +160,9 @@ def _store_import(
         rows_total=len(aligned),
     )
     info, _ = store.create_or_resume(new)
-    store.mark_running(info.run_id, "import")
+    info = store.claim(info.run_id, "import")  # one writer: refused while another live process imports it
+    if info.status == "done":
+        return ImportOutcome(info, False)
     done = store.done_units(info.run_id)  # an import stopped half-way goes on where it stopped
     masked = None
     if needs_mlm(method_keys, params_by_metric):

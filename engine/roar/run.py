@@ -219,11 +219,9 @@ def execute_job(
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     job, info, data = opened.job, opened.info, opened.data
+    info = store.claim(info.run_id, executor)  # one writer: refused while another live process writes it
     if info.status == "done":
         return info
-    if info.status == "running" and not opened.created and not info.writer_gone and info.pid != os.getpid():
-        raise ValueError(f"job {info.run_id} is being written by process {info.pid} on {info.host}")
-    store.mark_running(info.run_id, executor)
     done = store.done_units(info.run_id)
     todo = sorted((i for i in range(len(job.units)) if i not in done), key=lambda i: run_order(job, i))
     if stop_after is not None:

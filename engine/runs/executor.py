@@ -23,7 +23,7 @@ the model's files (``engine.runs.model_identity``).
 from __future__ import annotations
 
 import dataclasses
-import os
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +33,7 @@ from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation
 from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
-from engine.runs.records import NewRun, RunInfo, UnitStats
+from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
 from engine.runs.spec import RunSpec, spec_of
 from engine.runs.store import RunStore
@@ -158,13 +158,38 @@ def resume_spec(store: RunStore, run_id: str, *, data_dir: str | None = None, ba
 
 def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> OpenedRun:
     """The run of ``spec`` in ``store``: created when its key is new, else the stored one (a run
-    with the same key is the same run). With ``resume``, the found run must be that one (it is
-    not when the model's files changed since)."""
+    with the same key is the same run). With ``resume``, the stored run ``resume``, which ``spec``
+    must still describe (it does not when the model's files or a method's defaults changed since);
+    that is checked before anything is written."""
     new, examples = prepare(spec)
+    if resume is not None:
+        return OpenedRun(spec, _still_matching(store.get(resume), new), examples, False)
     info, created = store.create_or_resume(new)
-    if resume is not None and info.run_id != resume:
-        raise ValueError(f"run {resume} no longer matches its model files (they now give {info.run_id})")
     return OpenedRun(spec, info, examples, created)
+
+
+def _still_matching(stored: RunInfo, new: NewRun) -> RunInfo:
+    """``stored``, when ``new`` (the run its spec describes now) has its key; else a one-line error
+    saying what changed."""
+    if stored.run_key != run_key(new.key_fields):
+        raise ValueError(f"run {stored.run_id} cannot be resumed: {_what_changed(stored, new)}")
+    return stored
+
+
+def _what_changed(stored: RunInfo, new: NewRun) -> str:
+    """Why stored run ``stored`` no longer has the key of ``new``, the run its spec describes now."""
+    if stored.kind != new.kind:
+        return f"it is a {stored.kind} run, not a dataset evaluation"
+    if stored.model_fingerprint != new.model_fingerprint:
+        return f"the files of its model {stored.model} changed since"
+    params = json.loads(json.dumps(new.params))  # as stored: tuples become lists
+    changed = sorted(k for k in {*stored.params, *params} if stored.params.get(k) != params.get(k))
+    if changed:
+        return f"the default parameters of {', '.join(changed)} changed since"
+    mlm = stored.selection.get("mlm") or new.selection.get("mlm")
+    if mlm:
+        return f"the files of its masked LM {mlm} changed since"
+    return "its settings give another key now"
 
 
 def execute(
@@ -178,15 +203,15 @@ def execute(
 ) -> RunOutcome:
     """Compute the units of ``opened`` that are not stored yet (none when it is done: nothing is
     recomputed), committing each to ``store`` as it finishes. ``progress`` gets (fraction of the
-    run's rows done, message). Ctrl-C marks the run ``stopped``, an error ``failed``; both resume."""
+    run's rows done, message). A run another live process writes is refused (``RunStore.claim``).
+    Ctrl-C marks the run ``stopped``, an error ``failed`` (an executor that returns with a unit not
+    computed too); both resume."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
-    spec, info, examples, created = opened.spec, opened.info, opened.examples, opened.created
+    spec, examples, created = opened.spec, opened.examples, opened.created
+    info = store.claim(opened.info.run_id, executor)  # refused while another process writes it
     if info.status == "done":
         return RunOutcome(info, created, 0)
-    if info.status == "running" and not created and not info.writer_gone and info.pid != os.getpid():
-        raise ValueError(f"run {info.run_id} is being written by process {info.pid} on {info.host}")
-    store.mark_running(info.run_id, executor)
     done = store.done_units(info.run_id)
     units = [
         (unit, first, examples[first : first + n])
@@ -209,6 +234,7 @@ def execute(
             run_serial(spec, units, commit, tracker.within if progress is not None else None)
         else:
             used = run_ray(spec, units, commit, progress, address=address, actors=actors)
+        _check_complete(store, info, executor)
     except KeyboardInterrupt:
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
@@ -219,6 +245,16 @@ def execute(
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{total} examples done")
     return RunOutcome(store.get(info.run_id), created, len(units), used)
+
+
+def _check_complete(store: RunStore, info: RunInfo, executor: str) -> None:
+    """Refuse to call a run done while a unit is not committed (an executor that returned early)."""
+    missing = set(range(info.units_total)) - store.done_units(info.run_id)
+    if missing:
+        raise ValueError(
+            f"run {info.run_id}: {len(missing)} of its {info.units_total} units were not computed"
+            f" (the {executor} executor returned without them)"
+        )
 
 
 def read_evaluation(store: RunStore, run_id: str) -> tuple[RunInfo, SliceEvaluation]:

@@ -3,8 +3,10 @@ Emerging AI Applications", arXiv:1712.05889) through one model actor per GPU (``
 the cluster has GPUs, else ``actors`` CPU actors that share the CPUs. By default it starts an
 embedded local Ray (dashboard off, bound to 127.0.0.1, shut down at the end); ``address`` (or
 ``$RAY_ADDRESS``) joins an existing cluster instead, shipping this project's code with the job
-(``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed). Each
-actor loads the model once; the driver commits each unit as it comes back.
+(``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed); an
+address whose port takes no connection within ``CONNECT_TIMEOUT_S`` is refused at once
+(``check_reachable``). Each actor loads the model once; the driver commits each unit as it comes
+back.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from engine.runs.spec import RunSpec
 from engine.runs.worker import Commit, Unit, UnitWorker
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONNECT_TIMEOUT_S = 10.0  # a cluster address that takes no TCP connection in this time is refused
 
 
 def run_ray(
@@ -74,6 +77,8 @@ def run_ray(
 def _ray_init(address: str | None) -> None:
     import logging
 
+    if address:
+        check_reachable(address)
     import ray
 
     if address:
@@ -93,3 +98,29 @@ def _ray_init(address: str | None) -> None:
         logging_level=logging.WARNING,
         log_to_driver=True,
     )
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a cluster ``address`` (``host:port``, ``ray://[user:password@]host:port``) whose
+    port takes no TCP connection within ``timeout_s`` (Ray itself retries for minutes), in one
+    line without the address's credentials. ``auto``, ``local`` and an address without a port are
+    left to Ray."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from engine.runs.secrets import redact
+
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise ValueError(f"ray address {redact(address, address)} has no valid port") from None
+    if host is None or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise ValueError(
+            f"cannot reach ray address {redact(address, address)} within {timeout_s:g} s: {reason}"
+        ) from None

@@ -1,6 +1,7 @@
-"""The records of the run store's catalogue: a run's identity (``run_key``, ``run_id_of``), the
-code version it records, what creating a run needs (``NewRun``), a catalogue row (``RunInfo``,
-decoded by ``_run_info``) and what the executor reports with a finished unit (``UnitStats``)."""
+"""The records of the run store's catalogue: its tables (``SCHEMA``), a run's identity
+(``run_key``, ``run_id_of``), the code version it records, what creating a run needs (``NewRun``),
+a catalogue row (``RunInfo``, decoded by ``_run_info``) and what the executor reports with a
+finished unit (``UnitStats``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,56 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# The catalogue's tables: ``runs`` (one row per run, a ``RunInfo``) and ``units`` (one per finished unit).
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    run_key VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    model_fingerprint VARCHAR NOT NULL,
+    dataset VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    selection VARCHAR NOT NULL,       -- JSON
+    methods VARCHAR[] NOT NULL,
+    metrics VARCHAR[] NOT NULL,
+    params VARCHAR NOT NULL,          -- JSON: resolved parameters of every method and metric
+    overrides VARCHAR NOT NULL,       -- JSON: the --param values as given
+    seed INTEGER,
+    target VARCHAR NOT NULL,
+    label_names VARCHAR[] NOT NULL,
+    code_version VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    error VARCHAR,
+    created TIMESTAMP NOT NULL,
+    updated TIMESTAMP NOT NULL,
+    chunk_size INTEGER NOT NULL,
+    rows_total INTEGER NOT NULL,
+    rows_done INTEGER NOT NULL,
+    units_total INTEGER NOT NULL,
+    units_done INTEGER NOT NULL,
+    wall_s DOUBLE NOT NULL,
+    explain_s DOUBLE NOT NULL,
+    metrics_s DOUBLE NOT NULL,
+    forward_passes BIGINT NOT NULL,
+    executor VARCHAR NOT NULL,
+    host VARCHAR NOT NULL,
+    pid INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS units (
+    run_id VARCHAR NOT NULL,
+    unit INTEGER NOT NULL,
+    first_row INTEGER NOT NULL,
+    n_rows INTEGER NOT NULL,
+    path VARCHAR NOT NULL,            -- relative to the results folder
+    forward_passes BIGINT NOT NULL,
+    explain_s DOUBLE NOT NULL,
+    metrics_s DOUBLE NOT NULL,
+    finished TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, unit)
+);
+"""
 
 
 def run_key(fields: dict[str, Any]) -> str:

@@ -23,7 +23,8 @@ process meanwhile, readers included. So no process keeps the catalogue open: the
 for one short transaction per unit, readers open it read-only for one query and copy the result
 out, and both retry with a short back-off while another process holds it. Parquet files are never
 changed after their rename (a resumed run may replace a listed unit's file with one holding the
-same rows, atomically), so a reader never needs the catalogue while it reads them.
+same rows, atomically), so a reader never needs the catalogue while it reads them. A run has one
+writer: ``claim`` checks that no other live process writes it and takes it in one transaction.
 
 A run's identity is its key: the model's fingerprint (a hash of its weight, adapter, config and
 tokenizer files, so a changed model is a new key), dataset, split, selection, methods, metrics,
@@ -44,7 +45,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.runs.records import NewRun, RunInfo, UnitStats, _run_info, code_version, run_id_of, run_key
+from engine.runs.records import (
+    SCHEMA,
+    NewRun,
+    RunInfo,
+    UnitStats,
+    _run_info,
+    code_version,
+    run_id_of,
+    run_key,
+)
 from engine.runs.unit_files import read_unit_files, read_unit_row, write_unit_file
 
 if TYPE_CHECKING:
@@ -57,55 +67,6 @@ if TYPE_CHECKING:
 RESULTS_ENV = "ATTRIBUTION_RESULTS_DIR"
 CATALOGUE = "catalogue.duckdb"
 STATUSES = ("running", "done", "failed", "stopped")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY,
-    run_key VARCHAR NOT NULL,
-    kind VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    model_fingerprint VARCHAR NOT NULL,
-    dataset VARCHAR NOT NULL,
-    split VARCHAR NOT NULL,
-    selection VARCHAR NOT NULL,       -- JSON
-    methods VARCHAR[] NOT NULL,
-    metrics VARCHAR[] NOT NULL,
-    params VARCHAR NOT NULL,          -- JSON: resolved parameters of every method and metric
-    overrides VARCHAR NOT NULL,       -- JSON: the --param values as given
-    seed INTEGER,
-    target VARCHAR NOT NULL,
-    label_names VARCHAR[] NOT NULL,
-    code_version VARCHAR NOT NULL,
-    status VARCHAR NOT NULL,
-    error VARCHAR,
-    created TIMESTAMP NOT NULL,
-    updated TIMESTAMP NOT NULL,
-    chunk_size INTEGER NOT NULL,
-    rows_total INTEGER NOT NULL,
-    rows_done INTEGER NOT NULL,
-    units_total INTEGER NOT NULL,
-    units_done INTEGER NOT NULL,
-    wall_s DOUBLE NOT NULL,
-    explain_s DOUBLE NOT NULL,
-    metrics_s DOUBLE NOT NULL,
-    forward_passes BIGINT NOT NULL,
-    executor VARCHAR NOT NULL,
-    host VARCHAR NOT NULL,
-    pid INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS units (
-    run_id VARCHAR NOT NULL,
-    unit INTEGER NOT NULL,
-    first_row INTEGER NOT NULL,
-    n_rows INTEGER NOT NULL,
-    path VARCHAR NOT NULL,            -- relative to the results folder
-    forward_passes BIGINT NOT NULL,
-    explain_s DOUBLE NOT NULL,
-    metrics_s DOUBLE NOT NULL,
-    finished TIMESTAMP NOT NULL,
-    PRIMARY KEY (run_id, unit)
-);
-"""
 
 # One catalogue connection at a time within a process: DuckDB refuses a second connection to the
 # same file with another configuration (read-only next to read-write) in one process.
@@ -131,7 +92,7 @@ class RunStore:
         if not read_only:
             (self.root / "runs").mkdir(parents=True, exist_ok=True)
             with self._connect() as con:
-                con.execute(_SCHEMA)
+                con.execute(SCHEMA)
 
     @property
     def catalogue_path(self) -> Path:
@@ -302,10 +263,28 @@ class RunStore:
         )
 
     def mark_running(self, run_id: str, executor: str) -> None:
-        """Claim a run for this process (a resume)."""
-        self._update(
-            run_id, status="running", error=None, executor=executor, host=socket.gethostname(), pid=os.getpid()
-        )
+        """Set a run ``running`` in this process, whatever its status and writer (``claim`` checks
+        both, atomically)."""
+        self._update(run_id, **_writer_values(executor))
+
+    def claim(self, run_id: str, executor: str) -> RunInfo:
+        """Claim a run for this process (to compute it) and return its row, checked and set in one
+        transaction, so of two processes resuming one run only one gets it. A run that is not done
+        and that no other live process writes (``stopped``, ``failed``, or ``running`` here or with
+        its writer gone) is set ``running`` with this host and pid; a ``done`` run is returned
+        untouched; one that another live process writes is refused (ValueError)."""
+        self._require_writer()
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            info = _select(con, run_id)
+            refusal = _claim_refusal(run_id, self.root, info)
+            if refusal is None and info is not None and info.status != "done":
+                self._set(con, run_id, **_writer_values(executor))
+                info = _select(con, run_id)
+            con.execute("ROLLBACK" if refusal else "COMMIT")
+        if refusal is not None or info is None:
+            raise ValueError(refusal)
+        return info
 
     def finish(self, run_id: str, status: str, wall_s: float, error: str | None = None) -> None:
         """Close this session of a run: its status and its total wall time so far."""
@@ -315,11 +294,14 @@ class RunStore:
 
     def _update(self, run_id: str, **values: Any) -> None:
         self._require_writer()
-        assignments = ", ".join(f"{name} = ?" for name in values)
         with self._connect() as con:
-            con.execute(
-                f"UPDATE runs SET {assignments}, updated = ? WHERE run_id = ?", [*values.values(), _now(), run_id]
-            )
+            self._set(con, run_id, **values)
+
+    @staticmethod
+    def _set(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
+        """Set columns of a run's row (and its ``updated`` time) on ``con``."""
+        assignments = ", ".join(f"{name} = ?" for name in values)
+        con.execute(f"UPDATE runs SET {assignments}, updated = ? WHERE run_id = ?", [*values.values(), _now(), run_id])
 
     def commit_unit(self, run_id: str, stats: UnitStats, table: pa.Table, wall_s: float) -> None:
         """Write one finished unit atomically: Parquet under a temporary name, renamed, then the
@@ -382,6 +364,27 @@ class RunStore:
                WHERE runs.run_id = ?""",
             [wall_s, now, run_id, run_id],
         )
+
+
+def _select(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
+    """A run's row read on ``con`` (None when absent)."""
+    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+    return None if frame.empty else _run_info(frame.iloc[0].to_dict())
+
+
+def _claim_refusal(run_id: str, root: Path, info: RunInfo | None) -> str | None:
+    """Why this process may not claim the run ``info`` (None: it may)."""
+    if info is None:
+        return f"no run {run_id!r} in {root}"
+    here = (socket.gethostname(), os.getpid())
+    if info.status == "running" and not info.writer_gone and (info.host, info.pid) != here:
+        return f"run {run_id} is being written by process {info.pid} on {info.host}"
+    return None
+
+
+def _writer_values(executor: str) -> dict[str, Any]:
+    """The columns that make this process a run's writer."""
+    return {"status": "running", "error": None, "executor": executor, "host": socket.gethostname(), "pid": os.getpid()}
 
 
 def _now() -> dt.datetime:

@@ -1,0 +1,61 @@
+"""A Ray ``--address`` whose port takes no connection is refused in one line within seconds (Ray
+itself retried for minutes), without the address's credentials and without starting Ray."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from cli.main import main
+from engine.runs.ray_executor import check_reachable
+from engine.runs.store import RunStore
+
+PASSWORD = "pw-SECRET-31"
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def no_ray_start(monkeypatch) -> None:
+    ray = pytest.importorskip("ray")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ray.init was called")
+
+    monkeypatch.setattr(ray, "init", refuse)
+
+
+@pytest.mark.parametrize("form", ["{host}:{port}", "ray://{host}:{port}", "ray://alice:" + PASSWORD + "@{host}:{port}"])
+def test_an_unreachable_address_is_refused_at_once(form, closed_port) -> None:
+    address = form.format(host="127.0.0.1", port=closed_port)
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="cannot reach ray address") as caught:
+        check_reachable(address)
+    assert time.monotonic() - start < 10
+    assert PASSWORD not in str(caught.value) and f"127.0.0.1:{closed_port} within 10 s" in str(caught.value)
+
+
+@pytest.mark.parametrize("address", ["auto", "local", "ray://head"])  # left to Ray, as before
+def test_addresses_without_a_port_are_left_to_ray(address) -> None:
+    check_reachable(address)
+
+
+def test_run_with_an_unreachable_address_fails_in_one_line(closed_port, no_ray_start, toy_bert_folder, tmp_path,
+                                                          capsys) -> None:  # fmt: skip
+    address = f"ray://alice:{PASSWORD}@127.0.0.1:{closed_port}"
+    args = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1",
+            "--methods", "random", "--metrics", "deletion", "--executor", "ray", "--address", address]  # fmt: skip
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: cannot reach ray address ray://***@127.0.0.1:{closed_port} within 10 s: Connection refused\n"
+    (info,) = RunStore(tmp_path, read_only=True).infos()
+    assert info.status == "failed" and info.error.startswith("ValueError: cannot reach ray address ray://***@")
+    assert PASSWORD not in info.error

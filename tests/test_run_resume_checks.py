@@ -1,0 +1,140 @@
+"""A run is ``done`` only with every unit committed, ``--actors`` below 1 is refused, ``run --resume``
+checks that the stored run still matches before it writes anything (and says why not), and
+``show`` / ``run --resume`` of a ROAR job or a reproduction name the command that handles it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+import torch
+
+import engine.runs.executor as executor_module
+from cli.main import main
+from engine.runs.executor import execute, open_run, resume_spec
+from engine.runs.records import NewRun, UnitStats
+from engine.runs.spec import RunSpec
+from engine.runs.store import RunStore
+from tests.toy import toy_bert
+
+RUN = ["--dataset", "examples", "--split", "sst2", "--methods", "random", "--metrics", "deletion"]
+
+
+def small_spec(model: str, **changes) -> RunSpec:
+    fields = {"model": model, "dataset": "examples", "split": "sst2", "limit": 3, "methods": ("random",),
+              "metrics": ("deletion",), "seed": 1, "chunk_size": 1}  # fmt: skip
+    return RunSpec(**{**fields, **changes})
+
+
+def other_kind(store: RunStore, kind: str, model: str, selection: dict) -> str:
+    """A stored run of ``kind`` (a ROAR job's or a reproduction's rows: no ``position`` column) whose
+    model, data, methods and metrics an evaluate run could take."""
+    new = NewRun(key_fields={"kind": kind, **selection}, kind=kind, model=model, model_fingerprint="",
+                 dataset="examples", split="sst2", selection={**selection, "limit": 2}, methods=["random"],
+                 metrics=["deletion"], params={}, overrides={}, seed=None, target="predicted",
+                 label_names=("negative", "positive"), chunk_size=1, rows_total=2)  # fmt: skip
+    table = pa.table({"split": ["train"], "index": [0]})
+    if kind == "reproduce":
+        return store.save_whole(new, UnitStats(0, 0, 1, 0, 0.0, 0.0), table, 1.0).run_id
+    run_id = store.create_or_resume(new)[0].run_id
+    store.commit_unit(run_id, UnitStats(0, 0, 1, 0, 0.0, 0.0), table, 1.0)
+    store.finish(run_id, "stopped", 1.0)
+    return run_id
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_an_executor_that_returns_with_units_missing_fails_the_run(toy_bert_folder, tmp_path, monkeypatch) -> None:
+    def lost_units(spec, units, commit, progress=None, *, address=None, actors=None):
+        return {}  # as Ray's ActorPool with no actors (--actors -1 on a GPU cluster): no unit comes back
+
+    store = RunStore(tmp_path)
+    spec = small_spec(toy_bert_folder)
+    monkeypatch.setattr(executor_module, "run_ray", lost_units)
+    with pytest.raises(ValueError, match=r"3 of its 3 units were not computed \(the ray executor returned"):
+        execute(open_run(spec, store), store, executor="ray")
+    (info,) = store.infos()
+    assert (info.status, info.units_done) == ("failed", 0)
+    assert info.error.startswith("ValueError: run ") and "3 of its 3 units" in info.error
+    resumed = execute(open_run(resume_spec(store, info.run_id), store, resume=info.run_id), store, executor="serial")
+    assert (resumed.info.status, resumed.info.units_done, resumed.computed_units) == ("done", 3, 3)
+
+
+@pytest.mark.parametrize("actors", ["0", "-1"])
+def test_actors_below_one_are_refused_before_anything_is_stored(actors, toy_bert_folder, tmp_path, capsys) -> None:
+    args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "1", "--executor", "serial", "--actors", actors]
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
+    assert f"--actors must be at least 1, got {actors}" in one_error_line(capsys)
+    assert RunStore(tmp_path, read_only=True).infos() == []
+
+
+def test_resume_of_a_changed_model_says_so_and_stores_no_new_run(toy_bert_folder, tmp_path) -> None:
+    model = tmp_path / "model"
+    loaded = toy_bert()
+    loaded.model.save_pretrained(model)
+    loaded.tokenizer.save_pretrained(model)
+    store = RunStore(tmp_path / "results")
+    run_id = open_run(small_spec(str(model)), store).info.run_id
+    store.finish(run_id, "stopped", 0.0)
+    with torch.no_grad():
+        loaded.model.classifier.bias[0] += 0.5
+    loaded.model.save_pretrained(model)
+    with pytest.raises(ValueError, match=f"run {run_id} cannot be resumed: the files of its model .* changed since"):
+        open_run(resume_spec(store, run_id), store, resume=run_id)
+    assert [info.run_id for info in store.infos()] == [run_id]
+
+
+def test_resume_after_a_default_parameter_changed_names_it(toy_bert_folder, tmp_path, monkeypatch) -> None:
+    store = RunStore(tmp_path)
+    run_id = open_run(small_spec(toy_bert_folder), store).info.run_id
+    store.finish(run_id, "failed", 0.0, "Interrupted")
+    resolved = RunSpec.resolved_params
+
+    def new_default(spec: RunSpec) -> dict:
+        params = resolved(spec)
+        return {**params, "deletion": {**params["deletion"], "fraction": 0.3}}
+
+    monkeypatch.setattr(RunSpec, "resolved_params", new_default)
+    with pytest.raises(ValueError, match="cannot be resumed: the default parameters of deletion changed since"):
+        open_run(resume_spec(store, run_id), store, resume=run_id)
+    assert [info.run_id for info in store.infos()] == [run_id]
+
+
+@pytest.mark.parametrize("kind", ["roar", "reproduce"])
+def test_resume_of_another_kind_names_its_command_and_stores_nothing(kind, toy_bert_folder, tmp_path, capsys) -> None:
+    store = RunStore(tmp_path)
+    run_id = other_kind(store, kind, toy_bert_folder, {"name": "a-reproduction"})
+    assert main(["run", "--resume", run_id, "--executor", "serial", "--results-dir", str(tmp_path), "--quiet"]) == 2
+    err = one_error_line(capsys)
+    assert "`run --resume` continues dataset evaluations only" in err and f"(kind {kind})" in err
+    command = f"roar --resume {run_id}" if kind == "roar" else "reproduce a-reproduction --cached --limit 2"
+    assert f"`python -m cli {command}`" in err
+    with pytest.raises(
+        ValueError, match=f"run {run_id} cannot be resumed: it is a {kind} run, not a dataset evaluation"
+    ):
+        open_run(small_spec(toy_bert_folder), store, resume=run_id)  # the engine's own check
+    assert [info.run_id for info in store.infos()] == [run_id]
+
+
+@pytest.mark.parametrize("kind", ["roar", "reproduce"])
+def test_show_of_another_kind_names_the_command_that_shows_it(kind, toy_bert_folder, tmp_path, capsys) -> None:
+    run_id = other_kind(RunStore(tmp_path), kind, toy_bert_folder, {"name": "a-reproduction"})
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 2
+    err = one_error_line(capsys)
+    assert f"`show` prints dataset evaluations; {run_id} is a" in err and f"(kind {kind})" in err
+    if kind == "roar":  # a stopped job: the ROAR command continues it, not `run --resume`
+        assert f"`python -m cli roar --resume {run_id}` computes its missing units" in err
+        assert "Remove and retrain page" in err
+    else:
+        assert "`python -m cli reproduce a-reproduction --cached --limit 2` prints it" in err
+
+
+def test_show_of_a_stopped_evaluation_says_how_to_resume_it(toy_bert_folder, tmp_path, capsys) -> None:
+    store = RunStore(tmp_path)
+    run_id = open_run(small_spec(toy_bert_folder), store).info.run_id
+    store.finish(run_id, "stopped", 0.0)
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
+    assert f"{run_id} is stopped: resume it with `python -m cli run --resume {run_id}`" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""One writer per run: ``RunStore.claim`` checks that no other live process writes a run and takes
+it in one catalogue transaction, so of two resumes of a stopped run only one computes it; the
+other is refused in one line, even when it read the run's status before the winner claimed it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.runs.executor import execute, open_run, resume_spec
+from engine.runs.spec import RunSpec
+from engine.runs.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIM = """
+import sys
+from engine.runs.store import RunStore
+try:
+    RunStore(sys.argv[1]).claim(sys.argv[2], "serial")
+    print("claimed", flush=True)
+except ValueError as error:
+    print(f"refused: {error}", flush=True)
+sys.stdin.read()  # hold the claim (stay alive) until the test closes stdin
+"""
+
+
+def claimer(root: Path, run_id: str) -> subprocess.Popen:
+    """Another process that claims ``run_id`` and stays alive until its stdin is closed."""
+    return subprocess.Popen([sys.executable, "-c", CLAIM, str(root), run_id], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+
+
+def release(*processes: subprocess.Popen) -> None:
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=60)
+
+
+@pytest.fixture
+def stopped_run(toy_bert_folder, tmp_path) -> tuple[RunStore, str]:
+    store = RunStore(tmp_path)
+    spec = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=2, methods=("random",),
+                   metrics=("deletion",), chunk_size=1)  # fmt: skip
+    run_id = open_run(spec, store).info.run_id
+    store.finish(run_id, "stopped", 0.0)
+    return store, run_id
+
+
+def test_a_resume_that_read_the_status_before_another_claimed_the_run_is_refused(stopped_run) -> None:
+    store, run_id = stopped_run
+    late = open_run(resume_spec(store, run_id), store, resume=run_id)  # reads "stopped"
+    other = claimer(store.root, run_id)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "claimed\n"
+        with pytest.raises(ValueError, match=f"^run {run_id} is being written by process {other.pid} on "):
+            execute(late, store, executor="serial")
+        info = store.get(run_id)
+        assert (info.status, info.pid, info.rows_done) == ("running", other.pid, 0)  # untouched
+    finally:
+        release(other)
+    # its writer gone, the run resumes
+    resumed = execute(open_run(resume_spec(store, run_id), store, resume=run_id), store, executor="serial")
+    assert (resumed.info.status, resumed.info.rows_done) == ("done", 2)
+
+
+def test_of_two_processes_claiming_one_run_one_gets_it(stopped_run) -> None:
+    store, run_id = stopped_run
+    both = [claimer(store.root, run_id) for _ in range(2)]
+    try:
+        said = [process.stdout.readline() for process in both if process.stdout is not None]
+        winner = both[said.index("claimed\n")]
+        assert sorted(said)[1].startswith(f"refused: run {run_id} is being written by process {winner.pid}")
+        assert (store.get(run_id).status, store.get(run_id).pid) == ("running", winner.pid)
+    finally:
+        release(*both)
+
+
+def test_claim_takes_a_dead_writers_run_and_leaves_a_done_run_alone(stopped_run) -> None:
+    store, run_id = stopped_run
+    release(gone := claimer(store.root, run_id))
+    assert store.get(run_id).writer_gone
+    claimed = store.claim(run_id, "serial")
+    assert (claimed.status, claimed.pid, claimed.executor, claimed.error) == ("running", os.getpid(), "serial", None)
+    store.finish(run_id, "done", 1.0)
+    assert store.claim(run_id, "ray") == store.get(run_id)  # done: untouched
+    with pytest.raises(ValueError, match="no run 'run-unknown'"):
+        store.claim("run-unknown", "serial")
+    store.mark_running(run_id, "import")  # the unconditional claim ROAR and imports use still works
+    assert (store.get(run_id).status, store.get(run_id).executor) == ("running", "import")
+    assert gone.returncode == 0
