@@ -59,3 +59,12 @@ def test_run_with_an_unreachable_address_fails_in_one_line(closed_port, no_ray_s
     (info,) = RunStore(tmp_path, read_only=True).infos()
     assert info.status == "failed" and info.error.startswith("ValueError: cannot reach ray address ray://***@")
     assert PASSWORD not in info.error
+
+
+def test_rays_client_is_installed() -> None:
+    """A ``ray://`` address needs Ray's client (``ray[client]``, with grpcio): with the plain
+    package no cluster address could ever connect."""
+    import grpc
+    from ray.util.client import worker
+
+    assert grpc.__version__ and worker.Worker
