@@ -6,6 +6,7 @@ record and the problem."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -308,3 +309,34 @@ def test_an_import_scored_with_fill_ins_is_keyed_by_its_masked_lm_and_goes_on_wh
     monkeypatch.setattr(evaluate, "evaluate_slice", original)
     done = import_file(FIXTURES / "thermostat.jsonl", store, model=str(clf), metrics=["comprehensiveness"])
     assert done.info.run_id == stopped.run_id and done.info.status == "done" and done.info.units_done == 2
+
+
+def test_non_finite_scores_in_our_json_are_refused_and_no_half_json_is_printed(capsys):
+    """The CSV reader refused NaN and infinity; our JSON (``$float``) let them in, and a later
+    ``show --json`` then wrote half a document before failing."""
+    from cli.common import print_json
+    from core.types import Attribution
+
+    attribution = Attribution("loo_empty", "e", 1, ("a", "b"), np.array([0.5, np.inf], dtype=np.float32))
+    assert "record 0, score 1: the score inf is not finite" in refused(json.dumps([attribution.to_json()]).encode())
+    with pytest.raises(ValueError):
+        print_json({"fine": 1.0, "bad": float("nan")})
+    assert capsys.readouterr().out == ""
+
+
+def test_a_row_number_matches_the_splits_example_at_that_row(toy_bert_folder):
+    """Thermostat writes a dataset's row number as ``idx``; only our own ids matched before."""
+    from core.classifier import Classifier
+    from core.datasets import load_examples
+    from core.loaded import load_classifier
+    from engine.imports.align import align
+    from engine.imports.records import BadFile, Imported
+
+    clf = Classifier(load_classifier(toy_bert_folder))
+    split = load_examples("examples", "sst2")
+    words = clf.fit_example(split[3])[0].words
+    record = Imported("thermostat.lig", tuple(0.1 * i for i in range(len(words))), "word", "row 0", example_id="3")
+    (aligned,) = align(clf, [record], split)
+    assert aligned.index == 3 and aligned.example.id == split[3].id
+    with pytest.raises(BadFile, match=f"or a row number below {len(split)}"):
+        align(clf, [dataclasses.replace(record, example_id=str(len(split)))], split)

@@ -74,10 +74,13 @@ def _example_of(
     if has_dataset:
         if record.example_id is None:
             raise BadFile(f"{record.where}: no example id to find in the dataset")
-        if record.example_id not in by_id:
-            hint = f" (ids look like {next(iter(by_id))!r})" if by_id else ""
-            raise BadFile(f"{record.where}: example {record.example_id!r} is not in the dataset split{hint}")
-        return by_id[record.example_id]
+        if record.example_id in by_id:
+            return by_id[record.example_id]
+        position = record.example_id
+        if position.isascii() and position.isdigit() and int(position) < len(by_id):  # a row number (Thermostat's idx)
+            return list(by_id.values())[int(position)]
+        hint = f" (ids look like {next(iter(by_id))!r}, or a row number below {len(by_id)})" if by_id else ""
+        raise BadFile(f"{record.where}: example {record.example_id!r} is not in the dataset split{hint}")
     example_id = record.example_id or f"{source}/{n_found}"
     if record.words is not None:
         return None, Example(segments=(record.words,), id=example_id, dataset=source)

@@ -113,7 +113,7 @@ def read_ours(document: Any, name: str) -> list[Imported]:
             ) from None
         return Imported(
             method=method_name("json", parsed.method),
-            scores=tuple(float(s) for s in parsed.scores),
+            scores=tuple(number(float(s), f"{where}, score {i}") for i, s in enumerate(parsed.scores)),
             level="word",
             where=where,
             example_id=parsed.example_id or None,
