@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    from engine.evaluate import DEFAULT_GROUP
+    from engine.runs.spec import DEFAULT_CHUNK_SIZE
+
     parser = sub.add_parser("bench", help="time methods per example against the forward-pass floor")
     add_model(parser)
     add_dataset(parser)
@@ -76,7 +79,8 @@ def register(sub) -> None:
         "--group",
         type=positive_int,
         default=1,
-        help="examples explained together, as a dataset run does (8 per unit by default); 1: one at a time",
+        help=f"examples explained together, as a dataset run does (`evaluate --group`, default {DEFAULT_GROUP}; "
+        f"`run`: each unit of --chunk-size, default {DEFAULT_CHUNK_SIZE}); 1 (the default here): one at a time",
     )
     parser.add_argument(
         "--attention",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from typing import Any
 
@@ -48,6 +50,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
     return value
 
 
@@ -115,15 +128,22 @@ def slice_keys(methods_arg: str, metrics_arg: str | None) -> tuple[tuple[str, ..
     is refused: ``--metrics ""`` once computed the defaults, under another run id than the one
     asked for; only an absent ``--metrics`` means the defaults."""
     import explainers
-    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
 
     methods = tuple(explainers.resolve(methods_arg))
     if not methods:
         raise ValueError(f"no methods in --methods {methods_arg!r}: name at least one (see `methods`) or 'all'")
+    return methods, metric_keys(metrics_arg)
+
+
+def metric_keys(metrics_arg: str | None) -> tuple[str, ...]:
+    """The metric keys of ``--metrics``: the defaults when it is absent (None), and an empty list
+    (``--metrics ""``) refused."""
+    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
+
     metrics = tuple(resolve_metrics(DEFAULT_METRICS if metrics_arg is None else metrics_arg))
     if not metrics:
         raise ValueError(f"no metrics in --metrics {metrics_arg!r}: name at least one or 'all'")
-    return methods, metrics
+    return metrics
 
 
 def methods_and_params(methods_arg: str, param_items: list[str] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
@@ -154,8 +174,39 @@ def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:
 
 
 def print_json(payload: Any) -> None:
-    json.dump(payload, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    """``payload`` as JSON on stdout, encoded whole first: a value JSON cannot hold (NaN) raises
+    before anything is written, so no half document reaches a pipe or a file."""
+    sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+
+
+def check_data_dir(explicit: str | None) -> None:
+    """Refuse a data folder (``--data-dir``, else ``$ATTRIBUTION_DATA_DIR``) that is not a folder,
+    naming where it came from, instead of carrying on without the data."""
+    from core.datasets import DATA_DIR_ENV
+
+    chosen, source = (explicit, "--data-dir") if explicit is not None else (os.environ.get(DATA_DIR_ENV), DATA_DIR_ENV)
+    if chosen and not os.path.isdir(os.path.expanduser(chosen)):
+        raise ValueError(f"{source} {chosen}: no such folder")
+
+
+def writable_file(path: str, flag: str) -> None:
+    """Check, before any long work, that a file can be written at ``path`` (its folder is created
+    if missing, as the writer would, and written to once); ``ValueError`` names ``flag`` and the path."""
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise ValueError(f"{flag} {path} is a folder: give a file name")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{flag} {path}: the file is not writable")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target.parent):
+            pass
+    except OSError as error:  # FileExistsError: the folder to create is a file
+        reason = "not a folder" if isinstance(error, FileExistsError) else error.strerror
+        raise ValueError(f"{flag} {path}: cannot write in {target.parent} ({reason})") from None
 
 
 def load_dataset_examples(args: argparse.Namespace):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import print_json
+from cli.common import check_data_dir, print_json
 
 
 def run(args: argparse.Namespace) -> int:
     from core.datasets import available_datasets, data_dir, load_examples
 
+    check_data_dir(args.data_dir)
     found = available_datasets(args.data_dir)
     sizes = {
         name: {split: len(load_examples(name, split, args.data_dir)) for split in splits}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import print_json, read_jsonl
+from cli.common import positive_int, print_json, read_jsonl
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,6 +17,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         texts = [record["text"] for record in read_jsonl(args.texts)]
     mlm = MaskedLM.load(args.model)
+    vocabulary = min(len(mlm.tokenizer), mlm.model.config.vocab_size)
+    if args.k > vocabulary:
+        raise ValueError(f"--k {args.k} is more than the {vocabulary} tokens of {args.model}'s vocabulary")
     # Accept the generic "[MASK]" in texts for any masked LM.
     texts = [t.replace("[MASK]", mlm.tokenizer.mask_token) for t in texts]
     fills = mlm.fill_texts(texts, k=args.k)
@@ -37,6 +40,8 @@ def register(sub) -> None:
     parser.add_argument("--model", default="minilm-mlm", help="masked LM: bundled name, hub id or folder")
     parser.add_argument("--text", help='a text with one [MASK], e.g. "a [MASK] film"')
     parser.add_argument("--texts", help="JSON Lines file with 'text' (one [MASK] each)")
-    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument(
+        "--k", type=positive_int, default=10, help="fill-ins per text, at most the vocabulary size (default: 10)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

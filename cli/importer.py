@@ -12,9 +12,8 @@ from engine.imports import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from cli.common import parse_params, progress_bar
+    from cli.common import metric_keys, parse_params, progress_bar
     from cli.show import print_run
-    from engine.evaluate import resolve_metrics
     from engine.imports import import_file
     from engine.runs.store import RunStore
 
@@ -27,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         split=args.split,
         methods=explainers.resolve(args.methods) if args.methods else [],
-        metrics=resolve_metrics(args.metrics),
+        metrics=metric_keys(args.metrics),
         overrides=parse_params(args.param),
         target=args.target,
         mlm=args.mlm,
@@ -61,7 +60,7 @@ def register(sub) -> None:
     )
     parser.add_argument("--split", help="split of --dataset")
     parser.add_argument("--methods", default="", help="built-in methods to compute beside the imported ones")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, help="'all' or comma-separated metric keys")
+    parser.add_argument("--metrics", help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS})")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter")
     parser.add_argument("--target", choices=("predicted", "gold"), default="predicted",
                         help="class explained where the file names none")  # fmt: skip

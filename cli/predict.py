@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_dataset, add_model, load_dataset_examples, positive_int, print_json, read_jsonl
+from cli.common import (
+    add_dataset,
+    add_model,
+    check_data_dir,
+    load_dataset_examples,
+    positive_int,
+    print_json,
+    read_jsonl,
+)
 
 
 def read_texts(path: str) -> list:
@@ -22,6 +30,29 @@ def read_texts(path: str) -> list:
     return examples
 
 
+def threshold(text: str) -> float:
+    """An argparse type: a probability in (0, 1] that a label can reach."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a probability in (0, 1], got {text}")
+    return value
+
+
+def encode_examples(clf, examples: list) -> list:
+    """Each example cut to the model's length and encoded; ``ValueError`` names the example it
+    refuses (a texts file's ``FILE:LINE``, a dataset example's id)."""
+    variants = []
+    for example in examples:
+        try:
+            variants.append(clf.encode(clf.fit_example(example)[0]).variant)
+        except ValueError as error:
+            raise ValueError(f"{example.id}: {error}") from error
+    return variants
+
+
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -30,10 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.dataset) == bool(args.texts):
         raise ValueError("give either --dataset (with --split) or --texts")
+    if args.dataset:
+        check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
-    fitted = [clf.fit_example(e)[0] for e in examples]
-    probabilities = clf.predict_proba([clf.encode(e).variant for e in fitted])
+    probabilities = clf.predict_proba(encode_examples(clf, examples))
     head = clf.head
     rows = []
     for example, probs in zip(examples, probabilities):
@@ -64,7 +96,10 @@ def register(sub) -> None:
     parser.add_argument("--texts", help="JSON Lines file with 'text' (and 'text_b' for pairs)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument(
-        "--threshold", type=float, default=0.5, help="multi-label head: labels at or above this probability"
+        "--threshold",
+        type=threshold,
+        default=0.5,
+        help="multi-label head: labels at or above this probability, in (0, 1]",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.roar.run import execute_job, job_of, open_job, prepare_job
     from engine.runs.store import RunStore
 
+    check_flags(args)
     store = RunStore(args.results_dir)
     job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
     prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
@@ -106,6 +107,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary(result)
     return 0
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse contradictory flags and an ``--export`` path that cannot be written, before any
+    work: the report is written only when the job ends, hours later."""
+    from cli.common import writable_file
+
+    if args.estimate_only and args.no_estimate:
+        raise ValueError("--estimate-only and --no-estimate contradict each other: give one of them")
+    if args.export:
+        writable_file(args.export, "--export")
 
 
 def print_summary(result: dict) -> None:

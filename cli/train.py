@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cli.common import print_json
+from cli.common import positive_float, positive_int, print_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,15 +38,15 @@ def register(sub) -> None:
     )
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
     parser.add_argument("--out", help="output folder (default: assets/models/minilm-TASK)")
-    parser.add_argument("--steps", type=int, help="optimizer steps (default: per task)")
+    parser.add_argument("--steps", type=positive_int, help="optimizer steps (default: per task)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
+    parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: per task)")
     parser.add_argument(
         "--init-from", metavar="DIR", help="continue from a model folder this command wrote for the same task"
     )
     parser.add_argument(
         "--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AMX / AVX512-BF16 and on GPUs)"
     )
-    parser.add_argument("--train-limit", type=int, help="use only the first N training examples")
-    parser.add_argument("--eval-limit", type=int, help="report on the first N examples only")
+    parser.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
+    parser.add_argument("--eval-limit", type=positive_int, help="report on the first N examples only")
     parser.set_defaults(run=run)

@@ -175,9 +175,7 @@ def load_sequence_classifier(name_or_path: str):
         return random_model(name_or_path, "sequence-classification")
     folder = delta_folder(name_or_path)
     if folder is None:
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+        config = _hub_config(name_or_path)
         architectures = getattr(config, "architectures", None) or []
         if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
             raise ValueError(f"{name_or_path} is a {architectures[0]}, not a sequence classifier")
@@ -207,9 +205,7 @@ def load_masked_lm(name_or_path: str):
         return random_model(name_or_path, "masked-lm")
     folder = delta_folder(name_or_path)
     if folder is None:
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+        config = _hub_config(name_or_path)
         architectures = getattr(config, "architectures", None) or []
         if architectures and not any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in architectures):
             raise ValueError(f"{name_or_path} is a {architectures[0]}, not a masked language model")
@@ -218,6 +214,31 @@ def load_masked_lm(name_or_path: str):
     if architecture != "masked-lm":
         raise ValueError(f"{name_or_path} is a {architecture} model, not a masked language model")
     return _merged(folder).eval()
+
+
+def _hub_config(name_or_path: str):
+    """The config of a model that is neither bundled nor an adapter folder (a hub id or a plain
+    model folder); a name that is no folder and cannot be found gets ``missing_model_message``."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+    except (OSError, ValueError) as error:
+        if Path(name_or_path).expanduser().exists():
+            raise
+        raise ValueError(missing_model_message(name_or_path, error)) from error
+
+
+def missing_model_message(name: str, error: Exception) -> str:
+    """One line for a model name that is not bundled, not a folder and not found on the hub (or
+    its cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer."""
+    bundled = ", ".join(bundled_names()) or "none"
+    if Path(name).expanduser().is_absolute() or name.startswith(("./", "../", "~")):
+        return f"{name!r}: no such folder (bundled models: {bundled})"
+    where = "in the hub cache (HF_HUB_OFFLINE=1)" if os.environ.get("HF_HUB_OFFLINE") == "1" else "on the hub"
+    lines = str(error).strip().splitlines()
+    reason = lines[0].split(". ")[0].rstrip(".") if lines else type(error).__name__
+    return f"{name!r} is not a bundled model ({bundled}), a model folder, or a model found {where}: {reason}"
 
 
 def _quiet_init() -> dict:

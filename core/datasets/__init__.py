@@ -146,9 +146,7 @@ def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | N
             raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
         folder = data_dir(root)
         if folder is None:
-            raise FileNotFoundError(
-                f"no data folder: set {DATA_DIR_ENV} to the folder holding {name}/ (e.g. ../shared/data)"
-            )
+            raise FileNotFoundError(_no_data_folder(name, root))
         loader, splits = _LOCAL[name]
         if split not in splits:
             raise ValueError(f"unknown split {split!r} of {name}; known: {', '.join(splits)}")
@@ -156,3 +154,13 @@ def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | N
             raise FileNotFoundError(f"{name}/{split} not found under {folder}")
         examples = loader(folder, split)
     return examples[:limit] if limit is not None else examples
+
+
+def _no_data_folder(name: str, root: str | os.PathLike | None) -> str:
+    """Why there is no data folder: the one given (``root``, else ``$ATTRIBUTION_DATA_DIR``) is
+    not a folder, or none was given."""
+    if root:
+        return f"data folder {root} not found (it should hold {name}/)"
+    if root is None and os.environ.get(DATA_DIR_ENV):
+        return f"data folder {os.environ[DATA_DIR_ENV]} (${DATA_DIR_ENV}) not found (it should hold {name}/)"
+    return f"no data folder: set {DATA_DIR_ENV} to the folder holding {name}/ (e.g. ../shared/data)"

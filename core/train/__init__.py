@@ -18,6 +18,8 @@ trained by ``core.train_heads``. The names below are its interface.
 from __future__ import annotations
 
 import json
+import math
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -83,12 +85,13 @@ def run_training(
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
     spec = TASKS[task]
+    _check_positive(steps=steps, lr=lr, train_limit=train_limit, eval_limit=eval_limit)
     torch.set_flush_denormal(True)  # tiny LoRA updates must not fall into slow denormal arithmetic
     cfg = TrainConfig(
         task=task,
-        steps=steps or spec.steps,
+        steps=spec.steps if steps is None else steps,
         seed=seed,
-        lr=lr or spec.lr,
+        lr=spec.lr if lr is None else lr,
         rank=spec.rank,
         max_length=spec.max_length,
         train_limit=train_limit,
@@ -98,6 +101,7 @@ def run_training(
     )
     earlier = _earlier_runs(task, init_from)
     out = out or Path("assets/models") / f"minilm-{task}"
+    _check_writable(out)
     if task == "mlm":
         figures = train_mlm(cfg, data_root, out)
     elif task.startswith("hatexplain-"):
@@ -110,6 +114,27 @@ def run_training(
     (out / "training.json").write_text(json.dumps(card, indent=2) + "\n")
     (out / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
     return card
+
+
+def _check_positive(**values: float | None) -> None:
+    """Refuse a setting given as zero, a negative or a non-finite number (None: the task's default)."""
+    for name, value in values.items():
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"{name} must be above 0, got {value}")
+
+
+def _check_writable(out: Path) -> None:
+    """Fail before training, not after it, when the model cannot be saved in ``out``: its parent
+    folder is created and ``out`` (or, before it exists, that parent) written to once."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"cannot save the model in {out}: it is a file, not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out if out.is_dir() else out.parent):
+            pass
+    except OSError as error:  # FileExistsError: the folder to create is a file
+        reason = "a file is in the way" if isinstance(error, FileExistsError) else error.strerror
+        raise ValueError(f"cannot save the model in {out}: {reason}") from None
 
 
 def _earlier_runs(task: str, init_from: str | None) -> list[dict]:

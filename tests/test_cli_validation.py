@@ -1,0 +1,199 @@
+"""Flags the commands once took at face value: zero and negative numbers, out-of-range values,
+contradictory flags and paths found bad only after the long work. Each is refused up front with a
+one-line ``error:`` naming the bad value (exit status 2), or its message names what the user gave."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    """The exit status, stdout and the last stderr line of ``python -m cli ARGV``."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own errors
+        code = stop.code if isinstance(stop.code, int) else 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    return code, captured.out, lines[-1] if lines else ""
+
+
+def refused(capsys, argv: list[str], *names: str) -> str:
+    code, out, last = run(capsys, argv)
+    assert code == 2, f"accepted: {out[:200]}"
+    assert "error:" in last and all(name in last for name in names), last
+    return last
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Training (or a ROAR job) starting is a failure of these tests, never hours of work."""
+    import core.train
+    import engine.roar.run
+
+    def started(*args, **kwargs):
+        raise AssertionError("the work started")
+
+    for name in ("train_classifier", "train_mlm"):
+        monkeypatch.setattr(core.train, name, started)
+    monkeypatch.setattr(engine.roar.run, "prepare_job", started)
+
+
+# ---------------------------------------------------------------------------- train (finding 6)
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--steps", "0"), ("--steps", "-3"), ("--lr", "0"), ("--lr", "-1"), ("--lr", "nan"), ("--train-limit", "0")]
+    + [("--train-limit", "-1"), ("--eval-limit", "0")],
+)
+def test_train_refuses_numbers_below_one(capsys, tmp_path, no_training, flag, value) -> None:
+    refused(capsys, ["train", "sst2", flag, value, "--out", str(tmp_path / "model")], flag, value)
+
+
+def test_run_training_takes_only_none_as_the_default(tmp_path, monkeypatch) -> None:
+    import core.train
+
+    seen = []
+
+    def fake(cfg, data_root, out):
+        seen.append(cfg)
+        out.mkdir(parents=True, exist_ok=True)
+        return {}
+
+    monkeypatch.setattr(core.train, "train_classifier", fake)
+    core.train.run_training("sst2", None, tmp_path / "model", None, 0)
+    assert (seen[0].steps, seen[0].lr) == (core.train.TASKS["sst2"].steps, core.train.TASKS["sst2"].lr)
+    for name, bad in (("steps", 0), ("steps", -3), ("lr", 0.0), ("train_limit", -1), ("eval_limit", 0)):
+        with pytest.raises(ValueError, match=f"{name} must be above 0"):
+            core.train.run_training("sst2", None, tmp_path / "model", **{"steps": None, "seed": 0, name: bad})
+    assert len(seen) == 1
+
+
+def test_train_checks_out_before_training(capsys, tmp_path, no_training) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    refused(capsys, ["train", "sst2", "--steps", "1", "--out", str(blocker / "model")], str(blocker / "model"))
+    refused(capsys, ["train", "sst2", "--steps", "1", "--out", str(blocker)], str(blocker), "not a folder")
+
+
+# ----------------------------------------------------------------------------- fill (finding 9)
+
+
+@pytest.mark.parametrize("k", ["0", "-3"])
+def test_fill_k_must_be_positive(capsys, k) -> None:
+    refused(capsys, ["fill", "--text", "a [MASK] film", "--k", k], "--k", k)
+
+
+def test_fill_k_at_most_the_vocabulary(capsys, model_dirs) -> None:
+    from tests.toy import VOCAB
+
+    mlm = str(model_dirs[1])
+    refused(capsys, ["fill", "--model", mlm, "--text", "a [MASK] film", "--k", "100000"], "--k 100000", "vocabulary")
+    code, out, _ = run(capsys, ["fill", "--model", mlm, "--text", "good [MASK]", "--k", str(len(VOCAB))])
+    assert code == 0 and out.count('"token"') == len(VOCAB)
+
+
+# ----------------------------------------------------------------------------- roar (finding 10)
+
+
+def test_roar_refuses_estimate_only_with_no_estimate(capsys, tmp_path, no_training) -> None:
+    argv = ["roar", "--estimate-only", "--no-estimate", "--results-dir", str(tmp_path)]
+    refused(capsys, argv, "--estimate-only", "--no-estimate")
+
+
+def test_roar_checks_export_before_the_job(capsys, tmp_path, no_training) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for export in (blocker / "report.json", tmp_path):
+        refused(capsys, ["roar", "--export", str(export), "--results-dir", str(tmp_path / "results")], str(export))
+
+
+# --------------------------------------------------------------------------- import (finding 11)
+
+
+@pytest.mark.parametrize("metrics", ["", ",,"])
+def test_import_refuses_an_empty_metric_list(capsys, tmp_path, toy_bert_folder, metrics) -> None:
+    from engine.runs.store import RunStore
+
+    argv = ["import", str(FIXTURES / "ferret.json"), "--model", toy_bert_folder, "--metrics", metrics]
+    refused(capsys, [*argv, "--results-dir", str(tmp_path), "--quiet"], "--metrics")
+    assert RunStore(tmp_path).infos() == []
+
+
+# ---------------------------------------------------------------------------- bench (finding 14)
+
+
+def test_bench_group_help_gives_a_runs_group(capsys) -> None:
+    from engine.evaluate import DEFAULT_GROUP
+    from engine.runs.spec import DEFAULT_CHUNK_SIZE
+
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {DEFAULT_GROUP}" in text and f"--chunk-size, default {DEFAULT_CHUNK_SIZE}" in text
+    assert "8 per unit" not in text
+
+
+# -------------------------------------------------------------------- data folders (finding 15)
+
+
+def test_a_missing_data_dir_is_named(capsys, tmp_path, toy_bert_folder) -> None:
+    from core.datasets import load_examples
+
+    missing = str(tmp_path / "no-such-data")
+    refused(capsys, ["datasets", "--data-dir", missing], "--data-dir", missing)
+    argv = ["predict", "--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev", "--data-dir", missing]
+    assert "ATTRIBUTION_DATA_DIR" not in refused(capsys, argv, missing)
+    with pytest.raises(FileNotFoundError, match=re.escape(missing)):
+        load_examples("sst2", "dev", missing)
+
+
+# ------------------------------------------------------------------------- predict (finding 16)
+
+
+def test_predict_names_the_line_of_a_bad_text(capsys, tmp_path, toy_bert_folder) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "good film"}\n{"text": "  "}\n')
+    refused(capsys, ["predict", "--model", toy_bert_folder, "--texts", str(texts)], f"{texts}:2", "empty")
+
+
+@pytest.mark.parametrize("threshold", ["0", "-0.5", "2", "nan"])
+def test_predict_threshold_is_a_probability(capsys, tmp_path, toy_bert_folder, threshold) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "good film"}\n')
+    argv = ["predict", "--model", toy_bert_folder, "--texts", str(texts), "--threshold", threshold]
+    refused(capsys, argv, "--threshold", threshold)
+
+
+# --------------------------------------------------------------------------- models (finding 17)
+
+
+@pytest.mark.parametrize("command", ["predict", "fill"])
+def test_an_unknown_model_lists_the_bundled_ones(capsys, tmp_path, monkeypatch, command) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "a [MASK] film"}\n')
+    argv = [command, "--model", "no-such-model-xyz", "--texts", str(texts)]
+    last = refused(capsys, argv, "no-such-model-xyz", "minilm-sst2", "minilm-mlm")
+    assert len(last) < 500, last
+
+
+# --------------------------------------------------------------------------- README (finding 19)
+
+
+def test_readme_train_row_names_every_task() -> None:
+    from cli.main import build_parser
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    tasks = next(action.choices for action in train._actions if action.dest == "task")
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `train TASK"))
+    assert [task for task in tasks if f"`{task}`" not in row] == []
