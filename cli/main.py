@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 COMMANDS = (
@@ -48,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader went away (`runs | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     except (ValueError, OSError) as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 2

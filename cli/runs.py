@@ -7,7 +7,7 @@ import argparse
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json
-    from cli.show import run_json
+    from cli.show import run_json, status_of
     from engine.runs.store import RunStore
 
     store = RunStore(args.results_dir, read_only=True)
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{'run':<16}  {'status':<8}  {'rows':>11}  {'wall':>8}  {'created (UTC)':<19}  model / data / methods")
     for info in infos:
-        status = "killed" if info.writer_gone else info.status
+        status = status_of(info)
         origin = info.selection.get("import")
         note = f" (imported from {origin['file']}, {origin['format']})" if origin else ""
         if info.kind == "reproduce":  # engine.reproduce.stored: a reproduction's result

@@ -34,11 +34,17 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     if as_json:
         print_json(payload)
     else:
-        print(f"{info.run_id}: {info.status}, {info.rows_done} of {info.rows_total} examples")
+        print(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples")
         print_summary_table(payload)
     if info.status != "done":
-        print(f"{info.run_id} is {info.status}: {next_step(info)}", file=sys.stderr)
+        print(f"{info.run_id} is {status_of(info)}: {next_step(info)}", file=sys.stderr)
     return 0
+
+
+def status_of(info) -> str:
+    """A run's status as the commands print it: ``killed`` for a run marked running whose
+    process is gone."""
+    return "killed" if info.writer_gone else info.status
 
 
 def next_step(info) -> str:
@@ -80,6 +86,7 @@ def run_json(info) -> dict:
     return {
         "run_id": info.run_id,
         "status": info.status,
+        "writer_gone": info.writer_gone,  # status running, its process gone: killed
         "error": info.error,
         "kind": info.kind,
         "model": info.model,

@@ -197,3 +197,22 @@ def test_readme_train_row_names_every_task() -> None:
     tasks = next(action.choices for action in train._actions if action.dest == "task")
     row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `train TASK"))
     assert [task for task in tasks if f"`{task}`" not in row] == []
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path) -> None:
+    """``python -m cli runs | head -1`` ended in "error: [Errno 32] Broken pipe" and status 2."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "cli", "methods"], cwd=Path(__file__).resolve().parents[1], stdout=write,
+            stderr=subprocess.PIPE, text=True, check=False, env={**os.environ, "ATTRIBUTION_RESULTS_DIR": str(tmp_path)},
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and "Broken pipe" not in done.stderr, done.stderr

@@ -281,6 +281,11 @@ def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_bert_f
     run_id = kill_once_done(process, store.catalogue_path, "rows_done", 3, timeout_s=120)
     killed = store.get(run_id)
     assert killed.status == "running" and killed.writer_gone and 3 <= killed.rows_done < rows
+    shown = subprocess.run(
+        [sys.executable, "-m", "cli", "show", run_id], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.startswith(f"{run_id}: killed,")  # it said running (`runs` said killed)
+    assert f"{run_id} is killed: resume it with `python -m cli run --resume {run_id}`" in shown.stderr
 
     writer = RunStore(tmp_path / "results")
     resumed = execute(open_run(resume_spec(writer, run_id), writer, resume=run_id), writer, executor="serial")
