@@ -340,3 +340,19 @@ def test_a_row_number_matches_the_splits_example_at_that_row(toy_bert_folder):
     assert aligned.index == 3 and aligned.example.id == split[3].id
     with pytest.raises(BadFile, match=f"or a row number below {len(split)}"):
         align(clf, [dataclasses.replace(record, example_id=str(len(split)))], split)
+
+
+def test_an_import_the_model_cannot_score_leaves_no_run(tmp_path):
+    """A single text imported for a model of sentence pairs: refused before anything is stored,
+    naming the example (a failed run stayed behind)."""
+    store = RunStore(tmp_path)
+    with pytest.raises(ValueError, match=r"ours.json: example 'free/0': minilm-esnli classifies sentence pairs"):
+        import_file(FIXTURES / "ours.json", store, model="minilm-esnli", metrics=METRICS)
+    assert store.infos() == []
+
+
+def test_a_run_of_an_unknown_model_lists_the_bundled_ones(tmp_path, capsys):
+    args = ["run", "--model", "no-such-model", "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    assert main([*args, "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'no-such-model' is not a bundled model (minilm-" in err and "\n" not in err.strip()

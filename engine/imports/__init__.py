@@ -110,6 +110,11 @@ def _store_import(
     clf = clf if clf is not None else _Classifier(load_classifier(model))
     examples = load_examples(dataset, split) if dataset is not None and split is not None else None
     aligned = align(clf, records, examples, source=f"import:{Path(name).stem}")
+    for entry in aligned:  # before anything is stored: an import the model cannot score leaves no run
+        try:
+            clf.check_example(entry.example)
+        except ValueError as error:
+            raise ValueError(f"{name}: example {entry.example.id!r}: {error}") from None
     imported = list(dict.fromkeys(m for entry in aligned for m in entry.attributions))
     fingerprint = model_fingerprint(model)
     resolved = {

@@ -33,7 +33,9 @@ def model_files(name_or_path: str) -> list[tuple[str, Path]]:
     try:
         snapshot = snapshot_download(name_or_path, allow_patterns=[f"*{s}" for s in MODEL_FILE_SUFFIXES])
     except Exception as error:  # the hub client raises many types; every one means "not found"
-        raise ValueError(f"cannot find the files of model {name_or_path!r}: {error}") from error
+        from core.models import missing_model_message
+
+        raise ValueError(missing_model_message(name_or_path, error)) from error
     return folder_files("hub", Path(snapshot))
 
 
