@@ -16,7 +16,7 @@ from ui import faithfulness as F
 from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
-from ui.prediction import prediction_markdown
+from ui.prediction import result_markdown
 from ui.runs import gate, run_or_stop, stopped_note
 from ui.text import plain
 
@@ -32,16 +32,7 @@ def example_view(selection, methods: list[str], imported: list, metric_params: d
         st.error(plain(f"{key}: {message}"))
     prediction, target = result.heatmap.prediction, result.heatmap.target
     n_words = len(prediction.example.words)
-    st.markdown(
-        prediction_markdown(
-            prediction.label_names,
-            prediction.probabilities,
-            prediction.head,
-            prediction.predicted,
-            target,
-            selection.threshold,
-        )
-    )
+    st.markdown(result_markdown(prediction, target, selection.threshold))
     st.caption(f"The whole input has {n_words} words. Hover a point to see the input at that step.")
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")

@@ -16,7 +16,7 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_picker
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
-from ui.prediction import prediction_markdown
+from ui.prediction import result_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
 from ui.text import plain
 
@@ -105,17 +105,7 @@ for key, message in result.errors.items():
 
 summary, chart = st.columns([2, 3])
 predicted = prediction.predicted
-summary.markdown(
-    prediction_markdown(
-        prediction.label_names,
-        prediction.probabilities,
-        prediction.head,
-        predicted,
-        result.target,
-        selection.threshold,
-        gold=example.gold_name,
-    )
-)
+summary.markdown(result_markdown(prediction, result.target, selection.threshold, gold=example.gold_name))
 chart.plotly_chart(
     probability_chart(
         prediction.label_names,

@@ -17,7 +17,7 @@ from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.marginalization import cost_line, duration, estimate_line, word_panel
 from ui.params import params_form
-from ui.prediction import prediction_markdown
+from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
 from ui.text import plain
 
@@ -65,12 +65,10 @@ if "loo_empty" not in base.attributions:
     st.error(plain(base.errors.get("loo_empty", "leave-one-out failed")))
     st.stop()
 prediction, target, loo = base.prediction, base.target, base.attributions["loo_empty"]
-example, labels, predicted = prediction.example, prediction.label_names, prediction.predicted
+example, labels = prediction.example, prediction.label_names
 rate = services.passes_per_second(loo)
 run_base = [selection.model, list(example.segments), target, mlm_name]
-st.markdown(
-    prediction_markdown(labels, prediction.probabilities, prediction.head, predicted, target, selection.threshold)
-)
+st.markdown(result_markdown(prediction, target, selection.threshold))
 if prediction.dropped_words:
     st.warning(
         f"The text is too long for {plain(selection.model)}: the last {prediction.dropped_words} words are not explained."

@@ -19,7 +19,7 @@ from ui import state
 from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
-from ui.prediction import prediction_markdown
+from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop
 from ui.text import plain
 
@@ -46,17 +46,7 @@ def example_view(
     for key, message in result.errors.items():
         st.error(plain(f"{key}: {message}"))
     prediction, fitted, target = result.prediction, result.prediction.example, result.target
-    st.markdown(
-        prediction_markdown(
-            prediction.label_names,
-            prediction.probabilities,
-            prediction.head,
-            prediction.predicted,
-            target,
-            selection.threshold,
-            gold=fitted.gold_name,
-        )
-    )
+    st.markdown(result_markdown(prediction, target, selection.threshold, gold=fitted.gold_name))
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
     threshold = metric_params["iou"]["threshold"]

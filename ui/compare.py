@@ -12,7 +12,7 @@ import streamlit as st
 
 import services
 from ui.heatmap import heatmap_html, side_by_side
-from ui.prediction import prediction_markdown
+from ui.prediction import result_markdown
 from ui.runs import run_or_stop
 from ui.text import plain
 
@@ -76,14 +76,9 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
     st.subheader("Two models side by side")
     columns = st.columns(2)
     for column, label, name, result in zip(columns, "AB", names, (first, second)):
-        prediction = result.prediction
         column.markdown(
-            f"**{label}** = `{name}`  \n"
-            + prediction_markdown(
-                prediction.label_names, prediction.probabilities, prediction.head, prediction.predicted,
-                result.target, selection.threshold,
-            )
-        )  # fmt: skip
+            f"**{label}** = `{name}`  \n" + result_markdown(result.prediction, result.target, selection.threshold)
+        )
     for key, message in second.errors.items():
         st.error(plain(f"{key} (model B): {message}"))
     n_words, rows = side_by_side(first.attributions, second.attributions)

@@ -44,3 +44,10 @@ def prediction_markdown(
     return (
         f"**Predicted:** {names[predicted]} ({outputs[predicted]:.1%})  \n**Explaining:** {names[target]}" + gold_line
     )
+
+
+def result_markdown(prediction, target: int, threshold: float = DEFAULT_THRESHOLD, gold: str | None = None) -> str:
+    """``prediction_markdown`` of a page's ``services.PredictionResult``."""
+    return prediction_markdown(
+        prediction.label_names, prediction.probabilities, prediction.head, prediction.predicted, target, threshold, gold
+    )
