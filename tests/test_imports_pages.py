@@ -25,7 +25,7 @@ from engine.explain import explain_example
 from engine.imports import import_bytes
 from engine.runs.store import RunStore
 from engine.slice_report import mean_curves, metric_summaries, plausibility_report
-from tests.page_text import errors
+from tests.page_text import as_read, errors
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 CSV = "csv.mine (imported)"
@@ -80,7 +80,7 @@ def mean_line(figure, method: str) -> list[float]:
 
 def captions(at: AppTest) -> str:
     """The page's captions as they read (markdown escapes removed)."""
-    return "\n".join(c.value for c in at.caption).replace("\\", "")
+    return as_read("\n".join(c.value for c in at.caption))
 
 
 @pytest.fixture(scope="module")
