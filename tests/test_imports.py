@@ -356,3 +356,54 @@ def test_a_run_of_an_unknown_model_lists_the_bundled_ones(tmp_path, capsys):
     assert main([*args, "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "'no-such-model' is not a bundled model (minilm-" in err and "\n" not in err.strip()
+
+
+_CORRUPTED_TABLES = """
+import io, json, random, sys
+import pyarrow as pa, pyarrow.parquet as pq
+from engine.imports.records import BadFile
+from engine.imports.thermostat import arrow_rows
+
+table = pa.table({"input_ids": [[101, 2023, 102]] * 20, "attributions": [[0.1, 0.2, 0.3]] * 20,
+                  "idx": list(range(20)), "explainer": ["lig"] * 20})
+parquet, stream, file = io.BytesIO(), pa.BufferOutputStream(), pa.BufferOutputStream()
+pq.write_table(table, parquet)
+for sink, new in ((stream, pa.ipc.new_stream), (file, pa.ipc.new_file)):
+    with new(sink, table.schema) as writer:
+        writer.write_table(table)
+originals = {"parquet": parquet.getvalue(), "stream": stream.getvalue().to_pybytes(), "file": file.getvalue().to_pybytes()}
+outcomes = {}
+for kind, seed in json.loads(sys.argv[1]):
+    data, draw = bytearray(originals[kind]), random.Random(seed)
+    for _ in range(draw.randint(1, 8)):
+        data[draw.randrange(len(data))] = draw.randrange(256)
+    try:
+        outcomes[f"{kind} {seed}"] = len(arrow_rows(bytes(data), "x"))
+    except BadFile:
+        outcomes[f"{kind} {seed}"] = "refused"
+print(json.dumps(outcomes))
+"""
+
+
+def test_corrupted_parquet_and_arrow_files_are_refused_without_crashing_the_process():
+    """Damaged bytes (seeds that, before the fix, made pyarrow segfault while converting an Arrow
+    stream, abort in read_table's reader threads on a Parquet file, or raise UnicodeDecodeError on
+    a field name) are refused as a BadFile, or read when the damage hit no data; an uploaded file
+    must never take the server down, so they run in a child process that must exit cleanly."""
+    import subprocess
+    import sys
+
+    cases = [["stream", 5], ["stream", 13], ["stream", 98], ["file", 25], ["parquet", 127], ["parquet", 141]]
+    cases += [[kind, seed] for kind in ("parquet", "stream", "file") for seed in range(200, 240)]
+    done = subprocess.run(
+        [sys.executable, "-c", _CORRUPTED_TABLES, json.dumps(cases)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcomes = json.loads(done.stdout)
+    assert len(outcomes) == len(cases)
+    assert set(outcomes.values()) <= {"refused", 20}
+    assert outcomes["stream 5"] == outcomes["parquet 127"] == "refused"

@@ -29,15 +29,18 @@ def arrow_rows(data: bytes, name: str) -> list[dict[str, Any]]:
 
     try:
         if data[:4] == b"PAR1":
-            table = pq.read_table(io.BytesIO(data))
+            table = pq.ParquetFile(io.BytesIO(data)).read(use_threads=False)  # read_table's threads abort on some corrupt files
         else:
             opener = pa.ipc.open_file if data[:6] == b"ARROW1" else pa.ipc.open_stream
             table = opener(pa.BufferReader(data)).read_all()
-    except (pa.ArrowException, OSError) as error:
+        if table.num_rows > 100_000:
+            raise BadFile(f"{name} has {table.num_rows:,} rows, more than the 100,000 allowed")
+        table.validate(full=True)  # a malformed buffer fails here instead of crashing the conversion
+        return table.to_pylist()
+    except BadFile:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as error:  # ValueError: a name that is not UTF-8
         raise BadFile(f"{name} is not a readable Parquet or Arrow table ({error})") from None
-    if table.num_rows > 100_000:
-        raise BadFile(f"{name} has {table.num_rows:,} rows, more than the 100,000 allowed")
-    return table.to_pylist()
 
 
 def saved_dataset(folder: Path) -> list[dict[str, Any]]:
