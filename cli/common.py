@@ -192,21 +192,18 @@ def check_data_dir(explicit: str | None) -> None:
 def writable_file(path: str, flag: str) -> None:
     """Check, before any long work, that a file can be written at ``path`` (its folder is created
     if missing, as the writer would, and written to once); ``ValueError`` names ``flag`` and the path."""
-    import tempfile
     from pathlib import Path
+
+    from core.files import writable_folder_problem
 
     target = Path(path).expanduser()
     if target.is_dir():
         raise ValueError(f"{flag} {path} is a folder: give a file name")
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{flag} {path}: the file is not writable")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=target.parent):
-            pass
-    except OSError as error:  # FileExistsError: the folder to create is a file
-        reason = "not a folder" if isinstance(error, FileExistsError) else error.strerror
-        raise ValueError(f"{flag} {path}: cannot write in {target.parent} ({reason})") from None
+    problem = writable_folder_problem(target.parent)
+    if problem is not None:
+        raise ValueError(f"{flag} {path}: cannot write in {target.parent} ({problem})")
 
 
 def load_dataset_examples(args: argparse.Namespace):

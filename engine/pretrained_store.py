@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from core.classifier import Classifier
+from core.files import replaced_atomically
 from engine.runs.model_identity import model_fingerprint
 from engine.runs.store import results_dir
 from explainers.aml import PRETRAIN_FIELDS, AmlParams, PretrainedAml
@@ -85,18 +83,14 @@ def load(folder: Path, key: str, clf: Classifier, backbone: BackboneFn) -> Pretr
 
 def save(folder: Path, key: str, trained: PretrainedAml) -> Path:
     """Write ``trained`` as the entry ``key`` (whole or not at all) and return its folder."""
-    folder.mkdir(parents=True, exist_ok=True)
     entry = folder / key
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=folder))
     try:
-        save_model(trained.model, str(staging / _WEIGHTS))
-        card = {name: getattr(trained, name) for name in _CARD_FIELDS}
-        (staging / _CARD).write_text(json.dumps(card))
-        if entry.exists():  # a damaged entry, or one another process has just written
-            shutil.rmtree(entry, ignore_errors=True)
-        os.replace(staging, entry)
+        with replaced_atomically(entry) as staging:  # a damaged entry, or one just written elsewhere, is replaced
+            staging.mkdir()
+            save_model(trained.model, str(staging / _WEIGHTS))
+            card = {name: getattr(trained, name) for name in _CARD_FIELDS}
+            (staging / _CARD).write_text(json.dumps(card))
     except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-        if not (entry / _CARD).is_file():
+        if not (entry / _CARD).is_file():  # another process's entry took the place first: keep it
             raise
     return entry

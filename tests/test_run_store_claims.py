@@ -84,12 +84,18 @@ def test_claim_takes_a_dead_writers_run_and_leaves_a_done_run_alone(stopped_run)
     store, run_id = stopped_run
     release(gone := claimer(store.root, run_id))
     assert store.get(run_id).writer_gone
+    folder = store.root / "runs" / run_id
+    (folder / "models").mkdir(parents=True, exist_ok=True)
+    left = [folder / ".unit-00001.parquet.4242.0a1b2c3d.tmp", folder / "models" / ".unit-00002.4242.0a1b2c3d.tmp"]
+    left[0].write_bytes(b"PAR1 half a file")
+    left[1].mkdir()  # a half-saved ROAR model folder
+    kept = sorted(p.name for p in folder.rglob("*") if not p.name.endswith(".tmp"))
     claimed = store.claim(run_id, "serial")
     assert (claimed.status, claimed.pid, claimed.executor, claimed.error) == ("running", os.getpid(), "serial", None)
+    assert not any(path.exists() for path in left)  # what the killed writer left half-written is gone
+    assert sorted(p.name for p in folder.rglob("*")) == kept  # and nothing else
     store.finish(run_id, "done", 1.0)
     assert store.claim(run_id, "ray") == store.get(run_id)  # done: untouched
     with pytest.raises(ValueError, match="no run 'run-unknown'"):
         store.claim("run-unknown", "serial")
-    store.mark_running(run_id, "import")  # the unconditional claim ROAR and imports use still works
-    assert (store.get(run_id).status, store.get(run_id).executor) == ("running", "import")
     assert gone.returncode == 0

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from core.files import replaced_atomically, writable_folder_problem
 from core.train.adapter import (
     ADAPTER_WEIGHTS,
     BASE,
@@ -78,9 +78,11 @@ def run_training(
     bf16: bool = False,
 ) -> dict:
     """Train TASK, save the adapter and its card (``training.json`` and ``README.md``) under ``out``.
+    The model is saved and measured in a temporary folder beside ``out`` and renamed to it once
+    complete, so a stopped or failed run leaves ``out`` as it was.
 
-    With ``init_from`` the run continues a saved adapter of the same task; the card then lists
-    the earlier run(s) first, so the model can be reproduced command by command.
+        With ``init_from`` the run continues a saved adapter of the same task; the card then lists
+        the earlier run(s) first, so the model can be reproduced command by command.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
@@ -102,17 +104,18 @@ def run_training(
     earlier = _earlier_runs(task, init_from)
     out = out or Path("assets/models") / f"minilm-{task}"
     _check_writable(out)
-    if task == "mlm":
-        figures = train_mlm(cfg, data_root, out)
-    elif task.startswith("hatexplain-"):
-        from core.train_heads import train_head
+    with replaced_atomically(out) as staging:
+        if task == "mlm":
+            figures = train_mlm(cfg, data_root, staging)
+        elif task.startswith("hatexplain-"):
+            from core.train_heads import train_head
 
-        figures = train_head(cfg, data_root, out)
-    else:
-        figures = train_classifier(cfg, data_root, out)
-    card = {"config": asdict(cfg), "figures": figures, "command": command, "earlier_runs": earlier}
-    (out / "training.json").write_text(json.dumps(card, indent=2) + "\n")
-    (out / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
+            figures = train_head(cfg, data_root, staging)
+        else:
+            figures = train_classifier(cfg, data_root, staging)
+        card = {"config": asdict(cfg), "figures": figures, "command": command, "earlier_runs": earlier}
+        (staging / "training.json").write_text(json.dumps(card, indent=2) + "\n")
+        (staging / "README.md").write_text(model_card(task, cfg, figures, command, earlier))
     return card
 
 
@@ -124,17 +127,11 @@ def _check_positive(**values: float | None) -> None:
 
 
 def _check_writable(out: Path) -> None:
-    """Fail before training, not after it, when the model cannot be saved in ``out``: its parent
-    folder is created and ``out`` (or, before it exists, that parent) written to once."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"cannot save the model in {out}: it is a file, not a folder")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out if out.is_dir() else out.parent):
-            pass
-    except OSError as error:  # FileExistsError: the folder to create is a file
-        reason = "a file is in the way" if isinstance(error, FileExistsError) else error.strerror
-        raise ValueError(f"cannot save the model in {out}: {reason}") from None
+    """Fail before training, not after it, when the model cannot be saved as ``out`` (a folder,
+    written beside it first)."""
+    problem = "it is a file, not a folder" if out.exists() and not out.is_dir() else writable_folder_problem(out.parent)
+    if problem is not None:
+        raise ValueError(f"cannot save the model in {out}: {problem}")
 
 
 def _earlier_runs(task: str, init_from: str | None) -> list[dict]:

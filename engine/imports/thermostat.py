@@ -29,7 +29,8 @@ def arrow_rows(data: bytes, name: str) -> list[dict[str, Any]]:
 
     try:
         if data[:4] == b"PAR1":
-            table = pq.ParquetFile(io.BytesIO(data)).read(use_threads=False)  # read_table's threads abort on some corrupt files
+            # one thread: read_table's reader threads abort the process on some damaged files
+            table = pq.ParquetFile(io.BytesIO(data)).read(use_threads=False)
         else:
             opener = pa.ipc.open_file if data[:6] == b"ARROW1" else pa.ipc.open_stream
             table = opener(pa.BufferReader(data)).read_all()

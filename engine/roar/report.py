@@ -121,9 +121,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
 
 
 def save_report(report: dict[str, Any], path: str | Path) -> None:
-    from engine.roar.unit import write_atomic
+    from core.files import write_text_atomic
 
-    write_atomic(Path(path), json.dumps(report, indent=1, allow_nan=False, default=_finite) + "\n")
+    write_text_atomic(Path(path), json.dumps(report, indent=1, allow_nan=False, default=_finite) + "\n")
 
 
 def _finite(value: Any) -> Any:

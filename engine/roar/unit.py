@@ -22,8 +22,6 @@ The 0% and 100% units are shared by every method: nothing or every candidate wor
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.files import replaced_atomically, write_text_atomic
 from core.types import Example
 from engine.roar.recipe import Recipe
 from experiments.roar.job import RoarJob, Unit
@@ -191,27 +190,17 @@ def step0_scores(data: JobData, method: str, seed: int, zero_index: int) -> tupl
         views = removed_views(examples, none, "delete")
         scores, n = explain_views(data, data.classifier(zero_index), views, FULL, none, method, seed)
         count += n
-        write_atomic(path, json.dumps([[None if np.isnan(v) else float(v) for v in s] for s in scores]))
+        write_text_atomic(path, json.dumps([[None if np.isnan(v) else float(v) for v in s] for s in scores]))
         out[split] = scores
     return out, count
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
 
 
 def _save_model(model, folder: Path, info: dict) -> None:
     """The adapter under a temporary folder, then renamed into place (an old one replaced)."""
     from core.train import save_adapter
 
-    temporary = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    shutil.rmtree(temporary, ignore_errors=True)
-    save_adapter(model, temporary, info)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(temporary, folder)
+    with replaced_atomically(folder) as temporary:
+        save_adapter(model, temporary, info)
 
 
 def rounding_of(job: RoarJob) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,34 +45,50 @@ def run_ray(
     if started_here:
         _ray_init(address or os.environ.get("RAY_ADDRESS"))
     try:
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        cpus = max(1, int(resources.get("CPU", 1)))
-        if gpus:
-            n_actors = gpus if actors is None else min(actors, gpus)
-            options: dict[str, Any] = {"num_gpus": 1, "num_cpus": max(1, cpus // n_actors)}
-            threads, device = options["num_cpus"], "cuda"
-        else:
-            # One single-threaded actor per CPU by default: on a shared CPU, torch's threads
-            # spin-wait at each barrier and two of them in one process ran 5-20x slower than one
-            # (BENCHMARKS.md, "Dataset runs").
-            n_actors = max(1, min(actors or cpus, cpus))
-            options = {"num_cpus": cpus // n_actors}
-            threads, device = cpus // n_actors, None
-        n_actors = min(n_actors, max(1, len(units)))
+        shape = actor_shape(ray.nodes(), actors, len(units))
         remote = ray.remote(UnitWorker)
-        workers = [remote.options(**options).remote(spec, device, threads) for _ in range(n_actors)]
+        options = {"num_cpus": shape.cpus_each, "num_gpus": 1 if shape.gpus else 0}
+        workers = [remote.options(**options).remote(spec, shape.device, shape.cpus_each) for _ in range(shape.actors)]
         ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
         startup_s = time.perf_counter() - start
         if progress is not None:
-            progress(0.0, f"{n_actors} actor(s) ready after {startup_s:.1f} s")
+            progress(0.0, f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
         pool = ActorPool(workers)
         for stats, table in pool.map_unordered(lambda w, u: w.run.remote(*u), list(units)):
             commit(stats, table)
-        return {"actors": n_actors, "gpus": gpus, "startup_s": startup_s}
+        return {"actors": shape.actors, "gpus": shape.gpus, "startup_s": startup_s}
     finally:
         if started_here:
             ray.shutdown()
+
+
+@dataclass(frozen=True)
+class ActorShape:
+    actors: int
+    cpus_each: int  # the CPUs each actor asks Ray for, and its torch threads
+    gpus: int  # the cluster's GPUs (each actor then takes one)
+    device: str | None  # "cuda", or None for the CPU
+
+
+def actor_shape(nodes: Sequence[dict[str, Any]], actors: int | None, n_units: int) -> ActorShape:
+    """How many model actors a run gets and what each asks for, from ``ray.nodes()``: one per GPU
+    when the cluster has GPUs (at most ``actors``), else ``actors`` CPU actors (default one per
+    CPU) sharing the CPUs, never more actors than units. What an actor asks for must fit on one
+    node, or Ray waits for ever: a GPU actor gets the CPUs its GPU's node has per GPU, a CPU actor
+    at most the CPUs of the largest node."""
+    alive = [node.get("Resources", {}) for node in nodes if node.get("Alive", True)]
+    cpus = max(1, int(sum(node.get("CPU", 0) for node in alive)))
+    gpus = int(sum(node.get("GPU", 0) for node in alive))
+    if gpus:
+        n_actors = gpus if actors is None else min(actors, gpus)
+        per_gpu = min(int(node.get("CPU", 0) // node["GPU"]) for node in alive if node.get("GPU", 0) >= 1)
+        return ActorShape(min(n_actors, max(1, n_units)), max(1, min(cpus // n_actors, per_gpu)), gpus, "cuda")
+    # One single-threaded actor per CPU by default: on a shared CPU, torch's threads spin-wait at
+    # each barrier and two of them in one process ran 5-20x slower than one (BENCHMARKS.md,
+    # "Dataset runs").
+    n_actors = max(1, min(actors or cpus, cpus))
+    largest = max(1, int(max((node.get("CPU", 0) for node in alive), default=1)))
+    return ActorShape(min(n_actors, max(1, n_units)), max(1, min(cpus // n_actors, largest)), 0, None)
 
 
 def _ray_init(address: str | None) -> None:

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.files import remove_leftovers
 from engine.runs.records import (
     SCHEMA,
     NewRun,
@@ -262,17 +263,13 @@ class RunStore:
             ],
         )
 
-    def mark_running(self, run_id: str, executor: str) -> None:
-        """Set a run ``running`` in this process, whatever its status and writer (``claim`` checks
-        both, atomically)."""
-        self._update(run_id, **_writer_values(executor))
-
     def claim(self, run_id: str, executor: str) -> RunInfo:
         """Claim a run for this process (to compute it) and return its row, checked and set in one
         transaction, so of two processes resuming one run only one gets it. A run that is not done
         and that no other live process writes (``stopped``, ``failed``, or ``running`` here or with
-        its writer gone) is set ``running`` with this host and pid; a ``done`` run is returned
-        untouched; one that another live process writes is refused (ValueError)."""
+        its writer gone) is set ``running`` with this host and pid, and the temporary files a killed
+        writer left in its folder are removed; a ``done`` run is returned untouched; one that
+        another live process writes is refused (ValueError)."""
         self._require_writer()
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
@@ -284,6 +281,8 @@ class RunStore:
             con.execute("ROLLBACK" if refusal else "COMMIT")
         if refusal is not None or info is None:
             raise ValueError(refusal)
+        if info.status == "running":
+            remove_leftovers(self.root / "runs" / run_id)
         return info
 
     def finish(self, run_id: str, status: str, wall_s: float, error: str | None = None) -> None:

@@ -1,10 +1,9 @@
 """The Parquet file of each finished unit, ``runs/<run_id>/unit-00003.parquet`` under the results
-folder: written atomically (a temporary name, synced, renamed into place), never changed after,
+folder: written atomically (``core.files.replaced_atomically``), never changed after,
 and read only through the paths the catalogue lists (``engine.runs.store``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,14 +17,11 @@ def write_unit_file(root: Path, run_id: str, unit: int, table: pa.Table) -> Path
     returns its path relative to the results folder ``root``."""
     import pyarrow.parquet as pq
 
+    from core.files import replaced_atomically
+
     relative = Path("runs") / run_id / f"unit-{unit:05d}.parquet"
-    final = root / relative
-    final.parent.mkdir(parents=True, exist_ok=True)
-    temporary = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-    pq.write_table(table, temporary)
-    with open(temporary, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temporary, final)
+    with replaced_atomically(root / relative) as temporary:
+        pq.write_table(table, temporary)
     return relative
 
 

@@ -1,0 +1,79 @@
+"""Files and folders written whole or not at all, the check that a place can be written before
+long work starts, and the clean-up of what a killed writer left behind.
+
+Every result the project keeps on disk (a run's unit files, a ROAR job's scores and models, a
+report, a trained model, a pretrained mask model) is written under a temporary name beside its
+final place (``.<name>.<pid>.<random>.tmp``), synced and renamed into place, so a reader sees the
+old file or the new one, never half of one (a folder that replaces another is gone for the moment
+between the old one's removal and the rename, never half-written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+TEMPORARY_SUFFIX = ".tmp"
+
+
+@contextlib.contextmanager
+def replaced_atomically(final: Path) -> Iterator[Path]:
+    """A temporary path beside ``final`` for the block to write (a file, or a folder it creates);
+    when the block ends, the file is synced and the path renamed to ``final``, replacing what was
+    there. When the block raises, the temporary is removed and ``final`` is left as it was."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temporary = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}")
+    try:
+        yield temporary
+        if temporary.is_dir():
+            if final.is_dir():  # a folder cannot be renamed over a full one
+                shutil.rmtree(final)
+        else:
+            with open(temporary, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.replace(temporary, final)
+    except BaseException:
+        _remove(temporary)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``path``'s new text (UTF-8), written whole or not at all."""
+    with replaced_atomically(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def remove_leftovers(folder: Path) -> int:
+    """Remove the temporaries (files or folders named ``.*.tmp``) that a killed writer left under
+    ``folder`` and return how many; call it only while no other process writes there."""
+    found = [path for path in folder.rglob(f".*{TEMPORARY_SUFFIX}")] if folder.is_dir() else []
+    for path in found:
+        _remove(path)
+    return len(found)
+
+
+def writable_folder_problem(folder: Path) -> str | None:
+    """Why nothing can be written in ``folder`` (created if missing, as a writer would), or None:
+    the check to run before long work whose result goes there."""
+    if folder.exists() and not folder.is_dir():
+        return "a file is in the way"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:  # FileExistsError: a folder to create is a file
+        return "a file is in the way" if isinstance(error, FileExistsError) else error.strerror
+    return None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
