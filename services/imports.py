@@ -53,19 +53,30 @@ def import_upload(
 
 def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMethod]:
     """The methods imported into the run store for ``model`` (a sidebar reference: its head
-    override and autocast do not matter) on ``dataset``/``split`` (the catalogue is read again
-    only when it changed: pages ask on every rerun)."""
+    override and autocast do not matter) on ``dataset``/``split``, scored on the model as this
+    server loaded it (its fingerprint; the catalogue is read again only when it changed: pages
+    ask on every rerun)."""
     store = RunStore(read_only=True)
     path = store.catalogue_path
     changed = tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
-    return _imported_methods(str(store.root.resolve()), changed, split_ref(model)[0], dataset, split)
+    plain_name = split_ref(model)[0]
+    fingerprint = _fingerprint(plain_name)
+    return _imported_methods(str(store.root.resolve()), changed, plain_name, dataset, split, fingerprint)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _imported_methods(
-    root: str, changed: tuple[int, ...], model: str, dataset: str, split: str
+    root: str, changed: tuple[int, ...], model: str, dataset: str, split: str, fingerprint: str
 ) -> list[ImportedMethod]:
-    return _stored.imported_methods(RunStore(root, read_only=True), model, dataset, split)
+    return _stored.imported_methods(RunStore(root, read_only=True), model, dataset, split, fingerprint)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _fingerprint(model: str) -> str:
+    """Hashed once per model and process, like the model itself is loaded once (services.models)."""
+    from engine.runs.model_identity import model_fingerprint
+
+    return model_fingerprint(model)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -407,3 +407,23 @@ def test_corrupted_parquet_and_arrow_files_are_refused_without_crashing_the_proc
     assert len(outcomes) == len(cases)
     assert set(outcomes.values()) <= {"refused", 20}
     assert outcomes["stream 5"] == outcomes["parquet 127"] == "refused"
+
+
+def test_imports_of_an_earlier_version_of_the_model_are_not_offered_for_the_current_one(toy_bert_folder, tmp_path):
+    """The pages offer an import beside the built-in methods only for the model it was scored on:
+    once the folder's files change (a retrained model under the same name), its imports drop out."""
+    import shutil
+
+    from engine.imports.stored import imported_methods
+    from engine.runs.model_identity import model_fingerprint
+
+    model = shutil.copytree(toy_bert_folder, tmp_path / "model")
+    store = RunStore(tmp_path / "results")
+    import_file(FIXTURES / "scores.csv", store, model=str(model), dataset="examples", split="sst2", metrics=METRICS)
+    before = model_fingerprint(str(model))
+    assert [m.name for m in imported_methods(store, str(model), "examples", "sst2", before)] == ["csv.mine (imported)"]
+    (model / "config.json").write_text((model / "config.json").read_text() + "\n")  # another version of the model
+    after = model_fingerprint(str(model))
+    assert after != before
+    assert imported_methods(store, str(model), "examples", "sst2", after) == []
+    assert len(imported_methods(store, str(model), "examples", "sst2")) == 1  # without a fingerprint: by name

@@ -99,3 +99,26 @@ def test_claim_takes_a_dead_writers_run_and_leaves_a_done_run_alone(stopped_run)
     with pytest.raises(ValueError, match="no run 'run-unknown'"):
         store.claim("run-unknown", "serial")
     assert gone.returncode == 0
+
+
+def test_a_writer_whose_pid_now_belongs_to_another_process_is_gone(stopped_run) -> None:
+    """A run's writer is its host, pid and the process's start time: after a kill and a reboot
+    (or many processes) the pid may be another process's, which must not hold the run for ever."""
+    store, run_id = stopped_run
+    mine = store.claim(run_id, "serial")
+    assert mine.pid_started is not None and not mine.writer_gone
+    with store._connect() as con:  # the pid is alive, but it started later than the writer did
+        con.execute("UPDATE runs SET pid_started = pid_started - 3600 WHERE run_id = ?", [run_id])
+    assert store.get(run_id).writer_gone
+    with store._connect() as con:  # a catalogue made before the column: the pid alone decides
+        con.execute("UPDATE runs SET pid_started = NULL WHERE run_id = ?", [run_id])
+    assert not store.get(run_id).writer_gone
+
+
+def test_a_catalogue_made_before_the_writers_start_time_is_read_and_gains_the_column(stopped_run) -> None:
+    store, run_id = stopped_run
+    with store._connect() as con:
+        con.execute("ALTER TABLE runs DROP COLUMN pid_started")
+    assert RunStore(store.root, read_only=True).get(run_id).pid_started is None  # read as it is
+    reopened = RunStore(store.root)  # a writer adds the column
+    assert reopened.claim(run_id, "serial").pid_started is not None

@@ -40,10 +40,13 @@ class ImportedMethod:
         return f"imported from {self.file} ({self.format}, run {self.run_id}, {self.imported})"
 
 
-def imported_methods(store: RunStore, model: str, dataset: str, split: str) -> list[ImportedMethod]:
+def imported_methods(
+    store: RunStore, model: str, dataset: str, split: str, fingerprint: str | None = None
+) -> list[ImportedMethod]:
     """The finished imports of ``model`` on ``dataset``/``split``, newest first: one entry per
     imported method and file (the same file imported again, with other built-in methods beside
-    it, is offered once: its newest run)."""
+    it, is offered once: its newest run). With ``fingerprint`` (``model_fingerprint`` of the
+    model as it is now), imports scored on an earlier version of the model are left out."""
     import explainers
 
     if not store.catalogue_path.exists():
@@ -54,6 +57,8 @@ def imported_methods(store: RunStore, model: str, dataset: str, split: str) -> l
         if info.kind != "import" or info.status != "done" or (info.model, info.dataset, info.split) != (
             model, dataset, split
         ):  # fmt: skip
+            continue
+        if fingerprint is not None and info.model_fingerprint != fingerprint:
             continue
         provenance = info.selection.get("import", {})
         for method in info.methods:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,8 +48,10 @@ CREATE TABLE IF NOT EXISTS runs (
     forward_passes BIGINT NOT NULL,
     executor VARCHAR NOT NULL,
     host VARCHAR NOT NULL,
-    pid INTEGER NOT NULL
+    pid INTEGER NOT NULL,
+    pid_started DOUBLE                -- the writer's start time (a reused pid is another process)
 );
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid_started DOUBLE;  -- catalogues made before it
 CREATE TABLE IF NOT EXISTS units (
     run_id VARCHAR NOT NULL,
     unit INTEGER NOT NULL,
@@ -129,6 +130,7 @@ class RunInfo:
     executor: str
     host: str
     pid: int
+    pid_started: float | None  # the writing process's start time (None in catalogues made before it)
 
     @property
     def fraction(self) -> float:
@@ -137,16 +139,26 @@ class RunInfo:
     @property
     def writer_gone(self) -> bool:
         """A run marked ``running`` whose writing process on this host no longer exists (it was
-        killed): resume it with ``--resume``."""
+        killed; its pid gone, or now another process's): resume it with ``--resume``."""
         if self.status != "running" or self.host != socket.gethostname():
             return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
+        started = process_started(self.pid)
+        if started is None:
             return True
-        except PermissionError:
-            return False
-        return False
+        return self.pid_started is not None and abs(started - self.pid_started) > 1.0
+
+
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` of this host started (seconds since the epoch), or None when there is
+    no such process (an exited one not yet reaped counts as gone)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:  # ZombieProcess too
+        return None
+    except psutil.AccessDenied:  # alive, but another user's: its start time is read as unknown
+        return float("nan")
 
 
 @dataclass(frozen=True)
@@ -223,4 +235,5 @@ def _run_info(row: dict[str, Any]) -> RunInfo:
         executor=row["executor"],
         host=row["host"],
         pid=int(row["pid"]),
+        pid_started=plain(row.get("pid_started")),
     )

@@ -53,6 +53,7 @@ from engine.runs.records import (
     UnitStats,
     _run_info,
     code_version,
+    process_started,
     run_id_of,
     run_key,
 )
@@ -226,7 +227,7 @@ class RunStore:
         units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-            " ?, ?, ?, ?, ?, ?, ?)",
+            " ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 key,
@@ -260,6 +261,7 @@ class RunStore:
                 "",
                 socket.gethostname(),
                 os.getpid(),
+                process_started(os.getpid()),
             ],
         )
 
@@ -383,7 +385,15 @@ def _claim_refusal(run_id: str, root: Path, info: RunInfo | None) -> str | None:
 
 def _writer_values(executor: str) -> dict[str, Any]:
     """The columns that make this process a run's writer."""
-    return {"status": "running", "error": None, "executor": executor, "host": socket.gethostname(), "pid": os.getpid()}
+    here = os.getpid()
+    return {
+        "status": "running",
+        "error": None,
+        "executor": executor,
+        "host": socket.gethostname(),
+        "pid": here,
+        "pid_started": process_started(here),
+    }
 
 
 def _now() -> dt.datetime:
