@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         overrides=parse_params(args.param),
         target=args.target,
         mlm=args.mlm,
-        progress=progress_bar(1, enabled=not args.quiet),
+        progress=progress_bar(100, enabled=not args.quiet, unit="%"),
     )
     info = outcome.info
     if not args.quiet:

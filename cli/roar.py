@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             store,
             executor=args.executor,
             data_dir=args.data_dir,
-            progress=progress_bar(opened.info.units_total, enabled=not args.quiet),
+            progress=progress_bar(opened.info.units_total, enabled=not args.quiet, unit="unit"),
         )
     except KeyboardInterrupt:
         info = store.get(run_id)
