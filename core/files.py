@@ -24,19 +24,20 @@ TEMPORARY_SUFFIX = ".tmp"
 @contextlib.contextmanager
 def replaced_atomically(final: Path) -> Iterator[Path]:
     """A temporary path beside ``final`` for the block to write (a file, or a folder it creates);
-    when the block ends, the file is synced and the path renamed to ``final``, replacing what was
-    there. When the block raises, the temporary is removed and ``final`` is left as it was."""
+    when the block ends, its files are synced and the path renamed to ``final``, replacing what
+    was there, and the rename synced. When the block raises, the temporary is removed and
+    ``final`` is left as it was."""
     final.parent.mkdir(parents=True, exist_ok=True)
     temporary = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}")
     try:
         yield temporary
-        if temporary.is_dir():
-            if final.is_dir():  # a folder cannot be renamed over a full one
-                shutil.rmtree(final)
-        else:
-            with open(temporary, "rb") as handle:
-                os.fsync(handle.fileno())
+        files = sorted(p for p in temporary.rglob("*") if p.is_file()) if temporary.is_dir() else [temporary]
+        for path in files:
+            _sync(path, os.O_RDONLY)
+        if temporary.is_dir() and final.is_dir():  # a folder cannot be renamed over a full one
+            shutil.rmtree(final)
         os.replace(temporary, final)
+        _sync(final.parent, os.O_RDONLY | os.O_DIRECTORY)  # the rename itself survives a crash
     except BaseException:
         _remove(temporary)
         raise
@@ -69,6 +70,14 @@ def writable_folder_problem(folder: Path) -> str | None:
     except OSError as error:  # FileExistsError: a folder to create is a file
         return "a file is in the way" if isinstance(error, FileExistsError) else error.strerror
     return None
+
+
+def _sync(path: Path, flags: int) -> None:
+    handle = os.open(path, flags)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def _remove(path: Path) -> None:

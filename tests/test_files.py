@@ -62,7 +62,9 @@ def test_a_place_that_cannot_be_written_is_named_before_the_work(tmp_path, capsy
     assert writable_folder_problem(tmp_path / "new" / "deeper") is None and (tmp_path / "new" / "deeper").is_dir()
     assert writable_folder_problem(blocker) == "a file is in the way"
     assert writable_folder_problem(blocker / "sub") == "Not a directory"
-    with pytest.raises(ValueError, match=r"^--export .*a-file/report.json: cannot write in .*a-file \(a file is in the way\)$"):
+    with pytest.raises(
+        ValueError, match=r"^--export .*a-file/report.json: cannot write in .*a-file \(a file is in the way\)$"
+    ):
         writable_file(str(blocker / "report.json"), "--export")
     with pytest.raises(ValueError, match=r"^--export .* is a folder: give a file name$"):
         writable_file(str(tmp_path), "--export")
@@ -76,7 +78,7 @@ def test_a_place_that_cannot_be_written_is_named_before_the_work(tmp_path, capsy
 
 def test_a_training_that_fails_leaves_the_saved_model_as_it_was(tmp_path, monkeypatch):
     """``train`` writes the model beside ``--out`` and renames it once complete."""
-    import core.train as train
+    from core import train
 
     out = tmp_path / "minilm-sst2"
     out.mkdir()
@@ -104,3 +106,28 @@ def test_a_training_that_fails_leaves_the_saved_model_as_it_was(tmp_path, monkey
     assert card["figures"] == {"accuracy": 0.5}
     assert names(out) == ["README.md", "adapter_model.safetensors", "training.json"]
     assert (out / "adapter_model.safetensors").read_text() == "the new model"
+
+
+def test_every_file_of_a_folder_and_the_rename_are_synced(tmp_path, monkeypatch):
+    """A power cut after the rename must not leave empty files in the renamed folder, nor lose
+    the rename: each file is synced before it, the parent folder after it."""
+    import os
+
+    import core.files
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording(handle: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{handle}"))
+        real_fsync(handle)
+
+    monkeypatch.setattr(core.files.os, "fsync", recording)
+    model = tmp_path / "models" / "unit-00001"
+    with replaced_atomically(model) as temporary:
+        (temporary / "inner").mkdir(parents=True)
+        (temporary / "adapter_model.safetensors").write_text("w")
+        (temporary / "inner" / "task.json").write_text("{}")
+    names_synced = [Path(p).name for p in synced]
+    assert names_synced[:2] == ["adapter_model.safetensors", "task.json"]
+    assert synced[2:] == [str(tmp_path / "models")]
