@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,8 +98,8 @@ class Example:
             segments=tuple(tuple(segment) for segment in record["segments"]),
             label=record["label"],
             label_names=tuple(record["label_names"]),
-            rationales=tuple(tuple(int(v) for v in mask) for mask in record["rationales"]),
-            rationale=None if rationale is None else tuple(int(v) for v in rationale),
+            rationales=tuple(tuple(int_field(v, "example rationales") for v in mask) for mask in record["rationales"]),
+            rationale=None if rationale is None else tuple(int_field(v, "example rationale") for v in rationale),
             dataset=record["dataset"],
             split=record["split"],
             id=record["id"],
@@ -177,17 +178,17 @@ class Attribution:
         return cls(
             method=record["method"],
             example_id=record["example_id"],
-            target=int(record["target"]),
+            target=int_field(record["target"], "attribution target"),
             words=tuple(record["words"]),
-            scores=_float32_array(record["scores"]),
+            scores=_float32_array(record["scores"], "attribution scores"),
             params=decode_json(record["params"]),
             seed=record["seed"],
             subwords=tuple(record["subwords"]),
-            subword_scores=None if subword_scores is None else _float32_array(subword_scores),
-            subword_word_ids=tuple(int(i) for i in record["subword_word_ids"]),
+            subword_scores=None if subword_scores is None else _float32_array(subword_scores, "subword_scores"),
+            subword_word_ids=tuple(int_field(i, "subword_word_ids") for i in record["subword_word_ids"]),
             runtime_s=decode_json(record["runtime_s"]),
-            forward_passes=int(record["forward_passes"]),
-            backward_passes=int(record["backward_passes"]),
+            forward_passes=int_field(record["forward_passes"], "forward_passes"),
+            backward_passes=int_field(record["backward_passes"], "backward_passes"),
             extras=decode_json(record["extras"]),
         )
 
@@ -197,6 +198,15 @@ class Attribution:
 ATTRIBUTION_SCHEMA = "attribution/1"
 EXAMPLE_SCHEMA = "example/1"
 _NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+# Far deeper than any record this project writes, far shallower than Python's recursion limit.
+MAX_JSON_DEPTH = 64
+# The dtypes of the arrays and numbers ``encode_json`` writes (``dtype.str``), either byte order.
+_ARRAY_DTYPES = frozenset(
+    name
+    for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+              np.float16, np.float32, np.float64, np.longdouble)
+    for name in (np.dtype(t).newbyteorder("<").str, np.dtype(t).newbyteorder(">").str)
+)  # fmt: skip
 
 
 def encode_json(value: Any) -> Any:
@@ -230,30 +240,76 @@ def encode_json(value: Any) -> Any:
 
 
 def decode_json(value: Any) -> Any:
-    """The value ``encode_json`` wrote."""
+    """The value ``encode_json`` wrote. A file may hold anything, so what ``encode_json`` never
+    writes is a ``ValueError``: an unknown tag, an array dtype other than bool, integer or float,
+    a shape that does not match the data, nesting deeper than ``MAX_JSON_DEPTH``."""
+    return _decode(value, 0)
+
+
+def _decode(value: Any, depth: int) -> Any:
+    """``decode_json`` of a value ``depth`` levels down in the file."""
+    if depth > MAX_JSON_DEPTH:  # each level is a Python frame: refused long before RecursionError
+        raise ValueError(f"JSON value nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    depth += 1
     if isinstance(value, list):
-        return [decode_json(v) for v in value]
+        return [_decode(v, depth) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
         ((key, inner),) = value.items()
         if key == "$float":
-            if inner not in _NON_FINITE:
-                raise ValueError(f"$float must be one of {', '.join(_NON_FINITE)}, got {inner!r}")
+            if not isinstance(inner, str) or inner not in _NON_FINITE:
+                raise ValueError(f"$float must be one of {', '.join(_NON_FINITE)}, got {inner!r:.40}")
             return _NON_FINITE[inner]
         if key == "$tuple":
-            return tuple(decode_json(v) for v in inner)
+            return tuple(_decode(v, depth) for v in inner)
         if key == "$ndarray":
-            data = [decode_json(v) for v in inner["data"]]
-            return np.array(data, dtype=np.dtype(inner["dtype"])).reshape(inner["shape"])
+            return _ndarray(inner, depth)
         if key == "$numpy":
-            dtype, item = inner
-            return np.dtype(dtype).type(decode_json(item))
+            return _numpy_scalar(inner, depth)
         if key == "$dict":
-            return {_hashable(decode_json(k)): decode_json(v) for k, v in inner}
+            return {_hashable(_decode(k, depth)): _decode(v, depth) for k, v in inner}
         if key.startswith("$"):
-            raise ValueError(f"unknown JSON tag {key!r}")
-    return {k: decode_json(v) for k, v in value.items()}
+            raise ValueError(f"unknown JSON tag {key!r:.40}")
+    return {k: _decode(v, depth) for k, v in value.items()}
+
+
+def _array_dtype(name: Any) -> np.dtype:
+    """The dtype ``name`` if ``encode_json`` writes arrays of it (a file's ``"S1500000000"`` would
+    allocate gigabytes, ``"O"`` would hold arbitrary objects)."""
+    if not isinstance(name, str) or name not in _ARRAY_DTYPES:
+        raise ValueError(f"$ndarray dtype must be a bool, integer or float dtype, got {name!r:.40}")
+    return np.dtype(name)
+
+
+def _ndarray(inner: Any, depth: int) -> np.ndarray:
+    """The array of a ``$ndarray`` tag, its shape checked against its data before numpy sees either."""
+    if not isinstance(inner, dict) or not isinstance(inner.get("data"), list):
+        raise ValueError("$ndarray must be an object with dtype, shape and a list of data")  # noqa: TRY004 (a bad file)
+    dtype, shape, data = _array_dtype(inner.get("dtype")), inner.get("shape"), inner["data"]
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError(f"$ndarray shape must be a list of non-negative integers, got {shape!r:.40}")
+    if math.prod(shape) != len(data):
+        raise ValueError(f"$ndarray shape {shape!r:.40} does not hold its {len(data)} data items")
+    try:
+        return np.array([_decode(v, depth) for v in data], dtype=dtype).reshape(shape)
+    except (OverflowError, TypeError) as error:  # 10**400 in an int64 array, an object in a float one
+        raise ValueError(f"$ndarray of {dtype.str}: {error}") from None
+
+
+def _numpy_scalar(inner: Any, depth: int) -> np.generic:
+    """The numpy scalar of a ``$numpy`` tag: ``[dtype, value]``, of a dtype ``encode_json`` writes."""
+    if not isinstance(inner, list) or len(inner) != 2:
+        raise ValueError("$numpy must be a list [dtype, value]")
+    name, item = inner
+    if isinstance(name, str) and re.fullmatch(r"[<>|]U[0-9]{1,9}", name):  # a numpy str
+        return np.str_(_decode(item, depth))
+    if not isinstance(name, str) or name not in _ARRAY_DTYPES:
+        raise ValueError(f"$numpy dtype must be a bool, integer, float or str dtype, got {name!r:.40}")
+    try:
+        return np.dtype(name).type(_decode(item, depth))
+    except (OverflowError, TypeError) as error:  # 300 as an int8, a list as a float
+        raise ValueError(f"$numpy of {name}: {error}") from None
 
 
 def _hashable(key: Any) -> Any:
@@ -265,13 +321,31 @@ def _float_list(values: np.ndarray) -> list[Any]:
     return [encode_json(float(v)) for v in values]
 
 
-def _float32_array(values: list[Any]) -> np.ndarray:
-    return np.array([decode_json(v) for v in values], dtype=np.float64).astype(np.float32)
+def _float32_array(values: list[Any], name: str) -> np.ndarray:
+    try:
+        return np.array([decode_json(v) for v in values], dtype=np.float64).astype(np.float32)
+    except (OverflowError, TypeError, ValueError) as error:  # 10**400, an object, a bad tag
+        raise ValueError(f"{name} must be a list of numbers ({error})") from None
+
+
+def int_field(value: Any, name: str) -> int:
+    """A record's integer field ``name``, as ``int`` reads it, refused with a ``ValueError`` naming
+    the field where it is not a number or outside 64 bits (JSON ``1e400`` reads as infinity)."""
+    try:
+        number = int(value)
+    except (OverflowError, TypeError, ValueError):
+        raise ValueError(f"{name} must be an integer, got {value!r:.40}") from None
+    if not -(2**63) <= number < 2**63:
+        raise ValueError(f"{name} must be an integer of at most 64 bits")
+    return number
 
 
 def read_record(data: Mapping[str, Any] | str, schema: str) -> Mapping[str, Any]:
     """``data`` (a dict, or JSON text) checked to be a record of ``schema``."""
-    record = json.loads(data) if isinstance(data, str) else data
+    try:
+        record = json.loads(data) if isinstance(data, str) else data
+    except RecursionError:
+        raise ValueError(f"the {schema} record is nested too deeply") from None
     if not isinstance(record, Mapping) or record.get("schema") != schema:
         found = record.get("schema") if isinstance(record, Mapping) else type(record).__name__
         raise ValueError(f"expected a {schema!r} record, got schema {found!r}")

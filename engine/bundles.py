@@ -21,17 +21,23 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import lzma
+import math
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.types import Attribution, Example
+from core.types import Attribution, Example, int_field
 
 BUNDLE_SCHEMA = "bundle/1"
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 64
+# What reading a damaged member raises: damaged data (zlib, lzma; bz2 raises OSError), a
+# compression method zipfile lacks (NotImplementedError), an encrypted member (RuntimeError).
+_MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, lzma.LZMAError, NotImplementedError, RuntimeError)
 SELECTION_KEYS = ("dataset", "split", "index", "text", "text_b", "target", "mlm", "methods", "view", "shared_scale")
 
 
@@ -102,7 +108,7 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
     document = parse_json(text, name)
     try:
         return _bundle(document, figures)
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as error:
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError, RecursionError) as error:
         raise ValueError(f"{name}: not a valid {BUNDLE_SCHEMA} file ({type(error).__name__}: {error})") from None
 
 
@@ -123,7 +129,7 @@ def _bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
         try:
             with archive.open(found[0]) as handle:
                 text = handle.read(MAX_JSON_BYTES + 1)
-        except (zipfile.BadZipFile, OSError, EOFError) as error:
+        except _MEMBER_ERRORS as error:
             raise ValueError(f"{name}: bundle.json cannot be read ({error})") from None
         if len(text) > MAX_JSON_BYTES:
             raise ValueError(f"{name}: bundle.json unpacks to more than {MAX_JSON_BYTES:,} bytes")
@@ -142,9 +148,9 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
     for method, attribution in attributions.items():
         if attribution.words != example.words:
             raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
-    probabilities = tuple(float(p) for p in record["probabilities"])
+    probabilities = tuple(_finite(p, "probabilities") for p in record["probabilities"])
     label_names = tuple(str(n) for n in record["label_names"])
-    target, predicted = int(record["target"]), int(record["predicted"])
+    target, predicted = int_field(record["target"], "target"), int_field(record["predicted"], "predicted")
     if len(probabilities) != len(label_names) or not (
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
@@ -163,12 +169,24 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         target=target,
         attributions=attributions,
         errors={str(k): str(v) for k, v in dict(record.get("errors") or {}).items()},
-        dropped_words=int(record.get("dropped_words") or 0),
+        dropped_words=int_field(record.get("dropped_words") or 0, "dropped_words"),
         created=str(record.get("created", "")),
         code_version=str(record.get("code_version", "")),
         figures=figures,
         head=head,
     )
+
+
+def _finite(value: Any, name: str) -> float:
+    """``value`` as a finite float (JSON ``1e400`` reads as infinity, ``10**400`` overflows a float;
+    ``write_bundle`` writes neither)."""
+    try:
+        number = float(value)
+    except (OverflowError, TypeError, ValueError):
+        raise ValueError(f"{name} must be finite numbers, got {value!r:.40}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite numbers, got {number}")
+    return number
 
 
 # What each selection key may hold (None: not set): the page puts these in its widgets.

@@ -361,8 +361,7 @@ def test_a_run_of_an_unknown_model_lists_the_bundled_ones(tmp_path, capsys):
 _CORRUPTED_TABLES = """
 import io, json, random, sys
 import pyarrow as pa, pyarrow.parquet as pq
-from engine.imports.records import BadFile
-from engine.imports.thermostat import arrow_rows
+from engine.imports.arrow_reader import Refusal, read_checked
 
 table = pa.table({"input_ids": [[101, 2023, 102]] * 20, "attributions": [[0.1, 0.2, 0.3]] * 20,
                   "idx": list(range(20)), "explainer": ["lig"] * 20})
@@ -378,18 +377,19 @@ for kind, seed in json.loads(sys.argv[1]):
     for _ in range(draw.randint(1, 8)):
         data[draw.randrange(len(data))] = draw.randrange(256)
     try:
-        outcomes[f"{kind} {seed}"] = len(arrow_rows(bytes(data), "x"))
-    except BadFile:
+        outcomes[f"{kind} {seed}"] = len(read_checked(bytes(data)).to_pylist())
+    except (Refusal, pa.ArrowException, OSError, ValueError, TypeError):  # the child reader's refusals
         outcomes[f"{kind} {seed}"] = "refused"
 print(json.dumps(outcomes))
 """
 
 
 def test_corrupted_parquet_and_arrow_files_are_refused_without_crashing_the_process():
-    """Damaged bytes (seeds that, before the fix, made pyarrow segfault while converting an Arrow
-    stream, abort in read_table's reader threads on a Parquet file, or raise UnicodeDecodeError on
-    a field name) are refused as a BadFile, or read when the damage hit no data; an uploaded file
-    must never take the server down, so they run in a child process that must exit cleanly."""
+    """Damaged bytes (seeds that made pyarrow segfault while converting an Arrow stream, abort in
+    read_table's reader threads on a Parquet file, or raise UnicodeDecodeError on a field name)
+    are refused by the child reader's own checks, or read when the damage hit no data, without
+    the reader itself crashing (it runs in a child process so that a crash costs only the file;
+    here the reading runs in one child for all the cases and must exit cleanly)."""
     import subprocess
     import sys
 
@@ -427,3 +427,108 @@ def test_imports_of_an_earlier_version_of_the_model_are_not_offered_for_the_curr
     assert after != before
     assert imported_methods(store, str(model), "examples", "sst2", after) == []
     assert len(imported_methods(store, str(model), "examples", "sst2")) == 1  # without a fingerprint: by name
+
+
+def _table_bomb(kind: str) -> bytes:
+    """A few kilobytes that decode to 2,000 rows of 8,192 zeros (262 MB of Arrow buffers)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n, per = 2000, 8192
+    offsets = pa.array(np.arange(0, (n + 1) * per, per, dtype=np.int32))
+    table = pa.table({
+        "input_ids": pa.ListArray.from_arrays(offsets, pa.array(np.zeros(n * per, np.int64))),
+        "attributions": pa.ListArray.from_arrays(offsets, pa.array(np.zeros(n * per))),
+    })  # fmt: skip
+    if kind == "parquet":
+        sink = io.BytesIO()
+        pq.write_table(table, sink, compression="zstd")
+        return sink.getvalue()
+    stream = pa.BufferOutputStream()
+    with pa.ipc.new_stream(stream, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    return stream.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "arrow"])
+def test_a_compressed_table_that_decodes_to_hundreds_of_megabytes_is_refused(kind):
+    """A decompression bomb: it once took 1.4-1.65 GB and ten seconds, and was accepted."""
+    import time
+
+    data = _table_bomb(kind)
+    assert len(data) < 20_000
+    start = time.perf_counter()
+    assert "decodes to" in refused(data, f"bomb.{kind}")
+    assert time.perf_counter() - start < 30
+
+
+def test_a_table_reader_that_dies_is_a_refusal_not_the_servers_end(monkeypatch):
+    """Whatever stops the child reader (here a segfault) refuses the file in one line."""
+    import subprocess
+
+    from engine.imports import arrow_reader
+
+    def crashing(*args, **kwargs):
+        return subprocess.CompletedProcess(args, -11, b"", b"")
+
+    monkeypatch.setattr(arrow_reader.subprocess, "run", crashing)
+    assert "its reader stopped with signal 11" in refused(b"PAR1" + b"\0" * 100, "crash.parquet")
+
+
+DEEP = "[" * 600 + "]" * 600
+HUGE = "1" + "0" * 400
+ARRAY = (
+    '{"sequence_attributions": [{"source": [], "source_attributions": {"__ndarray__": "b64:AAAA", "dtype": "float32", '
+)
+HOSTILE = [
+    # numbers a float cannot hold
+    (f'{{"tokens": ["a"], "scores": [{HUGE}], "explainer": "x"}}', "ferret", "too large to be a number"),
+    (f'{{"input_ids": [1], "attributions": [{HUGE}]}}', "thermostat", "too large to be a number"),
+    ('{"schema": "attribution/1", "method": "m", "target": 1e400, "words": ["a"], "scores": [0.5]}', "json", ""),
+    (
+        f'{{"sequence_attributions": [{{"source": [{{"token": "a"}}], "source_attributions": [{HUGE}]}}]}}',
+        "inseq",
+        "not an array of numbers",
+    ),
+    # nesting the readers would recurse into
+    (f'{{"sequence_attributions": [], "x": {DEEP}}}', "inseq", "nested more than"),
+    (
+        '{"sequence_attributions": [{"source": [], "source_attributions": {"__ndarray__": '
+        + "[" * 600
+        + "1"
+        + "]" * 600
+        + ', "dtype": "float32", "shape": [1]}}]}',
+        "inseq",
+        "nested more than",
+    ),
+    (f'{{"schema": "attribution/1", "method": "m", "words": ["a"], "scores": [0.5], "params": {DEEP}}}', "json", ""),
+    # wrong types
+    ('{"schema": "attribution/1", "method": {"a": 1}, "words": ["a"], "scores": [0.5]}', "json", ""),
+    (
+        '{"sequence_attributions": [{"target": [{"token": "a"}], "target_attributions": [[0.5]], "attr_pos_start": [1]}]}',
+        "inseq",
+        "attr_pos_start: expected a whole number",
+    ),
+    (ARRAY + '"shape": [true, true]}}]}', "inseq", "bad array shape"),
+    (ARRAY + '"shape": [3, 6148914691236517206]}}]}', "inseq", "bad array shape"),
+    ('{"sequence_attributions": [{"source": [], "source_attributions": []}]}', "inseq", "is empty"),
+    # CSV that Python's csv module refuses
+    ("example_id,word_index,score\n" + "a" * 200_000 + ",0,1\n", "csv", "field larger than field limit"),
+    ("example_id,word_index,score,target\na,0,1," + "9" * 5000 + "\n", "csv", "target must be a whole number"),
+]
+
+
+@pytest.mark.parametrize(("data", "fmt", "said"), HOSTILE)
+def test_hostile_files_are_refused_in_one_line(data, fmt, said):
+    """Inputs a fuzzer found (they raised OverflowError, RecursionError, csv.Error, AttributeError
+    or TypeError out of the import, where every failure must be a one-line ValueError)."""
+    message = refused(data.encode(), f"hostile.{fmt}", fmt)
+    assert said in message and len(message) < 400
+
+
+def test_a_csv_with_carriage_returns_alone_ends_its_lines_with_them():
+    """Old Mac line ends: a lone CR once raised csv.Error ("new-line character seen in unquoted field")."""
+    found, records = formats.read_bytes(b"example_id,word_index,score\ra,0,1\ra,1,-1\r", "mac.csv")
+    assert (found, [r.scores for r in records]) == ("csv", [(1.0, -1.0)])

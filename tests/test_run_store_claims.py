@@ -4,6 +4,7 @@ other is refused in one line, even when it read the run's status before the winn
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -115,10 +116,48 @@ def test_a_writer_whose_pid_now_belongs_to_another_process_is_gone(stopped_run) 
     assert not store.get(run_id).writer_gone
 
 
-def test_a_catalogue_made_before_the_writers_start_time_is_read_and_gains_the_column(stopped_run) -> None:
+def test_a_catalogue_made_before_the_writers_start_time_and_heartbeat_is_read_and_gains_them(stopped_run) -> None:
     store, run_id = stopped_run
     with store._connect() as con:
         con.execute("ALTER TABLE runs DROP COLUMN pid_started")
-    assert RunStore(store.root, read_only=True).get(run_id).pid_started is None  # read as it is
-    reopened = RunStore(store.root)  # a writer adds the column
-    assert reopened.claim(run_id, "serial").pid_started is not None
+        con.execute("ALTER TABLE runs DROP COLUMN heartbeat")
+    old = RunStore(store.root, read_only=True).get(run_id)  # read as it is
+    assert (old.pid_started, old.heartbeat) == (None, None)
+    reopened = RunStore(store.root)  # a writer adds the columns
+    claimed = reopened.claim(run_id, "serial")
+    assert claimed.pid_started is not None and claimed.heartbeat is not None
+    reopened.finish(run_id, "stopped", 1.0)
+
+
+def test_the_writer_stamps_a_heartbeat_that_another_host_reads(stopped_run, monkeypatch) -> None:
+    """Another host cannot look up the writer's pid: it reads the heartbeat, which the writer
+    stamps while it holds the run and stops stamping once it finishes."""
+    import time
+
+    from engine.runs import writers
+
+    monkeypatch.setattr(writers, "HEARTBEAT_S", 0.05)
+    store, run_id = stopped_run
+    first = store.claim(run_id, "serial").heartbeat
+    assert first is not None
+    time.sleep(0.5)
+    beating = store.get(run_id).heartbeat
+    assert beating is not None and beating > first
+    store.finish(run_id, "stopped", 1.0)
+    time.sleep(0.2)
+    stopped = store.get(run_id).heartbeat
+    time.sleep(0.3)
+    assert store.get(run_id).heartbeat == stopped  # no thread stamps a run this process let go
+    store.claim(run_id, "serial")
+    with store._connect() as con:  # the same run, as a process on another machine wrote it
+        con.execute("UPDATE runs SET host = 'elsewhere', heartbeat = ? WHERE run_id = ?",
+                    [writers.utc_now() - dt.timedelta(seconds=30), run_id])  # fmt: skip
+    assert not store.get(run_id).writer_gone
+    with pytest.raises(ValueError, match=f"^run {run_id} is being written by process .* on elsewhere$"):
+        store.claim(run_id, "serial")
+    with store._connect() as con:  # its heartbeat stopped long ago: the machine or process died
+        con.execute("UPDATE runs SET heartbeat = ? WHERE run_id = ?",
+                    [writers.utc_now() - dt.timedelta(seconds=writers.STALE_S + 60), run_id])  # fmt: skip
+    assert store.get(run_id).writer_gone
+    assert store.claim(run_id, "serial").host != "elsewhere"  # taken over from here
+    store.finish(run_id, "stopped", 1.0)

@@ -80,9 +80,18 @@ def _read_url_once(choices: dict[str, services.ModelChoice], options: dict[str, 
         st.session_state["sidebar.dataset"] = dataset
     if dataset in options and params.get("split") in options[dataset]:
         st.session_state["sidebar.split"] = params["split"]
-    index = params.get("index", "")
-    if index.isascii() and index.isdigit():  # "²" is a digit to isdigit but not to int
-        st.session_state["sidebar.index"] = int(index)
+    index = url_index(params.get("index", ""))
+    if index is not None:
+        st.session_state["sidebar.index"] = index
+
+
+def url_index(text: str) -> int | None:
+    """The example index of a link's ``?index=``, or None where it is not one: not plain ASCII
+    digits ("²" is a digit to isdigit but not to int), or more than 9 of them (int refuses over
+    4300 digits, and no dataset has a billion examples)."""
+    if text.isascii() and text.isdigit() and len(text) <= 9:
+        return int(text)
+    return None
 
 
 def _write_url(model: str, dataset: str, split: str | None, index: int | None) -> None:

@@ -30,7 +30,7 @@ import csv
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.imports.inseq import read_inseq
 from engine.imports.records import (
@@ -48,6 +48,7 @@ from engine.imports.records import (
 from engine.imports.thermostat import arrow_rows, json_lines, saved_dataset, thermostat_rows
 
 FORMATS = ("json", "csv", "ferret", "inseq", "thermostat")
+_T = TypeVar("_T")
 
 
 def read_file(path: str | Path, fmt: str | None = None, *, name: str | None = None) -> tuple[str, list[Imported]]:
@@ -56,13 +57,31 @@ def read_file(path: str | Path, fmt: str | None = None, *, name: str | None = No
     path = Path(path)
     name = name or path.name
     if path.is_dir():
-        return "thermostat", check_count(thermostat_rows(saved_dataset(path), name), name)
+        records = refused_as_bad_file(name, lambda: thermostat_rows(saved_dataset(path), name))
+        return "thermostat", check_count(records, name)
     data = read_limited(path)
     return read_bytes(data, name, fmt)
 
 
 def read_bytes(data: bytes, name: str, fmt: str | None = None) -> tuple[str, list[Imported]]:
     """(format, records) of a file's bytes (an upload)."""
+    return refused_as_bad_file(name, _read_bytes, data, name, fmt)
+
+
+def refused_as_bad_file(name: str, read: Callable[..., _T], *args: Any) -> _T:
+    """``read(*args)``, where anything a malformed file makes the parsing raise is a ``BadFile``:
+    the one boundary where a file from anyone is parsed (the readers name the record where they
+    can; this catches what they did not foresee, such as a number too large for a float)."""
+    try:
+        return read(*args)
+    except BadFile:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as error:
+        reason = " ".join(str(error).split())[:200]
+        raise BadFile(f"{name} could not be read ({type(error).__name__}: {reason})") from None
+
+
+def _read_bytes(data: bytes, name: str, fmt: str | None) -> tuple[str, list[Imported]]:
     if fmt is not None and fmt not in FORMATS:
         raise BadFile(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
     if data[:4] == b"PAR1" or data[:6] == b"ARROW1" or data[:4] == b"\xff\xff\xff\xff":
@@ -150,7 +169,14 @@ def read_csv(data: bytes, name: str) -> list[Imported]:
     except UnicodeDecodeError as error:
         raise BadFile(f"{name} is not UTF-8 text (byte {error.start})") from None
     dialect = "excel-tab" if "\t" in text.split("\n", 1)[0] else "excel"
-    reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+    reader = csv.DictReader(io.StringIO(text, newline=""), dialect=dialect)
+    try:
+        return _csv_records(reader, name)
+    except csv.Error as error:  # a field over csv's size limit, a stray carriage return
+        raise BadFile(f"{name} line {reader.line_num}: {error}") from None
+
+
+def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
     header = [h.strip().lower() for h in reader.fieldnames or []]
     reader.fieldnames = header
     id_column = "example_id" if "example_id" in header else "id" if "id" in header else None
@@ -173,9 +199,9 @@ def read_csv(data: bytes, name: str) -> list[Imported]:
         key = (example_id, method_name("csv", row.get("method") or "scores"))
         target_text = (row.get("target") or "").strip()
         digits = target_text.removeprefix("-")
-        target = int(target_text) if digits.isascii() and digits.isdigit() else None  # not "²"
+        target = int(target_text) if digits.isascii() and digits.isdigit() and len(digits) < 10 else None  # not "²"
         if target_text and target is None:
-            raise BadFile(f"{where}: target must be a whole number, got {target_text!r}")
+            raise BadFile(f"{where}: target must be a whole number, got {target_text!r:.40}")
         if key in targets and targets[key] != target:
             raise BadFile(f"{where}: example {example_id!r} has two targets")
         targets[key] = target

@@ -7,24 +7,38 @@ whose attributes are read; no class is ever looked up)."""
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any
 
 import numpy as np
 
-from engine.imports.records import BadFile, Imported, integers, method_name, number, numbers, strings
+from engine.imports.records import (
+    BadFile,
+    Imported,
+    integers,
+    method_name,
+    number,
+    numbers,
+    strings,
+    whole_number,
+)
+
+MAX_DEPTH = 32  # nesting levels read; inseq's own files use fewer than ten
 
 
-def _plain(value: Any, where: str) -> Any:
+def _plain(value: Any, where: str, depth: int = 0) -> Any:
     """json-tricks' wrappers removed: objects to their attributes, arrays to numpy."""
+    if depth > MAX_DEPTH:
+        raise BadFile(f"{where} is nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, list):
-        return [_plain(v, where) for v in value]
+        return [_plain(v, where, depth + 1) for v in value]
     if not isinstance(value, dict):
         return value
     if "__ndarray__" in value:
         return _ndarray(value, where)
     if "__instance_type__" in value:
-        return _plain(value.get("attributes", {}), where)
-    return {k: _plain(v, where) for k, v in value.items()}
+        return _plain(value.get("attributes", {}), where, depth + 1)
+    return {k: _plain(v, where, depth + 1) for k, v in value.items()}
 
 
 def _ndarray(value: dict[str, Any], where: str) -> np.ndarray:
@@ -33,9 +47,13 @@ def _ndarray(value: dict[str, Any], where: str) -> np.ndarray:
         raise BadFile(f"{where}: array dtype {dtype_name!r} is not read")
     dtype = np.dtype("float32" if dtype_name == "bfloat16" else dtype_name)
     shape = value.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape) or len(shape) > 4:
-        raise BadFile(f"{where}: bad array shape {shape!r}")
-    size = int(np.prod(shape)) if shape else 1
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 4
+        or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 1_000_000 for n in shape)
+    ):
+        raise BadFile(f"{where}: bad array shape {shape!r:.80}")
+    size = math.prod(shape)  # Python integers: no overflow
     if size > 1_000_000:
         raise BadFile(f"{where}: an array of {size:,} values is too large")
     data = value["__ndarray__"]
@@ -54,9 +72,11 @@ def _ndarray(value: dict[str, Any], where: str) -> np.ndarray:
     return array.reshape(shape)
 
 
-def _flat_numbers(data: Any, where: str) -> list[float]:
+def _flat_numbers(data: Any, where: str, depth: int = 0) -> list[float]:
+    if depth > MAX_DEPTH:
+        raise BadFile(f"{where}: array data nested more than {MAX_DEPTH} levels deep")
     if isinstance(data, list):
-        return [x for item in data for x in _flat_numbers(item, where)]
+        return [x for item in data for x in _flat_numbers(item, where, depth + 1)]
     return [number(data, where)]
 
 
@@ -82,15 +102,19 @@ def read_inseq(document: Any, name: str) -> list[Imported]:
         ids: list[Any] = [t.get("id") for t in tokens if isinstance(t, dict)]
         try:
             array = np.asarray(attributions, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise BadFile(f"{where}: {side}_attributions is not an array of numbers") from None
+        if array.size == 0:
+            raise BadFile(f"{where}: {side}_attributions is empty")
         if array.ndim > 2:
             raise BadFile(f"{where}: {array.ndim}-d attributions; aggregate them in inseq first (out.aggregate())")
         scores = array.reshape(array.shape[0], -1) if array.ndim else array.reshape(1, 1)
         n = scores.shape[0]
         if side == "target":  # a decoder-only model: the prompt tokens before the first attributed step
-            start = sequence.get("attr_pos_start") or n
-            n, words, ids = min(n, int(start)), words[: int(start)], ids[: int(start)]
+            start = whole_number(sequence.get("attr_pos_start") or n, f"{where} attr_pos_start")
+            if start < 0:
+                raise BadFile(f"{where}: attr_pos_start {start} is negative")
+            n, words, ids = min(n, start), words[:start], ids[:start]
         if n != len(words):
             raise BadFile(f"{where}: {n} attribution rows for {len(words)} tokens")
         per_token = np.nansum(scores[:n], axis=1)

@@ -86,7 +86,10 @@ def number(value: Any, where: str) -> float:
     """A finite JSON number (scores of every method are finite, imported ones too)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadFile(f"{where}: expected a number, got {type(value).__name__}")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise BadFile(f"{where}: the score is too large to be a number") from None
     if not math.isfinite(result):
         raise BadFile(f"{where}: the score {value!r} is not finite")
     return result
@@ -116,6 +119,13 @@ def integers(values: Any, where: str) -> tuple[int, ...]:
     return tuple(values)
 
 
+def whole_number(value: Any, where: str) -> int:
+    """A JSON whole number (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadFile(f"{where}: expected a whole number, got {type(value).__name__}")
+    return value
+
+
 def optional_int(value: Any, where: str) -> int | None:
     if value is None:
         return None
@@ -124,10 +134,12 @@ def optional_int(value: Any, where: str) -> int | None:
     return value
 
 
-def method_name(source: str, name: str) -> str:
+def method_name(source: str, name: Any) -> str:
     """The method key an imported attribution is stored under: ``<source>.<name>`` in letters,
     digits, ``_`` and ``-`` (``ferret.partition_shap``), so it never collides with a registry key
     and splits cleanly in the run store's ``value/M/K`` columns."""
+    if not isinstance(name, str):
+        raise BadFile(f"a {source} method name must be text, got {type(name).__name__}")
     cleaned = re.sub(r"[^a-z0-9_-]+", "_", name.strip().lower()).strip("_")[:60] or "scores"
     return f"{source}.{cleaned}"
 

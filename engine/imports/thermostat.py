@@ -6,7 +6,6 @@ files read with pyarrow; the dataset's scripts are never run)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +23,10 @@ def json_lines(data: bytes, name: str) -> list[Any]:
 
 
 def arrow_rows(data: bytes, name: str) -> list[dict[str, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The rows of a Parquet or Arrow table, decoded in a child process (``arrow_reader``)."""
+    from engine.imports.arrow_reader import decode
 
-    try:
-        if data[:4] == b"PAR1":
-            # one thread: read_table's reader threads abort the process on some damaged files
-            table = pq.ParquetFile(io.BytesIO(data)).read(use_threads=False)
-        else:
-            opener = pa.ipc.open_file if data[:6] == b"ARROW1" else pa.ipc.open_stream
-            table = opener(pa.BufferReader(data)).read_all()
-        if table.num_rows > 100_000:
-            raise BadFile(f"{name} has {table.num_rows:,} rows, more than the 100,000 allowed")
-        table.validate(full=True)  # a malformed buffer fails here instead of crashing the conversion
-        return table.to_pylist()
-    except BadFile:
-        raise
-    except (pa.ArrowException, OSError, ValueError) as error:  # ValueError: a name that is not UTF-8
-        raise BadFile(f"{name} is not a readable Parquet or Arrow table ({error})") from None
+    return decode(data, name).to_pylist()
 
 
 def saved_dataset(folder: Path) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +48,11 @@ CREATE TABLE IF NOT EXISTS runs (
     executor VARCHAR NOT NULL,
     host VARCHAR NOT NULL,
     pid INTEGER NOT NULL,
-    pid_started DOUBLE                -- the writer's start time (a reused pid is another process)
+    pid_started DOUBLE,               -- the writer's start time (a reused pid is another process)
+    heartbeat TIMESTAMP               -- the writer's last sign of life (engine.runs.writers)
 );
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid_started DOUBLE;  -- catalogues made before it
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS pid_started DOUBLE;  -- catalogues made before them
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS heartbeat TIMESTAMP;
 CREATE TABLE IF NOT EXISTS units (
     run_id VARCHAR NOT NULL,
     unit INTEGER NOT NULL,
@@ -131,6 +132,7 @@ class RunInfo:
     host: str
     pid: int
     pid_started: float | None  # the writing process's start time (None in catalogues made before it)
+    heartbeat: dt.datetime | None  # the writer's last sign of life (UTC; None in catalogues made before it)
 
     @property
     def fraction(self) -> float:
@@ -138,27 +140,11 @@ class RunInfo:
 
     @property
     def writer_gone(self) -> bool:
-        """A run marked ``running`` whose writing process on this host no longer exists (it was
-        killed; its pid gone, or now another process's): resume it with ``--resume``."""
-        if self.status != "running" or self.host != socket.gethostname():
-            return False
-        started = process_started(self.pid)
-        if started is None:
-            return True
-        return self.pid_started is not None and abs(started - self.pid_started) > 1.0
+        """A run marked ``running`` whose writer no longer exists (it was killed; the rules are
+        ``engine.runs.writers``'): resume it with ``--resume``."""
+        from engine.runs.writers import writer_gone
 
-
-def process_started(pid: int) -> float | None:
-    """When process ``pid`` of this host started (seconds since the epoch), or None when there is
-    no such process (an exited one not yet reaped counts as gone)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:  # ZombieProcess too
-        return None
-    except psutil.AccessDenied:  # alive, but another user's: its start time is read as unknown
-        return float("nan")
+        return writer_gone(self)
 
 
 @dataclass(frozen=True)
@@ -236,4 +222,5 @@ def _run_info(row: dict[str, Any]) -> RunInfo:
         host=row["host"],
         pid=int(row["pid"]),
         pid_started=plain(row.get("pid_started")),
+        heartbeat=None if plain(row.get("heartbeat")) is None else pd.Timestamp(row["heartbeat"]).to_pydatetime(),
     )

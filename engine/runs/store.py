@@ -53,11 +53,18 @@ from engine.runs.records import (
     UnitStats,
     _run_info,
     code_version,
-    process_started,
     run_id_of,
     run_key,
 )
 from engine.runs.unit_files import read_unit_files, read_unit_row, write_unit_file
+from engine.runs.writers import (
+    claim_refusal,
+    process_started,
+    start_heartbeat,
+    stop_heartbeat,
+    utc_now,
+    writer_values,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -227,7 +234,7 @@ class RunStore:
         units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-            " ?, ?, ?, ?, ?, ?, ?, ?)",
+            " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 key,
@@ -262,6 +269,7 @@ class RunStore:
                 socket.gethostname(),
                 os.getpid(),
                 process_started(os.getpid()),
+                now,
             ],
         )
 
@@ -276,21 +284,31 @@ class RunStore:
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
             info = _select(con, run_id)
-            refusal = _claim_refusal(run_id, self.root, info)
+            refusal = claim_refusal(run_id, self.root, info)
             if refusal is None and info is not None and info.status != "done":
-                self._set(con, run_id, **_writer_values(executor))
+                self._set(con, run_id, **writer_values(executor))
                 info = _select(con, run_id)
             con.execute("ROLLBACK" if refusal else "COMMIT")
         if refusal is not None or info is None:
             raise ValueError(refusal)
         if info.status == "running":
             remove_leftovers(self.root / "runs" / run_id)
+            start_heartbeat(self, run_id)
         return info
+
+    def beat(self, run_id: str) -> bool:
+        """Stamp the heartbeat of a run this process writes; False when it no longer does."""
+        with self._connect() as con:
+            where = "run_id = ? AND status = 'running' AND host = ? AND pid = ?"
+            values = [_now(), run_id, socket.gethostname(), os.getpid()]
+            changed = con.execute(f"UPDATE runs SET heartbeat = ? WHERE {where}", values).fetchone()
+            return bool(changed and changed[0])
 
     def finish(self, run_id: str, status: str, wall_s: float, error: str | None = None) -> None:
         """Close this session of a run: its status and its total wall time so far."""
         if status not in STATUSES:
             raise ValueError(f"unknown run status {status!r}; known: {', '.join(STATUSES)}")
+        stop_heartbeat(self, run_id)
         self._update(run_id, status=status, error=error, wall_s=wall_s)
 
     def _update(self, run_id: str, **values: Any) -> None:
@@ -373,28 +391,5 @@ def _select(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
     return None if frame.empty else _run_info(frame.iloc[0].to_dict())
 
 
-def _claim_refusal(run_id: str, root: Path, info: RunInfo | None) -> str | None:
-    """Why this process may not claim the run ``info`` (None: it may)."""
-    if info is None:
-        return f"no run {run_id!r} in {root}"
-    here = (socket.gethostname(), os.getpid())
-    if info.status == "running" and not info.writer_gone and (info.host, info.pid) != here:
-        return f"run {run_id} is being written by process {info.pid} on {info.host}"
-    return None
-
-
-def _writer_values(executor: str) -> dict[str, Any]:
-    """The columns that make this process a run's writer."""
-    here = os.getpid()
-    return {
-        "status": "running",
-        "error": None,
-        "executor": executor,
-        "host": socket.gethostname(),
-        "pid": here,
-        "pid_started": process_started(here),
-    }
-
-
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    return utc_now()

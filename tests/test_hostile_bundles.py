@@ -1,0 +1,197 @@
+"""Hostile records and session bundles (the fuzz review's findings 2-5 and 9): whatever an upload
+holds, ``decode_json``, ``Attribution.from_json``, ``Example.from_json`` and ``read_bundle`` answer
+with one ``ValueError`` naming what is wrong, quickly and without allocating what the file asks
+for; a link's ``?index=`` of thousands of digits is ignored."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import tracemalloc
+import zipfile
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.types import Attribution, Example, decode_json
+from engine.bundles import read_bundle, write_bundle
+from tests.test_bundles import toy_bundle, zipped
+from ui.sidebar import url_index
+
+
+def nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def refused(data: bytes) -> str:
+    """The one-line ValueError ``read_bundle`` gives for ``data``."""
+    with pytest.raises(ValueError) as caught:
+        read_bundle(data, "b.zip")
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+@pytest.fixture
+def payload(linear_clf, toy_example) -> dict[str, Any]:
+    """The bundle.json of a valid bundle, to spoil one field at a time."""
+    return json.loads(
+        zipfile.ZipFile(io.BytesIO(write_bundle(toy_bundle(linear_clf, toy_example)))).read("bundle.json")
+    )
+
+
+ONE_E_400 = "<1e400>"  # written as the JSON number 1e400, which parses to infinity
+
+
+def bundle_with(payload: dict[str, Any], path: tuple[str, ...], value: Any) -> bytes:
+    """The bundle of ``payload`` with ``value`` at ``path``."""
+    spoiled = json.loads(json.dumps(payload))
+    record = spoiled
+    for key in path[:-1]:
+        record = record[key]
+    record[path[-1]] = value
+    return zipped({"bundle.json": json.dumps(spoiled).replace(f'"{ONE_E_400}"', "1e400").encode()})
+
+
+# ------------------------------------------------------------------------------ decode_json
+
+
+def test_a_dtype_the_file_names_is_refused_before_anything_is_allocated() -> None:
+    bomb = {"$ndarray": {"dtype": "S1500000000", "shape": [1], "data": ["a"]}}  # 1.4 GB before the fix
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match="dtype must be a bool, integer or float dtype, got 'S1500000000'"):
+            decode_json(bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 1 and peak < 1_000_000
+    with pytest.raises(ValueError, match="numpy dtype must be .* got 'V'"):
+        decode_json({"$numpy": ["V", 3_000_000_000]})  # OverflowError before the fix
+    with pytest.raises(ValueError, match="ndarray dtype must be .* got 'O'"):
+        decode_json({"$ndarray": {"dtype": "O", "shape": [1], "data": [{"any": "object"}]}})
+    with pytest.raises(ValueError, match="ndarray dtype must be"):
+        decode_json({"$ndarray": {"dtype": ["<f4"], "shape": [1], "data": [1.0]}})
+
+
+def test_an_ndarray_shape_must_hold_its_data() -> None:
+    for shape in ([2], [True], [-1, -1], "1", [1.0]):
+        with pytest.raises(ValueError, match=r"\$ndarray shape"):
+            decode_json({"$ndarray": {"dtype": "<f4", "shape": shape, "data": [1.0]}})
+    with pytest.raises(ValueError, match=r"\$ndarray of <i8: .*too large"):
+        decode_json({"$ndarray": {"dtype": "<i8", "shape": [1], "data": [10**400]}})
+    with pytest.raises(ValueError, match=r"\$numpy of \|i1"):
+        decode_json({"$numpy": ["|i1", 300]})
+    # what encode_json writes still reads back, a numpy str scalar and an empty array included
+    assert decode_json({"$numpy": ["<U3", "abc"]}) == np.str_("abc")
+    assert decode_json({"$ndarray": {"dtype": ">f8", "shape": [0, 3], "data": []}}).shape == (0, 3)
+    assert decode_json({"$ndarray": {"dtype": "|b1", "shape": [2, 1], "data": [True, False]}}).tolist() == [
+        [True],
+        [False],
+    ]
+
+
+def test_deep_nesting_is_a_value_error_not_a_recursion_error() -> None:
+    for deep in (nested(600), {"$tuple": nested(600)}, {"a": nested(600)}):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            decode_json(deep)
+    assert decode_json(nested(60)) == nested(60)  # deeper than any record the project writes
+    record = Attribution("m", "x", 0, ("a",), np.zeros(1, np.float32)).to_json()
+    with pytest.raises(ValueError, match="nested too deeply"):
+        Attribution.from_json({**record, "params": {"x": nested(600)}})
+    with pytest.raises(ValueError, match="attribution/1 record is nested too deeply"):
+        Attribution.from_json("[" * 100_000 + "]" * 100_000)
+
+
+# ------------------------------------------------------------------------------ numbers
+
+
+def test_infinite_and_huge_numbers_in_records_name_the_field() -> None:
+    record = Attribution("m", "x", 0, ("a",), np.zeros(1, np.float32)).to_json()
+    for key, value, field in (("target", float("inf"), "attribution target"),
+                              ("target", 10**400, "attribution target"),
+                              ("forward_passes", float("-inf"), "forward_passes"),
+                              ("subword_word_ids", [float("nan")], "subword_word_ids"),
+                              ("scores", [10**400], "attribution scores"),
+                              ("subword_scores", [{"a": 1}], "subword_scores")):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            Attribution.from_json({**record, key: value})
+    example = Example(segments=(("a", "b"),)).to_json()
+    with pytest.raises(ValueError, match="example rationales must be an integer, got inf"):
+        Example.from_json({**example, "rationales": [[0, float("inf")]]})
+    with pytest.raises(ValueError, match="example rationale must be an integer"):
+        Example.from_json({**example, "rationale": [1, 10**400]})
+
+
+def test_infinite_and_huge_numbers_in_a_bundle_name_the_field(payload) -> None:
+    one_e_400 = ONE_E_400
+    for path, value, field in ((("target",), one_e_400, "target must be an integer, got inf"),
+                               (("predicted",), one_e_400, "predicted must be an integer, got inf"),
+                               (("dropped_words",), one_e_400, "dropped_words must be an integer, got inf"),
+                               (("probabilities",), [10**400, 0.5], "probabilities must be finite numbers"),
+                               (("probabilities",), [one_e_400, 0.5], "probabilities must be finite numbers"),
+                               (("attributions", "saliency", "target"), one_e_400, "attribution target"),
+                               (("example", "rationale"), [one_e_400] * 10, "example rationale")):  # fmt: skip
+        message = refused(bundle_with(payload, path, value))
+        assert message.startswith("b.zip: not a valid bundle/1 file (ValueError: ") and field in message
+    bomb = {"$ndarray": {"dtype": "S1500000000", "shape": [1], "data": ["a"]}}
+    assert "dtype must be" in refused(bundle_with(payload, ("params", "saliency"), {"x": bomb}))
+    assert "nested too deeply" in refused(bundle_with(payload, ("params",), nested(600)))
+    assert "nested too deeply" in refused(bundle_with(payload, ("attributions", "saliency", "extras"), nested(600)))
+
+
+# ------------------------------------------------------------------------------ damaged zips
+
+
+def member_data_offset(data: bytes) -> int:
+    """Where the first member's data starts: after its 30-byte local header, name and extra field."""
+    return 30 + int.from_bytes(data[26:28], "little") + int.from_bytes(data[28:30], "little")
+
+
+def with_header_fields(data: bytes, local: int, central: int, value: bytes) -> bytes:
+    """``data`` with ``value`` at offset ``local`` of the first local header and ``central`` of the
+    first central directory header."""
+    spoiled = bytearray(data)
+    start = spoiled.find(b"PK\x01\x02")
+    spoiled[local : local + len(value)] = value
+    spoiled[start + central : start + central + len(value)] = value
+    return bytes(spoiled)
+
+
+def test_a_damaged_member_is_one_line(payload) -> None:
+    text = json.dumps(payload).encode()
+    deflated = zipped({"bundle.json": text})
+    start = member_data_offset(deflated)
+    broken = deflated[:start] + b"\xff" + deflated[start + 1 :]  # deflate block type 3 is invalid
+    assert "bundle.json cannot be read (Error -3 while decompressing data" in refused(broken)  # zlib.error
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_LZMA) as archive:
+        archive.writestr("bundle.json", text)
+    lzma_zip = buffer.getvalue()
+    start = member_data_offset(lzma_zip) + 9  # after zipfile's 4-byte header and 5 bytes of properties
+    broken = lzma_zip[:start] + b"\xff" * 64 + lzma_zip[start + 64 :]
+    assert "bundle.json cannot be read (Corrupt input data)" in refused(broken)  # lzma.LZMAError
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("bundle.json", text)
+    stored = buffer.getvalue()
+    method_99 = with_header_fields(stored, 8, 10, (99).to_bytes(2, "little"))  # NotImplementedError
+    assert "bundle.json cannot be read (That compression method is not supported)" in refused(method_99)
+    encrypted = with_header_fields(stored, 6, 8, (1).to_bytes(2, "little"))  # RuntimeError
+    assert "bundle.json cannot be read (" in refused(encrypted) and "password required" in refused(encrypted)
+
+
+# ------------------------------------------------------------------------------ ?index=
+
+
+def test_a_link_index_is_plain_digits_of_reasonable_length() -> None:
+    assert url_index("12") == 12 and url_index("0") == 0 and url_index("123456789") == 123456789
+    for junk in ("1" * 5000, "1234567890", "²", "-1", "1.5", "", " 5"):  # int() raised on 5000 digits
+        assert url_index(junk) is None
