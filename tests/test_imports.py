@@ -532,3 +532,19 @@ def test_a_csv_with_carriage_returns_alone_ends_its_lines_with_them():
     """Old Mac line ends: a lone CR once raised csv.Error ("new-line character seen in unquoted field")."""
     found, records = formats.read_bytes(b"example_id,word_index,score\ra,0,1\ra,1,-1\r", "mac.csv")
     assert (found, [r.scores for r in records]) == ("csv", [(1.0, -1.0)])
+
+
+def test_an_import_whose_masked_lm_fails_to_load_is_marked_failed_not_left_held(model_dirs, tmp_path):
+    """The masked LM was loaded after the run was claimed but outside the part that marks a run
+    failed: a model that would not load left the import "running" by the (long-lived) server
+    process, and every later import of that file was refused as being written."""
+    clf, _ = model_dirs
+    broken = tmp_path / "broken-mlm"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    store = RunStore(tmp_path / "results")
+    options = {"model": str(clf), "metrics": ["deletion"], "overrides": {"deletion": {"removal": "mlm"}}}
+    with pytest.raises((ValueError, OSError)):
+        import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(broken), **options)
+    (info,) = store.infos()
+    assert info.status == "failed" and "Error" in (info.error or "")

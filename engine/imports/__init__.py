@@ -169,13 +169,13 @@ def _store_import(
     if info.status == "done":
         return ImportOutcome(info, False)
     done = store.done_units(info.run_id)  # an import stopped half-way goes on where it stopped
-    masked = None
-    if needs_mlm(method_keys, params_by_metric):
-        from core.masked_lm import MaskedLM
-
-        masked = MaskedLM.load(mlm)
     start = time.perf_counter()
-    try:
+    try:  # from here on, a failure marks the run failed (and lets it go) instead of leaving it held
+        masked = None
+        if needs_mlm(method_keys, params_by_metric):
+            from core.masked_lm import MaskedLM
+
+            masked = MaskedLM.load(mlm)
         for unit, first in enumerate(range(0, len(aligned), UNIT_ROWS)):
             if unit in done:
                 continue

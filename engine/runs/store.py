@@ -297,7 +297,10 @@ class RunStore:
         return info
 
     def beat(self, run_id: str) -> bool:
-        """Stamp the heartbeat of a run this process writes; False when it no longer does."""
+        """Stamp the heartbeat of a run this process writes; False when it no longer does (or the
+        results folder is gone)."""
+        if not self.catalogue_path.exists():
+            return False
         with self._connect() as con:
             where = "run_id = ? AND status = 'running' AND host = ? AND pid = ?"
             values = [_now(), run_id, socket.gethostname(), os.getpid()]
