@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,14 @@ def param(
     """A dataclass field carrying its UI/CLI description."""
     meta = {"help": help, "choices": choices, "min": min, "max": max}
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+# What ``--param`` and a form accept as a number: ASCII digits in plain notation, so that Python's
+# looser readings ("\u0663" as 3, "1_0" as 10, "nan", surrounding spaces) are refused.
+_NUMBER_SYNTAX = {
+    int: re.compile(r"[+-]?[0-9]{1,18}"),
+    float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?"),
+}
 
 
 @dataclass(frozen=True)
@@ -60,8 +69,8 @@ def _convert(f: dataclasses.Field, value: Any) -> Any:
             return False
         raise ValueError(f"{f.name} expects true or false, got {value!r}")
     if kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError as error:
-            raise ValueError(f"{f.name} expects a {kind.__name__}, got {value!r}") from error
+        if not _NUMBER_SYNTAX[kind].fullmatch(value):
+            wanted = "a whole number" if kind is int else "a number"
+            raise ValueError(f"{f.name} expects {wanted} in plain ASCII digits, got {value!r:.40}")
+        return kind(value)
     return value

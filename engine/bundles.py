@@ -13,7 +13,9 @@ Layout::
 Reading is parsing only: the zip is opened from memory, only ``bundle.json`` is read (never
 extracted to disk), its size is checked against ``MAX_JSON_BYTES`` both in the zip's directory and
 while reading (a zip can lie about sizes), the bundle against ``MAX_BUNDLE_BYTES`` and
-``MAX_MEMBERS``. Errors are one-line ``ValueError``s.
+``MAX_MEMBERS``; the member count and the central directory's size are read from the zip's end
+record before ``zipfile`` parses the directory, so a zip of a million empty members costs
+nothing. Errors are one-line ``ValueError``s.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ BUNDLE_SCHEMA = "bundle/1"
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 64
+MAX_DIRECTORY_BYTES = MAX_MEMBERS * 1024  # a bundle's member names are short
+_END_RECORD = b"PK\x05\x06"  # the end of central directory record (PKWARE APPNOTE 4.3.16)
+_ZIP64_LOCATOR = b"PK\x06\x07"
 # What reading a damaged member raises: damaged data (zlib, lzma; bz2 raises OSError), a
 # compression method zipfile lacks (NotImplementedError), an encrypted member (RuntimeError).
 _MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, lzma.LZMAError, NotImplementedError, RuntimeError)
@@ -112,7 +117,30 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
         raise ValueError(f"{name}: not a valid {BUNDLE_SCHEMA} file ({type(error).__name__}: {error})") from None
 
 
+def _directory_problem(data: bytes) -> str | None:
+    """Why the zip's directory is too large to parse, from its end record (found as ``zipfile``
+    finds it: at the very end, else the last signature within a comment's reach); None if small
+    or if there is no end record (``zipfile`` then says the file is not a zip)."""
+    start = len(data) - 22
+    if not (data[start : start + 4] == _END_RECORD and data[-2:] == b"\0\0"):
+        start = data.rfind(_END_RECORD, max(0, len(data) - 22 - 65535))
+    if start < 0 or len(data) - start < 22:
+        return None
+    if data[max(0, start - 20) : start - 16] == _ZIP64_LOCATOR:
+        return "uses zip64 records, which no bundle needs"
+    members = int.from_bytes(data[start + 10 : start + 12], "little")
+    directory = int.from_bytes(data[start + 12 : start + 16], "little")
+    if members > MAX_MEMBERS:
+        return f"holds {members:,} files, more than the {MAX_MEMBERS} a bundle has"
+    if directory > MAX_DIRECTORY_BYTES:
+        return f"has a {directory:,}-byte file directory, more than the {MAX_DIRECTORY_BYTES:,} a bundle has"
+    return None
+
+
 def _bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
+    problem = _directory_problem(data)
+    if problem:
+        raise ValueError(f"{name} {problem}")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as error:

@@ -188,6 +188,28 @@ def test_a_damaged_member_is_one_line(payload) -> None:
     assert "bundle.json cannot be read (" in refused(encrypted) and "password required" in refused(encrypted)
 
 
+def test_a_huge_zip_directory_is_refused_from_its_end_record(payload) -> None:
+    text = json.dumps(payload).encode()
+    many = zipped({"bundle.json": text, **{f"f{i}": b"" for i in range(100_000)}})  # zipfile writes zip64 records
+    started = time.perf_counter()
+    assert "uses zip64 records" in refused(many)
+    assert time.perf_counter() - started < 0.2  # zipfile alone parses these members' directory in ~0.6 s
+    assert "holds 1,001 files, more than the 64 a bundle has" in refused(
+        zipped({"bundle.json": text, **{f"f{i}": b"" for i in range(1_000)}})
+    )
+
+    few = zipped({"bundle.json": text, **{f"f{i}": b"" for i in range(3_000)}})
+    end = few.rfind(b"PK\x05\x06")
+    lying = bytearray(few)
+    lying[end + 8 : end + 12] = (2).to_bytes(2, "little") * 2  # the end record claims two members
+    assert "-byte file directory, more than the 65,536 a bundle has" in refused(bytes(lying))
+
+    buffer = io.BytesIO(zipped({"bundle.json": text}))
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.comment = b"a comment moves the end record away from the end"
+    assert read_bundle(buffer.getvalue()).model == payload["model"]
+
+
 # ------------------------------------------------------------------------------ ?index=
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from core.types import MAX_JSON_DEPTH
 from engine.imports.records import (
     BadFile,
     Imported,
@@ -23,13 +24,11 @@ from engine.imports.records import (
     whole_number,
 )
 
-MAX_DEPTH = 32  # nesting levels read; inseq's own files use fewer than ten
-
 
 def _plain(value: Any, where: str, depth: int = 0) -> Any:
     """json-tricks' wrappers removed: objects to their attributes, arrays to numpy."""
-    if depth > MAX_DEPTH:
-        raise BadFile(f"{where} is nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_JSON_DEPTH:
+        raise BadFile(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, list):
         return [_plain(v, where, depth + 1) for v in value]
     if not isinstance(value, dict):
@@ -73,8 +72,8 @@ def _ndarray(value: dict[str, Any], where: str) -> np.ndarray:
 
 
 def _flat_numbers(data: Any, where: str, depth: int = 0) -> list[float]:
-    if depth > MAX_DEPTH:
-        raise BadFile(f"{where}: array data nested more than {MAX_DEPTH} levels deep")
+    if depth > MAX_JSON_DEPTH:
+        raise BadFile(f"{where}: array data nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(data, list):
         return [x for item in data for x in _flat_numbers(item, where, depth + 1)]
     return [number(data, where)]

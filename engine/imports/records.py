@@ -127,11 +127,8 @@ def whole_number(value: Any, where: str) -> int:
 
 
 def optional_int(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadFile(f"{where}: expected a whole number or null, got {type(value).__name__}")
-    return value
+    """A JSON whole number or null."""
+    return None if value is None else whole_number(value, where)
 
 
 def method_name(source: str, name: Any) -> str:

@@ -35,7 +35,6 @@ run twice finds the stored one instead of computing it again.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import socket
@@ -230,7 +229,7 @@ class RunStore:
     def _insert(
         con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str, status: str = "running"
     ) -> None:
-        now = _now()
+        now = utc_now()
         units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
@@ -303,7 +302,7 @@ class RunStore:
             return False
         with self._connect() as con:
             where = "run_id = ? AND status = 'running' AND host = ? AND pid = ?"
-            values = [_now(), run_id, socket.gethostname(), os.getpid()]
+            values = [utc_now(), run_id, socket.gethostname(), os.getpid()]
             changed = con.execute(f"UPDATE runs SET heartbeat = ? WHERE {where}", values).fetchone()
             return bool(changed and changed[0])
 
@@ -323,7 +322,9 @@ class RunStore:
     def _set(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
         """Set columns of a run's row (and its ``updated`` time) on ``con``."""
         assignments = ", ".join(f"{name} = ?" for name in values)
-        con.execute(f"UPDATE runs SET {assignments}, updated = ? WHERE run_id = ?", [*values.values(), _now(), run_id])
+        con.execute(
+            f"UPDATE runs SET {assignments}, updated = ? WHERE run_id = ?", [*values.values(), utc_now(), run_id]
+        )
 
     def commit_unit(self, run_id: str, stats: UnitStats, table: pa.Table, wall_s: float) -> None:
         """Write one finished unit atomically: Parquet under a temporary name, renamed, then the
@@ -361,7 +362,7 @@ class RunStore:
         con: duckdb.DuckDBPyConnection, run_id: str, stats: UnitStats, relative: Path, wall_s: float
     ) -> None:
         """The unit's row and the run's recounted counters, inside the caller's transaction."""
-        now = _now()
+        now = utc_now()
         con.execute(
             "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -392,7 +393,3 @@ def _select(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
     """A run's row read on ``con`` (None when absent)."""
     frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
     return None if frame.empty else _run_info(frame.iloc[0].to_dict())
-
-
-def _now() -> dt.datetime:
-    return utc_now()
