@@ -23,6 +23,7 @@ Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,6 +67,7 @@ def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None
         if tokenizer is not None:
             raise ValueError(f"tokenizer= is for a model object; {str(model)!r} is loaded with its own")
         return load_classifier(str(model), device)
+    import torch
     from transformers import Pipeline, TextClassificationPipeline
 
     if isinstance(model, Pipeline):
@@ -73,6 +75,11 @@ def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None
             raise TypeError(f"a {type(model).__name__} is not a text-classification pipeline")
         return classifier_from_model(
             model.model, tokenizer or model.tokenizer, name=model.model.name_or_path, device=device
+        )
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(  # noqa: TRY004
+            "model must be a model name, a folder, a loaded transformers model (with tokenizer=), a "
+            f"text-classification pipeline or a LoadedClassifier, got {model!r:.80}"
         )
     if tokenizer is None:
         raise ValueError(f"give tokenizer= with a {type(model).__name__} model object")
@@ -102,13 +109,16 @@ def explain(
     listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
     the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
     ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or CPU) scores perturbations
-    in that type (``Classifier``); gradients stay float32."""
-    loaded = load(model, tokenizer, device=device)
-    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
-    unknown = set(params or {}) - set(keys)
+    in that type (``Classifier``); gradients stay float32. No methods, params of a method that
+    are not a mapping and a ``batch_size`` below 1 are refused (``ValueError``)."""
+    example = _example(text_or_pair)
+    keys = _method_keys(methods)
+    overrides = _overrides(params)
+    unknown = set(overrides) - set(keys)
     if unknown:
         raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
-    example = _example(text_or_pair)
+    _check_batch_size(batch_size)
+    loaded = load(model, tokenizer, device=device)
     clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
     masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
     result = explain_example(
@@ -116,7 +126,7 @@ def explain(
         example,
         keys,
         target=_class_index(target, loaded.label_names),
-        params={k: dict(v) for k, v in (params or {}).items()},
+        params=overrides,
         seed=seed,
         mlm=masked_lm,
         progress=progress,
@@ -127,7 +137,7 @@ def explain(
 
 def evaluate(
     model: Any,
-    dataset: Dataset | str | Iterable[Example],
+    dataset: Dataset | str | Iterable[Example | str],
     methods: str | Sequence[str] = DEFAULT_METHODS,
     metrics: str | Sequence[str] = DEFAULT_METRICS,
     *,
@@ -153,20 +163,24 @@ def evaluate(
     ``dataset`` is a ``datasets.Dataset`` (the text in ``text_column``, the second segment of a
     pair in ``text_pair_column``, an integer or ``ClassLabel`` label in ``label_column``, None for
     no label), a bundled dataset name with ``split`` (``python -m cli datasets`` lists them), or
-    ``Example``s. ``limit`` keeps the first examples. ``target`` is ``"predicted"`` or ``"gold"``
-    (the label; MaRC's protocol). ``params`` maps method and metric keys to overrides;
-    ``autocast`` as for ``explain``."""
+    ``Example``s and texts (a text read as ``explain`` reads one, id ``text/<index>``). ``limit``
+    keeps the first examples. ``target`` is ``"predicted"`` or ``"gold"`` (the label; MaRC's
+    protocol). ``params`` maps method and metric keys to overrides; ``autocast`` as for
+    ``explain``. No methods or no metrics are refused (``ValueError``), as ``explain`` refuses."""
     if target not in ("predicted", "gold"):
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1):
+    if limit is not None and not _is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
-    loaded = load(model, tokenizer, device=device)
-    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
+    _check_batch_size(batch_size)
+    keys = _method_keys(methods)
     metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
-    overrides = {k: dict(v) for k, v in (params or {}).items()}
+    if not metric_keys:
+        raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
+    overrides = _overrides(params)
     unknown = set(overrides) - set(keys) - set(metric_keys)
     if unknown:
         raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
+    loaded = load(model, tokenizer, device=device)
     if isinstance(dataset, str):
         if split is None:
             raise ValueError(f"give split= with the dataset name {dataset!r}")
@@ -176,7 +190,7 @@ def evaluate(
     elif _is_hf_dataset(dataset):
         examples = examples_from_dataset(dataset, text_column, text_pair_column, label_column, limit=limit)
     else:
-        examples = list(dataset)[:limit]
+        examples = _examples(dataset, limit)
     if not examples:
         raise ValueError("the dataset has no examples")
     params_by_metric = metric_params(metric_keys, overrides)
@@ -250,13 +264,63 @@ def _is_hf_dataset(value: Any) -> bool:
     return isinstance(value, Dataset)
 
 
-def _example(text_or_pair: str | Sequence[str] | Example) -> Example:
+def _examples(items: Iterable[Example | str], limit: int | None) -> list[Example]:
+    """The first ``limit`` items: Examples as they are, texts as ``explain`` reads them; anything
+    else is refused with a ``ValueError``, as every bad argument of the API is."""
+    accepted = "give Examples, texts, a datasets.Dataset or a dataset name"
+    if not isinstance(items, Iterable):
+        raise ValueError(f"the dataset is {items!r:.80} ({type(items).__name__}); {accepted}")  # noqa: TRY004
+    examples = []
+    for index, item in enumerate(itertools.islice(items, limit)):
+        if not isinstance(item, (Example, str)):
+            given = f"{item!r:.80} ({type(item).__name__})"
+            raise ValueError(f"item {index} of the dataset is {given}; {accepted}")  # noqa: TRY004
+        examples.append(_example(item, f"text/{index}"))
+    return examples
+
+
+def _example(text_or_pair: str | Sequence[str] | Example, example_id: str = "text") -> Example:
+    """An Example as it is; a text or a pair of texts split into words as the app splits them."""
     if isinstance(text_or_pair, Example):
         return text_or_pair
-    texts = [text_or_pair] if isinstance(text_or_pair, str) else list(text_or_pair)
+    if isinstance(text_or_pair, str):
+        texts = [text_or_pair]
+    else:
+        texts = list(text_or_pair) if isinstance(text_or_pair, Iterable) else []
     if not 1 <= len(texts) <= 2 or not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"give a text or a (premise, hypothesis) pair of texts, got {text_or_pair!r:.80}")
-    return Example(segments=tuple(split_words(t) for t in texts), id="text")
+        raise ValueError(f"give a text, a (premise, hypothesis) pair of texts or an Example, got {text_or_pair!r:.80}")
+    return Example(segments=tuple(split_words(t) for t in texts), id=example_id)
+
+
+def _method_keys(methods: str | Sequence[str]) -> list[str]:
+    """The validated method keys; none is refused, as the command line refuses it (an empty result)."""
+    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
+    if not keys:
+        raise ValueError(f"no methods in {methods!r}: name at least one method key, 'default' or 'all'")
+    return keys
+
+
+def _overrides(params: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """Each method's or metric's parameter overrides as a dict; overrides that are no mapping are refused."""
+    overrides = {}
+    for key, value in (params or {}).items():
+        if not isinstance(value, Mapping):
+            raise ValueError(  # noqa: TRY004
+                "each method's (or metric's) params must be a mapping of parameter names to values, "
+                f"got params[{key!r}] = {value!r:.80}"
+            )
+        overrides[key] = dict(value)
+    return overrides
+
+
+def _is_count(value: Any) -> bool:
+    """A whole number (numpy's too) of 1 or more; True is none."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1
+
+
+def _check_batch_size(batch_size: Any) -> None:
+    if not _is_count(batch_size):
+        raise ValueError(f"batch_size must be a whole number of 1 or more, got {batch_size!r}")
 
 
 def _class_index(target: int | str | None, label_names: Sequence[str]) -> int | None:

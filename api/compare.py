@@ -73,9 +73,10 @@ def compare(
     ``"randomized"``: model A with every weight re-initialised under ``randomized_seed``) and
     compare each method's two rows. ``options`` are ``api.explain``'s (``params``, ``mlm``,
     ``tokenizer`` (for model A), ``device``, ``batch_size``, ``progress``). Raises ``ValueError``
-    when the two label sets cannot be matched."""
-    from api import explain, load
+    when no methods are given or the two label sets cannot be matched."""
+    from api import _method_keys, explain, load
 
+    keys = _method_keys(methods)
     tokenizer = options.pop("tokenizer", None)
     first_model = load(model_a, tokenizer, device=options.get("device"))
     second_model = (
@@ -84,6 +85,6 @@ def compare(
         else load(model_b, device=options.get("device"))
     )
     mapping = label_map(first_model.label_names, second_model.label_names)
-    first = explain(first_model, text_or_pair, methods, target=target, seed=seed, **options)
-    second = explain(second_model, text_or_pair, methods, target=mapping[first.target], seed=seed, **options)
+    first = explain(first_model, text_or_pair, keys, target=target, seed=seed, **options)
+    second = explain(second_model, text_or_pair, keys, target=mapping[first.target], seed=seed, **options)
     return ComparisonResult(first, second, compare_attributions(first.attributions, second.attributions))

@@ -33,7 +33,12 @@ infos = {m.key: m for m in services.methods()}
 first, second, third = st.columns([5, 3, 2])
 attack = (
     first.segmented_control(
-        "Attack", list(A.ATTACKS), format_func=A.ATTACKS.get, default="embedding", key="adversarial.attack"
+        "Attack",
+        list(A.ATTACKS),
+        format_func=A.ATTACKS.get,
+        default="embedding",
+        key="adversarial.attack",
+        persist_state="page",
     )
     or "embedding"
 )
@@ -41,12 +46,18 @@ objective = "unconstrained"
 preset = "quick"
 if attack == "embedding":
     objective = second.radio(
-        "Objective", list(A.OBJECTIVES), format_func=A.OBJECTIVES.get, key="adversarial.objective", horizontal=False
+        "Objective",
+        list(A.OBJECTIVES),
+        format_func=A.OBJECTIVES.get,
+        key="adversarial.objective",
+        persist_state="page",
+        horizontal=False,
     )
     preset = third.radio(
         "Steps",
         ["quick", "paper"],
         key="adversarial.preset",
+        persist_state="page",
         horizontal=True,
         help="quick: 60 steps (interactive); paper: the thesis's 500 steps, learning rate halved every 200.",
     )
@@ -58,6 +69,7 @@ chosen = st.multiselect(
     "Methods",
     allowed,
     key="adversarial.methods",
+    persist_state="page",
     help="The embedding attack differentiates the explanation, so it takes the gradient methods only.",
 )
 scope, n_examples = example_scope(
@@ -118,7 +130,7 @@ if len(results) > 1:
     st.caption("Error bars: 95% interval (t distribution).")
     index = st.selectbox(
         "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {' '.join(examples[i].words)[:80]}",
-        key="adversarial.example",
+        key="adversarial.example", persist_state="page",
     )  # fmt: skip
     per_example = [
         {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)

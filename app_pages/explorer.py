@@ -32,8 +32,12 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
         with st.form("explorer.start"):
             methods = st.multiselect("Methods", [m.key for m in services.methods()], list(services.RUN_METHODS))
             metrics = st.multiselect("Metrics", [m.key for m in services.metric_infos()], list(services.RUN_METRICS))
-            limit = st.number_input(f"First N examples of {size:,}", 1, size, min(100, size), key="explorer.limit")
-            target = st.radio("Explain", ["predicted", "gold"], horizontal=True, key="explorer.target")
+            limit = st.number_input(
+                f"First N examples of {size:,}", 1, size, min(100, size), key="explorer.limit", persist_state="page"
+            )
+            target = st.radio(
+                "Explain", ["predicted", "gold"], horizontal=True, key="explorer.target", persist_state="page"
+            )
             start = st.form_submit_button("Start the run", type="primary")
         if start:
             try:
@@ -60,7 +64,7 @@ labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_di
 wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
 run_id = st.selectbox(
     "Stored run", list(labels), index=list(labels).index(wanted) if wanted in labels else 0,
-    format_func=labels.get, key="explorer.run_picker",
+    format_func=labels.get, key="explorer.run_picker", persist_state="page",
 )  # fmt: skip
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
@@ -93,7 +97,11 @@ if run.head_unknown:
     st.caption(plain(run.head_unknown))  # it quotes the model's name
 table = services.runs.example_table(run)
 st.subheader("Examples")
-show = st.segmented_control("Show", FILTERS, default="all", key="explorer.filter") if graded(table) else None
+show = (
+    st.segmented_control("Show", FILTERS, default="all", key="explorer.filter", persist_state="page")
+    if graded(table)
+    else None
+)
 shown = filtered(table, show)
 picked = st.dataframe(
     shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
@@ -109,19 +117,21 @@ else:
         st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
     if st.session_state.get("explorer.position") not in positions:
         st.session_state.pop("explorer.position", None)
-    position = st.selectbox("Example", positions, key="explorer.position", help="Or click a row of the table.")
+    position = st.selectbox(
+        "Example", positions, key="explorer.position", persist_state="page", help="Or click a row of the table."
+    )
     stored_example(run_id, info, int(position))
 
 st.subheader("Per run")
 left, right = st.columns(2)
 values = services.runs.metric_values(run)
-metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric")
+metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric", persist_state="page")
 distribution = distribution_figure(values[values["metric"] == metric], metric)
 left.plotly_chart(distribution, key="explorer.distribution")
 curves = services.runs.mean_curves(run_id)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
-    curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve")
+    curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve", persist_state="page")
     curve_figure = mean_curve_figure(curves, curve_metric, head=run.head)
     right.plotly_chart(curve_figure, key="explorer.curves")
     with right:
@@ -131,8 +141,10 @@ with left:
 
 st.subheader("Do the methods agree?")
 a, b = st.columns(2)
-measure = a.selectbox("Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure")
-clustered = b.toggle("Order by clustering", key="explorer.clustered")
+measure = a.selectbox(
+    "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure", persist_state="page"
+)
+clustered = b.toggle("Order by clustering", key="explorer.clustered", persist_state="page")
 names, matrix, disputes = services.runs.run_agreement(run, measure, clustered)
 title = f"mean over {len(disputes)} examples"
 agreement = agreement_figure(names, matrix, measure, title)

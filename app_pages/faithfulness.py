@@ -55,9 +55,15 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
         return None
     size = services.dataset_size(selection.dataset, selection.split)
     first, second, third, fourth = st.columns(4, vertical_alignment="bottom")
-    n = int(first.number_input(f"Examples (1–{size})", 1, size, min(20, size), key="faithfulness.slice_n"))
-    random_order = second.radio("Which", ("first N", "random N"), horizontal=True, key="faithfulness.slice_order")
-    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="faithfulness.slice_seed"))
+    n = int(
+        first.number_input(
+            f"Examples (1–{size})", 1, size, min(20, size), key="faithfulness.slice_n", persist_state="page"
+        )
+    )
+    random_order = second.radio(
+        "Which", ("first N", "random N"), horizontal=True, key="faithfulness.slice_order", persist_state="page"
+    )
+    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="faithfulness.slice_seed", persist_state="page"))
     data = [selection.dataset, selection.split, n, random_order, seed]
     request = {"model": selection.model, "data": data, "methods": methods, "metrics": metric_sets,
                "method_params": method_params, "mlm": selection.mlm, "imported": [m.name for m in imported]}  # fmt: skip
@@ -104,11 +110,22 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         F.paper_pair_button()
     first, second, third = st.columns(3)
     key = first.selectbox(
-        "Metric", F.table_metrics(metric_params), format_func=F.column_name, key="faithfulness.compare_metric"
+        "Metric",
+        F.table_metrics(metric_params),
+        format_func=F.column_name,
+        key="faithfulness.compare_metric",
+        persist_state="page",
     )
-    mode_a = second.selectbox("Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a")
+    mode_a = second.selectbox(
+        "Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="page"
+    )
     mode_b = third.selectbox(
-        "Removal B", list(F.REMOVALS), index=4, format_func=F.REMOVALS.get, key="faithfulness.compare_b"
+        "Removal B",
+        list(F.REMOVALS),
+        index=4,
+        format_func=F.REMOVALS.get,
+        key="faithfulness.compare_b",
+        persist_state="page",
     )
     sets = [{key: {**metric_params[key], "removal": mode}} for mode in (mode_a, mode_b)]
     results = slice_results(selection, methods, imported, sets, method_params, "faithfulness.compare_request")
@@ -136,10 +153,10 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view") or VIEWS[0]
+view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="page") or VIEWS[0]
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
-    format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods",
+    format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="page",
     placeholder="Choose attribution methods",
 )  # fmt: skip
 imported = imported_picker(selection, "faithfulness.imported")

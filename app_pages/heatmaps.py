@@ -32,12 +32,16 @@ if selection.error:
 
 infos = {m.key: m for m in services.methods()}
 if "heatmaps.methods" not in st.session_state:
-    from_url = [k for k in st.query_params.get("methods", "").split(",") if k in infos]
+    asked = [k for k in st.query_params.get("methods", "").split(",") if k]
+    from_url = [k for k in asked if k in infos]
     st.session_state["heatmaps.methods"] = from_url or [k for k in services.DEFAULT_PANEL if k in infos]
+    if unknown := [k for k in asked if k not in infos]:
+        st.caption(plain(f"Not methods of this app, left out of the link's choice: {', '.join(unknown)[:300]}."))
 chosen = st.multiselect(
     "Methods",
     list(infos),
     key="heatmaps.methods",
+    persist_state="page",
     placeholder="Choose attribution methods",
     help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
 )
@@ -45,9 +49,9 @@ st.query_params["methods"] = ",".join(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
 left, middle, right = st.columns([2, 2, 3])
-shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale")
+shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="page")
 st.session_state.setdefault("heatmaps.view", "words")
-view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view")
+view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="page")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 other = compare.second_model(selection.model)
@@ -146,9 +150,13 @@ if attributions:
         st.subheader("Do the methods agree on this example?")
         left, right = st.columns(2)
         measure = left.selectbox(
-            "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="heatmaps.measure"
+            "Measure",
+            list(MEASURE_LABELS),
+            format_func=MEASURE_LABELS.get,
+            key="heatmaps.measure",
+            persist_state="page",
         )
-        clustered = right.toggle("Order by clustering", key="heatmaps.clustered")
+        clustered = right.toggle("Order by clustering", key="heatmaps.clustered", persist_state="page")
         scores = {method: attribution.scores for method, attribution in attributions.items()}
         names, matrix = services.method_agreement(scores, measure, clustered=clustered)
         figure = agreement_figure(names, matrix, measure)

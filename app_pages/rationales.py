@@ -77,16 +77,23 @@ def slice_view(
         return
     size = services.dataset_size(selection.dataset, selection.split)
     first, second, third, fourth, fifth = st.columns(5, vertical_alignment="bottom")
-    n = int(first.number_input(f"Examples (1–{size})", 1, size, min(50, size), key="rationales.slice_n"))
-    order = second.radio("Which", ("first N", "random N"), horizontal=True, key="rationales.slice_order")
-    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="rationales.slice_seed"))
+    n = int(
+        first.number_input(
+            f"Examples (1–{size})", 1, size, min(50, size), key="rationales.slice_n", persist_state="page"
+        )
+    )
+    order = second.radio(
+        "Which", ("first N", "random N"), horizontal=True, key="rationales.slice_order", persist_state="page"
+    )
+    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="rationales.slice_seed", persist_state="page"))
     correct_only = fourth.checkbox(
         "Correct predictions only",
         key="rationales.correct_only",
+        persist_state="page",
         help="Pham et al. 2022 score correctly predicted examples.",
     )
     objective = st.radio(
-        "Optimal τ maximises", ("iou", "f1"), format_func=R.LABELS.get, horizontal=True, key="rationales.objective",
+        "Optimal τ maximises", ("iou", "f1"), format_func=R.LABELS.get, horizontal=True, key="rationales.objective", persist_state="page",
         help="Pham et al. 2022 report each method at the τ in 0.05, 0.10, …, 0.95 with the best mean agreement.",
     )  # fmt: skip
     request = {"model": selection.model, "data": [selection.dataset, selection.split, n, order, seed, correct_only],
@@ -128,10 +135,10 @@ if selection.error:
     st.stop()
 infos = {m.key: m for m in services.methods()}
 st.session_state.setdefault("rationales.view", VIEWS[0])
-view = st.segmented_control("View", VIEWS, key="rationales.view") or VIEWS[0]
+view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="page") or VIEWS[0]
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
-    format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods",
+    format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods", persist_state="page",
     placeholder="Choose attribution methods",
 )  # fmt: skip
 imported = imported_picker(selection, "rationales.imported")

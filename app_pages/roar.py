@@ -36,8 +36,8 @@ st.caption(
 
 bundled = roar.bundled()
 labels = source_labels(bundled, roar.stored_jobs())
-source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source")
-metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric")
+source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source", persist_state="page")
+metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric", persist_state="page")
 
 
 def synthetic_view() -> None:
@@ -46,7 +46,9 @@ def synthetic_view() -> None:
         "are the importance. **truth** masks the informative features first, **worst** last. Plain ROAR's "
         "`weights` curve stays high while redundant features remain; Recursive ROAR's follows the truth."
     )
-    n = st.select_slider("Examples per seed", [500, 1000, 2000, 5000], 1000, key="roar.synthetic_n")
+    n = st.select_slider(
+        "Examples per seed", [500, 1000, 2000, 5000], 1000, key="roar.synthetic_n", persist_state="page"
+    )
     both = roar.synthetic(n=int(n), metric=metric)
     columns = st.columns(2)
     for column, kind in zip(columns, ("plain", "recursive"), strict=True):
@@ -115,7 +117,7 @@ if report.get("examples"):
     examples = report["examples"]
     position = st.selectbox(
         "Evaluation example", range(len(examples)), format_func=lambda i: " ".join(examples[i]["words"])[:90],
-        key="roar.example",
+        key="roar.example", persist_state="page",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):
         st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)

@@ -36,14 +36,16 @@ infos = {m.key: m for m in services.methods()}
 if "sanity.methods" not in st.session_state:
     st.session_state["sanity.methods"] = [k for k in THESIS_METHODS if k in infos]
 chosen = st.multiselect(
-    "Methods", list(infos), key="sanity.methods",
+    "Methods", list(infos), key="sanity.methods", persist_state="page",
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
 first, second, third, fourth = st.columns(4)
-mode = first.segmented_control("Randomisation", ["cascading", "independent"], default="cascading", key="sanity.mode")
+mode = first.segmented_control(
+    "Randomisation", ["cascading", "independent"], default="cascading", key="sanity.mode", persist_state="page"
+)
 mode = mode or "cascading"
-seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed"))
-top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k")
+seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="page"))
+top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k", persist_state="page")
 scope, n_examples = example_scope(
     fourth, selection, "sanity", most=50, default=10,
     help="The thesis uses 50. Each example's target is its predicted class.",
@@ -84,7 +86,9 @@ st.caption(
     f"{len(result.examples)} example(s), {len(names)} steps; {result.runtime_s:.1f} s, "
     f"{result.forward_passes} forward and {result.backward_passes} backward passes."
 )
-measure = st.selectbox("Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure")
+measure = st.selectbox(
+    "Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure", persist_state="page"
+)
 figure = S.curve_figure(result, summary, names, measure)
 show_figure(figure, key="sanity.curves", name=f"sanity-{mode}-{measure}", config={"displayModeBar": False})
 if len(result.examples) > 1:
@@ -94,7 +98,7 @@ row_index = 0
 if len(result.examples) > 1:
     row_index = st.selectbox(
         "Example shown in the heatmaps", range(len(result.examples)),
-        format_func=lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", key="sanity.example",
+        format_func=lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", key="sanity.example", persist_state="page",
     )  # fmt: skip
 row = result.examples[row_index]
 st.subheader("Heatmap after each step")
@@ -104,7 +108,7 @@ st.caption(
 )
 S.step_rows(result, names, row, measure)
 with st.expander("Full-size heatmaps of one method, one row per step"):
-    full = st.selectbox("Method", list(result.methods), key="sanity.full_method")
+    full = st.selectbox("Method", list(result.methods), key="sanity.full_method", persist_state="page")
     rows = {name: attributions[full] for name, attributions in zip(names, row.attributions, strict=True)}
     st.html(heatmap_html(row.example.words, row.example.segment_ids, rows, rationale=row.example.rationale))
 

@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
     if split is None:
         raise ValueError("--split is needed with --dataset")
     pool = load_examples(dataset, split, args.data_dir)
+    if args.min_words > args.max_words:
+        raise ValueError(f"--min-words {args.min_words} is more than --max-words {args.max_words}")
     examples = [e for e in pool if args.min_words <= len(e.words) <= args.max_words][: args.limit or 20]
     if not examples:
         raise ValueError(f"no {dataset}/{split} example has {args.min_words}..{args.max_words} words")

@@ -37,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     parser = sub.add_parser("fill", help="top-k fill-ins of a masked language model")
-    parser.add_argument("--model", default="minilm-mlm", help="masked LM: bundled name, hub id or folder")
+    parser.add_argument(
+        "--model", default="minilm-mlm", help="masked LM: bundled name, hub id or folder (default: minilm-mlm)"
+    )
     parser.add_argument("--text", help='a text with one [MASK], e.g. "a [MASK] film"')
     parser.add_argument("--texts", help="JSON Lines file with 'text' (one [MASK] each)")
     parser.add_argument(

@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if args.estimate_only:
-            print(json.dumps({"run_id": run_id, "cost": shown}, indent=2))
+            if args.json:  # else the cost line above is the answer
+                print(json.dumps({"run_id": run_id, "cost": shown}, indent=2))
             return 0
     opened = open_job(prepared, store)
     try:
@@ -148,12 +149,14 @@ def _cell(cell: dict) -> str:
 
 
 def register(sub) -> None:
+    from core.train import TASKS
     from engine.roar.run import EXECUTORS
     from experiments.roar.job import DEFAULT_MLM, TARGETS
     from experiments.roar.removal import ORDERS, REMOVALS, ROUNDINGS, SCOPES
 
     parser = sub.add_parser("roar", help="remove and retrain (ROAR, ROAR_BERT, Recursive ROAR), resumable")
-    parser.add_argument("--task", help="bundled task: sst2 (default), esnli, movies, hatexplain")
+    tasks = ", ".join(name for name in TASKS if name != "mlm")  # the masked LM's recipe is not a classification task
+    parser.add_argument("--task", help=f"bundled task: {tasks} (default: sst2)")
     parser.add_argument(
         "--model", help="instead of a task: a hub model id or folder to retrain from (with --dataset and --train-steps)"
     )

@@ -21,13 +21,14 @@ def run(args: argparse.Namespace) -> int:
     store = RunStore(args.results_dir)
     spec = run_spec(args, store)
     opened = open_run(spec, store, resume=args.resume)
-    if not args.quiet:
-        print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
+    # The run id even with --quiet: it is what a stopped or killed run is resumed by.
+    print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
+    executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")
     try:
         outcome = execute(
             opened,
             store,
-            executor=args.executor,
+            executor=executor,
             address=args.address,
             actors=args.actors,
             progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
@@ -56,11 +57,25 @@ def run_spec(args: argparse.Namespace, store):
         stored = store.get(args.resume)
         if stored.kind != "evaluate":
             raise ValueError(f"`run --resume` continues dataset evaluations only; {shown_elsewhere(stored)}")
+        ignored = [f"--{name}" for name in ("model", "dataset", "split", "limit", "param") if getattr(args, name)]
+        if ignored or args.all:
+            print(
+                f"--resume uses the run's own settings: {', '.join(ignored + ['--all'] * args.all)} ignored",
+                file=sys.stderr,
+            )
         return resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
     if not args.model or not args.dataset or not args.split:
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
     if args.limit is None and not args.all:
         raise ValueError("give --limit N or --all (the whole split)")
+    if args.limit is not None and args.limit > 0:
+        from core.datasets import load_dataset
+
+        size = load_dataset(args.dataset, args.split, args.data_dir, limit=args.limit + 1).num_rows
+        if size < args.limit:  # another key than --all for the same examples
+            raise ValueError(
+                f"--limit {args.limit} is more than the {size} examples of {args.dataset}/{args.split}: give --all"
+            )
     methods, metrics = slice_keys(args.methods, args.metrics)
     return RunSpec(
         model=args.model,
@@ -92,7 +107,9 @@ def register(sub) -> None:
     size.add_argument("--all", action="store_true", help="the whole split")
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
     add_slice_options(parser)
-    parser.add_argument("--executor", choices=EXECUTORS, default="ray", help="ray (default) or serial (in-process)")
+    parser.add_argument(
+        "--executor", choices=EXECUTORS, help="ray (default; with --resume: the run's own) or serial (in-process)"
+    )
     parser.add_argument(
         "--address", help="Ray cluster to use, e.g. ray://host:10001 (default: $RAY_ADDRESS, else a local Ray)"
     )
@@ -107,6 +124,6 @@ def register(sub) -> None:
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")
     parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr (the run id is still printed)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

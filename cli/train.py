@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cli.common import positive_float, positive_int, print_json
+from cli.common import positive_float, positive_int, print_json, seed_int
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +39,7 @@ def register(sub) -> None:
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
     parser.add_argument("--out", help="output folder (default: assets/models/minilm-TASK)")
     parser.add_argument("--steps", type=positive_int, help="optimizer steps (default: per task)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_int, default=0, help="training seed (default 0)")
     parser.add_argument("--lr", type=positive_float, help="peak learning rate (default: per task)")
     parser.add_argument(
         "--init-from", metavar="DIR", help="continue from a model folder this command wrote for the same task"

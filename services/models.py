@@ -168,8 +168,15 @@ def load_error_message(name: str, error: Exception) -> str:
 
 
 def _hide_paths(message: str, name: str) -> str:
-    message = _PATH.sub(lambda m: m.group(0) if m.group(0) == name else "<path>", message)
-    return " ".join(message.split())
+    """``message`` with every absolute path hidden, except one within the typed ``name`` itself
+    (``~/models/m`` or ``<b>x</b>`` is shown as typed)."""
+    spans = [(m.start(), m.end()) for m in re.finditer(re.escape(name), message)] if name else []
+
+    def hidden(match: re.Match[str]) -> str:
+        inside = any(start <= match.start() and match.end() <= end for start, end in spans)
+        return match.group(0) if inside else "<path>"
+
+    return " ".join(_PATH.sub(hidden, message).split())
 
 
 def model_info(name: str) -> ModelInfo:

@@ -59,6 +59,9 @@ def test_load_errors_are_wrapped_once_and_hide_host_paths() -> None:
     hidden = load_error_message("m", OSError("no config at /root/.cache/huggingface/hub/m, see https://hf.co/docs"))
     assert "/root" not in hidden and "<path>" in hidden and "https://hf.co/docs" in hidden
     assert hidden.startswith("cannot load 'm' as a sequence classifier: OSError:")
+    for typed in ("~/models/my-model", "<b>bold</b>", "models/x"):  # shown as typed, host paths still hidden
+        message = load_error_message(typed, OSError(f"'{typed}': no such folder; looked in /home/me/models"))
+        assert message.count(typed) == 2 and "/home/me" not in message and message.endswith("looked in <path>")
 
 
 @pytest.mark.parametrize(

@@ -171,6 +171,75 @@ def test_errors_name_the_bad_value(toy_linear_loaded) -> None:
         classifier_from_model(torch.nn.Linear(2, 2), toy_tokenizer())
 
 
+def test_bad_model_text_params_and_batch_size_are_refused(toy_linear_loaded) -> None:
+    """None or a number as the model once asked for ``tokenizer=`` with a NoneType model; None as
+    the text, a method's params that are no mapping and a batch size below 1 (which the command
+    line refuses) failed deep inside or were taken."""
+    accepted = r"model must be a model name, a folder, a loaded transformers model \(with tokenizer=\)"
+    for model in (None, 42):
+        with pytest.raises(
+            ValueError, match=f"{accepted}, a text-classification pipeline or a LoadedClassifier, got {model}"
+        ):
+            api.load(model)
+    with pytest.raises(ValueError, match=f"{accepted}.*, got None"):
+        api.explain(None, TEXT, ["loo_empty"])
+    for text in (None, 42):
+        with pytest.raises(
+            ValueError, match=rf"give a text, a \(premise, hypothesis\) pair of texts or an Example, got {text}"
+        ):
+            api.explain(toy_linear_loaded, text, ["loo_empty"])
+    mapping = "each method's \\(or metric's\\) params must be a mapping of parameter names to values, got"
+    with pytest.raises(ValueError, match=f"{mapping} params\\['lime'\\] = 5"):
+        api.explain(toy_linear_loaded, TEXT, ["lime"], params={"lime": 5})
+    with pytest.raises(ValueError, match=f"{mapping} params\\['deletion'\\] = 'steps'"):
+        api.evaluate(toy_linear_loaded, [TEXT], ["random"], ["deletion"], params={"deletion": "steps"})
+    for batch_size in (0, -1):
+        with pytest.raises(ValueError, match=f"batch_size must be a whole number of 1 or more, got {batch_size}"):
+            api.explain(toy_linear_loaded, TEXT, ["loo_empty"], batch_size=batch_size)
+        with pytest.raises(ValueError, match=f"batch_size must be a whole number of 1 or more, got {batch_size}"):
+            api.evaluate(toy_linear_loaded, [TEXT], ["random"], ["deletion"], batch_size=batch_size)
+
+
+def test_no_methods_or_metrics_are_refused(toy_linear_loaded) -> None:
+    """An empty list of methods or metrics gave an empty result; the command line refuses one."""
+    example = Example(segments=(tuple(TEXT.split()),), id="toy/0")
+    for methods in ([], "", " , "):
+        with pytest.raises(
+            ValueError, match=re.escape(f"no methods in {methods!r}: name at least one method key, 'default' or 'all'")
+        ):
+            api.explain(toy_linear_loaded, TEXT, methods)
+        with pytest.raises(ValueError, match=re.escape(f"no methods in {methods!r}")):
+            api.evaluate(toy_linear_loaded, [example], methods, ["deletion"])
+        with pytest.raises(ValueError, match=re.escape(f"no methods in {methods!r}")):
+            api.compare(toy_linear_loaded, "randomized", TEXT, methods)
+    for metrics in ([], ""):
+        with pytest.raises(
+            ValueError, match=re.escape(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
+        ):
+            api.evaluate(toy_linear_loaded, [example], ["random"], metrics)
+
+
+def test_evaluate_reads_texts_as_explain_does(toy_linear_loaded) -> None:
+    """Texts among the examples are split as ``explain`` splits one (they failed on ``.words``);
+    anything else is refused by name."""
+    texts, methods = ["the film was great", "it was bad ."], ["loo_empty", "random"]
+    examples = [Example(segments=(tuple(t.split()),), id=f"text/{i}") for i, t in enumerate(texts)]
+    from_texts = api.evaluate(toy_linear_loaded, texts, methods, ["deletion"], seed=3).evaluation.results
+    from_examples = api.evaluate(toy_linear_loaded, examples, methods, ["deletion"], seed=3).evaluation.results
+    assert [r.example for r in from_texts] == examples
+    for text, by_text, by_example in zip(texts, from_texts, from_examples, strict=True):
+        explained = api.explain(toy_linear_loaded, text, methods, seed=3)
+        for key in methods:
+            scores = by_text.attributions[key].scores.tobytes()
+            assert scores == by_example.attributions[key].scores.tobytes() == explained[key].scores.tobytes()
+        assert by_text.metrics == by_example.metrics
+    accepted = "give Examples, texts, a datasets.Dataset or a dataset name"
+    with pytest.raises(ValueError, match=rf"item 1 of the dataset is \('a', 'b'\) \(tuple\); {accepted}"):
+        api.evaluate(toy_linear_loaded, [TEXT, ("a", "b")], ["random"], ["deletion"])
+    with pytest.raises(ValueError, match=rf"the dataset is 42 \(int\); {accepted}"):
+        api.evaluate(toy_linear_loaded, 42, ["random"], ["deletion"])
+
+
 def toy_dataset():
     from datasets import ClassLabel, Dataset, Features, Value
 

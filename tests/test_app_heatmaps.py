@@ -252,3 +252,38 @@ def test_downloads_and_the_agreement_matrix_of_the_example() -> None:
     assert {"heatmaps.download.heatmap.html", "heatmaps.download.heatmap.tex", "heatmaps.download.json"} <= keys
     assert {"heatmaps.costs.download.table.csv", "heatmaps.agreement.download.figure.png"} <= keys
     assert any(c.key == "heatmaps.agreement" for c in at.get("plotly_chart"))
+
+
+def test_the_page_controls_survive_a_sidebar_error() -> None:
+    """A model that cannot be loaded stops the page before its controls are drawn; once the model
+    is fixed, the controls come back as they were (Streamlit drops the state of a widget a run
+    does not draw, unless the widget persists it)."""
+    at = run_app(methods="random")
+    at.multiselect(key="heatmaps.methods").select("attention_mean")
+    at.toggle(key="heatmaps.shared_scale").set_value(True)
+    at.run()  # the user's choices: widget values now, as a browser sends them
+    assert at.session_state["heatmaps.methods"] == ["random", "attention_mean"]
+    at.session_state["sidebar.model_path"] = "no-such-model-anywhere"
+    at.run()
+    assert any("cannot load" in e for e in errors(at))
+    at.session_state["sidebar.model_path"] = ""
+    at.run()
+    assert not at.exception and not errors(at)
+    assert at.session_state["heatmaps.methods"] == ["random", "attention_mean"]
+    assert at.session_state["heatmaps.shared_scale"] is True
+    assert set(rows(at)) == {"random", "attention_mean"}
+
+
+def test_an_index_past_the_end_of_the_split_is_named_not_swapped_silently() -> None:
+    last = len(load_bundled_examples(split="sst2")) - 1
+    at = run_app(dataset="examples", split="sst2", index="999999", methods="random")
+    assert not at.exception
+    assert any(f"examples/sst2 has no example 999999 (0–{last}): showing {last}." in w.value for w in at.warning)
+    assert rows(at)["random"][0][3] == load_bundled_examples(split="sst2")[last].words[0]
+
+
+def test_unknown_methods_in_a_link_are_named_not_dropped_silently() -> None:
+    at = run_app(methods="random,bogus,<b>x</b>")
+    assert not at.exception
+    assert at.session_state["heatmaps.methods"] == ["random"]
+    assert any("left out of the link's choice: bogus, \\<b\\>x\\</b\\>" in c.value for c in at.caption)

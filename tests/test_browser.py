@@ -223,3 +223,30 @@ def test_pages_show_their_results_in_the_browser(app_url: str, browser) -> None:
     page.screenshot(path=str(OUTPUT / "adversarial.png"), full_page=True)
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
+
+
+def test_the_page_controls_survive_a_sidebar_error(app_url: str, browser) -> None:
+    """A model that cannot be loaded stops the page before its controls are drawn; clearing it
+    brings the controls back as they were, not empty (which the next rerun would have sent)."""
+    from playwright.sync_api import expect
+
+    query = "model=minilm-sst2&dataset=examples&split=sst2&index=0&methods=random,attention_mean"
+    page = open_page(browser, f"{app_url}/?{query}", 1400)
+    expect(rows(page, "attention_mean").first).to_be_visible(timeout=TIMEOUT_MS)
+    typed = page.get_by_placeholder(re.compile("^e.g. textattack"))
+    typed.fill("no-such-model-anywhere")
+    typed.press("Enter")
+    expect(page.get_by_text("cannot load 'no-such-model-anywhere'")).to_be_visible(timeout=TIMEOUT_MS)
+    typed.fill("")
+    typed.press("Enter")
+    expect(rows(page, "attention_mean").first).to_be_visible(timeout=TIMEOUT_MS)
+    chosen = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Methods")
+    expect(chosen).to_contain_text("attention_mean")
+    expect(chosen).to_contain_text("random")
+    page.get_by_label(re.compile("^Example")).fill("1")  # another rerun: the methods must still be sent
+    page.get_by_label(re.compile("^Example")).press("Enter")
+    expect(rows(page, "attention_mean").first).to_contain_text(
+        load_bundled_examples(split="sst2")[1].words[0], timeout=TIMEOUT_MS
+    )
+    assert "methods=random%2Cattention_mean" in page.url or "methods=random,attention_mean" in page.url
+    page.close()

@@ -158,6 +158,8 @@ def test_heatmap_html_is_a_standalone_escaped_page(heatmap: Heatmap) -> None:
     # 'great' at +max has the palette's red, 'dull' at -max its blue
     assert "background:#b2182b;color:#ffffff;outline" in page.split(">great</td>")[0][-200:]
     assert "background:#2166ac;color:#ffffff;outline" in page.split(">dull</td>")[0][-200:]
+    assert "hover a word for its raw score" in page  # the HTML keeps each word's title
+    assert "hover" not in heatmap_document(heatmap, hover_hint=False)  # what the PNG shows: no hovering
 
 
 @needs_browser
@@ -419,3 +421,12 @@ def test_tables_keep_their_row_labels_in_the_files() -> None:
     assert list(with_row_labels(pairs).columns) == ["method", "metric", "f1"]
     plain = pd.DataFrame({"a": [1, 2]})
     assert with_row_labels(plain) is plain
+
+
+@needs_browser
+def test_the_probability_chart_axis_reaches_100_percent() -> None:
+    from ui.charts import probability_chart
+
+    svg = figure_bytes(probability_chart(["negative", "positive"], [0.002, 0.998], 1, 1), "svg", width=500).decode()
+    ticks = re.findall(r'<g class="xtick"><text[^>]*>([^<]+)</text>', svg)
+    assert ticks == ["0%", "25%", "50%", "75%", "100%"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,7 +137,10 @@ def test_an_estimate_stores_nothing_and_a_resume_of_changed_files_is_refused(tmp
 
     results = tmp_path / "results"
     assert main(["roar", *ARGS, "--estimate-only", "--results-dir", str(results)]) == 0
-    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    printed = capsys.readouterr()
+    assert printed.out == ""  # the cost line on stderr is the answer; JSON only with --json
+    run_id = re.search(r"^job (run-\w+) \(new\)$", printed.err, re.MULTILINE).group(1)
+    assert "cost: " in printed.err
     assert RunStore(results, read_only=True).find(run_id) is None
 
     store = RunStore(results)

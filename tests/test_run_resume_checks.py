@@ -138,3 +138,40 @@ def test_show_of_a_stopped_evaluation_says_how_to_resume_it(toy_bert_folder, tmp
     store.finish(run_id, "stopped", 0.0)
     assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
     assert f"{run_id} is stopped: resume it with `python -m cli run --resume {run_id}`" in capsys.readouterr().err
+
+
+def test_resume_continues_on_the_executor_the_run_was_started_with(
+    toy_bert_folder, tmp_path, monkeypatch, capsys
+) -> None:
+    """`run --resume ID` (what a stopped run says to type) keeps a serial run serial: it does not
+    start Ray on a machine where the run was deliberately in-process (the explorer page's runs)."""
+    store = RunStore(tmp_path)
+    real_serial = executor_module.run_serial
+
+    def stopped_after_one(spec, units, commit, progress=None):
+        real_serial(spec, units[:1], commit, progress)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor_module, "run_serial", stopped_after_one)
+    args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "3", "--chunk-size", "1", "--executor", "serial"]
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 130
+    (info,) = store.infos()
+    assert (info.status, info.units_done, info.executor) == ("stopped", 1, "serial")
+    monkeypatch.setattr(executor_module, "run_serial", real_serial)
+    monkeypatch.setattr(executor_module, "run_ray", lambda *a, **k: pytest.fail("Ray was started for a serial run"))
+    capsys.readouterr()
+    resume = ["run", "--resume", info.run_id, "--model", "other", "--results-dir", str(tmp_path), "--quiet"]
+    assert main(resume) == 0
+    err = capsys.readouterr().err
+    assert f"run {info.run_id} (stopped)" in err  # the id is printed even with --quiet
+    assert "--resume uses the run's own settings: --model ignored" in err
+    (info,) = store.infos()
+    assert (info.status, info.units_done, info.executor) == ("done", 3, "serial")
+
+
+def test_a_limit_past_the_end_of_the_split_is_refused(toy_bert_folder, tmp_path, capsys) -> None:
+    args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "100000", "--executor", "serial"]
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
+    err = one_error_line(capsys)
+    assert "--limit 100000 is more than the" in err and "examples of examples/sst2: give --all" in err
+    assert RunStore(tmp_path, read_only=True).infos() == []

@@ -123,10 +123,16 @@ def probability_chart(
     )
     figure.update_layout(
         height=40 + 32 * len(label_names),
-        margin={"l": 0, "r": 10, "t": 10, "b": 10},
+        margin={"l": 0, "r": 28, "t": 10, "b": 10},  # room for the 100% label at the right end
         xaxis={"fixedrange": True}
         if head == "regression"
-        else {"range": [0, 1], "tickformat": ".0%", "fixedrange": True},
+        else {
+            "range": [0, 1],
+            "tickvals": [0, 0.25, 0.5, 0.75, 1],
+            "ticklabeloverflow": "allow",
+            "tickformat": ".0%",
+            "fixedrange": True,
+        },
         yaxis={"autorange": "reversed", "fixedrange": True},
         showlegend=False,
     )

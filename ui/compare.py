@@ -43,7 +43,9 @@ def second_model(model: str) -> str | None:
     """The widgets; the second model's name for ``services`` (None when the comparison is off)."""
     _read_url_once()
     left, middle, right = st.columns([2, 3, 3], vertical_alignment="bottom")
-    on = left.toggle("Second model", key=ON, help="Explain the same words with a second model, row under row.")
+    on = left.toggle(
+        "Second model", key=ON, persist_state="page", help="Explain the same words with a second model, row under row."
+    )
     right.button(
         "This model vs its randomized copy",
         key="heatmaps.compare.randomized",
@@ -58,8 +60,10 @@ def second_model(model: str) -> str | None:
     choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
     if st.session_state.get(MODEL) not in choices:
         st.session_state[MODEL] = RANDOMIZED
-    picked = middle.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL)
-    typed = "" if services.shared_mode() else st.text_input("…or a hub id or local folder", key=PATH)
+    picked = middle.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="page")
+    typed = (
+        "" if services.shared_mode() else st.text_input("…or a hub id or local folder", key=PATH, persist_state="page")
+    )
     chosen = typed.strip() or picked
     st.query_params[PARAM] = chosen
     return services.randomized_name(model) if chosen == RANDOMIZED else chosen

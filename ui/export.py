@@ -175,8 +175,9 @@ _PAGE_STYLE = (
 )
 
 
-def heatmap_document(heatmap: Heatmap) -> str:
-    """The heatmap as a standalone HTML page: title, legend and rows, no outside resource."""
+def heatmap_document(heatmap: Heatmap, *, hover_hint: bool = True) -> str:
+    """The heatmap as a standalone HTML page: title, legend and rows, no outside resource
+    (``hover_hint``: the legend points to the words' raw scores on hover; not in a picture)."""
     title = html.escape(heatmap.title)
     body = heatmap_html(
         heatmap.words,
@@ -186,6 +187,7 @@ def heatmap_document(heatmap: Heatmap) -> str:
         subwords=heatmap.subwords,
         shared_scale=heatmap.shared_scale,
         palette=heatmap.palette,
+        hover_hint=hover_hint,
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -198,7 +200,7 @@ def heatmap_png(heatmap: Heatmap, *, width: int = HEATMAP_WIDTH, scale: float = 
     """A screenshot of ``heatmap_document`` in Chromium: ``width`` CSS pixels wide (more where a
     row is wider) and as tall as the heatmap, at ``scale`` pixels per CSS pixel."""
     _check_size(width, 1, scale)
-    document = heatmap_document(heatmap)
+    document = heatmap_document(heatmap, hover_hint=False)
     options = _browser_options()
 
     async def shoot(page: Path) -> bytes:

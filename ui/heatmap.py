@@ -162,13 +162,15 @@ def heatmap_html(
     shared_scale: bool = False,
     line_chars: int = 100,
     palette: str | None = None,
+    hover_hint: bool = True,
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
     ``subwords`` shows subword columns where some method has subword scores (the others span
     their word's subwords); ``shared_scale`` colours every row on one scale instead of each on
     its own largest absolute score; ``palette`` is a key of ``ui.theme.PALETTES`` (default: the
-    current theme's, so the presentation setting reaches every heatmap).
+    current theme's, so the presentation setting reaches every heatmap); ``hover_hint`` says in the
+    legend that a word's title holds its raw score (not in a picture).
     """
     if not attributions:
         return ""
@@ -178,7 +180,7 @@ def heatmap_html(
     peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
     shared = max(peaks.values())
     parts = [
-        legend_html(shared_scale, shared, rationale is not None, palette),
+        legend_html(shared_scale, shared, rationale is not None, palette, hover_hint),
         '<div class="hm" data-role="heatmap" style="overflow-x:auto">',
     ]
     pair = len(set(segment_ids)) > 1
@@ -199,7 +201,9 @@ def heatmap_html(
     return "".join(parts)
 
 
-def legend_html(shared_scale: bool, scale: float, rationale: bool, palette: str | None = None) -> str:
+def legend_html(
+    shared_scale: bool, scale: float, rationale: bool, palette: str | None = None, hover_hint: bool = True
+) -> str:
     """Colour bar from 'against the target' (blue) to 'for the target' (red)."""
     low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
@@ -216,8 +220,8 @@ def legend_html(shared_scale: bool, scale: float, rationale: bool, palette: str 
         f"<span>{low}</span>"
         f'<span style="display:inline-block;width:10rem;height:0.9rem;border:1px solid #ccc;background:{gradient}"></span>'
         f"<span>{high}</span>"
-        f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}; '
-        "hover a word for its raw score)</span>"
+        f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}'
+        f"{'; hover a word for its raw score' if hover_hint else ''})</span>"
         f"{outline}</div>"
     )
 

@@ -75,18 +75,26 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
     human mask compared against."""
     first, second, third, fourth = st.columns(4)
     threshold = first.slider(
-        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold",
+        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold", persist_state="page",
         help="Pham et al. 2022: negative scores set to zero, divided by the largest score, words at or above τ "
         "selected.",
     )  # fmt: skip
-    annotator = second.selectbox("Human mask", options, format_func=annotator_label, key="rationales.annotator")
+    annotator = second.selectbox(
+        "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="page"
+    )
     mode = third.radio(
-        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection",
+        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection", persist_state="page",
         format_func=lambda s: "top-k words" if s == "top_k" else "words at or above τ",
     )  # fmt: skip
     k = int(
         fourth.number_input(
-            "k (0 = as many as the humans)", 0, 512, 0, key="rationales.k", help="Top-k size for token F1 and IOU-F1."
+            "k (0 = as many as the humans)",
+            0,
+            512,
+            0,
+            key="rationales.k",
+            persist_state="page",
+            help="Top-k size for token F1 and IOU-F1.",
         )
     )
     convention = st.radio(
@@ -95,6 +103,7 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
         format_func=CONVENTION_LABELS.get,
         horizontal=True,
         key="rationales.convention",
+        persist_state="page",
         help=CONVENTION.help if CONVENTION else None,
     )
     params = {
@@ -234,7 +243,7 @@ def worst_examples(result, open_example, count: int = 5) -> None:
     calls ``open_example(index)``."""
     st.subheader("Where each method agrees least with the humans")
     keys = [k for k in METRICS if k != "coverage" and k in next(iter(result.values.values()), {})]
-    key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric")
+    key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric", persist_state="page")
     higher_is_better = INFOS[key].higher_is_better
     columns = st.columns(min(3, max(1, len(result.values))))
     for position, (method, per) in enumerate(result.values.items()):

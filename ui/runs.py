@@ -92,7 +92,7 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
     """Radio "this example" / "dataset slice" (the slice only when a dataset is selected) and, for
     a slice, how many of its first examples; returns the scope and the number of examples."""
     scopes = [SINGLE, SLICE] if selection.dataset else [SINGLE]
-    scope = container.radio("Examples", scopes, key=f"{prefix}.scope", horizontal=True)
+    scope = container.radio("Examples", scopes, key=f"{prefix}.scope", persist_state="page", horizontal=True)
     if scope != SLICE:
         return scope, 1
     size = services.dataset_size(selection.dataset, selection.split)
@@ -102,6 +102,7 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
         max_value=min(most, size),
         value=min(default, size),
         key=f"{prefix}.n_examples",
+        persist_state="page",
         help=help,
     )
     return scope, int(count)
@@ -121,6 +122,7 @@ def long_text_toggle(selection) -> bool:
     return st.toggle(
         "Explain the whole text in sliding windows",
         key="runs.windows",
+        persist_state="page",
         help="Overlapping windows that each fit the model, every window explained on its own, each word's score "
         "taken from the window where it has the most context. Leave-one-out, IM, gradient and random methods "
         "only: methods that fit one surrogate or mask over the whole input are refused.",

@@ -166,8 +166,12 @@ def _example_picker(options: dict[str, list[str]]):
         size = services.dataset_size(dataset, split)
     except ValueError as error:
         return dataset, split, None, None, str(error)
-    index = int(st.session_state.get("sidebar.index", 0))
-    st.session_state["sidebar.index"] = min(max(index, 0), size - 1)
+    asked = int(st.session_state.get("sidebar.index", 0))
+    st.session_state["sidebar.index"] = min(max(asked, 0), size - 1)
+    if st.session_state["sidebar.index"] != asked:  # a link's or the last split's index: say so, never swap silently
+        st.warning(
+            f"{dataset}/{split} has no example {asked} (0–{size - 1}): showing {st.session_state['sidebar.index']}."
+        )
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     index = int(left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index"))
     right.button("Random", key="sidebar.random", on_click=_pick_random, args=(dataset, split), width="stretch")
