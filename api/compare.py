@@ -62,7 +62,7 @@ def compare(
     model_a: Any,
     model_b: Any,
     text_or_pair: Any,
-    methods: Any = "all",
+    methods: Any = "default",
     *,
     target: int | str | None = None,
     seed: int | None = None,
@@ -71,7 +71,8 @@ def compare(
 ) -> ComparisonResult:
     """Explain ``text_or_pair`` with ``model_a`` and ``model_b`` (any form ``api.load`` takes, or
     ``"randomized"``: model A with every weight re-initialised under ``randomized_seed``) and
-    compare each method's two rows. ``options`` are ``api.explain``'s (``params``, ``mlm``,
+    compare each method's two rows; ``methods`` as for ``api.explain`` (by default its seven fast
+    ones). ``options`` are ``api.explain``'s (``params``, ``mlm``,
     ``tokenizer`` (for model A), ``device``, ``batch_size``, ``progress``). Raises ``ValueError``
     when no methods are given or the two label sets cannot be matched."""
     from api import _method_keys, explain, load
