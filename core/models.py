@@ -221,6 +221,9 @@ def _hub_config(name_or_path: str):
     model folder); a name that is no folder and cannot be found gets ``missing_model_message``."""
     from transformers import AutoConfig
 
+    folder = Path(name_or_path).expanduser()
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        raise ValueError(f"{name_or_path!r} is a folder without config.json: not a saved transformers model")
     try:
         return AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
     except (OSError, ValueError) as error:

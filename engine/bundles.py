@@ -110,7 +110,13 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
         text = data
     from engine.imports.records import parse_json
 
-    document = parse_json(text, name)
+    try:
+        document = parse_json(text, name)
+    except ValueError as error:
+        if data[:2] == b"PK":
+            raise
+        detail = str(error).removeprefix(f"{name} ")
+        raise ValueError(f"{name} is neither a session bundle (a zip) nor a bundle.json: it {detail}") from None
     try:
         return _bundle(document, figures)
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError, RecursionError) as error:

@@ -33,7 +33,7 @@ import torch
 from core.classifier import Classifier
 from core.encoding import Encoded, Variant, length_chunks
 from core.params import param
-from core.types import Attribution, Example
+from core.types import Attribution, Example, ProgressFn
 from explainers._masking import embed_ids
 from explainers.base import make_attribution, one_example
 
@@ -253,9 +253,10 @@ def explain_integrated_gradients_batch(
     encodings = [clf.encode(example) for example in examples]
     scores: dict[int, np.ndarray] = {}
     per_call = max(1, clf.batch_size // params.n_steps)
+    points = _PathPoints(len(encodings) * params.n_steps, progress)
     for rows in length_chunks([len(e.input_ids) for e in encodings], per_call):
         chunk = [encodings[i] for i in rows]
-        scores.update(zip(rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params), strict=True))
+        scores.update(zip(rows, _integrated_gradients_chunk(clf, chunk, rows, targets, params, points), strict=True))
     ends = _path_ends(clf, encodings, targets, params)
     # Completeness (Sundararajan et al. 2017): the scores sum to f(input) - f(baseline).
     deltas = [abs(scores[i].sum() - (end - start)) for i, (start, end) in enumerate(ends)]
@@ -265,12 +266,26 @@ def explain_integrated_gradients_batch(
     ]
 
 
+class _PathPoints:
+    """Progress through integrated gradients' path points: Captum runs them in internal batches
+    that the forward function sees, so a long document reports each batch, not only its end."""
+
+    def __init__(self, total: int, progress: ProgressFn | None) -> None:
+        self.total, self.done, self.progress = total, 0, progress
+
+    def ran(self, rows: int) -> None:
+        self.done += rows
+        if self.progress is not None:
+            self.progress(min(1.0, self.done / self.total), f"path point {min(self.done, self.total)} of {self.total}")
+
+
 def _integrated_gradients_chunk(
     clf: Classifier,
     chunk: Sequence[Encoded],
     owners: Sequence[int],
     targets: Sequence[int],
     params: IntegratedGradientsParams,
+    points: _PathPoints,
 ) -> list[np.ndarray]:
     """The token scores of each encoding of ``chunk`` from one Captum call."""
     from captum.attr import IntegratedGradients
@@ -284,6 +299,7 @@ def _integrated_gradients_chunk(
         # Captum repeats ``row_of`` with the path's points, so it names each row's example.
         index = row_of.tolist()
         logits = clf.forward_embeds(embeds, [layouts[r] for r in index], owners=[owners[r] for r in index])
+        points.ran(len(index))
         return clf.head.target_output(logits, [chosen[r] for r in index], params.output)
 
     with torch.enable_grad():

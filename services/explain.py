@@ -137,9 +137,10 @@ def explain(
     for index, key in enumerate(method_keys):
         method_params = dict((params or {}).get(key, {}))
 
-        def step(fraction: float, message: str, index: int = index) -> None:
+        def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
             if progress is not None:
-                progress(min(1.0, (index + fraction) / len(method_keys)), message)
+                shown = message if message.startswith(f"{key}:") else f"{key}: {message}"
+                progress(min(1.0, (index + fraction) / len(method_keys)), shown)
 
         step(0.0, f"{key}: starting")
         try:

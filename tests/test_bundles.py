@@ -97,6 +97,9 @@ def test_hostile_bundles_are_refused_with_one_line(linear_clf, toy_example, monk
         return str(caught.value)
 
     assert "not a readable zip" in refused(good[: len(good) // 2])
+    assert refused(b"hello").startswith(
+        "b.zip is neither a session bundle (a zip) nor a bundle.json: it is not valid JSON"
+    )
     assert "no bundle.json" in refused(zipped({"other.txt": b"x"}))
     assert "more than the 64 a bundle has" in refused(zipped({f"f{i}": b"" for i in range(65)}))
     assert "not valid JSON" in refused(zipped({"bundle.json": b'{"schema": "bundle/1", "model": '}))

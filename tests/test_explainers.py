@@ -96,6 +96,18 @@ def test_integrated_gradients_deltas_of_a_batch_are_each_example_s_own(bert_clf:
     np.testing.assert_allclose([a.extras["convergence_delta"] for a in together], alone, rtol=1e-4, atol=1e-7)
 
 
+def test_integrated_gradients_reports_its_path_points_as_it_goes(bert_clf: Classifier) -> None:
+    """A long document's integrated gradients is many of Captum's internal batches: each one is a
+    progress report (the heatmap page's bar stood still for the whole method before)."""
+    spec = explainers.get("integrated_gradients")
+    bert_clf.batch_size = 8  # 40 path points: 5 internal batches of 8
+    reports: list[tuple[float, str]] = []
+    explainers.run_explainer(
+        spec, bert_clf, EXAMPLE, 1, spec.make_params({"n_steps": 40}), progress=lambda f, m: reports.append((f, m))
+    )
+    assert reports == [(k / 5, f"path point {8 * k} of 40") for k in range(1, 6)]
+
+
 def test_integrated_gradients_finds_planted_word(linear_clf: Classifier) -> None:
     result = explainers.run_explainer(explainers.get("integrated_gradients"), linear_clf, EXAMPLE, 1)
     assert EXAMPLE.words[int(np.argmax(result.scores))] == "great"
@@ -275,3 +287,19 @@ def test_the_random_baseline_draws_a_ranking_per_text(linear_clf: Classifier) ->
         spec, linear_clf, Example(segments=(texts[0],)), 1, spec.make_params({"seed": 1})
     )
     assert not np.array_equal(other_seed.scores, scores[0])
+
+
+def test_the_heatmap_page_names_the_method_in_each_progress_message() -> None:
+    import services
+    from core.datasets import load_bundled_examples
+
+    reports: list[tuple[float, str]] = []
+    example = load_bundled_examples(split="sst2")[0]
+    services.explain(
+        "minilm-sst2", example, ["random", "integrated_gradients"], progress=lambda f, m: reports.append((f, m))
+    )
+    fractions, messages = zip(*reports, strict=True)
+    assert list(fractions) == sorted(fractions) and fractions[-1] == 1.0
+    assert messages[0] == "random: starting" and messages[-1] == "integrated_gradients: done"
+    path = [m for m in messages if "path point" in m]
+    assert path and all(m.startswith("integrated_gradients: path point ") for m in path)

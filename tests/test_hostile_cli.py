@@ -94,7 +94,7 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "whitespace text": (explain(clf, "   \n\t "), "empty"),
         "nonexistent model": (explain("no-such-org/no-such-model-xyz", "fine"), "no-such-model-xyz"),
         "nonexistent folder": (explain("/nonexistent/folder", "fine"), "/nonexistent/folder"),
-        "empty folder": (explain(str(folders["empty"]), "fine"), "cannot load"),
+        "empty folder": (explain(str(folders["empty"]), "fine"), "is a folder without config.json"),
         "corrupt config": (explain(str(folders["corrupt"]), "fine"), "cannot load"),
         "truncated weights": (explain(str(folders["truncated"]), "fine"), "damaged"),
         "no tokenizer": (explain(str(folders["no-tokenizer"]), "fine"), "cannot load"),

@@ -32,7 +32,7 @@ BAD_MODELS = {
     # folder fixture name (or a path) -> what the one-line error must name
     "nonexistent id": ("no-such-org/no-such-model-xyz", "no-such-model-xyz"),
     "nonexistent folder": ("/nonexistent/folder", "/nonexistent/folder"),
-    "empty folder": ("empty", "cannot load"),
+    "empty folder": ("empty", "is a folder without config.json"),
     "corrupt config": ("corrupt", "cannot load"),
     "truncated weights": ("truncated", "damaged"),
     "no tokenizer": ("no-tokenizer", "cannot load"),

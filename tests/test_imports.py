@@ -185,9 +185,17 @@ def test_csv_errors_name_the_line_and_example():
     assert "x.csv line 3: example 'e' word 0 is given twice" in refused(
         b"example_id,word_index,score\ne,0,0.1\ne,0,0.2\n", "x.csv"
     )
-    assert "example 'e' has no score for word 1" in refused(b"id,word_index,score\ne,0,0.1\ne,2,0.2\n", "x.csv")
+    assert "example 'e' has a score for word 2 but none for word 1" in refused(
+        b"id,word_index,score\ne,0,0.1\ne,2,0.2\n", "x.csv"
+    )
     assert "x.csv line 2: word_index must be a whole number" in refused(b"id,word_index,score\ne,one,0.1\n", "x.csv")
-    assert "not finite" in refused(b"id,word_index,score\ne,0,inf\n", "x.csv")
+    assert "x.csv line 3: word_index -1 is negative (words count from 0)" in refused(
+        b"id,word_index,score\ne,0,0.1\ne,-1,0.2\n", "x.csv"
+    )
+    for value in ("inf", "nan"):  # one message, not the file and line twice
+        assert refused(f"id,word_index,score\ne,0,{value}\n".encode(), "x.csv").endswith(
+            f"x.csv line 2: the score {float(value)!r} is not finite"
+        )
     for target in ("one", "\u00b2", "--1"):  # "²" is a digit to str.isdigit, not to int
         row = f"id,word_index,score,target\ne,0,0.1,{target}\n".encode()
         assert f"x.csv line 2: target must be a whole number, got '{target}'" in refused(row, "x.csv")

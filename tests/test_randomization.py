@@ -42,6 +42,13 @@ def test_components_of_a_bert_classifier_top_down() -> None:
     ]
 
 
+def test_an_unknown_component_lists_the_known_ones_top_down() -> None:
+    with pytest.raises(
+        ValueError, match=r"unknown component\(s\) 'block 9'; known \(top down\): head, block 2, block 1, embeddings$"
+    ):
+        R.select_components(toy_bert().model, ["block 9"])
+
+
 def test_an_architecture_without_blocks_is_refused() -> None:
     with pytest.raises(ValueError, match="ToyLinearClassifier"):
         R.model_components(toy_linear().model)

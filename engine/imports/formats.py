@@ -192,10 +192,12 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
         if not example_id:
             raise BadFile(f"{where}: empty {id_column}")
         try:
-            index = int(row["word_index"])
-            score = number(float(row["score"]), where)
+            index, value = int(row["word_index"]), float(row["score"])
         except (TypeError, ValueError) as error:
             raise BadFile(f"{where}: word_index must be a whole number and score a number ({error})") from None
+        if index < 0:
+            raise BadFile(f"{where}: word_index {index} is negative (words count from 0)")
+        score = number(value, where)
         key = (example_id, method_name("csv", row.get("method") or "scores"))
         target_text = (row.get("target") or "").strip()
         digits = target_text.removeprefix("-")
@@ -213,7 +215,9 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
     for (example_id, method), per in groups.items():
         missing = sorted(set(range(len(per))) - set(per))
         if missing:
-            raise BadFile(f"{name}: example {example_id!r} has no score for word {missing[0]}")
+            raise BadFile(
+                f"{name}: example {example_id!r} has a score for word {max(per)} but none for word {missing[0]}"
+            )
         scores = tuple(per[i] for i in range(len(per)))
         out.append(
             Imported(

@@ -101,7 +101,9 @@ def select_components(model: nn.Module, names: Sequence[str] | None = None) -> t
     known = {c.name for c in every}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown component(s) {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+        raise ValueError(
+            f"unknown component(s) {', '.join(map(repr, unknown))}; known (top down): {', '.join(c.name for c in every)}"
+        )
     if not names:
         raise ValueError("select at least one component to randomise")
     return tuple(c for c in every if c.name in set(names))
