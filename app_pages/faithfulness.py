@@ -17,7 +17,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import gate, run_or_stop, stopped_note
+from ui.runs import gate, run_or_stop, slice_controls, stopped_note
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -54,16 +54,9 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
         st.info("Pick a dataset and split in the sidebar to evaluate a slice of it.")
         return None
     size = services.dataset_size(selection.dataset, selection.split)
-    first, second, third, fourth = st.columns(4, vertical_alignment="bottom")
-    n = int(
-        first.number_input(
-            f"Examples (1–{size})", 1, size, min(20, size), key="faithfulness.slice_n", persist_state="page"
-        )
-    )
-    random_order = second.radio(
-        "Which", ("first N", "random N"), horizontal=True, key="faithfulness.slice_order", persist_state="page"
-    )
-    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="faithfulness.slice_seed", persist_state="page"))
+    columns = st.columns(4, vertical_alignment="bottom")
+    n, random_order, seed = slice_controls(columns, size, 20, "faithfulness")
+    fourth = columns[3]
     data = [selection.dataset, selection.split, n, random_order, seed]
     request = {"model": selection.model, "data": data, "methods": methods, "metrics": metric_sets,
                "method_params": method_params, "mlm": selection.mlm, "imported": [m.name for m in imported]}  # fmt: skip

@@ -20,7 +20,7 @@ from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import explain_selected, gate, run_or_stop
+from ui.runs import explain_selected, gate, run_or_stop, slice_controls
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
@@ -76,16 +76,9 @@ def slice_view(
         st.info("Pick a dataset with human rationales in the sidebar (e-SNLI dev_highlighted, movies, HateXplain).")
         return
     size = services.dataset_size(selection.dataset, selection.split)
-    first, second, third, fourth, fifth = st.columns(5, vertical_alignment="bottom")
-    n = int(
-        first.number_input(
-            f"Examples (1–{size})", 1, size, min(50, size), key="rationales.slice_n", persist_state="page"
-        )
-    )
-    order = second.radio(
-        "Which", ("first N", "random N"), horizontal=True, key="rationales.slice_order", persist_state="page"
-    )
-    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key="rationales.slice_seed", persist_state="page"))
+    columns = st.columns(5, vertical_alignment="bottom")
+    n, order, seed = slice_controls(columns, size, 50, "rationales")
+    fourth, fifth = columns[3:]
     correct_only = fourth.checkbox(
         "Correct predictions only",
         key="rationales.correct_only",

@@ -17,6 +17,22 @@ T = TypeVar("T")
 SINGLE, SLICE = "this example", "dataset slice"
 
 
+def slice_controls(columns: list, size: int, default_n: int, prefix: str) -> tuple[int, str, int]:
+    """A dataset slice's size, order ("first N" or "random N") and seed, in the first three of
+    ``columns`` (the faithfulness and rationale pages' slice views), under ``prefix``'s keys."""
+    first, second, third = columns[:3]
+    n = int(
+        first.number_input(
+            f"Examples (1–{size})", 1, size, min(default_n, size), key=f"{prefix}.slice_n", persist_state="page"
+        )
+    )
+    order = second.radio(
+        "Which", ("first N", "random N"), horizontal=True, key=f"{prefix}.slice_order", persist_state="page"
+    )
+    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}.slice_seed", persist_state="page"))
+    return n, order, seed
+
+
 def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
     """``task(*args, progress=..., **kwargs)`` with a progress bar that is removed when it ends.
 
