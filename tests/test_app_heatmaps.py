@@ -256,8 +256,9 @@ def test_downloads_and_the_agreement_matrix_of_the_example() -> None:
 
 def test_the_page_controls_survive_a_sidebar_error() -> None:
     """A model that cannot be loaded stops the page before its controls are drawn; once the model
-    is fixed, the controls come back as they were (Streamlit drops the state of a widget a run
-    does not draw, unless the widget persists it)."""
+    is fixed, the page's state and rows are as they were. AppTest keeps a widget's value across a
+    run that does not draw it, so the loss a browser showed (an empty method picker) is guarded by
+    ``tests/test_browser.py``; this checks the server side of the same sequence."""
     at = run_app(methods="random")
     at.multiselect(key="heatmaps.methods").select("attention_mean")
     at.toggle(key="heatmaps.shared_scale").set_value(True)
