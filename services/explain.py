@@ -137,10 +137,9 @@ def explain(
     for index, key in enumerate(method_keys):
         method_params = dict((params or {}).get(key, {}))
 
-        def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
+        def step(fraction: float, message: str, index: int = index) -> None:
             if progress is not None:
-                shown = message if message.startswith(f"{key}:") else f"{key}: {message}"
-                progress(min(1.0, (index + fraction) / len(method_keys)), shown)
+                progress(min(1.0, (index + fraction) / len(method_keys)), message)
 
         step(0.0, f"{key}: starting")
         try:
