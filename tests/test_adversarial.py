@@ -471,3 +471,43 @@ def test_attack_command_refuses_a_seed_for_the_deterministic_embedding_attack(mo
     argv = ["attack", "--model", "toy", "--text", "a good film", "--methods", "saliency", "--seed", "3", "--json"]
     assert cli.main(argv) == 2
     assert "deterministic" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ progress
+
+
+def test_progress_is_shared_by_each_methods_cost(linear_clf, toy_example):
+    """Integrated gradients differentiates ``ig_n_steps`` path points per ascent step, saliency one:
+    saliency's share of the bar is 1 / (1 + ig_n_steps), so an ETA read off the bar holds."""
+    from experiments.attacks import attack_example
+
+    params = make_params("embedding", "quick", {"steps": 5, "ig_n_steps": 4})
+    seen: list[tuple[float, str]] = []
+    attack_example(
+        linear_clf, toy_example, ["saliency", "integrated_gradients"], "embedding", params,
+        progress=lambda fraction, message: seen.append((fraction, message)),
+    )  # fmt: skip
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    saliency = [f for f, m in seen if m.startswith("saliency")]
+    integrated = [f for f, m in seen if m.startswith("integrated_gradients")]
+    assert max(saliency) <= 0.2 + 1e-9  # its one-in-five share
+    assert 0.2 <= min(integrated) <= 0.2 + 0.8 / 5 + 1e-9  # after its first of 5 steps
+
+
+def test_cost_weights_follow_each_methods_passes():
+    from experiments.attacks import cost_weights
+
+    params = make_params("substitution", "quick")
+    lime = explainers.get("lime")
+    lime_passes = lime.passes(7, lime.make_params({"n_samples": 300}))
+    weights = cost_weights(
+        "substitution",
+        ["saliency", "loo_empty", "integrated_gradients", "lime"],
+        params,
+        {"integrated_gradients": {"n_steps": 20}, "lime": {"n_samples": 300}},
+        7,
+    )
+    assert weights == [1.0, 7.0, 20.0, float(lime_passes.classifier)]
+    embedding = make_params("embedding", "quick", {"ig_n_steps": 6})
+    assert cost_weights("embedding", ["grad_x_input", "integrated_gradients"], embedding, None, 7) == [1.0, 6.0]

@@ -37,6 +37,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+import explainers
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import MaskedLM
 from core.params import params_from
@@ -46,6 +49,7 @@ from experiments.attacks.result import MEASURES, AttackResult, k_for, rank_chang
 from experiments.attacks.substitution import PRESETS as SUBSTITUTION_PRESETS
 from experiments.attacks.substitution import SubstitutionAttackParams, substitution_attack
 from explainers.base import Paper
+from explainers.gradients import IntegratedGradientsParams
 
 ATTACKS = ("embedding", "substitution")
 PAPER = Paper(authors="Ghorbani et al.", year=2019, arxiv="1710.10547")
@@ -75,15 +79,19 @@ def attack_example(
     progress: ProgressFn | None = None,
     resources: Any = None,
 ) -> dict[str, AttackResult]:
-    """Attack each method's explanation of one example; progress is spread over the methods."""
+    """Attack each method's explanation of one example; progress is spread over the methods in
+    proportion to their expected cost (``cost_weights``), so an ETA read off it holds."""
     if attack == "substitution" and mlm is None:
         raise ValueError("the substitution attack needs a masked language model")
+    weights = cost_weights(attack, methods, params, explainer_params, len(clf.fit_example(example)[0].words))
+    starts = np.concatenate([[0.0], np.cumsum(weights)]) / sum(weights)
     results: dict[str, AttackResult] = {}
     for index, method in enumerate(methods):
 
         def step(fraction: float, message: str, index: int = index, method: str = method) -> None:
             if progress is not None:
-                progress((index + fraction) / len(methods), f"{method}: {message}")
+                share = starts[index] + fraction * (starts[index + 1] - starts[index])
+                progress(float(min(1.0, share)), f"{method}: {message}")
 
         own = (explainer_params or {}).get(method)
         if attack == "embedding":
@@ -99,6 +107,37 @@ def attack_example(
     return results
 
 
+def cost_weights(
+    attack: str,
+    methods: Sequence[str],
+    params: EmbeddingAttackParams | SubstitutionAttackParams,
+    explainer_params: dict[str, dict[str, Any]] | None,
+    n_words: int,
+) -> list[float]:
+    """Each method's expected share of an attack's work, in passes: per ascent step for the
+    embedding attack (integrated gradients differentiates ``ig_n_steps`` path points, the other
+    gradient methods one), per explained candidate for the substitution attack (the method's own
+    cost: its ``passes`` or ``steps`` cost model, ``n_steps`` path points, one pass per word for
+    leave-one-out, else one pass)."""
+    weights = []
+    for method in methods:
+        spec = explainers.get(method)
+        own = spec.make_params((explainer_params or {}).get(method))
+        if attack == "embedding":
+            weight = float(params.ig_n_steps) if isinstance(own, IntegratedGradientsParams) else 1.0
+        elif spec.passes is not None:
+            passes = spec.passes(n_words, own)
+            weight = float(passes.classifier + passes.mlm + passes.backward)
+        elif spec.steps is not None:
+            weight = spec.steps(own).run
+        elif hasattr(own, "n_steps"):
+            weight = float(own.n_steps)
+        else:
+            weight = float(n_words) if spec.family == "leave-one-out" else 1.0
+        weights.append(max(weight, 1.0))
+    return weights
+
+
 __all__ = [
     "ATTACKS",
     "MEASURES",
@@ -109,6 +148,7 @@ __all__ = [
     "EmbeddingAttackParams",
     "SubstitutionAttackParams",
     "attack_example",
+    "cost_weights",
     "embedding_attack",
     "k_for",
     "make_params",
