@@ -68,14 +68,6 @@ def run_spec(args: argparse.Namespace, store):
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
     if args.limit is None and not args.all:
         raise ValueError("give --limit N or --all (the whole split)")
-    if args.limit is not None and args.limit > 0:
-        from core.datasets import load_dataset
-
-        size = load_dataset(args.dataset, args.split, args.data_dir, limit=args.limit + 1).num_rows
-        if size < args.limit:  # another key than --all for the same examples
-            raise ValueError(
-                f"--limit {args.limit} is more than the {size} examples of {args.dataset}/{args.split}: give --all"
-            )
     methods, metrics = slice_keys(args.methods, args.metrics)
     return RunSpec(
         model=args.model,

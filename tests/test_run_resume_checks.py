@@ -4,13 +4,15 @@ checks that the stored run still matches before it writes anything (and says why
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 import pytest
 import torch
 
 import engine.runs.executor as executor_module
 from cli.main import main
-from engine.runs.executor import execute, open_run, resume_spec
+from engine.runs.executor import execute, open_run, prepare, resume_spec
 from engine.runs.records import NewRun, UnitStats
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
@@ -173,5 +175,14 @@ def test_a_limit_past_the_end_of_the_split_is_refused(toy_bert_folder, tmp_path,
     args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "100000", "--executor", "serial"]
     assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
     err = one_error_line(capsys)
-    assert "--limit 100000 is more than the" in err and "examples of examples/sst2: give --all" in err
+    assert "a limit of 100000 is more than the" in err and "examples of examples/sst2: ask for the whole split" in err
     assert RunStore(tmp_path, read_only=True).infos() == []
+
+
+def test_the_engine_refuses_a_limit_past_the_end_of_the_split(toy_bert_folder) -> None:
+    """Every caller of the engine (the page's background runs too), not the command line alone."""
+    spec = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=100000, methods=("saliency",))
+    with pytest.raises(ValueError, match="a limit of 100000 is more than the"):
+        prepare(spec)
+    _, examples = prepare(dataclasses.replace(spec, limit=None))
+    assert prepare(dataclasses.replace(spec, limit=len(examples)))[1] == examples
