@@ -4,6 +4,7 @@ work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from engine.runs.executor import EXECUTORS
@@ -14,12 +15,16 @@ def run(args: argparse.Namespace) -> int:
     from cli.common import progress_bar
     from cli.show import print_run
     from engine.runs.executor import execute, open_run
+    from engine.runs.ray_executor import check_reachable
     from engine.runs.store import RunStore
 
     if args.actors is not None and args.actors < 1:
         raise ValueError(f"--actors must be at least 1, got {args.actors}")
     store = RunStore(args.results_dir)
     spec = run_spec(args, store)
+    address = args.address or os.environ.get("RAY_ADDRESS")
+    if address and args.executor != "serial":  # before anything is written: no failed run is left behind
+        check_reachable(address)
     opened = open_run(spec, store, resume=args.resume)
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.
     print(f"run {opened.info.run_id} ({'new' if opened.created else opened.info.status})", file=sys.stderr)
