@@ -36,7 +36,7 @@ def example_view(
     selection: state.Selection, methods: list[str], imported: list, metric_params: dict, annotator: str
 ) -> None:
     example = selection.example
-    if example.rationale is None and not example.rationales:
+    if not example.has_rationale:
         st.info(
             "This example has no human rationale, so the metrics skip it. Human highlights come with e-SNLI "
             "(split dev_highlighted), ERASER movies and HateXplain (posts judged normal have none)."

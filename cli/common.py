@@ -253,8 +253,18 @@ def print_summary_table(payload: dict[str, Any]) -> None:
         for key in metric_keys:
             s = per[key]
             low, high = s["interval"]
-            cells.append("—" if s["mean"] is None else f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}")
+            scored = f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}" if s["mean"] is not None else None
+            cells.append(scored or (f"— ({s['skipped']} skipped)" if s.get("skipped") else "—"))
         print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
     print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
+    for key in metric_keys:  # why a metric scored no example (a plausibility metric on data without rationales)
+        reasons: dict[str, int] = {}
+        for per in summary.values():
+            if per[key]["n"] == 0:
+                for reason, count in per[key].get("skipped_because", {}).items():
+                    reasons[reason] = max(reasons.get(reason, 0), count)
+        if reasons and all(per[key]["n"] == 0 for per in summary.values()):
+            why = "; ".join(f"{reason} ({count} examples)" for reason, count in reasons.items())
+            print(f"{key} scored no example: {why}")
     for method, failures in payload["errors"].items():
         print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")

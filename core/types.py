@@ -62,6 +62,10 @@ class Example:
         return len(self.segments) == 2
 
     @property
+    def has_rationale(self) -> bool:
+        return self.rationale is not None or bool(self.rationales)
+
+    @property
     def text(self) -> str:
         return " ".join(self.segments[0])
 

@@ -146,7 +146,6 @@ def score_examples(
         scored = faithfulness.score_examples(clf, planned, progress)
     out = []
     for example, per, faithful in zip(examples, attributions, scored, strict=True):
-        has_rationale = example.rationale is not None or bool(example.rationales)
         by_method = {}
         for method, attribution in per.items():
             results = {
@@ -156,7 +155,7 @@ def score_examples(
                 if key in batched:
                     continue
                 spec = metrics.get(key)
-                if spec.needs_rationale and not has_rationale:
+                if spec.needs_rationale and not example.has_rationale:
                     continue
                 result = spec.compute(clf, example, attribution, params, mlm=mlm)
                 if "skipped" not in result.extras:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import metrics
 from engine.evaluate import ExampleResult, SliceEvaluation
 from metrics.base import MetricResult, Summary
 
@@ -42,8 +43,9 @@ def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary
         summaries[method] = {}
         for metric, vals in per.items():
             results = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
-            pooled = document_summary(metric, results, vals.count(None))
-            summaries[method][metric] = pooled if pooled is not None else Summary.of(vals, vals.count(None))
+            bounds = metrics.get(metric).value_range
+            pooled = document_summary(metric, results, vals.count(None), bounds)
+            summaries[method][metric] = pooled if pooled is not None else Summary.of(vals, vals.count(None), bounds)
     return summaries
 
 
@@ -73,18 +75,23 @@ def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
 
 
 def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval); token
-    F1 and IOU-F1 also carry ERASER's ``micro`` average (precision, recall, F1 over summed counts),
-    and token F1, IOU-F1 and AUPRC the document ``convention`` their figure uses (under ERASER's,
-    ``n`` counts documents)."""
+    """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval, cut to
+    the metric's range), with ``skipped_because`` (``{"no human rationale": count}``) for a
+    metric that compares with human rationales on examples without one; token F1 and IOU-F1 also carry ERASER's ``micro``
+    average (precision, recall, F1 over summed counts) when they scored an example, and token F1,
+    IOU-F1 and AUPRC the document ``convention`` their figure uses (under ERASER's, ``n`` counts
+    documents)."""
     from metrics import eraser_documents, plausibility
 
+    without_rationale = sum(1 for r in evaluation.results if not r.example.has_rationale)
     summary: dict[str, dict[str, dict[str, Any]]] = {}
     for method, per in metric_summaries(evaluation).items():
         summary[method] = {metric: summary_json(s) for metric, s in per.items()}
         for metric in evaluation.metric_keys:
             found = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
-            if metric in plausibility.MICRO_KEYS:
+            if metrics.get(metric).needs_rationale and without_rationale:
+                summary[method][metric]["skipped_because"] = {"no human rationale": without_rationale}
+            if metric in plausibility.MICRO_KEYS and found:
                 summary[method][metric]["micro"] = plausibility.micro_f1(found)
             conventions = {r.extras["convention"] for r in found if "convention" in r.extras}
             if metric in eraser_documents.KEYS and conventions:

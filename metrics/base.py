@@ -88,13 +88,17 @@ class Summary:
     skipped: int = 0
 
     @classmethod
-    def of(cls, values: Sequence[float | None], skipped: int = 0) -> Summary:
+    def of(cls, values: Sequence[float | None], skipped: int = 0, bounds: tuple[float, float] | None = None) -> Summary:
         """``values`` summarised with ``mean_interval`` (None and non-finite values left out)."""
-        return cls(*mean_interval(values), skipped)
+        return cls(*mean_interval(values, bounds=bounds), skipped)
 
 
-def mean_interval(values: Sequence[float | None], confidence: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean and the normal-approximation 95% interval (t quantile for small n) of finite values."""
+def mean_interval(
+    values: Sequence[float | None], confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> tuple[float, float, float, int]:
+    """Mean and the normal-approximation 95% interval (t quantile for small n) of finite values;
+    with ``bounds`` (the values' own range, such as a metric's ``value_range``) the interval is
+    cut to it, since the mean of values in a range lies in it too."""
     from scipy import stats
 
     data = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
@@ -105,4 +109,7 @@ def mean_interval(values: Sequence[float | None], confidence: float = 0.95) -> t
     if n == 1:
         return mean, mean, mean, 1
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * data.std(ddof=1) / np.sqrt(n))
-    return mean, mean - half, mean + half, n
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return mean, low, high, n

@@ -119,7 +119,9 @@ def result(key: str, documents: list[dict[str, Any]], extras: dict[str, Any]) ->
     return MetricResult(macro(key, documents), extras={**extras, "convention": "eraser", "documents": documents})
 
 
-def document_summary(key: str, results: Sequence[MetricResult], skipped: int = 0) -> Summary | None:
+def document_summary(
+    key: str, results: Sequence[MetricResult], skipped: int = 0, bounds: tuple[float, float] | None = None
+) -> Summary | None:
     """A slice's ERASER macro figure, pooled over the documents of all its examples; None when the
     results were not computed under ERASER's convention. The interval is over documents (token F1,
     AUPRC); IOU-F1's figure is an F1 of two means and has none (NaN)."""
@@ -130,4 +132,4 @@ def document_summary(key: str, results: Sequence[MetricResult], skipped: int = 0
     if key == "iou_f1":
         value = macro(key, documents)
         return Summary(value, float("nan"), float("nan"), len(documents), skipped)
-    return Summary.of([d["value"] for d in documents], skipped)
+    return Summary.of([d["value"] for d in documents], skipped, bounds)

@@ -144,10 +144,21 @@ def test_rationale_metrics_skip_examples_without_one(toy_bert_folder, capsys):
     assert code == 0, err
     payload = json.loads(out)
     result = payload["results"]["random"]
-    assert result["iou"] == {"mean": None, "interval": [None, None], "n": 0, "skipped": 2}
+    assert result["iou"] == {
+        "mean": None, "interval": [None, None], "n": 0, "skipped": 2, "skipped_because": {"no human rationale": 2}
+    }  # fmt: skip
     assert (result["deletion"]["n"], result["deletion"]["skipped"]) == (2, 0)
+    assert "skipped_because" not in result["deletion"]
     assert payload["examples"][0]["rationale"] is None
     assert set(payload["examples"][0]["metrics"]["random"]) == {"deletion"}
+    code, out, err = run_cli(
+        capsys,
+        "--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev", "--limit", "2",
+        "--methods", "random,saliency", "--metrics", "token_f1,deletion", "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.count("— (2 skipped)") == 2  # one cell per method, with why below the table
+    assert out.rstrip().endswith("token_f1 scored no example: no human rationale (2 examples)")
 
 
 def test_masked_lm_removal_through_the_command(toy_bert_folder, tmp_path, capsys):
@@ -204,6 +215,7 @@ def test_text_table(toy_bert_folder, capsys):
     )  # fmt: skip
     assert code == 0
     assert "deletion↓" in out and "insertion↑" in out and "2 examples" in out
+    assert "scored no example" not in out and "skipped" not in out
 
 
 @pytest.mark.slow

@@ -99,3 +99,15 @@ def test_compute_enforces_the_declared_range_and_reasons() -> None:
 def test_registry_is_read_only() -> None:
     with pytest.raises(TypeError):
         metrics.REGISTRY["toy"] = _spec(0.5)  # type: ignore[index]
+
+
+def test_an_interval_is_cut_to_the_values_range() -> None:
+    """The mean of values in [0, 1] lies in [0, 1]: its t interval is cut there, the mean is not."""
+    from metrics.base import Summary, mean_interval
+
+    values = [0.9, 1.0, 1.0, 0.95]
+    mean, low, high, n = mean_interval(values)
+    assert high > 1.0 and n == 4  # the plain t interval spills over
+    cut = Summary.of(values, skipped=1, bounds=(0.0, 1.0))
+    assert (cut.mean, cut.low, cut.high, cut.n, cut.skipped) == (mean, low, 1.0, 4, 1)
+    assert mean_interval([0.0, 0.0, 0.1], bounds=(0.0, 1.0))[1] == 0.0

@@ -22,6 +22,14 @@ from metrics.agreement import spearman, top_k
 from metrics.base import mean_interval
 
 MEASURES = ("rank_change", "topk_sum_change", "probability_change", "spearman", "success")
+# Each averaged measure's own range, which its interval is cut to (None: unbounded; the
+# probability change is an output change under a regression head).
+_MEASURE_BOUNDS: dict[str, tuple[float, float] | None] = {
+    "rank_change": (0.0, 1.0),
+    "topk_sum_change": None,
+    "probability_change": None,
+    "spearman": (-1.0, 1.0),
+}
 
 
 def k_for(n_words: int, fraction: float) -> int:
@@ -159,8 +167,8 @@ def summarize(results: Sequence[dict[str, AttackResult]]) -> dict[str, dict[str,
     for method in methods:
         runs = [per_example[method] for per_example in results if method in per_example]
         row: dict[str, Any] = {"n": len(runs)}
-        for measure in ("rank_change", "topk_sum_change", "probability_change", "spearman"):
-            mean, low, high, _ = mean_interval([getattr(r, measure) for r in runs])
+        for measure, bounds in _MEASURE_BOUNDS.items():
+            mean, low, high, _ = mean_interval([getattr(r, measure) for r in runs], bounds=bounds)
             row[measure] = {"mean": _finite(mean), "low": _finite(low), "high": _finite(high)}
         row["abs_probability_change"] = float(np.mean([abs(r.probability_change) for r in runs]))
         row["success_rate"] = float(np.mean([r.success for r in runs]))

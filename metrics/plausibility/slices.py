@@ -20,11 +20,12 @@ from metrics.plausibility.scores import f1
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 
 
-def summarize(results: Iterable[MetricResult]) -> Summary:
-    """The mean of ``results`` with its 95% interval, the skipped ones (empty rationales) counted apart."""
+def summarize(results: Iterable[MetricResult], bounds: tuple[float, float] | None = (0.0, 1.0)) -> Summary:
+    """The mean of ``results`` with its 95% interval (cut to ``bounds``: the plausibility scores
+    are shares), the skipped ones (empty rationales) counted apart."""
     results = list(results)
     skipped = sum(1 for r in results if "skipped" in r.extras)
-    return Summary.of([r.value for r in results if "skipped" not in r.extras], skipped)
+    return Summary.of([r.value for r in results if "skipped" not in r.extras], skipped, bounds)
 
 
 # Metrics whose per-example extras carry matched / n_predicted / n_human counts.
@@ -93,13 +94,16 @@ def at_threshold(
     ``best_threshold``'s)."""
     params = ThresholdParams(annotator=annotator, threshold=threshold)
     keys = THRESHOLD_KEYS if keys is None else keys
-    return {key: summarize(BY_KEY[key].compute(None, e, a, params) for e, a in pairs) for key in keys}
+    return {
+        key: summarize((BY_KEY[key].compute(None, e, a, params) for e, a in pairs), BY_KEY[key].value_range)
+        for key in keys
+    }
 
 
 def slice_ceiling(examples: Sequence[Example], params_by_key: dict[str, Any]) -> dict[str, Summary]:
     """``human_ceiling`` summarised over a slice, for each requested key that has a ceiling."""
     return {
-        key: summarize(human_ceiling(example, key, params) for example in examples)
+        key: summarize((human_ceiling(example, key, params) for example in examples), BY_KEY[key].value_range)
         for key, params in params_by_key.items()
         if key in CEILING_KEYS
     }
