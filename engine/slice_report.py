@@ -76,11 +76,11 @@ def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
 
 def summarize(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, Any]]]:
     """``{method: {metric: {mean, interval, n, skipped}}}`` over the slice (95% t interval, cut to
-    the metric's range), with ``skipped_because`` (``{"no human rationale": count}``) for a
-    metric that compares with human rationales on examples without one; token F1 and IOU-F1 also carry ERASER's ``micro``
-    average (precision, recall, F1 over summed counts) when they scored an example, and token F1,
-    IOU-F1 and AUPRC the document ``convention`` their figure uses (under ERASER's, ``n`` counts
-    documents)."""
+    the metric's range), with ``skipped_because`` (``{"no human rationale": count}``) for a metric
+    that compares with human rationales on examples without one; token F1 and IOU-F1 also carry
+    ERASER's ``micro`` average (precision, recall, F1 over summed counts) when they scored an
+    example, and token F1, IOU-F1 and AUPRC the document ``convention`` their figure uses (under
+    ERASER's, ``n`` counts documents)."""
     from metrics import eraser_documents, plausibility
 
     without_rationale = sum(1 for r in evaluation.results if not r.example.has_rationale)
