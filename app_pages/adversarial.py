@@ -38,7 +38,7 @@ attack = (
         format_func=A.ATTACKS.get,
         default="embedding",
         key="adversarial.attack",
-        persist_state="page",
+        persist_state="session",
     )
     or "embedding"
 )
@@ -50,14 +50,14 @@ if attack == "embedding":
         list(A.OBJECTIVES),
         format_func=A.OBJECTIVES.get,
         key="adversarial.objective",
-        persist_state="page",
+        persist_state="session",
         horizontal=False,
     )
     preset = third.radio(
         "Steps",
         ["quick", "paper"],
         key="adversarial.preset",
-        persist_state="page",
+        persist_state="session",
         horizontal=True,
         help="quick: 60 steps (interactive); paper: the thesis's 500 steps, learning rate halved every 200.",
     )
@@ -69,7 +69,7 @@ chosen = st.multiselect(
     "Methods",
     allowed,
     key="adversarial.methods",
-    persist_state="page",
+    persist_state="session",
     help="The embedding attack differentiates the explanation, so it takes the gradient methods only.",
 )
 scope, n_examples = example_scope(
@@ -130,7 +130,7 @@ if len(results) > 1:
     st.caption("Error bars: 95% interval (t distribution).")
     index = st.selectbox(
         "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {' '.join(examples[i].words)[:80]}",
-        key="adversarial.example", persist_state="page",
+        key="adversarial.example", persist_state="session",
     )  # fmt: skip
     per_example = [
         {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)

@@ -33,10 +33,10 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
             methods = st.multiselect("Methods", [m.key for m in services.methods()], list(services.RUN_METHODS))
             metrics = st.multiselect("Metrics", [m.key for m in services.metric_infos()], list(services.RUN_METRICS))
             limit = st.number_input(
-                f"First N examples of {size:,}", 1, size, min(100, size), key="explorer.limit", persist_state="page"
+                f"First N examples of {size:,}", 1, size, min(100, size), key="explorer.limit", persist_state="session"
             )
             target = st.radio(
-                "Explain", ["predicted", "gold"], horizontal=True, key="explorer.target", persist_state="page"
+                "Explain", ["predicted", "gold"], horizontal=True, key="explorer.target", persist_state="session"
             )
             start = st.form_submit_button("Start the run", type="primary")
         if start:
@@ -64,7 +64,7 @@ labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_di
 wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
 run_id = st.selectbox(
     "Stored run", list(labels), index=list(labels).index(wanted) if wanted in labels else 0,
-    format_func=labels.get, key="explorer.run_picker", persist_state="page",
+    format_func=labels.get, key="explorer.run_picker", persist_state="session",
 )  # fmt: skip
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
@@ -98,7 +98,7 @@ if run.head_unknown:
 table = services.runs.example_table(run)
 st.subheader("Examples")
 show = (
-    st.segmented_control("Show", FILTERS, default="all", key="explorer.filter", persist_state="page")
+    st.segmented_control("Show", FILTERS, default="all", key="explorer.filter", persist_state="session")
     if graded(table)
     else None
 )
@@ -118,20 +118,20 @@ else:
     if st.session_state.get("explorer.position") not in positions:
         st.session_state.pop("explorer.position", None)
     position = st.selectbox(
-        "Example", positions, key="explorer.position", persist_state="page", help="Or click a row of the table."
+        "Example", positions, key="explorer.position", persist_state="session", help="Or click a row of the table."
     )
     stored_example(run_id, info, int(position))
 
 st.subheader("Per run")
 left, right = st.columns(2)
 values = services.runs.metric_values(run)
-metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric", persist_state="page")
+metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric", persist_state="session")
 distribution = distribution_figure(values[values["metric"] == metric], metric)
 left.plotly_chart(distribution, key="explorer.distribution")
 curves = services.runs.mean_curves(run_id)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
-    curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve", persist_state="page")
+    curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve", persist_state="session")
     curve_figure = mean_curve_figure(curves, curve_metric, head=run.head)
     right.plotly_chart(curve_figure, key="explorer.curves")
     with right:
@@ -142,9 +142,9 @@ with left:
 st.subheader("Do the methods agree?")
 a, b = st.columns(2)
 measure = a.selectbox(
-    "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure", persist_state="page"
+    "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure", persist_state="session"
 )
-clustered = b.toggle("Order by clustering", key="explorer.clustered", persist_state="page")
+clustered = b.toggle("Order by clustering", key="explorer.clustered", persist_state="session")
 names, matrix, disputes = services.runs.run_agreement(run, measure, clustered)
 title = f"mean over {len(disputes)} examples"
 agreement = agreement_figure(names, matrix, measure, title)

@@ -107,10 +107,10 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         F.table_metrics(metric_params),
         format_func=F.column_name,
         key="faithfulness.compare_metric",
-        persist_state="page",
+        persist_state="session",
     )
     mode_a = second.selectbox(
-        "Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="page"
+        "Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"
     )
     mode_b = third.selectbox(
         "Removal B",
@@ -118,7 +118,7 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         index=4,
         format_func=F.REMOVALS.get,
         key="faithfulness.compare_b",
-        persist_state="page",
+        persist_state="session",
     )
     sets = [{key: {**metric_params[key], "removal": mode}} for mode in (mode_a, mode_b)]
     results = slice_results(selection, methods, imported, sets, method_params, "faithfulness.compare_request")
@@ -146,10 +146,10 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="page") or VIEWS[0]
+view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="session") or VIEWS[0]
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
-    format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="page",
+    format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="session",
     placeholder="Choose attribution methods",
 )  # fmt: skip
 imported = imported_picker(selection, "faithfulness.imported")

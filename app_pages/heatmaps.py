@@ -41,7 +41,7 @@ chosen = st.multiselect(
     "Methods",
     list(infos),
     key="heatmaps.methods",
-    persist_state="page",
+    persist_state="session",
     placeholder="Choose attribution methods",
     help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
 )
@@ -49,9 +49,9 @@ st.query_params["methods"] = ",".join(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
 left, middle, right = st.columns([2, 2, 3])
-shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="page")
+shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="session")
 st.session_state.setdefault("heatmaps.view", "words")
-view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="page")
+view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="session")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 other = compare.second_model(selection.model)
@@ -154,9 +154,9 @@ if attributions:
             list(MEASURE_LABELS),
             format_func=MEASURE_LABELS.get,
             key="heatmaps.measure",
-            persist_state="page",
+            persist_state="session",
         )
-        clustered = right.toggle("Order by clustering", key="heatmaps.clustered", persist_state="page")
+        clustered = right.toggle("Order by clustering", key="heatmaps.clustered", persist_state="session")
         scores = {method: attribution.scores for method, attribution in attributions.items()}
         names, matrix = services.method_agreement(scores, measure, clustered=clustered)
         figure = agreement_figure(names, matrix, measure)

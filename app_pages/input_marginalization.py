@@ -50,11 +50,11 @@ if selection.error:
 infos = {m.key: m for m in services.methods()}
 left, right = st.columns([1, 2])
 other_mlm = left.text_input(
-    "Masked LM", key="im.mlm", persist_state="page", placeholder=selection.mlm,
+    "Masked LM", key="im.mlm", persist_state="session", placeholder=selection.mlm,
     help="Empty: the sidebar's masked LM. Or any fill-mask model: a hub id or a local folder.",
 )  # fmt: skip
 mlm_name = other_mlm.strip() or selection.mlm
-shared_scale = left.toggle("One colour scale for both rows", value=True, key="im.shared_scale", persist_state="page")
+shared_scale = left.toggle("One colour scale for both rows", value=True, key="im.shared_scale", persist_state="session")
 with right.expander("IM parameters"):
     im_params = params_form(infos["im"], "im")
 
@@ -103,7 +103,7 @@ n_words = len(example.words)
 if st.session_state.get("im.word") not in range(n_words):
     st.session_state["im.word"] = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
 word = st.selectbox(
-    "Word", list(range(n_words)), key="im.word", persist_state="page", help="Preselected: the word leave-one-out finds most important.",
+    "Word", list(range(n_words)), key="im.word", persist_state="session", help="Preselected: the word leave-one-out finds most important.",
     format_func=lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
 )  # fmt: skip
 table = services.im_candidate_rows(im, word, labels)
@@ -122,7 +122,7 @@ with loo_tab:
     show_table(gallery, key="im.gallery.loo", name="im-gallery-loo", hide_index=True)
 with im_tab:
     only_word = st.toggle(
-        f"Only the fill-ins of “{example.words[word]}”", key="im.gallery.only_word", persist_state="page"
+        f"Only the fill-ins of “{example.words[word]}”", key="im.gallery.only_word", persist_state="session"
     )
     gallery_rows = services.im_counterfactual_rows(example, im, labels)
     gallery_rows = [r for r in gallery_rows if r["#"] == word] if only_word else gallery_rows

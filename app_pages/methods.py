@@ -27,7 +27,7 @@ key = st.selectbox(
     list(cards),
     format_func=lambda k: f"{k} — {cards[k].family}",
     key="methods.method",
-    persist_state="page",
+    persist_state="session",
 )
 st.query_params["method"] = key
 method_cards.render(cards[key], model)

@@ -82,11 +82,11 @@ def slice_view(
     correct_only = fourth.checkbox(
         "Correct predictions only",
         key="rationales.correct_only",
-        persist_state="page",
+        persist_state="session",
         help="Pham et al. 2022 score correctly predicted examples.",
     )
     objective = st.radio(
-        "Optimal τ maximises", ("iou", "f1"), format_func=R.LABELS.get, horizontal=True, key="rationales.objective", persist_state="page",
+        "Optimal τ maximises", ("iou", "f1"), format_func=R.LABELS.get, horizontal=True, key="rationales.objective", persist_state="session",
         help="Pham et al. 2022 report each method at the τ in 0.05, 0.10, …, 0.95 with the best mean agreement.",
     )  # fmt: skip
     request = {"model": selection.model, "data": [selection.dataset, selection.split, n, order, seed, correct_only],
@@ -128,10 +128,10 @@ if selection.error:
     st.stop()
 infos = {m.key: m for m in services.methods()}
 st.session_state.setdefault("rationales.view", VIEWS[0])
-view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="page") or VIEWS[0]
+view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="session") or VIEWS[0]
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
-    format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods", persist_state="page",
+    format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods", persist_state="session",
     placeholder="Choose attribution methods",
 )  # fmt: skip
 imported = imported_picker(selection, "rationales.imported")

@@ -50,7 +50,7 @@ for paper, group in papers.items():
         left, right = st.columns([1, 3], vertical_alignment="bottom")
         limit = int(
             left.number_input(
-                "Examples per split", 2, 10_000, entry.default_limit, key=f"reproductions.{entry.name}.limit", persist_state="page",
+                "Examples per split", 2, 10_000, entry.default_limit, key=f"reproductions.{entry.name}.limit", persist_state="session",
                 help=f"The default ({entry.default_limit}) runs in under about 15 minutes on 2 CPU cores.",
             )
         )  # fmt: skip

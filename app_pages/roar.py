@@ -36,8 +36,8 @@ st.caption(
 
 bundled = roar.bundled()
 labels = source_labels(bundled, roar.stored_jobs())
-source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source", persist_state="page")
-metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric", persist_state="page")
+source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source", persist_state="session")
+metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric", persist_state="session")
 
 
 def synthetic_view() -> None:
@@ -47,7 +47,7 @@ def synthetic_view() -> None:
         "`weights` curve stays high while redundant features remain; Recursive ROAR's follows the truth."
     )
     n = st.select_slider(
-        "Examples per seed", [500, 1000, 2000, 5000], 1000, key="roar.synthetic_n", persist_state="page"
+        "Examples per seed", [500, 1000, 2000, 5000], 1000, key="roar.synthetic_n", persist_state="session"
     )
     both = roar.synthetic(n=int(n), metric=metric)
     columns = st.columns(2)
@@ -117,7 +117,7 @@ if report.get("examples"):
     examples = report["examples"]
     position = st.selectbox(
         "Evaluation example", range(len(examples)), format_func=lambda i: " ".join(examples[i]["words"])[:90],
-        key="roar.example", persist_state="page",
+        key="roar.example", persist_state="session",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):
         st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)

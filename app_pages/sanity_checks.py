@@ -36,16 +36,16 @@ infos = {m.key: m for m in services.methods()}
 if "sanity.methods" not in st.session_state:
     st.session_state["sanity.methods"] = [k for k in THESIS_METHODS if k in infos]
 chosen = st.multiselect(
-    "Methods", list(infos), key="sanity.methods", persist_state="page",
+    "Methods", list(infos), key="sanity.methods", persist_state="session",
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
 first, second, third, fourth = st.columns(4)
 mode = first.segmented_control(
-    "Randomisation", ["cascading", "independent"], default="cascading", key="sanity.mode", persist_state="page"
+    "Randomisation", ["cascading", "independent"], default="cascading", key="sanity.mode", persist_state="session"
 )
 mode = mode or "cascading"
-seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="page"))
-top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k", persist_state="page")
+seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="session"))
+top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k", persist_state="session")
 scope, n_examples = example_scope(
     fourth, selection, "sanity", most=50, default=10,
     help="The thesis uses 50. Each example's target is its predicted class.",
@@ -87,7 +87,7 @@ st.caption(
     f"{result.forward_passes} forward and {result.backward_passes} backward passes."
 )
 measure = st.selectbox(
-    "Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure", persist_state="page"
+    "Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure", persist_state="session"
 )
 figure = S.curve_figure(result, summary, names, measure)
 show_figure(figure, key="sanity.curves", name=f"sanity-{mode}-{measure}", config={"displayModeBar": False})
@@ -98,7 +98,7 @@ row_index = 0
 if len(result.examples) > 1:
     row_index = st.selectbox(
         "Example shown in the heatmaps", range(len(result.examples)),
-        format_func=lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", key="sanity.example", persist_state="page",
+        format_func=lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", key="sanity.example", persist_state="session",
     )  # fmt: skip
 row = result.examples[row_index]
 st.subheader("Heatmap after each step")
@@ -108,7 +108,7 @@ st.caption(
 )
 S.step_rows(result, names, row, measure)
 with st.expander("Full-size heatmaps of one method, one row per step"):
-    full = st.selectbox("Method", list(result.methods), key="sanity.full_method", persist_state="page")
+    full = st.selectbox("Method", list(result.methods), key="sanity.full_method", persist_state="session")
     rows = {name: attributions[full] for name, attributions in zip(names, row.attributions, strict=True)}
     st.html(heatmap_html(row.example.words, row.example.segment_ids, rows, rationale=row.example.rationale))
 

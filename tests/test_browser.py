@@ -227,7 +227,8 @@ def test_pages_show_their_results_in_the_browser(app_url: str, browser) -> None:
 
 def test_the_page_controls_survive_a_sidebar_error(app_url: str, browser) -> None:
     """A model that cannot be loaded stops the page before its controls are drawn; clearing it
-    brings the controls back as they were, not empty (which the next rerun would have sent)."""
+    brings the controls back as they were, not empty (which the next rerun would have sent); and
+    they are still as they were after a visit to another page."""
     from playwright.sync_api import expect
 
     query = "model=minilm-sst2&dataset=examples&split=sst2&index=0&methods=random,attention_mean"
@@ -249,4 +250,11 @@ def test_the_page_controls_survive_a_sidebar_error(app_url: str, browser) -> Non
         load_bundled_examples(split="sst2")[1].words[0], timeout=TIMEOUT_MS
     )
     assert "methods=random%2Cattention_mean" in page.url or "methods=random,attention_mean" in page.url
+    # Another page and back: the page's choices are the session's, not reset to the defaults.
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Human rationales").click()
+    expect(page.get_by_text(re.compile("^Human rationales")).first).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Heatmaps").click()
+    expect(rows(page, "attention_mean").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(chosen).to_contain_text("attention_mean")
+    expect(rows(page, "loo_empty")).to_have_count(0)  # a default method the choice left out
     page.close()

@@ -243,17 +243,17 @@ def settings_form(infos: dict, methods: list[str]) -> tuple[dict, dict]:
     metric and of every chosen method."""
     first, second, third = st.columns(3)
     removal = first.selectbox(
-        "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="page",
+        "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="session",
         help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never puts "
         "the original word back.",
     )  # fmt: skip
     budget = second.slider(
-        "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget", persist_state="page",
+        "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget", persist_state="session",
         help="Pham et al. 2022 remove 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), "
         "at least one.",
     )  # fmt: skip
     bins = third.radio(
-        "Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins", persist_state="page"
+        "Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins", persist_state="session"
     )
     with st.expander("Log-odds and method parameters"):
         st.markdown("**log-odds** (AML: the top 20% words replaced by [MASK])")

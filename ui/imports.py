@@ -28,15 +28,15 @@ def import_box(selection: Selection) -> str | None:
         )
         with st.form("explorer.import"):
             upload = st.file_uploader("File", key="explorer.import_file", max_upload_size=UPLOAD_MB)
-            fmt = st.selectbox("Format", [AUTO, *FORMATS], key="explorer.import_format", persist_state="page")
+            fmt = st.selectbox("Format", [AUTO, *FORMATS], key="explorer.import_format", persist_state="session")
             by_id = st.checkbox(
                 f"Match records to {selection.dataset}/{selection.split} by example id"
                 if selection.dataset
                 else "Match records to a dataset split (pick one in the sidebar)",
-                key="explorer.import_by_id", persist_state="page", disabled=not selection.dataset,
+                key="explorer.import_by_id", persist_state="session", disabled=not selection.dataset,
             )  # fmt: skip
             beside = st.multiselect("Built-in methods to compute beside", [m.key for m in services.methods()],
-                                    key="explorer.import_methods", persist_state="page")  # fmt: skip
+                                    key="explorer.import_methods", persist_state="session")  # fmt: skip
             submitted = st.form_submit_button("Import", type="primary")
     if not submitted:
         return None
@@ -67,7 +67,7 @@ def imported_picker(selection: Selection, key: str) -> list[ImportedMethod]:
     if any(name not in offered for name in chosen):  # imports of another model or split
         st.session_state[key] = [name for name in chosen if name in offered]
     names = st.multiselect(
-        "Imported attributions", list(offered), key=key, persist_state="page", placeholder="Choose imported attributions",
+        "Imported attributions", list(offered), key=key, persist_state="session", placeholder="Choose imported attributions",
         format_func=lambda name: f"{name} — {offered[name].file} ({offered[name].format}), "
         f"{offered[name].examples} examples",
         help="Attributions made elsewhere and imported into the run store for this model and split (the Dataset "

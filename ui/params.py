@@ -43,25 +43,25 @@ def _widget(field: ParamField, key: str) -> Any:
     if field.choices:
         choices = list(field.choices)
         return st.selectbox(
-            label, choices, index=choices.index(field.default), help=field.help, key=key, persist_state="page"
+            label, choices, index=choices.index(field.default), help=field.help, key=key, persist_state="session"
         )
     if isinstance(field.default, bool):
-        return st.checkbox(label, value=field.default, help=field.help, key=key, persist_state="page")
+        return st.checkbox(label, value=field.default, help=field.help, key=key, persist_state="session")
     if isinstance(field.default, int):
         low = int(field.min) if field.min is not None else None
         high = int(field.max) if field.max is not None else None
         return int(
-            st.number_input(label, low, high, field.default, step=1, help=field.help, key=key, persist_state="page")
+            st.number_input(label, low, high, field.default, step=1, help=field.help, key=key, persist_state="session")
         )
     if isinstance(field.default, float):
         low = float(field.min) if field.min is not None else None
         high = float(field.max) if field.max is not None else None
         return float(
             st.number_input(
-                label, low, high, field.default, help=field.help, key=key, persist_state="page", format="%g"
+                label, low, high, field.default, help=field.help, key=key, persist_state="session", format="%g"
             )
         )
-    return st.text_input(label, str(field.default), help=field.help, key=key, persist_state="page")
+    return st.text_input(label, str(field.default), help=field.help, key=key, persist_state="session")
 
 
 def preset_params(infos: Mapping[str, MethodInfo], params: Mapping[str, Mapping[str, Any]], prefix: str) -> list[str]:

@@ -42,7 +42,7 @@ def render() -> bool:
     on = st.sidebar.toggle(
         "Presentation mode",
         key=KEY,
-        persist_state="page",
+        persist_state="session",
         on_change=_remember,
         help="Larger fonts, thicker lines and a high-contrast palette on every chart and heatmap, for a projector; "
         "kept in the link.",

@@ -75,15 +75,15 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
     human mask compared against."""
     first, second, third, fourth = st.columns(4)
     threshold = first.slider(
-        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold", persist_state="page",
+        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold", persist_state="session",
         help="Pham et al. 2022: negative scores set to zero, divided by the largest score, words at or above τ "
         "selected.",
     )  # fmt: skip
     annotator = second.selectbox(
-        "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="page"
+        "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="session"
     )
     mode = third.radio(
-        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection", persist_state="page",
+        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection", persist_state="session",
         format_func=lambda s: "top-k words" if s == "top_k" else "words at or above τ",
     )  # fmt: skip
     k = int(
@@ -93,7 +93,7 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
             512,
             0,
             key="rationales.k",
-            persist_state="page",
+            persist_state="session",
             help="Top-k size for token F1 and IOU-F1.",
         )
     )
@@ -103,7 +103,7 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
         format_func=CONVENTION_LABELS.get,
         horizontal=True,
         key="rationales.convention",
-        persist_state="page",
+        persist_state="session",
         help=CONVENTION.help if CONVENTION else None,
     )
     params = {
@@ -243,7 +243,7 @@ def worst_examples(result, open_example, count: int = 5) -> None:
     calls ``open_example(index)``."""
     st.subheader("Where each method agrees least with the humans")
     keys = [k for k in METRICS if k != "coverage" and k in next(iter(result.values.values()), {})]
-    key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric", persist_state="page")
+    key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric", persist_state="session")
     higher_is_better = INFOS[key].higher_is_better
     columns = st.columns(min(3, max(1, len(result.values))))
     for position, (method, per) in enumerate(result.values.items()):

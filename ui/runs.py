@@ -23,13 +23,13 @@ def slice_controls(columns: list, size: int, default_n: int, prefix: str) -> tup
     first, second, third = columns[:3]
     n = int(
         first.number_input(
-            f"Examples (1–{size})", 1, size, min(default_n, size), key=f"{prefix}.slice_n", persist_state="page"
+            f"Examples (1–{size})", 1, size, min(default_n, size), key=f"{prefix}.slice_n", persist_state="session"
         )
     )
     order = second.radio(
-        "Which", ("first N", "random N"), horizontal=True, key=f"{prefix}.slice_order", persist_state="page"
+        "Which", ("first N", "random N"), horizontal=True, key=f"{prefix}.slice_order", persist_state="session"
     )
-    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}.slice_seed", persist_state="page"))
+    seed = int(third.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}.slice_seed", persist_state="session"))
     return n, order, seed
 
 
@@ -108,7 +108,7 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
     """Radio "this example" / "dataset slice" (the slice only when a dataset is selected) and, for
     a slice, how many of its first examples; returns the scope and the number of examples."""
     scopes = [SINGLE, SLICE] if selection.dataset else [SINGLE]
-    scope = container.radio("Examples", scopes, key=f"{prefix}.scope", persist_state="page", horizontal=True)
+    scope = container.radio("Examples", scopes, key=f"{prefix}.scope", persist_state="session", horizontal=True)
     if scope != SLICE:
         return scope, 1
     size = services.dataset_size(selection.dataset, selection.split)
@@ -118,7 +118,7 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
         max_value=min(most, size),
         value=min(default, size),
         key=f"{prefix}.n_examples",
-        persist_state="page",
+        persist_state="session",
         help=help,
     )
     return scope, int(count)
@@ -138,7 +138,7 @@ def long_text_toggle(selection) -> bool:
     return st.toggle(
         "Explain the whole text in sliding windows",
         key="runs.windows",
-        persist_state="page",
+        persist_state="session",
         help="Overlapping windows that each fit the model, every window explained on its own, each word's score "
         "taken from the window where it has the most context. Leave-one-out, IM, gradient and random methods "
         "only: methods that fit one surrogate or mask over the whole input are refused.",
