@@ -5,7 +5,8 @@ Every result the project keeps on disk (a run's unit files, a ROAR job's scores 
 report, a trained model, a pretrained mask model) is written under a temporary name beside its
 final place (``.<name>.<pid>.<random>.tmp``), synced and renamed into place, so a reader sees the
 old file or the new one, never half of one (a folder that replaces another is gone for the moment
-between the old one's removal and the rename, never half-written).
+between the old one's removal and the rename, never half-written). ``interrupts_held`` keeps
+Ctrl-C from cutting a catalogue transaction short.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import contextlib
 import os
 import secrets
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +44,26 @@ def replaced_atomically(final: Path) -> Iterator[Path]:
     except BaseException:
         _remove(temporary)
         raise
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) until the block ends, then deliver it to the handler that was there
+    (Python's raises ``KeyboardInterrupt``). DuckDB answers an interrupt inside a query with
+    ``RuntimeError: Query interrupted``, which would end a catalogue transaction half-way and turn
+    a stopped run into a failed one. Only the main thread can set a signal handler, so elsewhere
+    the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

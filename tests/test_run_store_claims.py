@@ -161,3 +161,19 @@ def test_the_writer_stamps_a_heartbeat_that_another_host_reads(stopped_run, monk
     assert store.get(run_id).writer_gone
     assert store.claim(run_id, "serial").host != "elsewhere"  # taken over from here
     store.finish(run_id, "stopped", 1.0)
+
+
+def test_ctrl_c_during_a_catalogue_query_waits_for_its_end(tmp_path) -> None:
+    """DuckDB answers an interrupt inside a query with ``RuntimeError: Query interrupted``, which
+    cut a unit's commit short and marked a stopped run failed; the catalogue's connection now holds
+    Ctrl-C until its block ends, then raises it."""
+    import signal
+    import threading
+
+    store = RunStore(tmp_path)
+    finished = []
+    with pytest.raises(KeyboardInterrupt), store._connect() as con:
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()  # while the query runs
+        finished.append(con.execute("SELECT count(*) FROM range(300000000) t(i) WHERE i % 7 = 3").fetchone())
+    assert finished == [(len(range(3, 300000000, 7)),)]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler is back

@@ -44,7 +44,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.files import remove_leftovers
+from core.files import interrupts_held, remove_leftovers
 from engine.runs.records import (
     SCHEMA,
     NewRun,
@@ -110,13 +110,14 @@ class RunStore:
 
     @contextlib.contextmanager
     def _connect(self, read_only: bool | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A catalogue connection held for one block, retried while another process holds the file."""
+        """A catalogue connection held for one block, retried while another process holds the file;
+        Ctrl-C waits for the block's end (``core.files.interrupts_held``)."""
         import duckdb
 
         read_only = self.read_only if read_only is None else read_only
         deadline = time.monotonic() + self.timeout_s
         delay = 0.01
-        with _PROCESS_LOCK:
+        with _PROCESS_LOCK, interrupts_held():
             while True:
                 try:
                     con = duckdb.connect(str(self.catalogue_path), read_only=read_only)
