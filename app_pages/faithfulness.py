@@ -146,7 +146,9 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="session") or VIEWS[0]
+view = (
+    st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="session") or VIEWS[0]
+)
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="session",

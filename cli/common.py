@@ -243,6 +243,8 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
 def print_summary_table(payload: dict[str, Any]) -> None:
     """The human-readable form of ``engine.slice_report.slice_report``: mean [95% interval] n per
     method and metric, the cost, and each method's first failure."""
+    from metrics.base import interval_text
+
     summary = payload["results"]
     metric_keys = list(payload["metrics"])
     arrows = ["↑" if payload["metrics"][k]["higher_is_better"] else "↓" for k in metric_keys]
@@ -252,8 +254,7 @@ def print_summary_table(payload: dict[str, Any]) -> None:
         cells = []
         for key in metric_keys:
             s = per[key]
-            low, high = s["interval"]
-            scored = f"{s['mean']:.3f} [{low:.3f}, {high:.3f}] n={s['n']}" if s["mean"] is not None else None
+            scored = interval_text(s["mean"], *s["interval"], s["n"], show_n=True) if s["mean"] is not None else None
             cells.append(scored or (f"— ({s['skipped']} skipped)" if s.get("skipped") else "—"))
         print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
     print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")

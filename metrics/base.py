@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,10 +88,28 @@ class Summary:
     n: int
     skipped: int = 0
 
+    def text(self, digits: int = 3) -> str:
+        """``mean [low, high] n=N`` as tables print it (``interval_text``)."""
+        return interval_text(self.mean, self.low, self.high, self.n, digits)
+
     @classmethod
     def of(cls, values: Sequence[float | None], skipped: int = 0, bounds: tuple[float, float] | None = None) -> Summary:
         """``values`` summarised with ``mean_interval`` (None and non-finite values left out)."""
         return cls(*mean_interval(values, bounds=bounds), skipped)
+
+
+def interval_text(
+    mean: float | None, low: float | None, high: float | None, n: int, digits: int = 3, show_n: bool = False
+) -> str:
+    """A mean and its interval as tables print them: ``0.512 [0.430, 0.594]``, the mean alone
+    where there is no interval (one value, or IOU-F1's figure), "—" where nothing was scored;
+    ``show_n`` adds `` n=N``."""
+    if not n or mean is None or not math.isfinite(mean):
+        return "—"
+    text = f"{mean:.{digits}f}"
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        text += f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return text + (f" n={n}" if show_n else "")
 
 
 def mean_interval(
@@ -98,7 +117,8 @@ def mean_interval(
 ) -> tuple[float, float, float, int]:
     """Mean and the normal-approximation 95% interval (t quantile for small n) of finite values;
     with ``bounds`` (the values' own range, such as a metric's ``value_range``) the interval is
-    cut to it, since the mean of values in a range lies in it too."""
+    cut to it, since the mean of values in a range lies in it too. One value has no interval
+    (NaN): a t interval needs two."""
     from scipy import stats
 
     data = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
@@ -107,7 +127,7 @@ def mean_interval(
         return float("nan"), float("nan"), float("nan"), 0
     mean = float(data.mean())
     if n == 1:
-        return mean, mean, mean, 1
+        return mean, float("nan"), float("nan"), 1
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * data.std(ddof=1) / np.sqrt(n))
     low, high = mean - half, mean + half
     if bounds is not None:

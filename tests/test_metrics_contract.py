@@ -111,3 +111,19 @@ def test_an_interval_is_cut_to_the_values_range() -> None:
     cut = Summary.of(values, skipped=1, bounds=(0.0, 1.0))
     assert (cut.mean, cut.low, cut.high, cut.n, cut.skipped) == (mean, low, 1.0, 4, 1)
     assert mean_interval([0.0, 0.0, 0.1], bounds=(0.0, 1.0))[1] == 0.0
+
+
+def test_one_value_has_no_interval_and_tables_print_none() -> None:
+    """A t interval needs two values: one gives NaN, not a zero-width interval that made a
+    one-seed ROAR rise look significant; tables print the mean alone (also for IOU-F1's figure,
+    which has no interval), and "—" where nothing was scored."""
+    from metrics.base import Summary, interval_text, mean_interval
+
+    mean, low, high, n = mean_interval([0.4])
+    assert (mean, n) == (0.4, 1) and math.isnan(low) and math.isnan(high)
+    assert Summary.of([0.4]).text() == "0.400"
+    assert Summary(0.58, float("nan"), float("nan"), 20).text() == "0.580"  # not "0.580 [nan, nan]"
+    assert Summary.of([0.2, 0.4]).text(digits=1) == "0.3 [-1.0, 1.6]"  # t(0.975, 1) = 12.71
+    assert Summary.of([]).text() == "—"
+    assert interval_text(0.5, 0.25, 0.75, 4, show_n=True) == "0.500 [0.250, 0.750] n=4"
+    assert interval_text(None, None, None, 0, show_n=True) == "—"

@@ -59,7 +59,7 @@ def test_curves_share_the_0_and_100_percent_models():
     assert (zero.mean, zero.n, full.mean, full.n) == (pytest.approx(0.9), 3, pytest.approx(0.5), 3)
     assert ten.mean == pytest.approx(0.8) and ten.std == pytest.approx(0.1)
     half = T_975_2 * 0.1 / math.sqrt(3)
-    assert (ten.low, ten.high) == (pytest.approx(0.8 - half), pytest.approx(0.8 + half))
+    assert 0.8 + half > 1.0 and (ten.low, ten.high) == (pytest.approx(0.8 - half), 1.0)  # cut to accuracy's range
     assert ten.values == (0.7, 0.8, 0.9)
     assert out["random"][1].std == pytest.approx(0.0)
     macro = curves(rows, [L10], metric="macro_f1")
@@ -159,6 +159,10 @@ def test_leakage_flags_any_rise_and_marks_significant_ones():
     assert leaks[0].rise == pytest.approx(0.10) and leaks[1].rise == pytest.approx(0.01)
     assert leakage(curves(rows, levels)["ig"], tolerance=0.05)[0].end == L20
     assert len(leakage(curves(rows, levels)["ig"], tolerance=0.05)) == 1
+    one_seed = rows_of({(SHARED, L0): [0.55], ("ig", L10): [0.50], ("ig", L20): [0.60]})
+    curve = curves(one_seed, levels[:3])["ig"]
+    assert all(math.isnan(c.low) and math.isnan(c.high) for c in curve)  # one value has no interval
+    assert [(leak.end, leak.significant) for leak in leakage(curve)] == [(L20, False)]  # a rise, not a significant one
 
 
 def test_sparsity_by_hand():

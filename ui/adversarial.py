@@ -191,16 +191,20 @@ def summary_rows(summary: dict, head: str = "single_label") -> list[dict]:
 def rank_change_figure(rows: list[dict], summary: dict) -> go.Figure:
     """Mean Rank Change per method with its 95% interval and the thesis's 40% line."""
     theme = current()
+
+    def reach(r: dict, end: str) -> float:
+        """How far the interval's ``end`` lies from the mean; none drawn without an interval (one example)."""
+        mean, bound = r["Rank Change"], summary[r["method"]]["rank_change"][end]
+        return 0.0 if mean is None or bound is None else abs(bound - mean)
+
     bars = go.Figure(
         go.Bar(
             x=[r["method"] for r in rows],
             y=[r["Rank Change"] for r in rows],
             error_y={
                 "type": "data",
-                "array": [(summary[r["method"]]["rank_change"]["high"] or 0) - (r["Rank Change"] or 0) for r in rows],
-                "arrayminus": [
-                    (r["Rank Change"] or 0) - (summary[r["method"]]["rank_change"]["low"] or 0) for r in rows
-                ],
+                "array": [reach(r, "high") for r in rows],
+                "arrayminus": [reach(r, "low") for r in rows],
             },
             marker_color=theme.series[0],
         )

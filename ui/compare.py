@@ -44,7 +44,10 @@ def second_model(model: str) -> str | None:
     _read_url_once()
     left, middle, right = st.columns([2, 3, 3], vertical_alignment="bottom")
     on = left.toggle(
-        "Second model", key=ON, persist_state="session", help="Explain the same words with a second model, row under row."
+        "Second model",
+        key=ON,
+        persist_state="session",
+        help="Explain the same words with a second model, row under row.",
     )
     right.button(
         "This model vs its randomized copy",
@@ -60,9 +63,13 @@ def second_model(model: str) -> str | None:
     choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
     if st.session_state.get(MODEL) not in choices:
         st.session_state[MODEL] = RANDOMIZED
-    picked = middle.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="session")
+    picked = middle.selectbox(
+        "Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="session"
+    )
     typed = (
-        "" if services.shared_mode() else st.text_input("…or a hub id or local folder", key=PATH, persist_state="session")
+        ""
+        if services.shared_mode()
+        else st.text_input("…or a hub id or local folder", key=PATH, persist_state="session")
     )
     chosen = typed.strip() or picked
     st.query_params[PARAM] = chosen

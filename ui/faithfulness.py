@@ -149,13 +149,7 @@ def summary_table(result: services.SliceResult, keys: list[str]) -> tuple[pd.Dat
     methods = list(result.summary)
     numbers = pd.DataFrame({k: [result.summary[m][k].mean for m in methods] for k in keys}, index=methods)
     text = pd.DataFrame(
-        {
-            column_name(k): [
-                f"{s.mean:.3f} [{s.low:.3f}, {s.high:.3f}]" if s.n else "—"
-                for s in (result.summary[m][k] for m in methods)
-            ]
-            for k in keys
-        },
+        {column_name(k): [result.summary[m][k].text() for m in methods] for k in keys},
         index=methods,
     )
     text["n"] = [max(result.summary[m][k].n for k in keys) for m in methods]

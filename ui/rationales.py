@@ -45,10 +45,6 @@ def annotator_label(value: str) -> str:
     return f"annotator {value}"
 
 
-def interval(summary) -> str:
-    return f"{summary.mean:.3f} [{summary.low:.3f}, {summary.high:.3f}]" if summary.n else "—"
-
-
 def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: float) -> pd.DataFrame:
     """Highlight the best method per metric column (the ceiling row never competes); for coverage
     the method closest to the humans' share of words."""
@@ -158,15 +154,13 @@ def summary_table(result, threshold: float) -> None:
     keys = [k for k in METRICS if k in next(iter(result.summary.values()), {})]
     methods = list(result.summary)
     numbers = pd.DataFrame({k: [result.summary[m][k].mean for m in methods] for k in keys}, index=methods)
-    text = pd.DataFrame(
-        {column_name(k): [interval(result.summary[m][k]) for m in methods] for k in keys}, index=methods
-    )
+    text = pd.DataFrame({column_name(k): [result.summary[m][k].text() for m in methods] for k in keys}, index=methods)
     text["n"] = [max(result.summary[m][k].n for k in keys) for m in methods]
     text["skipped"] = [max(result.summary[m][k].skipped for k in keys) for m in methods]
     ceiling = {k: s for k, s in result.ceiling.items() if k in keys}
     if any(s.n for s in ceiling.values()):
         numbers.loc[CEILING_ROW] = [ceiling[k].mean if k in ceiling else math.nan for k in keys]
-        text.loc[CEILING_ROW] = [interval(ceiling[k]) if k in ceiling else "—" for k in keys] + [
+        text.loc[CEILING_ROW] = [ceiling[k].text() if k in ceiling else "—" for k in keys] + [
             max(s.n for s in ceiling.values()),
             max(s.skipped for s in ceiling.values()),
         ]
@@ -201,7 +195,7 @@ def micro_table(result) -> None:
 def threshold_table(result, objective: str) -> None:
     st.subheader("At each method's optimal τ (Pham et al. 2022)")
     rows = {
-        m: {"optimal τ": search.best, **{column_name(k): interval(result.at_best[m][k]) for k in THRESHOLD_METRICS}}
+        m: {"optimal τ": search.best, **{column_name(k): result.at_best[m][k].text() for k in THRESHOLD_METRICS}}
         for m, search in result.thresholds.items()
     }
     if not rows:

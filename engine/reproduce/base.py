@@ -31,6 +31,11 @@ MLM = "minilm-mlm"
 _CODE_PACKAGES = ("core", "explainers", "metrics", "experiments", "engine")
 
 
+# The ranges of the values a row averages, which its interval is cut to (``Summary.of``'s bounds).
+SHARE = (0.0, 1.0)
+PERCENT = (0.0, 100.0)
+
+
 @dataclass(frozen=True)
 class Row:
     """One cell of a reproduced table: ``key`` (dataset, metric, method, ...) is what the finding

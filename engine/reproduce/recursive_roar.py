@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.types import ProgressFn
-from engine.reproduce.base import Finding, Paper, Reproduction, Resources, Row, value
+from engine.reproduce.base import SHARE, Finding, Paper, Reproduction, Resources, Row, value
 from experiments.roar.scores import curves
 from metrics.base import Summary
 
@@ -43,14 +43,25 @@ def synthetic_rows(resources: Resources, limit: int, progress: ProgressFn | None
         weights = curves(results, result.levels)["weights"]
         at4 = weights[4]
         rows.append(
-            Row.of(f"{kind} ROAR, accuracy with 4 features masked", (kind, "at4"), None, Summary.of(at4.values))
+            Row.of(
+                f"{kind} ROAR, accuracy with 4 features masked",
+                (kind, "at4"),
+                None,
+                Summary.of(at4.values, bounds=SHARE),
+            )
         )
         gaps = [
             float(np.mean([abs(w.values[s] - t.values[s]) for w, t in zip(weights, truth, strict=True)]))
             for s in range(len(SEEDS))
         ]
-        rows.append(Row.of(f"{kind} ROAR, mean |gap| to the truth curve", (kind, "gap"), None, Summary.of(gaps)))
-    rows.append(Row.of("truth, accuracy with 4 features masked", ("truth", "at4"), None, Summary.of(truth[4].values)))
+        rows.append(
+            Row.of(f"{kind} ROAR, mean |gap| to the truth curve", (kind, "gap"), None, Summary.of(gaps, bounds=SHARE))
+        )
+    rows.append(
+        Row.of(
+            "truth, accuracy with 4 features masked", ("truth", "at4"), None, Summary.of(truth[4].values, bounds=SHARE)
+        )
+    )
     if progress is not None:
         progress(1.0, "done")
     return rows

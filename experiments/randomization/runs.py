@@ -28,7 +28,7 @@ from experiments.randomization.components import (
     randomized_copy,
     reinitialize,
 )
-from experiments.randomization.similarity import MEASURES, Similarity, similarity
+from experiments.randomization.similarity import MEASURE_BOUNDS, MEASURES, Similarity, similarity
 from metrics.base import mean_interval
 
 
@@ -75,7 +75,10 @@ class RandomizationResult:
         return [
             {
                 method: {
-                    measure: mean_interval([getattr(e.similarities[s][method], measure) for e in self.examples])
+                    measure: mean_interval(
+                        [getattr(e.similarities[s][method], measure) for e in self.examples],
+                        bounds=MEASURE_BOUNDS[measure],
+                    )
                     for measure in MEASURES
                 }
                 for method in self.methods

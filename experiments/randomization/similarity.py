@@ -5,6 +5,7 @@ absolute change (Pham et al. 2022, arXiv 2110.11929, Table A5)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,14 @@ import numpy as np
 from metrics import agreement
 
 MEASURES = ("spearman", "spearman_abs", "topk_overlap", "sign_change", "mean_abs_change")
+# Each measure's range, which a mean's interval is cut to (rank correlations, shares, an absolute change).
+MEASURE_BOUNDS = {
+    "spearman": (-1.0, 1.0),
+    "spearman_abs": (-1.0, 1.0),
+    "topk_overlap": (0.0, 1.0),
+    "sign_change": (0.0, 1.0),
+    "mean_abs_change": (0.0, math.inf),
+}
 
 
 @dataclass(frozen=True)

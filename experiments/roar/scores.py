@@ -8,7 +8,7 @@ not depend on the method (nothing or everything is removed); their rows carry th
 * **Curves** (``curves``): per method and level, the mean over seeds, the standard deviation
   (ddof 1, as Pham et al.'s "mean +- std" of 5 models) and the 95% interval
   (``metrics.base.mean_interval``, the project's one interval helper: t quantile, n - 1 degrees
-  of freedom).
+  of freedom, cut to [0, 1]; one seed has none).
 * **t-test** (``t_test``), Pham et al. 2022 (arXiv:2110.11929), Table 2: a
   two-sample t-test between two methods' per-seed accuracies at one level. The paper does not
   name the variant; Welch's unequal-variance test (``scipy.stats.ttest_ind(equal_var=False)``,
@@ -150,7 +150,7 @@ def curves(
         for level in levels:
             by_seed = _values(table, method, level)
             values = tuple(by_seed[s] for s in sorted(by_seed))
-            mean, low, high, n = mean_interval(values)
+            mean, low, high, n = mean_interval(values, bounds=(0.0, 1.0))  # accuracy and macro F1 are shares
             std = float(np.std(values, ddof=1)) if n > 1 else float("nan")
             cells.append(Cell(method, level, mean, std, low, high, n, values))
         out[method] = tuple(cells)

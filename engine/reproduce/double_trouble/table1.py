@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.types import ProgressFn
-from engine.reproduce.base import Finding, Reproduction, Resources, Row, best, examples, scaled_progress
+from engine.reproduce.base import SHARE, Finding, Reproduction, Resources, Row, best, examples, scaled_progress
 from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
 from metrics.base import Summary
 
@@ -61,7 +61,7 @@ def table1(resources: Resources, limit: int, progress: ProgressFn | None) -> lis
                         f"{label} · {metric} · {name}",
                         (label, metric, name),
                         TABLE1[(label, metric)][column],
-                        Summary.of(vals),
+                        Summary.of(vals, bounds=SHARE),
                     )
                 )
     return rows

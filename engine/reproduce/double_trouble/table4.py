@@ -56,7 +56,7 @@ def table4(resources: Resources, limit: int, progress: ProgressFn | None) -> lis
                 progress((d + i / len(chosen)) / 2, f"{label}: example {i + 1} of {len(chosen)}")
             drops.append(accuracy_drops(clf, mlm, example, rng))
         for column, name in enumerate(TABLE4_ROWS):
-            summary = Summary.of([drop[column] for drop in drops])
+            summary = Summary.of([drop[column] for drop in drops], bounds=(-100.0, 100.0))  # percentage points
             rows.append(Row.of(f"{label} · {name}", (label, name), TABLE4[label][column], summary))
     return rows
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.types import ProgressFn
-from engine.reproduce.base import Finding, Reproduction, Resources, Row, examples, value
+from engine.reproduce.base import PERCENT, SHARE, Finding, Reproduction, Resources, Row, examples, value
 from engine.reproduce.double_trouble.common import ESNLI_HIGHLIGHTED, PAPER, SLICE, SMALL_MLM, SST2
 from metrics.base import Summary
 
@@ -59,7 +59,7 @@ def table_a3(resources: Resources, limit: int, progress: ProgressFn | None) -> l
         for key, name in TABLE_A3_ROWS.items():
             if key == "exact_human" and dataset == "sst2":
                 continue  # our SST-2 carries no human highlights
-            summary = Summary.of([s[key] for s in stats])
+            summary = Summary.of([s[key] for s in stats], bounds=SHARE if key == "likelihood" else PERCENT)
             rows.append(Row.of(f"{label} · {name}", (label, key), TABLE_A3[label][key], summary))
     return rows
 

@@ -5,10 +5,11 @@ much LOO_empty's and IM's attributions change when the classifier head is re-ini
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from core.types import ProgressFn
-from engine.reproduce.base import Finding, Reproduction, Resources, Row, examples, scaled_progress, value
+from engine.reproduce.base import SHARE, Finding, Reproduction, Resources, Row, examples, scaled_progress, value
 from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
 from metrics.base import Summary
 
@@ -52,7 +53,7 @@ def table_a5(resources: Resources, limit: int, progress: ProgressFn | None) -> l
                         f"{label} · {unit} · {name}",
                         (label, measure, name),
                         TABLE_A5[(label, measure, name)],
-                        Summary.of(vals),
+                        Summary.of(vals, bounds=SHARE if measure == "sign_change" else (0.0, math.inf)),
                         scale,
                     )
                 )
