@@ -184,7 +184,7 @@ def evaluate(
     if isinstance(dataset, str):
         if split is None:
             raise ValueError(f"give split= with the dataset name {dataset!r}")
-        examples = load_examples(dataset, split, limit=limit)
+        examples = load_examples(dataset, split, limit=limit, exact=True)
     elif split is not None:
         raise ValueError("split= is for a dataset name; select the split of a Dataset yourself")
     elif _is_hf_dataset(dataset):

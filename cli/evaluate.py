@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.random is not None:
         raise ValueError("give --limit or --random, not both")
     examples = select_examples(
-        load_examples(args.dataset, args.split, args.data_dir, limit=args.limit), args.random, args.seed
+        load_examples(args.dataset, args.split, args.data_dir, limit=args.limit, exact=True), args.random, args.seed
     )
     clf = Classifier(
         load_classifier(args.model),

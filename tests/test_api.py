@@ -136,6 +136,8 @@ def test_a_numpy_class_index_and_a_bad_limit(toy_linear_loaded) -> None:
     for limit in (0, -1, 2.5):
         with pytest.raises(ValueError, match="limit must be a whole number of 1 or more"):
             api.evaluate(toy_linear_loaded, "examples", ["random"], split="sst2", limit=limit)
+    with pytest.raises(ValueError, match="a limit of 100000 is more than the"):  # not the whole split
+        api.evaluate(toy_linear_loaded, "examples", ["random"], split="sst2", limit=100000)
 
 
 def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:

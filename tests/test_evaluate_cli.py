@@ -195,6 +195,7 @@ def test_random_selection_is_seeded_and_ordered():
     ("extra", "message"),
     [
         (["--limit", "2", "--random", "2"], "not both"),
+        (["--limit", "100000"], "a limit of 100000 is more than the"),  # not the whole split under a slice's name
         (["--param", "lime.n_samples=5"], "not requested"),
         (["--metrics", "nonsense"], "unknown metric"),
         (["--param", "deletion.removal=erase"], "not one of"),

@@ -175,7 +175,10 @@ def test_a_limit_past_the_end_of_the_split_is_refused(toy_bert_folder, tmp_path,
     args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "100000", "--executor", "serial"]
     assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
     err = one_error_line(capsys)
-    assert "a limit of 100000 is more than the" in err and "examples of examples/sst2: ask for the whole split" in err
+    assert (
+        "a limit of 100000 is more than the" in err
+        and "examples of examples/sst2: ask for the whole split instead" in err
+    )
     assert RunStore(tmp_path, read_only=True).infos() == []
 
 

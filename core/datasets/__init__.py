@@ -123,12 +123,21 @@ def load_dataset(name: str, split: str, root: str | os.PathLike | None = None, l
 
 
 def load_examples(
-    name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None
+    name: str, split: str, root: str | os.PathLike | None = None, limit: int | None = None, *, exact: bool = False
 ) -> list[Example]:
-    """The ``Example``s of ``load_dataset(name, split, root, limit)``, built from its rows."""
+    """The ``Example``s of ``load_dataset(name, split, root, limit)``, built from its rows. With
+    ``exact`` a limit past the split's end is refused: it would give the whole split under the
+    name of a slice (another run key than the whole split's, a request that runs far longer than
+    asked)."""
     from core.example_dataset import to_examples
 
-    return to_examples(load_dataset(name, split, root, limit))
+    examples = to_examples(load_dataset(name, split, root, limit))
+    if exact and limit is not None and len(examples) < limit:
+        raise ValueError(
+            f"a limit of {limit} is more than the {len(examples)} examples of {name}/{split}: "
+            "ask for the whole split instead"
+        )
+    return examples
 
 
 def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | None) -> list[Example]:

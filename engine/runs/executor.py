@@ -97,14 +97,9 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     when one is used) and the examples of its selection."""
     from core.datasets import load_examples
 
-    examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit)
+    examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
-    if spec.limit is not None and len(examples) < spec.limit:  # the same examples as no limit, under another key
-        raise ValueError(
-            f"a limit of {spec.limit} is more than the {len(examples)} examples of {spec.dataset}/{spec.split}: "
-            "ask for the whole split (--all, or no limit)"
-        )
     fingerprint = model_fingerprint(spec.model)
     params = spec.resolved_params()
     key_fields: dict[str, Any] = {
