@@ -232,8 +232,8 @@ def evaluate_slice(
     from metrics.faithfulness import check_head
 
     check_head(clf, list(params_by_metric))
-    if target == "gold" and examples and given is None and all(e.label is None for e in examples):
-        raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
+    if given is None:
+        check_target(examples, target)
     all_methods = slice_methods(methods, given)
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):
@@ -318,6 +318,12 @@ def evaluate_slice(
     if progress is not None:
         progress(1.0, f"{len(examples)} examples done")
     return evaluation
+
+
+def check_target(examples: Sequence[Example], target: str) -> None:
+    """Refuse ``target="gold"`` on examples none of which has a gold label (an unlabelled test split)."""
+    if target == "gold" and examples and all(e.label is None for e in examples):
+        raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
 
 
 def select_examples(examples: Sequence[Example], random_n: int | None, seed: int | None) -> list[Example]:

@@ -189,3 +189,12 @@ def test_the_engine_refuses_a_limit_past_the_end_of_the_split(toy_bert_folder) -
         prepare(spec)
     _, examples = prepare(dataclasses.replace(spec, limit=None))
     assert prepare(dataclasses.replace(spec, limit=len(examples)))[1] == examples
+
+
+def test_gold_target_on_unlabelled_data_is_refused_before_the_run_is_written(toy_bert_folder, tmp_path, capsys) -> None:
+    # SST-2's test split has no labels (../shared/data, which the Makefile points the tests at)
+    args = ["run", "--model", toy_bert_folder, "--dataset", "sst2", "--split", "test", "--limit", "2",
+            "--methods", "random", "--metrics", "deletion", "--target", "gold", "--executor", "serial"]  # fmt: skip
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
+    assert "target 'gold' needs gold labels and these examples have none" in one_error_line(capsys)
+    assert RunStore(tmp_path, read_only=True).infos() == []  # no failed run left behind

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.types import Example, ProgressFn
-from engine.evaluate import SliceEvaluation
+from engine.evaluate import SliceEvaluation, check_target
 from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
@@ -100,6 +100,7 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
+    check_target(examples, spec.target)  # before the run is written: a refused run leaves nothing behind
     fingerprint = model_fingerprint(spec.model)
     params = spec.resolved_params()
     key_fields: dict[str, Any] = {
