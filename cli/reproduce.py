@@ -69,9 +69,9 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     from engine import reproduce
     from engine.reproduce.base import check_limit
 
-    reproduce.get(args.name)
+    reproduction = reproduce.get(args.name)
     if args.limit is not None:
-        check_limit(args.limit)
+        check_limit(args.limit, reproduction)
     results = reproduce.stored_results(args.name, args.results_dir)
     if args.limit is not None:
         results = [result for result in results if result.limit == args.limit]

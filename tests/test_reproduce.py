@@ -202,6 +202,10 @@ def test_slice_too_small_for_an_interval(results, capsys):
         err = capsys.readouterr().err.strip()
         assert err == "error: --limit 1 is too small for a 95% interval: give 2 or more"
     assert list(results.iterdir()) == []
+    assert main(["reproduce", "recursive-roar-synthetic", "--limit", "3"]) == 2  # not scikit-learn's "one class"
+    assert (
+        capsys.readouterr().err.strip() == "error: --limit 3 is too small for recursive-roar-synthetic: give 10 or more"
+    )
 
 
 def test_list_names_paper_table_and_claim(capsys):

@@ -62,7 +62,7 @@ def run(name: str, limit: int | None = None, progress: ProgressFn | None = None)
     """Compute one reproduction at ``limit`` examples per split (its default slice when None)."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
-    check_limit(limit)
+    check_limit(limit, reproduction)
     start = time.perf_counter()
     rows = reproduction.compute(Resources(), limit, progress)
     finding = reproduction.check(rows)
@@ -100,7 +100,7 @@ def cached_run(
     name and slice are checked before anything is opened or computed."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
-    check_limit(limit)
+    check_limit(limit, reproduction)
     if not refresh:
         version = code_version()
         found = [r for r in stored_results(name, root) if r.limit == limit and r.code == version]

@@ -96,6 +96,7 @@ class Reproduction:
     compute: Callable[[Resources, int, ProgressFn | None], list[Row]]
     check: Callable[[Sequence[Row]], Finding]
     differences: tuple[str, ...]  # why our numbers may differ from the paper's
+    min_limit: int = 2  # the smallest slice it computes (two examples for an interval, or more)
 
 
 @dataclass
@@ -140,10 +141,12 @@ def examples(dataset: str, split: str, limit: int):
     return load_examples(dataset, split, limit=limit)
 
 
-def check_limit(limit: int) -> None:
-    """A slice needs two examples or more for a 95% interval."""
+def check_limit(limit: int, reproduction: Reproduction | None = None) -> None:
+    """A slice needs two examples or more for a 95% interval, and some reproductions more."""
     if limit < 2:
         raise ValueError(f"--limit {limit} is too small for a 95% interval: give 2 or more")
+    if reproduction is not None and limit < reproduction.min_limit:
+        raise ValueError(f"--limit {limit} is too small for {reproduction.name}: give {reproduction.min_limit} or more")
 
 
 def scaled_progress(progress: ProgressFn | None, start: float, width: float) -> ProgressFn | None:

@@ -95,6 +95,7 @@ REPRODUCTIONS = (
             "seeds": list(SEEDS),
         },
         default_limit=5000,
+        min_limit=10,  # fewer examples can draw one class only, on which no classifier can be fitted
         compute=synthetic_rows,
         check=check_synthetic,
         differences=(
