@@ -18,6 +18,7 @@ from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
+from ui.share import link_warning, quoted
 from ui.text import plain
 
 selection = state.current()
@@ -36,7 +37,7 @@ if "heatmaps.methods" not in st.session_state:
     from_url = [k for k in asked if k in infos]
     st.session_state["heatmaps.methods"] = from_url or [k for k in services.DEFAULT_PANEL if k in infos]
     if unknown := [k for k in asked if k not in infos]:
-        st.caption(plain(f"Not methods of this app, left out of the link's choice: {', '.join(unknown)[:300]}."))
+        link_warning(f"Not methods of this app, left out of the link's choice: {quoted(', '.join(unknown))}.")
 chosen = st.multiselect(
     "Methods",
     list(infos),

@@ -8,6 +8,7 @@ import streamlit as st
 
 import services
 from ui import method_cards, tours
+from ui.share import link_warning, quoted
 
 st.title("Methods")
 st.caption(
@@ -21,7 +22,10 @@ cards = {key: method_cards.card(info, n_words) for key, info in infos.items()}
 
 if st.session_state.get("methods.method") not in cards:
     wanted = st.query_params.get("method", "")
-    st.session_state["methods.method"] = wanted if wanted in cards else next(iter(cards))
+    first = next(iter(cards))
+    st.session_state["methods.method"] = wanted if wanted in cards else first
+    if wanted and wanted not in cards:
+        link_warning(f"The link's method {quoted(wanted)} is not a method of this app: showing {first}.")
 key = st.selectbox(
     "Method",
     list(cards),

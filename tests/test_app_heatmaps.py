@@ -287,4 +287,4 @@ def test_unknown_methods_in_a_link_are_named_not_dropped_silently() -> None:
     at = run_app(methods="random,bogus,<b>x</b>")
     assert not at.exception
     assert at.session_state["heatmaps.methods"] == ["random"]
-    assert any("left out of the link's choice: bogus, \\<b\\>x\\</b\\>" in c.value for c in at.caption)
+    assert any("left out of the link's choice: “bogus, \\<b\\>x\\</b\\>”" in w.value for w in at.warning)

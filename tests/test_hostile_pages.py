@@ -90,16 +90,23 @@ def test_an_empty_text_with_estimated_methods(folders, text) -> None:  # noqa: F
 
 def test_junk_in_the_link_is_shown_as_text() -> None:
     """A link's model is quoted in the error as typed, never as a link of the page's own (a crafted
-    URL once put a phishing link in the app's red box); a junk index is ignored (``?index=²``
-    raised, as it is a digit to ``str.isdigit`` but not to ``int``)."""
+    URL once put a phishing link in the app's red box); a junk index (``?index=²`` raised, as it is
+    a digit to ``str.isdigit`` but not to ``int``) and target are named in warnings, quoted alike."""
     link = "[Session expired: sign in again](https://evil.example)"
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.query_params.update({"methods": "random", "model": link, "dataset": "examples", "split": "sst2", "index": "²"})
+    params = {"model": link, "dataset": "examples", "split": "sst2", "index": "²", "target": link}
+    at.query_params.update({"methods": "random", **params})
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and link not in errors[0] and "](" not in errors[0], errors
     assert link in as_read(errors[0])  # quoted as typed
+    warnings = [w.value for w in at.warning]
+    assert [as_read(w) for w in warnings] == [
+        "The link's example index “²” is not an example number: showing example 0.",
+        f"The link's target “{link}” is not a class number: explaining the default target.",
+    ]
+    assert not any("](" in w for w in warnings), warnings
 
 
 @pytest.mark.parametrize("page", PAGES)

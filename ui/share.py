@@ -1,5 +1,6 @@
 """The "Copy link" button: the current view's URL, with the selection every page mirrors into
-the query parameters (``ui.sidebar``: model, dataset, split, example; the pages: methods, run).
+the query parameters (``ui.sidebar``: model, dataset, split, example, target, typed text; the
+pages: methods, run), and the warning that names what a link asked for and does not get.
 
 It sits in the sidebar, which renders before the page, so it reads the query parameters the
 page wrote on the previous run; opening it reruns the app (``on_change="rerun"``), so the link
@@ -12,6 +13,10 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import streamlit as st
+
+from ui.text import plain
+
+QUOTED_MAX = 60  # characters of a link's value that a warning quotes
 
 
 def view_url() -> str:
@@ -28,3 +33,16 @@ def copy_link() -> None:
     ):
         st.caption("Anyone who can reach this app opens the same view with it (copy with the button on the right).")
         st.code(view_url(), language=None, wrap_lines=True)
+
+
+def quoted(value: str) -> str:
+    """A value of the link as a warning quotes it: in quotes, cut to ``QUOTED_MAX`` characters and
+    escaped for markdown (a crafted link must not put a link or markup of its own on the page)."""
+    cut = value if len(value) <= QUOTED_MAX else f"{value[:QUOTED_MAX]}…"
+    return f"“{plain(cut)}”"
+
+
+def link_warning(message: str) -> None:
+    """Name on the page what a link asked for and does not get, and what is shown instead (never a
+    silent swap); shown on the run that reads the link. Values of the link go in through ``quoted``."""
+    st.warning(message)

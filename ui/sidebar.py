@@ -2,8 +2,10 @@
 and masked LM.
 
 It runs on every page (``app.py`` renders it before the page), stores one ``Selection`` in the
-session state and mirrors model, dataset, split and example index into the URL's query
-parameters, which it reads back on a session's first run so a view can be shared.
+session state and mirrors model, dataset, split, example index, target and typed text into the
+URL's query parameters, which it reads back on a session's first run so a view can be shared; what
+a link asks for and cannot get is named in a warning (``ui.share.link_warning``), never swapped
+silently.
 """
 
 from __future__ import annotations
@@ -12,20 +14,27 @@ import streamlit as st
 
 import services
 from ui.prediction import DEFAULT_THRESHOLD
-from ui.share import copy_link
+from ui.share import copy_link, link_warning, quoted
 from ui.state import Selection, set_selection
 from ui.text import plain
 
 DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
 _URL_READ = "sidebar.url_read"
+LINK_TEXT_MAX = 1_000  # characters of a typed text (and of its hypothesis) that a link carries
+# The typed text's query parameters (and widget keys, ``sidebar.<name>``) with the value a link
+# leaves out, and their names in the note on a text too long for a link.
+_TEXTS = {"text": DEFAULT_TEXT, "text_b": ""}
+_TEXT_NAMES = {"text": "text", "text_b": "hypothesis"}
 
 
 def render() -> Selection:
     choices = {c.name: c for c in services.model_choices()}
     options = services.dataset_options()
-    _read_url_once(choices, options)
+    notes = _read_url_once(choices, options)
     with st.sidebar:
         st.header("Input")
+        for note in notes:
+            link_warning(note)
         model = services.model_ref(_model_picker(choices, options), _head_picker(), _autocast_picker())
         try:
             info = services.model_info(model)
@@ -34,11 +43,13 @@ def render() -> Selection:
         else:
             model_error = None
         dataset, split, index, example, example_error = _example_picker(options)
+        texts = _link_texts(dataset)
         head = info.head if info else "single_label"
         target = _target_picker(info.label_names if info else (), head)
         threshold = _threshold_picker() if head == "multi_label" else DEFAULT_THRESHOLD
         mlm = _mlm_picker()
-        _write_url(services.split_ref(model)[0], dataset, split, index)
+        model_name = services.split_ref(model)[0]
+        _write_url({"model": model_name, "dataset": dataset, "split": split, "index": index, "target": target, **texts})
         copy_link()
     selection = Selection(
         model=model,
@@ -66,38 +77,92 @@ def _shown(error: str | None) -> str | None:
 # --------------------------------------------------------------------------- URL
 
 
-def _read_url_once(choices: dict[str, services.ModelChoice], options: dict[str, list[str]]) -> None:
-    """Seed the widgets from the query parameters on a session's first run."""
+def _read_url_once(choices: dict[str, services.ModelChoice], options: dict[str, list[str]]) -> list[str]:
+    """Seed the widgets from the query parameters on a session's first run; the warnings naming
+    what the link asks for and does not get (none on later runs)."""
     if st.session_state.get(_URL_READ):
-        return
+        return []
     st.session_state[_URL_READ] = True
     params = st.query_params
     model = params.get("model", "").strip()
     if model:
         st.session_state["sidebar.model" if model in choices else "sidebar.model_path"] = model
+    return [*_read_example(options), *_read_target(params.get("target", ""))]
+
+
+def _read_example(options: dict[str, list[str]]) -> list[str]:
+    """Seed the dataset, split and example index, or the typed text, from the link; a warning for
+    each of them that names none of this app's."""
+    params = st.query_params
     dataset = params.get("dataset")
-    if dataset == services.FREE_TEXT or dataset in options:
+    if dataset == services.FREE_TEXT:
         st.session_state["sidebar.dataset"] = dataset
-    if dataset in options and params.get("split") in options[dataset]:
-        st.session_state["sidebar.split"] = params["split"]
-    index = url_index(params.get("index", ""))
+        for key in _TEXTS:
+            if key in params:
+                st.session_state[f"sidebar.{key}"] = params[key]
+        return []
+    if dataset is not None and dataset not in options:
+        names = ", ".join([*options, services.FREE_TEXT])
+        return [f"The link's dataset {quoted(dataset)} is not one of this app's ({names}): showing examples."]
+    notes = []
+    if dataset is not None:
+        st.session_state["sidebar.dataset"] = dataset
+        split = params.get("split")
+        if split is not None and split not in options[dataset]:
+            split = _default_split(dataset, options[dataset])
+            notes.append(f"{dataset} has no split {quoted(params['split'])}: showing {split}.")
+        if split is not None:
+            st.session_state["sidebar.split"] = split
+    text = params.get("index", "")
+    index = url_index(text)
     if index is not None:
         st.session_state["sidebar.index"] = index
+    elif text:
+        notes.append(f"The link's example index {quoted(text)} is not an example number: showing example 0.")
+    return notes
+
+
+def _read_target(text: str) -> list[str]:
+    """Seed the target from the link's class index (``_target_picker`` names one the model lacks);
+    a warning when it is not a number."""
+    target = url_index(text)
+    if target is not None:
+        st.session_state["sidebar.target"] = target
+    elif text:
+        return [f"The link's target {quoted(text)} is not a class number: explaining the default target."]
+    return []
 
 
 def url_index(text: str) -> int | None:
-    """The example index of a link's ``?index=``, or None where it is not one: not plain ASCII
-    digits ("²" is a digit to isdigit but not to int), or more than 9 of them (int refuses over
-    4300 digits, and no dataset has a billion examples)."""
+    """The number of a link's ``?index=`` (or ``?target=``), or None where it is not one: not plain
+    ASCII digits ("²" is a digit to isdigit but not to int), or more than 9 of them (int refuses
+    over 4300 digits, and no dataset has a billion examples)."""
     if text.isascii() and text.isdigit() and len(text) <= 9:
         return int(text)
     return None
 
 
-def _write_url(model: str, dataset: str, split: str | None, index: int | None) -> None:
-    st.query_params["model"] = model
-    st.query_params["dataset"] = dataset
-    for key, value in (("split", split), ("index", index)):
+def _link_texts(dataset: str) -> dict[str, str | None]:
+    """The typed text and hypothesis as the link carries them (None: left out, as for any other
+    dataset, an empty hypothesis or the default sentence); a note under them when one is too long
+    for a link."""
+    if dataset != services.FREE_TEXT:
+        return dict.fromkeys(_TEXTS)
+    texts: dict[str, str | None] = {}
+    for key, default in _TEXTS.items():
+        text = str(st.session_state.get(f"sidebar.{key}", default))
+        if len(text) > LINK_TEXT_MAX:
+            st.caption(
+                f"The {_TEXT_NAMES[key]} ({len(text):,} characters) is too long for a link (at most "
+                f"{LINK_TEXT_MAX:,}): Copy link leaves it out."
+            )
+        texts[key] = text if text != default and len(text) <= LINK_TEXT_MAX else None
+    return texts
+
+
+def _write_url(values: dict[str, str | int | None]) -> None:
+    """Mirror the selection into the query parameters; a None value removes its parameter."""
+    for key, value in values.items():
         if value is None:
             st.query_params.pop(key, None)
         else:
@@ -142,7 +207,7 @@ def _follow_model_task(options: dict[str, list[str]]) -> None:
 
 
 def _default_split(dataset: str, splits: list[str]) -> str:
-    task = services.model_task(st.session_state.get("sidebar.model", ""))
+    task = services.model_task(st.session_state.get("sidebar.model") or services.default_model())
     if dataset == "examples" and task in splits:
         return task
     return splits[0]
@@ -169,7 +234,7 @@ def _example_picker(options: dict[str, list[str]]):
     asked = int(st.session_state.get("sidebar.index", 0))
     st.session_state["sidebar.index"] = min(max(asked, 0), size - 1)
     if st.session_state["sidebar.index"] != asked:  # a link's or the last split's index: say so, never swap silently
-        st.warning(
+        link_warning(
             f"{dataset}/{split} has no example {asked} (0–{size - 1}): showing {st.session_state['sidebar.index']}."
         )
     left, right = st.columns([3, 2], vertical_alignment="bottom")
@@ -244,13 +309,20 @@ def _autocast_picker() -> str | None:
 
 def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
     """The explained class (single-label) or label (multi-label); no picker for one regression score."""
+    asked = st.session_state.get("sidebar.target")
     if head == "regression" and len(label_names) <= 1:
         st.session_state.pop("sidebar.target", None)
+        if asked is not None:  # a link's or the last model's target: say so, never drop it silently
+            link_warning(f"The model gives one score, not classes: target {asked} is left out.")
         return None
     options: list[int | None] = [None, *range(len(label_names))]
-    if st.session_state.get("sidebar.target") not in options:
-        st.session_state["sidebar.target"] = None
     default = {"multi_label": "most probable label", "regression": "first score"}.get(head, "predicted class")
+    if asked not in options:
+        st.session_state["sidebar.target"] = None
+        if label_names:  # without them the model's error is the page's message
+            kind = "label" if head == "multi_label" else "class"
+            last = len(label_names) - 1
+            link_warning(f"The model has no {kind} {asked} (0–{last}): explaining the {default}.")
     return st.selectbox(
         "Target label" if head == "multi_label" else "Target class",
         options,

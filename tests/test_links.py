@@ -1,0 +1,138 @@
+"""Links (AppTest): the sidebar mirrors model, dataset, split, example, target and typed text into
+the query parameters, a new session opened with them shows the same selection, and a value of a
+link that the app cannot show is named in one escaped warning rather than swapped silently."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import services
+from tests.page_text import as_read
+from ui.sidebar import LINK_TEXT_MAX
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+EXAMPLE = {"model": "minilm-sst2", "dataset": "examples", "split": "sst2", "index": "3"}
+PAIR = {"model": "minilm-esnli", "dataset": "free text"}
+# link parameters -> the warning it gets (as read); a page of its own where it is not Heatmaps
+BAD = {
+    "negative index": ({"index": "-3"}, "The link's example index “-3” is not an example number: showing example 0."),
+    "float index": ({"index": "1e3"}, "The link's example index “1e3” is not an example number: showing example 0."),
+    "20-digit index": ({"index": "9" * 20}, f"example index “{'9' * 20}” is not an example number"),
+    "markup dataset": (
+        {"dataset": "<b>bad</b>", "split": "zzz"},
+        "The link's dataset “<b>bad</b>” is not one of this app's (examples",
+    ),
+    "unknown split": ({"split": "nosuch"}, "examples has no split “nosuch”: showing sst2."),
+    "target not a class": ({"target": "7"}, "The model has no class 7 (0–1): explaining the predicted class."),
+    "target not a number": ({"target": "<i>x"}, "The link's target “<i>x” is not a class number"),
+    "target of one score": (
+        {"model": "minilm-hatexplain-score", "target": "1"},
+        "The model gives one score, not classes: target 1 is left out.",
+    ),
+}
+BAD_METHODS = ["nosuch", "<script>x"]
+UNESCAPED = re.compile(r"(?<!\\)[<>]")  # markup a warning would render
+
+
+def open_link(params: dict[str, str], page: str | None = None, state: dict | None = None) -> AppTest:
+    """A new session opened with a link's query parameters (the cheap random baseline on Heatmaps)."""
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    if page:
+        at.switch_page(page)
+    at.query_params.update({"methods": "random", **params})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def written_link(at: AppTest) -> dict[str, str]:
+    """The query parameters the page wrote: those of its Copy link."""
+    return {key: at.query_params[key] for key in at.query_params}
+
+
+def shown(at: AppTest) -> tuple:
+    """The selection on screen: model, dataset, split, index, target and the example's words."""
+    chosen = at.session_state["selection"]
+    words = chosen.example.segments if chosen.example else None
+    return chosen.model, chosen.dataset, chosen.split, chosen.index, chosen.target, words
+
+
+def warnings(at: AppTest) -> list[str]:
+    """The page's warnings as sent (markdown escapes and all)."""
+    return [w.value for w in at.warning]
+
+
+# --------------------------------------------------------------------------- target
+
+
+def test_the_link_keeps_the_target_class_and_a_new_session_shows_it() -> None:
+    at = open_link(EXAMPLE)
+    assert "target" not in at.query_params  # the default, the predicted class, is left out
+    at.sidebar.selectbox(key="sidebar.target").set_value(0).run()  # negative
+    link = written_link(at)
+    assert link["target"] == "0"
+    opened = open_link(link)
+    assert opened.sidebar.selectbox(key="sidebar.target").value == 0
+    assert shown(opened) == shown(at) and shown(opened)[4] == 0
+    assert not warnings(opened)
+
+
+# --------------------------------------------------------------------------- free text
+
+
+def test_a_link_carries_the_typed_text_and_hypothesis() -> None:
+    """A link's text and hypothesis open in the text fields; text typed after it is in the link
+    the page writes, and a new session opened with that link shows the same pair."""
+    at = open_link({**PAIR, "text": "A man <b>sleeps</b> & snores.", "text_b": "Nobody sleeps."})
+    assert at.sidebar.text_area(key="sidebar.text").value == "A man <b>sleeps</b> & snores."
+    assert at.sidebar.text_area(key="sidebar.text_b").value == "Nobody sleeps."
+    assert shown(at)[5] == services.free_text_example("A man <b>sleeps</b> & snores.", "Nobody sleeps.").segments
+    at.sidebar.text_area(key="sidebar.text").input("Two dogs run in a park.").run()
+    link = written_link(at)
+    assert (link["text"], link["text_b"]) == ("Two dogs run in a park.", "Nobody sleeps.")
+    opened = open_link(link)
+    assert shown(opened) == shown(at)
+    assert shown(opened)[5] == services.free_text_example("Two dogs run in a park.", "Nobody sleeps.").segments
+
+
+def test_a_text_too_long_for_a_link_is_left_out_and_said_so() -> None:
+    long = "word " * (LINK_TEXT_MAX // 5) + "end"
+    at = open_link({"model": "minilm-sst2", "dataset": "free text"}, state={"sidebar.text": long})
+    assert "text" not in at.query_params
+    notes = [as_read(c.value) for c in at.sidebar.caption]
+    assert (
+        f"The text ({len(long):,} characters) is too long for a link (at most 1,000): Copy link leaves it out." in notes
+    )
+    at.sidebar.text_area(key="sidebar.text").input(long[:LINK_TEXT_MAX]).run()
+    assert at.query_params["text"] == long[:LINK_TEXT_MAX] and not any(
+        "too long" in c.value for c in at.sidebar.caption
+    )
+
+
+# --------------------------------------------------------------------------- bad values
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_link_value_is_named_once_and_escaped(case: str) -> None:
+    params, message = BAD[case]
+    at = open_link({**EXAMPLE, **params})
+    named = [w for w in warnings(at) if message in as_read(w)]
+    assert len(named) == 1, warnings(at)
+    assert not UNESCAPED.search(named[0])  # markup of the link is shown as text
+    assert not at.run().warning  # the value was replaced: nothing to say on the next run
+
+
+@pytest.mark.parametrize("method", BAD_METHODS)
+def test_an_unknown_method_card_in_the_link_is_named(method: str) -> None:
+    at = open_link({"model": "minilm-sst2", "method": method}, page="app_pages/methods.py")
+    named = [as_read(w) for w in warnings(at)]
+    assert named == [f"The link's method “{method}” is not a method of this app: showing loo_empty."], named
+    assert not UNESCAPED.search(warnings(at)[0])
+    assert at.query_params["method"] == "loo_empty"
+    assert not at.run().warning
