@@ -50,7 +50,11 @@ def register(sub) -> None:
     parser = sub.add_parser(
         "import", help="store attributions made elsewhere as a run (JSON, CSV, ferret, inseq, Thermostat)"
     )
-    parser.add_argument("file", metavar="FILE", help="the file (or a Thermostat `datasets` save_to_disk folder)")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="the file (a session bundle's zip too) or a Thermostat `datasets` save_to_disk folder",
+    )
     parser.add_argument("--format", choices=FORMATS, help="the file's format (default: detected from its content)")
     parser.add_argument(
         "--model", required=True, help="the model the attributions explain (bundled name, hub id or folder)"

@@ -25,6 +25,7 @@ import io
 import json
 import lzma
 import math
+import sys
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -105,7 +106,7 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
         raise ValueError(f"{name} is {len(data):,} bytes, more than the {MAX_BUNDLE_BYTES:,} allowed")
     figures: tuple[str, ...] = ()
     if data[:2] == b"PK":
-        text, figures = _bundle_json(data, name)
+        text, figures = bundle_json(data, name)
     else:
         text = data
     from engine.imports.records import parse_json
@@ -143,7 +144,8 @@ def _directory_problem(data: bytes) -> str | None:
     return None
 
 
-def _bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
+def bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
+    """The ``bundle.json`` bytes of a session bundle's zip and the names of its figures."""
     problem = _directory_problem(data)
     if problem:
         raise ValueError(f"{name} {problem}")
@@ -177,14 +179,14 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
 
     record = read_record(document, BUNDLE_SCHEMA)
     selection = _selection(record["selection"])
-    attributions = {str(k): Attribution.from_json(v) for k, v in dict(record["attributions"]).items()}
+    attributions = {str(k): _attribution(str(k), v) for k, v in dict(record["attributions"]).items()}
     example = Example.from_json(record["example"])
     for method, attribution in attributions.items():
         if attribution.words != example.words:
             raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
     probabilities = tuple(_finite(p, "probabilities") for p in record["probabilities"])
     label_names = tuple(str(n) for n in record["label_names"])
-    target, predicted = int_field(record["target"], "target"), int_field(record["predicted"], "predicted")
+    target, predicted = _integer(record["target"], "target"), _integer(record["predicted"], "predicted")
     if len(probabilities) != len(label_names) or not (
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
@@ -192,6 +194,10 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
     head = str(record.get("head") or "single_label")  # bundles before the field were single-label
     if head not in KINDS:
         raise ValueError(f"bundle: unknown head {head!r} (one of {', '.join(KINDS)})")
+    _check_outputs(probabilities, head)
+    dropped_words = _integer(record.get("dropped_words") or 0, "dropped_words")
+    if dropped_words < 0:
+        raise ValueError(f"dropped_words must not be negative, got {dropped_words}")
     return Bundle(
         model=str(record["model"]),
         label_names=label_names,
@@ -203,12 +209,46 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         target=target,
         attributions=attributions,
         errors={str(k): str(v) for k, v in dict(record.get("errors") or {}).items()},
-        dropped_words=int_field(record.get("dropped_words") or 0, "dropped_words"),
+        dropped_words=dropped_words,
         created=str(record.get("created", "")),
         code_version=str(record.get("code_version", "")),
         figures=figures,
         head=head,
     )
+
+
+def _attribution(method: str, record: Any) -> Attribution:
+    """The bundle's ``method`` attribution; a finite score beyond what a float32 holds is refused
+    (``Attribution`` would hold 1e308 as infinity; a score of 10**400 it refuses itself)."""
+    from engine.imports.records import FLOAT32_MAX
+
+    for key in ("scores", "subword_scores"):
+        values = record.get(key) if isinstance(record, Mapping) else None
+        for i, value in enumerate(values if isinstance(values, list) else ()):
+            if type(value) in (int, float) and FLOAT32_MAX < abs(value) <= sys.float_info.max:
+                raise ValueError(
+                    f"the {method} attribution's {key}[{i}] is {float(value):g}, too large for a 32-bit float"
+                )
+    return Attribution.from_json(record)
+
+
+def _integer(value: Any, name: str) -> int:
+    """A JSON whole number of 64 bits (``int_field`` alone reads 1.7, true and "1" as integers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r:.40}")  # noqa: TRY004 (a bad file)
+    return int_field(value, name)
+
+
+def _check_outputs(outputs: tuple[float, ...], head: str) -> None:
+    """Refuse outputs the head cannot give: probabilities outside [0, 1], or a softmax's not
+    summing to 1 (a multi-label head's sigmoids need not; a regression head's are raw scores)."""
+    if head == "regression":
+        return
+    outside = next((p for p in outputs if not 0 <= p <= 1), None)
+    if outside is not None:
+        raise ValueError(f"probabilities must be between 0 and 1, got {outside}")
+    if head == "single_label" and not math.isclose(sum(outputs), 1, abs_tol=1e-3):
+        raise ValueError(f"the probabilities of a single-label head sum to 1, these to {sum(outputs):.6g}")
 
 
 def _finite(value: Any, name: str) -> float:

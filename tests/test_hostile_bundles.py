@@ -9,6 +9,7 @@ import io
 import json
 import time
 import tracemalloc
+import warnings
 import zipfile
 from typing import Any
 
@@ -143,6 +144,41 @@ def test_infinite_and_huge_numbers_in_a_bundle_name_the_field(payload) -> None:
     assert "dtype must be" in refused(bundle_with(payload, ("params", "saliency"), {"x": bomb}))
     assert "nested too deeply" in refused(bundle_with(payload, ("params",), nested(600)))
     assert "nested too deeply" in refused(bundle_with(payload, ("attributions", "saliency", "extras"), nested(600)))
+
+
+def test_impossible_values_in_a_bundle_are_refused(payload) -> None:
+    """``open`` showed these: a target of 1.7 or true as class 1, probabilities [2.0, -1.0] as
+    "(-100.0%)", dropped_words -5."""
+    for path, value, said in ((("target",), 1.7, "target must be an integer, got 1.7"),
+                              (("target",), True, "target must be an integer, got True"),
+                              (("predicted",), "1", "predicted must be an integer, got '1'"),
+                              (("dropped_words",), -5, "dropped_words must not be negative, got -5"),
+                              (("probabilities",), [2.0, -1.0], "probabilities must be between 0 and 1, got 2.0"),
+                              (("probabilities",), [0.5, 0.75],
+                               "the probabilities of a single-label head sum to 1, these to 1.25")):  # fmt: skip
+        assert refused(bundle_with(payload, path, value)) == f"b.zip: not a valid bundle/1 file (ValueError: {said})"
+    for head, outputs in (("multi_label", [0.9, 0.8]), ("regression", [2.0, -1.0])):  # sigmoids; raw scores
+        spoiled = {**payload, "head": head, "probabilities": outputs}
+        assert read_bundle(zipped({"bundle.json": json.dumps(spoiled).encode()})).probabilities == tuple(outputs)
+    assert "between 0 and 1, got 1.5" in refused(
+        zipped({"bundle.json": json.dumps({**payload, "head": "multi_label", "probabilities": [1.5, 0.5]}).encode()})
+    )
+
+
+def test_a_score_beyond_float32_and_a_nan_literal_are_one_line_naming_the_file(payload) -> None:
+    """A score of 1e308 was opened as infinity after numpy's overflow warning; a NaN literal was
+    refused without the file's name."""
+    scores = [1e308, *payload["attributions"]["saliency"]["scores"][1:]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        message = refused(bundle_with(payload, ("attributions", "saliency", "scores"), scores))
+    assert message == (
+        "b.zip: not a valid bundle/1 file (ValueError: the saliency attribution's scores[0] is 1e+308, too large"
+        " for a 32-bit float)"
+    )
+    assert refused(bundle_with(payload, ("probabilities",), [float("nan"), 0.5])) == (
+        "b.zip holds NaN, which is not a JSON number"
+    )
 
 
 # ------------------------------------------------------------------------------ damaged zips

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,7 @@ def test_truncated_wrong_types_nested_and_pickled_files_are_refused():
     assert "2 scores for 3 tokens" in refused(
         json.dumps({"tokens": ["a", "b", "c"], "scores": [0.1, 0.2], "explainer": "x"}).encode()
     )
-    assert "NaN is not allowed" in refused(b'{"tokens": ["a"], "scores": [NaN]}')
+    assert refused(b'{"tokens": ["a"], "scores": [NaN]}') == "upload.json holds NaN, which is not a JSON number"
     assert "not a known attribution format" in refused(b'{"hello": 1}')
     assert "record 0: not a valid attribution/1 record" in refused(b'{"schema": "attribution/1", "method": "x"}')
 
@@ -556,3 +557,109 @@ def test_an_import_whose_masked_lm_fails_to_load_is_marked_failed_not_left_held(
         import_file(FIXTURES / "thermostat.jsonl", store, mlm=str(broken), **options)
     (info,) = store.infos()
     assert info.status == "failed" and "Error" in (info.error or "")
+
+
+# ---------------------------------------------------------------------------------- the CLI review's values
+
+
+def refused_by_the_command_line(path: Path, data: bytes, model: str, capsys, *options: str) -> str:
+    """The one error line ``python -m cli import`` prints for the file ``path`` holding ``data``
+    (exit 2, no numpy warning on the way), after which its store holds no run."""
+    path.write_bytes(data)
+    results = path.parent / "results"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "RuntimeWarning: overflow encountered in cast" was printed
+        code = main(["import", str(path), "--model", model, "--results-dir", str(results), "--quiet", *options])
+    error = capsys.readouterr().err
+    assert (code, error.count("\n"), error[:7]) == (2, 1, "error: ")
+    assert RunStore(results).infos() == []
+    return error[7:].strip()
+
+
+def ours(**changes: object) -> bytes:
+    """An attribution/1 record of the two words "a movie", with ``changes``."""
+    from core.types import Attribution
+
+    record = Attribution("loo_empty", "e", 1, ("a", "movie"), np.float32([0.5, -0.25])).to_json()
+    return json.dumps({**record, **changes}).encode()
+
+
+TOO_LARGE = "is too large (scores are stored as 32-bit floats, up to 3.4e38)"
+
+
+def test_a_score_a_float32_cannot_hold_is_refused_by_name_and_nothing_is_stored(toy_bert_folder, tmp_path, capsys):
+    """1e308 is finite as a float64 but infinite as the float32 it is stored as: the CSV import
+    was stored and ``show --json`` then failed on it; the JSON reader printed numpy's warning and
+    named the number as inf."""
+    rows = "".join(f"examples/sst2/3,{i},1e308\n" for i in range(20))
+    assert refused_by_the_command_line(
+        tmp_path / "huge.csv", f"example_id,word_index,score\n{rows}".encode(), toy_bert_folder, capsys,
+        "--dataset", "examples", "--split", "sst2",
+    ) == f"huge.csv line 2: the score 1e+308 {TOO_LARGE}"  # fmt: skip
+    assert (
+        refused_by_the_command_line(tmp_path / "huge.json", ours(scores=[0.5, -1e308]), toy_bert_folder, capsys)
+        == f"huge.json record 0, score 1: the score -1e+308 {TOO_LARGE}"
+    )
+    tokens = ["[CLS]", "un", "##believ", "##able", "[SEP]"]
+    summed = {"text": "unbelievable", "tokens": tokens, "scores": [0, 3e38, 3e38, 0, 0], "explainer": "x"}
+    with warnings.catch_warnings(), pytest.raises(ValueError) as caught:
+        warnings.simplefilter("error")
+        import_bytes(json.dumps(summed).encode(), "sum.json", RunStore(tmp_path), model=toy_bert_folder)
+    assert str(caught.value) == (
+        "sum.json explanation 0: the token scores of word 0 of example 'import:sum/0' add up to 6e+38,"
+        " too large for a 32-bit float"
+    )
+    assert RunStore(tmp_path).infos() == []
+
+
+def test_an_example_id_that_is_not_text_is_refused_by_type(toy_bert_folder, tmp_path, capsys):
+    """An object id ended in a traceback (unhashable type: 'dict') once the model was loaded."""
+    assert (
+        refused_by_the_command_line(tmp_path / "exid.json", ours(example_id={"a": 1}), toy_bert_folder, capsys)
+        == "exid.json record 0: example_id must be text, got dict"
+    )
+    assert refused(ours(example_id=7), "exid.json") == "exid.json record 0: example_id must be text, got int"
+
+
+def test_a_target_that_is_not_a_whole_number_is_refused(toy_bert_folder, tmp_path, capsys):
+    """A target of 1.5 was imported as class 1 (and true as class 1)."""
+    assert (
+        refused_by_the_command_line(tmp_path / "t.json", ours(target=1.5), toy_bert_folder, capsys)
+        == "t.json record 0 target: expected a whole number, got 1.5"
+    )
+    assert refused(ours(target=True), "t.json") == "t.json record 0 target: expected a whole number, got True"
+
+
+def test_a_session_bundles_zip_imports_its_attributions(linear_clf, toy_example):
+    """The zip ``open`` reads was refused as "not UTF-8 text (byte 14)", a damaged zip too."""
+    from engine.bundles import write_bundle
+    from tests.test_bundles import toy_bundle, zipped
+
+    bundle = toy_bundle(linear_clf, toy_example)
+    found, read = formats.read_bytes(write_bundle(bundle, {"heatmap.html": b"<html></html>"}), "view.zip")
+    assert found == "json"
+    assert {r.method: r.scores for r in read} == {
+        f"json.{method}": tuple(attribution.scores.tolist()) for method, attribution in bundle.attributions.items()
+    }
+    assert (
+        refused(write_bundle(bundle)[:200], "cut.zip") == "cut.zip is not a readable zip file (File is not a zip file)"
+    )
+    assert refused(zipped({"notes.txt": b"x"}), "other.zip") == "other.zip has no bundle.json (not a session bundle)"
+
+
+def test_refusals_name_the_file_and_the_record_in_plain_words():
+    """These said "the JSON constant NaN is not allowed (write non-finite numbers as {'$float':
+    ...})" and "a json method name must be text, got list" without the file, passed on Python's
+    advice to call sys.set_int_max_str_digits(), or int()'s complaint about None."""
+    assert refused(ours().replace(b"0.5", b"NaN"), "nan.json") == "nan.json holds NaN, which is not a JSON number"
+    rows = b'{"input_ids": [1], "attributions": [0.5]}\n{"input_ids": [1], "attributions": [-Infinity]}\n'
+    assert refused(rows, "t.jsonl") == "t.jsonl line 2 holds -Infinity, which is not a JSON number"
+    assert refused(ours(method=["x"]), "m.json") == "m.json record 0: the method name must be text, got list"
+    digits = b'{"tokens": ["a"], "scores": [' + b"1" * 5001 + b"]}"
+    assert refused(digits, "big.json") == "big.json holds a number of more than 4,300 digits"
+    assert (
+        refused(b"example_id,word_index,score\n\0\0\0\n", "nul.csv") == "nul.csv line 2: fewer fields than the header"
+    )
+    long_index = b"id,word_index,score\ne," + b"1" * 5000 + b",0.5\n"
+    assert refused(long_index, "x.csv") == f"x.csv line 2: word_index must be a whole number, got '{'1' * 39}"
+    assert refused(b"id,word_index,score\ne,0,high\n", "x.csv") == "x.csv line 2: score must be a number, got 'high'"

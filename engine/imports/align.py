@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.types import Attribution, Example
-from engine.imports.records import BadFile, Imported
+from engine.imports.records import FLOAT32_MAX, BadFile, Imported
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
@@ -161,6 +161,13 @@ def _attribution(clf: Classifier, record: Imported, full: Example, fitted: Examp
     tokens, token_scores, word_ids = _token_scores(clf, record, full, fitted)
     words = np.zeros(len(fitted.words), dtype=np.float64)
     np.add.at(words, np.asarray(word_ids, dtype=np.int64), np.asarray(token_scores, dtype=np.float64))
+    too_large = np.flatnonzero(np.abs(words) > FLOAT32_MAX)
+    if too_large.size:
+        word = int(too_large[0])
+        raise BadFile(
+            f"{record.where}: the token scores of word {word} of example {full.id!r} add up to {words[word]:g},"
+            " too large for a 32-bit float"
+        )
     return Attribution(
         record.method,
         fitted.id,

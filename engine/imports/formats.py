@@ -3,7 +3,8 @@ Thermostat in their own modules).
 
 - ``json``: this project's own JSON (docs/attribution-schema.md): one ``attribution/1`` record,
   a list of them, the heatmap page's ``{method: attribution/1}`` download, an ``explanation/1``
-  (the notebook API) or a session bundle's ``bundle.json``. Word level.
+  (the notebook API) or a session bundle's ``bundle.json`` (or the bundle's zip, whose
+  ``bundle.json`` is read as ``engine.bundles`` reads it). Word level.
 - ``csv``: a header and rows of ``example_id`` (or ``id``), ``word_index``, ``score``, with
   optional ``method`` and ``target`` columns. Word level.
 - ``ferret``: ferret's ``Explanation`` objects (Attanasio et al., 2023, "ferret: a Framework for
@@ -44,6 +45,7 @@ from engine.imports.records import (
     parse_json,
     read_limited,
     strings,
+    whole_number,
 )
 from engine.imports.thermostat import arrow_rows, json_lines, saved_dataset, thermostat_rows
 
@@ -88,6 +90,8 @@ def _read_bytes(data: bytes, name: str, fmt: str | None) -> tuple[str, list[Impo
         if fmt not in (None, "thermostat"):
             raise BadFile(f"{name} is a binary table; only the thermostat format is read from one")
         return "thermostat", check_count(thermostat_rows(arrow_rows(data, name), name), name)
+    if data[:2] == b"PK" and fmt in (None, "json"):  # a session bundle's zip
+        return "json", check_count(read_ours(parse_json(session_bundle_json(data, name), name), name), name)
     if fmt == "csv" or (fmt is None and name.lower().endswith((".csv", ".tsv"))):
         return "csv", check_count(read_csv(data, name), name)
     if fmt == "thermostat" or (fmt is None and name.lower().endswith(".jsonl")):
@@ -95,6 +99,17 @@ def _read_bytes(data: bytes, name: str, fmt: str | None) -> tuple[str, list[Impo
     document = parse_json(data, name)
     found = fmt or detect(document, name)
     return found, check_count(READERS[found](document, name), name)
+
+
+def session_bundle_json(data: bytes, name: str) -> bytes:
+    """The ``bundle.json`` of a session bundle's zip (``engine.bundles``), whose attributions are
+    then read as our JSON."""
+    from engine.bundles import bundle_json
+
+    try:
+        return bundle_json(data, name)[0]
+    except ValueError as error:
+        raise BadFile(str(error)) from None
 
 
 def detect(document: Any, name: str) -> str:
@@ -119,25 +134,31 @@ def detect(document: Any, name: str) -> str:
 
 
 def read_ours(document: Any, name: str) -> list[Imported]:
-    from core.types import ATTRIBUTION_SCHEMA, Attribution
+    from core.types import ATTRIBUTION_SCHEMA, Attribution, decode_json
 
     def attribution(record: Any, where: str, words: tuple[str, ...] | None = None) -> Imported:
         if not isinstance(record, dict) or record.get("schema") != ATTRIBUTION_SCHEMA:
             raise BadFile(f"{where}: expected an {ATTRIBUTION_SCHEMA!r} record")
-        try:
+        try:  # the scores and target as written: Attribution reads 1e308 as float32 inf and 1.5 as 1
+            scores = numbers(decode_json(record["scores"]), where)
+            target = whole_number(record["target"], f"{where} target")
             parsed = Attribution.from_json(record)
+        except BadFile:
+            raise
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise BadFile(
                 f"{where}: not a valid {ATTRIBUTION_SCHEMA} record ({type(error).__name__}: {error})"
             ) from None
+        if parsed.example_id is not None and not isinstance(parsed.example_id, str):
+            raise BadFile(f"{where}: example_id must be text, got {type(parsed.example_id).__name__}")
         return Imported(
-            method=method_name("json", parsed.method),
-            scores=tuple(number(float(s), f"{where}, score {i}") for i, s in enumerate(parsed.scores)),
+            method=method_name("json", parsed.method, where),
+            scores=scores,
             level="word",
             where=where,
             example_id=parsed.example_id or None,
             words=words or parsed.words,
-            target=parsed.target,
+            target=target,
             extras={"params": record.get("params"), "original_method": parsed.method},
         )
 
@@ -188,17 +209,23 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
         where = f"{name} line {line}"
         if None in row:
             raise BadFile(f"{where}: more fields than the header")
+        if row["word_index"] is None or row["score"] is None:
+            raise BadFile(f"{where}: fewer fields than the header")
         example_id = (row.get(id_column) or "").strip()
         if not example_id:
             raise BadFile(f"{where}: empty {id_column}")
         try:
-            index, value = int(row["word_index"]), float(row["score"])
-        except (TypeError, ValueError) as error:
-            raise BadFile(f"{where}: word_index must be a whole number and score a number ({error})") from None
+            index = int(row["word_index"])
+        except ValueError:
+            raise BadFile(f"{where}: word_index must be a whole number, got {row['word_index']!r:.40}") from None
         if index < 0:
             raise BadFile(f"{where}: word_index {index} is negative (words count from 0)")
+        try:
+            value = float(row["score"])
+        except ValueError:
+            raise BadFile(f"{where}: score must be a number, got {row['score']!r:.40}") from None
         score = number(value, where)
-        key = (example_id, method_name("csv", row.get("method") or "scores"))
+        key = (example_id, method_name("csv", row.get("method") or "scores", where))
         target_text = (row.get("target") or "").strip()
         digits = target_text.removeprefix("-")
         target = int(target_text) if digits.isascii() and digits.isdigit() and len(digits) < 10 else None  # not "²"
@@ -250,7 +277,7 @@ def read_ferret(document: Any, name: str) -> list[Imported]:
         explainer = item.get("explainer")
         out.append(
             Imported(
-                method=method_name("ferret", explainer if isinstance(explainer, str) else "explainer"),
+                method=method_name("ferret", explainer if isinstance(explainer, str) else "explainer", where),
                 scores=scores,
                 level="token",
                 where=where,

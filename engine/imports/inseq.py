@@ -120,7 +120,7 @@ def read_inseq(document: Any, name: str) -> list[Imported]:
         text = texts[i] if i < len(texts) and isinstance(texts[i], str) else None
         out.append(
             Imported(
-                method=method_name("inseq", method),
+                method=method_name("inseq", method, where),
                 scores=numbers(per_token.tolist(), where),
                 level="token",
                 where=where,

@@ -9,9 +9,11 @@ problem.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ MAX_BYTES = 64 * 1024 * 1024  # the largest file read (uploads are capped lower 
 MAX_RECORDS = 100_000
 MAX_SCORES = 8192  # per record (a few times any model's maximum length)
 LEVELS = ("word", "token")
+FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: scores are stored as float32
 
 
 class BadFile(ValueError):
@@ -71,19 +74,24 @@ def parse_json(data: bytes, name: str) -> Any:
     except UnicodeDecodeError as error:
         raise BadFile(f"{name} is not UTF-8 text (byte {error.start})") from None
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=functools.partial(_no_constant, name))
     except json.JSONDecodeError as error:
         raise BadFile(f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
     except RecursionError:
         raise BadFile(f"{name} is nested too deeply to be an attribution file") from None
+    except BadFile:
+        raise
+    except ValueError:  # what json raises besides: an integer longer than Python converts
+        raise BadFile(f"{name} holds a number of more than {sys.get_int_max_str_digits():,} digits") from None
 
 
-def _no_constant(name: str) -> float:
-    raise BadFile(f"the JSON constant {name} is not allowed (write non-finite numbers as {{'$float': ...}})")
+def _no_constant(name: str, constant: str) -> float:
+    raise BadFile(f"{name} holds {constant}, which is not a JSON number")
 
 
 def number(value: Any, where: str) -> float:
-    """A finite JSON number (scores of every method are finite, imported ones too)."""
+    """A finite JSON number that a float32 holds (scores of every method are finite, imported ones
+    too, and stored as float32, where 1e308 would be infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadFile(f"{where}: expected a number, got {type(value).__name__}")
     try:
@@ -92,6 +100,8 @@ def number(value: Any, where: str) -> float:
         raise BadFile(f"{where}: the score is too large to be a number") from None
     if not math.isfinite(result):
         raise BadFile(f"{where}: the score {value!r} is not finite")
+    if abs(result) > FLOAT32_MAX:
+        raise BadFile(f"{where}: the score {result:g} is too large (scores are stored as 32-bit floats, up to 3.4e38)")
     return result
 
 
@@ -122,7 +132,7 @@ def integers(values: Any, where: str) -> tuple[int, ...]:
 def whole_number(value: Any, where: str) -> int:
     """A JSON whole number (not a bool, not a float)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadFile(f"{where}: expected a whole number, got {type(value).__name__}")
+        raise BadFile(f"{where}: expected a whole number, got {value!r:.40}")
     return value
 
 
@@ -131,12 +141,12 @@ def optional_int(value: Any, where: str) -> int | None:
     return None if value is None else whole_number(value, where)
 
 
-def method_name(source: str, name: Any) -> str:
+def method_name(source: str, name: Any, where: str) -> str:
     """The method key an imported attribution is stored under: ``<source>.<name>`` in letters,
     digits, ``_`` and ``-`` (``ferret.partition_shap``), so it never collides with a registry key
     and splits cleanly in the run store's ``value/M/K`` columns."""
     if not isinstance(name, str):
-        raise BadFile(f"a {source} method name must be text, got {type(name).__name__}")
+        raise BadFile(f"{where}: the method name must be text, got {type(name).__name__}")
     cleaned = re.sub(r"[^a-z0-9_-]+", "_", name.strip().lower()).strip("_")[:60] or "scores"
     return f"{source}.{cleaned}"
 

@@ -62,7 +62,7 @@ def thermostat_rows(rows: Any, name: str) -> list[Imported]:
             target = int(np.argmax(numbers(predictions, f"{where} predictions")))
         out.append(
             Imported(
-                method=method_name("thermostat", explainer),
+                method=method_name("thermostat", explainer, where),
                 scores=scores,
                 level="token",
                 where=where,
