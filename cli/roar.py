@@ -59,15 +59,23 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
     run_id, found = prepared.run_id, store.find(prepared.run_id)
     if not args.quiet:
-        stored = f"{found.status}): {found.units_done} of {found.units_total} units stored" if found else "new)"
+        new = "not stored: an estimate only)" if args.estimate_only else "new)"
+        stored = f"{found.status}): {found.units_done} of {found.units_total} units stored" if found else new
         print(f"job {run_id} ({stored}", file=sys.stderr)
     if not args.no_estimate and (found is None or found.status != "done"):  # nothing stored before the go-ahead
         cost, rates = estimate(prepared.data)
         shown = cost_json(cost, rates)
+        left = ""
+        if found is not None and found.units_done:  # the units are of about one size: what remains, pro rata
+            share = (found.units_total - found.units_done) / found.units_total
+            left = (
+                f"; about {cost.seconds * share / 60:.1f} min for the {found.units_total - found.units_done} units left"
+            )
         print(
             f"cost: {cost.retrains} retrains ({cost.training_steps} training steps), "
             f"{cost.total_explanations} explanations, {cost.fills} masked-LM fills, {cost.predictions} predictions; "
-            f"about {cost.seconds / 60:.1f} min on one worker ({rates.seconds_per_step:.2f} s per training step)",
+            f"about {cost.seconds / 60:.1f} min on one worker for the whole job ({rates.seconds_per_step:.2f} s per "
+            f"training step){left}",
             file=sys.stderr,
         )
         if args.estimate_only:

@@ -62,6 +62,11 @@ def test_a_job_killed_with_sigkill_resumes_with_identical_results(reference, tmp
     killed = store.get(run_id)
     assert killed.status == "running" and killed.writer_gone and 3 <= killed.units_done < 8
     assert killed.run_id == reference[1]  # the same settings are the same job
+    estimated = subprocess.run(
+        [sys.executable, "-m", "cli", "roar", "--resume", run_id, "--estimate-only"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert f"for the {8 - killed.units_done} units left" in estimated.stderr  # not the whole job's cost alone
 
     resumed = subprocess.run(
         [sys.executable, "-m", "cli", "roar", "--resume", run_id, "--no-estimate", "--quiet", "--json"],
@@ -139,8 +144,8 @@ def test_an_estimate_stores_nothing_and_a_resume_of_changed_files_is_refused(tmp
     assert main(["roar", *ARGS, "--estimate-only", "--results-dir", str(results)]) == 0
     printed = capsys.readouterr()
     assert printed.out == ""  # the cost line on stderr is the answer; JSON only with --json
-    run_id = re.search(r"^job (run-\w+) \(new\)$", printed.err, re.MULTILINE).group(1)
-    assert "cost: " in printed.err
+    run_id = re.search(r"^job (run-\w+) \(not stored: an estimate only\)$", printed.err, re.MULTILINE).group(1)
+    assert "cost: " in printed.err and "for the whole job" in printed.err and "units left" not in printed.err
     assert RunStore(results, read_only=True).find(run_id) is None
 
     store = RunStore(results)
