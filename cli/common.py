@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -121,6 +122,16 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
         help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
     )
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+
+
+def store_option(store) -> str:
+    """`` --results-dir DIR`` for a command printed for later, when ``store`` is not the folder that
+    command finds by default ($ATTRIBUTION_RESULTS_DIR, else ./results); else nothing."""
+    from engine.runs.store import results_dir
+
+    if store.root.resolve() == results_dir().resolve():
+        return ""
+    return f" --results-dir {shlex.quote(str(store.root))}"
 
 
 def slice_keys(methods_arg: str, metrics_arg: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:

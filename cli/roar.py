@@ -47,7 +47,7 @@ def job_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import progress_bar
+    from cli.common import progress_bar, store_option
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
     from engine.roar.run import execute_job, job_of, open_job, prepare_job
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         info = store.get(run_id)
         print(
             f"\n{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
-            f"`python -m cli roar --resume {run_id}`",
+            f"`python -m cli roar --resume {run_id}{store_option(store)}`",
             file=sys.stderr,
         )
         return 130

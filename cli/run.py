@@ -12,7 +12,7 @@ from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import progress_bar
+    from cli.common import progress_bar, store_option
     from cli.show import print_run
     from engine.runs.executor import execute, open_run
     from engine.runs.ray_executor import check_reachable
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         info = store.get(opened.info.run_id)
         print(
             f"\n{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
-            f" continue it with `python -m cli run --resume {info.run_id}`",
+            f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`",
             file=sys.stderr,
         )
         return 130
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace, store):
     """The ``RunSpec`` asked for: the stored evaluation's with ``--resume``, else the options'."""
-    from cli.common import parse_params, slice_keys
+    from cli.common import parse_params, slice_keys, store_option
     from cli.show import shown_elsewhere
     from engine.runs.executor import resume_spec
     from engine.runs.spec import RunSpec
@@ -61,13 +61,11 @@ def run_spec(args: argparse.Namespace, store):
     if args.resume is not None:
         stored = store.get(args.resume)
         if stored.kind != "evaluate":
-            raise ValueError(f"`run --resume` continues dataset evaluations only; {shown_elsewhere(stored)}")
-        ignored = [f"--{name}" for name in ("model", "dataset", "split", "limit", "param") if getattr(args, name)]
-        if ignored or args.all:
-            print(
-                f"--resume uses the run's own settings: {', '.join(ignored + ['--all'] * args.all)} ignored",
-                file=sys.stderr,
+            raise ValueError(
+                f"`run --resume` continues dataset evaluations only; {shown_elsewhere(stored, store_option(store))}"
             )
+        if ignored := settings_given(args):
+            print(f"--resume uses the run's own settings: {', '.join(ignored)} ignored", file=sys.stderr)
         return resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
     if not args.model or not args.dataset or not args.split:
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
@@ -90,6 +88,19 @@ def run_spec(args: argparse.Namespace, store):
         batch_size=args.batch_size,
         autocast=args.autocast,
     )
+
+
+# What a run is (its key, ``engine.runs.executor.prepare``): with --resume, the stored run's.
+_RUN_SETTINGS = ("model", "dataset", "split", "limit", "all", "methods", "metrics", "param", "seed", "target", "mlm",
+                 "chunk_size", "autocast")  # fmt: skip
+
+
+def settings_given(args: argparse.Namespace) -> list[str]:
+    """The options among ``_RUN_SETTINGS`` given other values than their defaults, as typed."""
+    from cli.main import build_parser
+
+    defaults = build_parser().parse_args(["run"])
+    return [f"--{name.replace('_', '-')}" for name in _RUN_SETTINGS if getattr(args, name) != getattr(defaults, name)]
 
 
 def register(sub) -> None:

@@ -11,14 +11,14 @@ EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset eval
 
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
-    from cli.common import print_json, print_summary_table
+    from cli.common import print_json, print_summary_table, store_option
     from engine.evaluate import metric_params
     from engine.runs.executor import read_evaluation
     from engine.slice_report import slice_report
 
     found = store.get(run_id)
     if found.kind not in EVALUATION_KINDS:
-        raise ValueError(f"`show` prints dataset evaluations; {shown_elsewhere(found)}")
+        raise ValueError(f"`show` prints dataset evaluations; {shown_elsewhere(found, store_option(store))}")
     info, evaluation = read_evaluation(store, run_id)
     header = {
         "model": info.model,
@@ -37,7 +37,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
         print(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples")
         print_summary_table(payload)
     if info.status != "done":
-        print(f"{info.run_id} is {status_of(info)}: {next_step(info)}", file=sys.stderr)
+        print(f"{info.run_id} is {status_of(info)}: {next_step(info, store_option(store))}", file=sys.stderr)
     return 0
 
 
@@ -47,29 +47,30 @@ def status_of(info) -> str:
     return "killed" if info.writer_gone else info.status
 
 
-def next_step(info) -> str:
-    """What to do about a dataset evaluation or import ``info`` that is not done."""
+def next_step(info, where: str = "") -> str:
+    """What to do about a dataset evaluation or import ``info`` that is not done (``where``: the
+    store's ``--results-dir`` option, ``cli.common.store_option``)."""
     if info.status == "running" and not info.writer_gone:
         return f"process {info.pid} on {info.host} is writing it"
     if info.kind == "import":
         return _import_again(info)
-    return f"resume it with `python -m cli run --resume {info.run_id}`"
+    return f"resume it with `python -m cli run --resume {info.run_id}{where}`"
 
 
-def shown_elsewhere(info) -> str:
+def shown_elsewhere(info, where: str = "") -> str:
     """Which command and page handle ``info``, a run that is not a dataset evaluation (a ROAR job,
     a reproduction; an import for ``run --resume``), as a sentence."""
     if info.kind == "roar":
         does = "prints its results" if info.status == "done" else "computes its missing units and prints its results"
         return (
-            f"{info.run_id} is a ROAR job (kind roar): `python -m cli roar --resume {info.run_id}` {does}, and the"
+            f"{info.run_id} is a ROAR job (kind roar): `python -m cli roar --resume {info.run_id}{where}` {does}, and the"
             " Remove and retrain page shows it"
         )
     if info.kind == "reproduce":
         name, limit = info.selection.get("name"), info.selection.get("limit")
         return (
             f"{info.run_id} is a reproduction (kind reproduce): `python -m cli reproduce {name} --cached --limit"
-            f" {limit}` prints it, and the Reproductions page shows it"
+            f" {limit}{where}` prints it, and the Reproductions page shows it"
         )
     if info.kind == "import":
         return f"{info.run_id} is an import (kind import): {_import_again(info)}"

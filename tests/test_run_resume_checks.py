@@ -113,7 +113,7 @@ def test_resume_of_another_kind_names_its_command_and_stores_nothing(kind, toy_b
     err = one_error_line(capsys)
     assert "`run --resume` continues dataset evaluations only" in err and f"(kind {kind})" in err
     command = f"roar --resume {run_id}" if kind == "roar" else "reproduce a-reproduction --cached --limit 2"
-    assert f"`python -m cli {command}`" in err
+    assert f"`python -m cli {command} --results-dir {tmp_path}`" in err  # the store the run is in
     with pytest.raises(
         ValueError, match=f"run {run_id} cannot be resumed: it is a {kind} run, not a dataset evaluation"
     ):
@@ -128,18 +128,22 @@ def test_show_of_another_kind_names_the_command_that_shows_it(kind, toy_bert_fol
     err = one_error_line(capsys)
     assert f"`show` prints dataset evaluations; {run_id} is a" in err and f"(kind {kind})" in err
     if kind == "roar":  # a stopped job: the ROAR command continues it, not `run --resume`
-        assert f"`python -m cli roar --resume {run_id}` computes its missing units" in err
+        assert f"`python -m cli roar --resume {run_id} --results-dir {tmp_path}` computes its missing units" in err
         assert "Remove and retrain page" in err
     else:
-        assert "`python -m cli reproduce a-reproduction --cached --limit 2` prints it" in err
+        assert f"`python -m cli reproduce a-reproduction --cached --limit 2 --results-dir {tmp_path}` prints it" in err
 
 
-def test_show_of_a_stopped_evaluation_says_how_to_resume_it(toy_bert_folder, tmp_path, capsys) -> None:
+def test_show_of_a_stopped_evaluation_says_how_to_resume_it(toy_bert_folder, tmp_path, capsys, monkeypatch) -> None:
     store = RunStore(tmp_path)
     run_id = open_run(small_spec(toy_bert_folder), store).info.run_id
     store.finish(run_id, "stopped", 0.0)
     assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
-    assert f"{run_id} is stopped: resume it with `python -m cli run --resume {run_id}`" in capsys.readouterr().err
+    hint = f"{run_id} is stopped: resume it with `python -m cli run --resume {run_id} --results-dir {tmp_path}`"
+    assert hint in capsys.readouterr().err
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))  # the folder found by default: no option
+    assert main(["show", run_id]) == 0
+    assert f"resume it with `python -m cli run --resume {run_id}`\n" in capsys.readouterr().err
 
 
 def test_resume_continues_on_the_executor_the_run_was_started_with(
@@ -161,12 +165,14 @@ def test_resume_continues_on_the_executor_the_run_was_started_with(
     assert (info.status, info.units_done, info.executor) == ("stopped", 1, "serial")
     monkeypatch.setattr(executor_module, "run_serial", real_serial)
     monkeypatch.setattr(executor_module, "run_ray", lambda *a, **k: pytest.fail("Ray was started for a serial run"))
-    capsys.readouterr()
-    resume = ["run", "--resume", info.run_id, "--model", "other", "--results-dir", str(tmp_path), "--quiet"]
-    assert main(resume) == 0
+    assert f"continue it with `python -m cli run --resume {info.run_id} --results-dir {tmp_path}`" in (
+        capsys.readouterr().err
+    )  # the store the run is in, not the default one
+    resume = ["run", "--resume", info.run_id, "--model", "other", "--methods", "saliency", "--target", "gold"]
+    assert main([*resume, "--results-dir", str(tmp_path), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert f"run {info.run_id} (stopped)" in err  # the id is printed even with --quiet
-    assert "--resume uses the run's own settings: --model ignored" in err
+    assert "--resume uses the run's own settings: --model, --methods, --target ignored" in err
     (info,) = store.infos()
     assert (info.status, info.units_done, info.executor) == ("done", 3, "serial")
 
