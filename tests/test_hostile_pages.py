@@ -123,3 +123,13 @@ def test_unusable_model_is_one_clear_error_on_every_page(folders, page: str, cas
     assert len(errors) == 1, errors
     assert named in errors[0] and "\n" not in errors[0].strip(), errors[0]
     assert not re.search(r"/tmp/|/work/|site-packages", errors[0].replace(path, "")), errors[0]  # no host paths
+
+
+def test_a_url_in_escaped_text_keeps_its_characters() -> None:
+    """Markdown makes a link of ``https://x`` and keeps the escapes inside it: a load error showed
+    ``https://huggingface\\.co`` and linked there. The ``//`` after a scheme is escaped, so the URL
+    reads (and, where Streamlit links it, points) as typed; checked in chromium once."""
+    from ui.text import plain
+
+    assert plain("connect to 'https://huggingface.co'") == r"connect to 'https:\/\/huggingface\.co'"
+    assert plain("a/b and c: //d") == r"a/b and c: //d"  # only a scheme's slashes
