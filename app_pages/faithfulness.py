@@ -155,7 +155,7 @@ methods = st.multiselect(
     placeholder="Choose attribution methods",
 )  # fmt: skip
 imported = imported_picker(selection, "faithfulness.imported")
-metric_params, method_params = F.settings_form(infos, methods)
+metric_params, method_params = F.settings_form(infos, methods, removal_shown=view != VIEWS[2])
 if selection.head == "regression":  # log-odds need probabilities; a regression head has a raw score
     metric_params.pop("log_odds", None)
     st.caption("Log-odds are not defined for a regression head: the other metrics measure the change in score.")

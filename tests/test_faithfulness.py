@@ -433,6 +433,7 @@ def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
     } <= downloads
 
     at.segmented_control(key="faithfulness.view").set_value("Removal modes compared").run()
+    assert "faithfulness.removal" not in [s.key for s in at.selectbox]  # Removal A and B set it here
     at.selectbox(key="faithfulness.compare_b").set_value("mask").run()
     at.button(key="faithfulness.slice_run").click().run()
     assert not at.exception and not at.error

@@ -232,15 +232,20 @@ def show_curves(figures: dict[str, go.Figure], prefix: str) -> None:
             show_figure(figures[key], key=f"{prefix}.{key}", name=f"{prefix}-{key}", container=column)
 
 
-def settings_form(infos: dict, methods: list[str]) -> tuple[dict, dict]:
+def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -> tuple[dict, dict]:
     """Removal, budget, bins, log-odds and method parameters; returns the parameters of every
-    metric and of every chosen method."""
+    metric and of every chosen method. Without ``removal_shown`` (a view that sets the removal
+    itself) the removal picker is left out and its last choice kept."""
     first, second, third = st.columns(3)
-    removal = first.selectbox(
-        "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="session",
-        help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never puts "
-        "the original word back.",
-    )  # fmt: skip
+    if removal_shown:
+        removal = first.selectbox(
+            "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="session",
+            help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never "
+            "puts the original word back.",
+        )  # fmt: skip
+    else:
+        removal = st.session_state.get("faithfulness.removal", next(iter(REMOVALS)))
+        first.caption("Removal: the two compared below (Removal A and B).")
     budget = second.slider(
         "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget", persist_state="session",
         help="Pham et al. 2022 remove 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), "
