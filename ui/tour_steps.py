@@ -95,7 +95,9 @@ TOURS = (
                 text="Each method has two rows: **A**, the trained model, and **B**, a copy whose every weight was "
                 "re-initialised. Scroll to **Two models side by side** at the end of the page and look at the rank "
                 "correlations under its heatmap: a method whose two rows "
-                "still rank the words alike (ρ near 1) is describing the input, not what the model learned.",
+                "still rank the words alike (ρ near 1) is describing the input, not what the model learned. The "
+                "random baseline ignores the model altogether, so its ρ is exactly 1: the mark of an explanation "
+                "that says nothing about the model.",
                 index=0,
                 state={
                     "heatmaps.methods": [*GRADIENT_AND_ATTENTION, "random"],
@@ -165,8 +167,10 @@ TOURS = (
                 page=RATIONALES,
                 title="Over the bundled e-SNLI pairs",
                 text="Press **Run on the slice**: the same scores averaged over the ten bundled pairs with 95% "
-                "intervals, and the human ceiling (how well one annotator matches the others). Which method comes "
-                "closest to the people, and how far below the ceiling does it stay?",
+                "intervals. Which method comes closest to the people? Each bundled pair carries one person's "
+                "highlight, so there is no human ceiling row here; on HateXplain, whose posts three annotators "
+                "highlighted (its data folder and model in the sidebar), the table adds one: how well one "
+                "annotator matches the others, the most a method can be expected to reach.",
                 model="minilm-esnli",
                 split="esnli",
                 index=0,
