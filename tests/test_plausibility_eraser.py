@@ -100,5 +100,7 @@ def test_page_offers_the_convention_and_counts_documents(toy_folder, monkeypatch
     app.button(key="rationales.slice_run").click().run()
     assert not app.exception and not app.error, [e.value for e in app.exception]
     table = app.dataframe[0].value
-    assert table.loc["random", "n"] == 6  # three pairs, two documents each (AUPRC scores every document)
+    assert table.loc["random", "n"] == 3  # the pairs; token F1 and AUPRC count their documents in their cells
+    assert table.loc["random", "AUPRC ↑"].endswith(" n=6")  # three pairs, two documents each
+    assert "nan" not in table.loc["random", "IOU-F1 ↑"]  # its figure has no interval: the mean alone
     assert any("ERASER's convention" in c.value for c in app.caption)

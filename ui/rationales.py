@@ -154,8 +154,15 @@ def summary_table(result, threshold: float) -> None:
     keys = [k for k in METRICS if k in next(iter(result.summary.values()), {})]
     methods = list(result.summary)
     numbers = pd.DataFrame({k: [result.summary[m][k].mean for m in methods] for k in keys}, index=methods)
-    text = pd.DataFrame({column_name(k): [result.summary[m][k].text() for m in methods] for k in keys}, index=methods)
-    text["n"] = [max(result.summary[m][k].n for k in keys) for m in methods]
+    examples = {m: min(result.summary[m][k].n for k in keys) for m in methods}
+
+    def cell(method: str, key: str) -> str:
+        """The mean [interval], and its own n where it counts something else (ERASER's documents)."""
+        summary = result.summary[method][key]
+        return summary.text() + (f" n={summary.n}" if summary.n != examples[method] else "")
+
+    text = pd.DataFrame({column_name(k): [cell(m, k) for m in methods] for k in keys}, index=methods)
+    text["n"] = [examples[m] for m in methods]
     text["skipped"] = [max(result.summary[m][k].skipped for k in keys) for m in methods]
     ceiling = {k: s for k, s in result.ceiling.items() if k in keys}
     if any(s.n for s in ceiling.values()):
