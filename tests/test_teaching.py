@@ -122,6 +122,17 @@ def test_a_mask_optimiser_card_waits_for_a_click() -> None:
     assert any("units per run" in m.value for m in at.markdown)  # the registry's steps cost model
 
 
+@pytest.mark.slow  # MaRC's 300 steps: 5 s on a quiet machine, 55 s beside a reproduction
+def test_a_mask_optimisers_live_result_stays_after_its_click() -> None:
+    """The live heatmap of a mask optimiser was tied to the click and gone on the next rerun."""
+    at = run_app("app_pages/methods.py", method="marc")
+    at.button(key="methods.live.marc").click().run()
+    assert_clean(at)
+    assert [h for h in at.html if 'data-method="marc"' in h.value]
+    at.run()  # any later rerun (another control, a tour step): the cached result is still shown
+    assert [h for h in at.html if 'data-method="marc"' in h.value]
+
+
 # --------------------------------------------------------------------------- the tours
 
 

@@ -78,7 +78,7 @@ def parameter_rows(fields: tuple[services.ParamField, ...]) -> list[dict[str, st
 
 def render(found: Card, model: str) -> None:
     """The card, with the live mini-heatmap of ``model`` on ``SENTENCE`` (a mask optimiser waits for
-    a click: it takes seconds to minutes)."""
+    a click: it takes seconds to minutes; its result then stays for the session)."""
     with st.container(border=True, key=f"methods.card.{found.key}"):
         st.subheader(found.key)
         st.caption(f"{found.family} · {found.paper}")
@@ -95,8 +95,12 @@ def render(found: Card, model: str) -> None:
             st.markdown("**Parameters.** None.")
         st.markdown("**Pitfalls**\n" + "\n".join(f"- {p}" for p in found.pitfalls))
         example = services.free_text_example(SENTENCE, "")
-        if found.mask_optimiser and not st.button("Run it live", key=f"methods.live.{found.key}"):
+        shown = f"methods.live_shown.{found.key}.{model}"  # once run, the result stays on later reruns (cached)
+        if found.mask_optimiser and not (
+            st.button("Run it live", key=f"methods.live.{found.key}") or st.session_state.get(shown)
+        ):
             return
+        st.session_state[shown] = True
         result = run_or_stop(services.explain, model, example, [found.key])
         if found.key in result.errors:
             st.error(plain(f"{found.key}: {result.errors[found.key]}"))
