@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: " + ("identical to the packaged result" if not found else "\n  ".join(["differs:", *found])))
         if args.write:
             kept = {key: value for key, value in result.items() if key not in ("run_id", "cached")}
-            write_text_atomic(packaged, json.dumps(kept, indent=1) + "\n")
+            write_text_atomic(packaged, json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
     print(f"code version {code_version()}: {changed} of {len(names)} differ from what was packaged")
     return 0
 
