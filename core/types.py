@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -201,6 +202,7 @@ class Attribution:
 
 ATTRIBUTION_SCHEMA = "attribution/1"
 EXAMPLE_SCHEMA = "example/1"
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest finite float32, 3.4e38
 _NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 # Far deeper than any record this project writes, far shallower than Python's recursion limit.
 MAX_JSON_DEPTH = 64
@@ -326,19 +328,32 @@ def _float_list(values: np.ndarray) -> list[Any]:
 
 
 def _float32_array(values: list[Any], name: str) -> np.ndarray:
+    """``values`` (JSON numbers, or the tags ``encode_json`` writes for NaN and infinities) as float32,
+    refused with a ``ValueError`` naming the field and place where one is not a number or is a
+    finite number a float32 cannot hold (numpy would read 1e308 as infinity)."""
     try:
-        return np.array([decode_json(v) for v in values], dtype=np.float64).astype(np.float32)
-    except (OverflowError, TypeError, ValueError) as error:  # 10**400, an object, a bad tag
+        decoded = [decode_json(v) for v in values]
+    except (TypeError, ValueError) as error:  # a bad tag
         raise ValueError(f"{name} must be a list of numbers ({error})") from None
+    for i, value in enumerate(decoded):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name}[{i}] must be a number, got {value!r:.40}")  # noqa: TRY004 (a bad record)
+        try:
+            wide = float(value)
+        except OverflowError:  # 10**400
+            raise ValueError(f"{name}[{i}] is too large to be a number") from None
+        if math.isfinite(wide) and abs(wide) > FLOAT32_MAX:
+            raise ValueError(f"{name}[{i}] is {wide:g}, too large for a 32-bit float")
+    return np.array(decoded, dtype=np.float64).astype(np.float32)
 
 
 def int_field(value: Any, name: str) -> int:
-    """A record's integer field ``name``, as ``int`` reads it, refused with a ``ValueError`` naming
-    the field where it is not a number or outside 64 bits (JSON ``1e400`` reads as infinity)."""
-    try:
-        number = int(value)
-    except (OverflowError, TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer, got {value!r:.40}") from None
+    """A record's integer field ``name``: a whole number of at most 64 bits (a Python or numpy
+    integer; not a bool, a float such as 1.7 or JSON's 1e400, or text), refused with a
+    ``ValueError`` naming the field otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r:.40}")  # noqa: TRY004 (a bad record)
+    number = int(value)
     if not -(2**63) <= number < 2**63:
         raise ValueError(f"{name} must be an integer of at most 64 bits")
     return number

@@ -25,7 +25,6 @@ import io
 import json
 import lzma
 import math
-import sys
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -186,7 +185,7 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
             raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
     probabilities = tuple(_finite(p, "probabilities") for p in record["probabilities"])
     label_names = tuple(str(n) for n in record["label_names"])
-    target, predicted = _integer(record["target"], "target"), _integer(record["predicted"], "predicted")
+    target, predicted = int_field(record["target"], "target"), int_field(record["predicted"], "predicted")
     if len(probabilities) != len(label_names) or not (
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
@@ -195,7 +194,7 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
     if head not in KINDS:
         raise ValueError(f"bundle: unknown head {head!r} (one of {', '.join(KINDS)})")
     _check_outputs(probabilities, head)
-    dropped_words = _integer(record.get("dropped_words") or 0, "dropped_words")
+    dropped_words = int_field(record.get("dropped_words") or 0, "dropped_words")
     if dropped_words < 0:
         raise ValueError(f"dropped_words must not be negative, got {dropped_words}")
     return Bundle(
@@ -218,25 +217,11 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
 
 
 def _attribution(method: str, record: Any) -> Attribution:
-    """The bundle's ``method`` attribution; a finite score beyond what a float32 holds is refused
-    (``Attribution`` would hold 1e308 as infinity; a score of 10**400 it refuses itself)."""
-    from engine.imports.records import FLOAT32_MAX
-
-    for key in ("scores", "subword_scores"):
-        values = record.get(key) if isinstance(record, Mapping) else None
-        for i, value in enumerate(values if isinstance(values, list) else ()):
-            if type(value) in (int, float) and FLOAT32_MAX < abs(value) <= sys.float_info.max:
-                raise ValueError(
-                    f"the {method} attribution's {key}[{i}] is {float(value):g}, too large for a 32-bit float"
-                )
-    return Attribution.from_json(record)
-
-
-def _integer(value: Any, name: str) -> int:
-    """A JSON whole number of 64 bits (``int_field`` alone reads 1.7, true and "1" as integers)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r:.40}")  # noqa: TRY004 (a bad file)
-    return int_field(value, name)
+    """The bundle's ``method`` attribution, its errors named by the method."""
+    try:
+        return Attribution.from_json(record)
+    except ValueError as error:
+        raise ValueError(f"{method}: {error}") from None
 
 
 def _check_outputs(outputs: tuple[float, ...], head: str) -> None:

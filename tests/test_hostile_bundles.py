@@ -173,7 +173,7 @@ def test_a_score_beyond_float32_and_a_nan_literal_are_one_line_naming_the_file(p
         warnings.simplefilter("error")
         message = refused(bundle_with(payload, ("attributions", "saliency", "scores"), scores))
     assert message == (
-        "b.zip: not a valid bundle/1 file (ValueError: the saliency attribution's scores[0] is 1e+308, too large"
+        "b.zip: not a valid bundle/1 file (ValueError: saliency: attribution scores[0] is 1e+308, too large"
         " for a 32-bit float)"
     )
     assert refused(bundle_with(payload, ("probabilities",), [float("nan"), 0.5])) == (

@@ -127,3 +127,21 @@ def test_wrong_schema_and_unknown_tag_are_one_clear_line() -> None:
         decode_json({"$set": [1]})
     with pytest.raises(TypeError, match="cannot write a set as JSON"):
         encode_json({1, 2})
+
+
+def test_records_refuse_integers_and_scores_they_cannot_hold_exactly() -> None:
+    """``int_field`` read 1.7 as 1, ``true`` as 1 and "1" as 1, and a score of 1e308 became float32
+    infinity; every reader of ``Attribution`` and ``Example`` records refuses them now."""
+    record = Attribution("m", "x", 0, ("a", "b"), np.zeros(2, np.float32)).to_json()
+    for key, value, said in (("target", 1.7, "attribution target must be an integer, got 1.7"),
+                             ("target", True, "attribution target must be an integer, got True"),
+                             ("forward_passes", "1", "forward_passes must be an integer, got '1'"),
+                             ("scores", [0.5, 1e308], r"attribution scores\[1\] is 1e\+308, too large for a 32-bit float"),
+                             ("scores", [0.5, True], r"attribution scores\[1\] must be a number, got True"),
+                             ("scores", [0.5, "1"], r"attribution scores\[1\] must be a number, got '1'")):  # fmt: skip
+        with pytest.raises(ValueError, match=said):
+            Attribution.from_json({**record, key: value})
+    with pytest.raises(ValueError, match="example rationale must be an integer, got 1.0"):
+        Example.from_json({**Example(segments=(("a", "b"),)).to_json(), "rationale": [1.0, 0]})
+    kept = Attribution.from_json({**record, "target": np.int64(1), "scores": [-3.4e38, {"$float": "nan"}]})
+    assert kept.target == 1 and kept.scores[0] == np.float32(-3.4e38) and np.isnan(kept.scores[1])

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.types import Attribution, Example
-from engine.imports.records import FLOAT32_MAX, BadFile, Imported
+from core.types import FLOAT32_MAX, Attribution, Example
+from engine.imports.records import BadFile, Imported
 
 if TYPE_CHECKING:
     from core.classifier import Classifier

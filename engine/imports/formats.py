@@ -45,7 +45,6 @@ from engine.imports.records import (
     parse_json,
     read_limited,
     strings,
-    whole_number,
 )
 from engine.imports.thermostat import arrow_rows, json_lines, saved_dataset, thermostat_rows
 
@@ -139,9 +138,8 @@ def read_ours(document: Any, name: str) -> list[Imported]:
     def attribution(record: Any, where: str, words: tuple[str, ...] | None = None) -> Imported:
         if not isinstance(record, dict) or record.get("schema") != ATTRIBUTION_SCHEMA:
             raise BadFile(f"{where}: expected an {ATTRIBUTION_SCHEMA!r} record")
-        try:  # the scores and target as written: Attribution reads 1e308 as float32 inf and 1.5 as 1
+        try:  # the scores as written and finite: Attribution keeps NaN, which an import refuses
             scores = numbers(decode_json(record["scores"]), where)
-            target = whole_number(record["target"], f"{where} target")
             parsed = Attribution.from_json(record)
         except BadFile:
             raise
@@ -158,7 +156,7 @@ def read_ours(document: Any, name: str) -> list[Imported]:
             where=where,
             example_id=parsed.example_id or None,
             words=words or parsed.words,
-            target=target,
+            target=parsed.target,
             extras={"params": record.get("params"), "original_method": parsed.method},
         )
 

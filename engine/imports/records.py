@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.types import FLOAT32_MAX
+
 MAX_BYTES = 64 * 1024 * 1024  # the largest file read (uploads are capped lower by the app)
 MAX_RECORDS = 100_000
 MAX_SCORES = 8192  # per record (a few times any model's maximum length)
 LEVELS = ("word", "token")
-FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: scores are stored as float32
 
 
 class BadFile(ValueError):
