@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.runs.store import RunStore
 
     check_flags(args)
-    store = RunStore(args.results_dir)
+    store = RunStore(args.results_dir, read_only=args.estimate_only)  # an estimate creates nothing
     job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
     prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
     run_id, found = prepared.run_id, store.find(prepared.run_id)

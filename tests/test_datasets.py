@@ -291,6 +291,17 @@ def test_split_words():
     )  # fmt: skip
 
 
+def test_split_words_makes_each_cjk_ideograph_a_word_as_berts_tokenizer_does():
+    """Chinese text, written without spaces, was one word: one heatmap cell for a whole sentence."""
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    text = "我爱北京天安门。𠀀豈 and 東京"
+    spaced = BertNormalizer(handle_chinese_chars=True, strip_accents=False, lowercase=False).normalize_str(text)
+    assert split_words(text) == tuple(word for word, _ in BertPreTokenizer().pre_tokenize_str(spaced))
+    assert split_words("naïve x² 東京's") == ("naïve", "x²", "東", "京", "'", "s")
+
+
 # --------------------------------------------------------------------------- hub converters
 
 

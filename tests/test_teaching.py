@@ -218,6 +218,17 @@ def test_presentation_setting_is_kept_in_the_url_and_changes_fonts_and_palette()
     assert not any("font-size: 21px" in h.value for h in plain.html)
 
 
+def test_presentation_link_reads_yes_and_names_a_value_it_does_not_know() -> None:
+    """``present=yes`` was read as off without a word."""
+    assert run_app(present="Yes", methods="random").session_state["presentation.on"] is True
+    at = run_app(present="maybe", methods="random")
+    assert_clean(at)
+    assert at.session_state["presentation.on"] is False and "present" not in at.query_params
+    assert [w.value for w in at.warning if "presentation mode" in w.value] == [
+        "The link asks for presentation mode “maybe”, which is not 1 or 0; it is off."
+    ]
+
+
 def test_high_contrast_palette_lifts_small_scores() -> None:
     assert colour(-1.0, "high_contrast") == "#053061" and colour(0.0, "high_contrast") == "#ffffff"
     # gamma 0.6: a tenth of the largest score is already a quarter of the way to the end colour

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import theme
+from ui import share, theme
 
 KEY = "presentation.on"  # the toggle
 SETTING = "presentation.setting"
@@ -31,13 +31,26 @@ def _remember() -> None:
     st.session_state[SETTING] = bool(st.session_state[KEY])
 
 
+def _from_link(value: str | None) -> bool:
+    """The link's ``present=`` value as the setting: 1 (or yes, true, on) turns it on; a value that
+    is none of these nor 0 (no, false, off) is named on the page, and the setting stays off."""
+    word = (value or "").strip().lower()
+    if word in ("1", "yes", "true", "on"):
+        return True
+    if word not in ("", "0", "no", "false", "off"):
+        share.link_warning(
+            f"The link asks for presentation mode {share.quoted(value or '')}, which is not 1 or 0; it is off."
+        )
+    return False
+
+
 def render() -> bool:
     """The toggle (in the sidebar), the URL parameter, the run's theme and, when on, the larger
     fonts. The setting lives in a plain session key (``SETTING``) copied into the widget on every
     run: a page switch may drop a widget's own state. app.py calls it before the page runs."""
     if not st.session_state.get(_URL_READ):
         st.session_state[_URL_READ] = True
-        st.session_state[SETTING] = st.query_params.get(PARAM) == "1"
+        st.session_state[SETTING] = _from_link(st.query_params.get(PARAM))
     st.session_state[KEY] = bool(st.session_state.get(SETTING, False))
     on = st.sidebar.toggle(
         "Presentation mode",

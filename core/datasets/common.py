@@ -10,11 +10,16 @@ from pathlib import Path
 
 DATA_DIR_ENV = "ATTRIBUTION_DATA_DIR"
 
-_WORD_RE = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+# The CJK ideograph blocks BERT's basic tokenizer splits into one token per character
+# (``BasicTokenizer._is_chinese_char``): text written without spaces would otherwise be one word.
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
+_LETTERS = rf"(?:(?![{_CJK}])\w)+"
+_WORD_RE = re.compile(rf"[{_CJK}]|{_LETTERS}(?:['’]{_LETTERS})*|[^\w\s]")
 
 
 def split_words(text: str) -> tuple[str, ...]:
-    """Split free text into words and punctuation marks (the app's tokenizer for typed text)."""
+    """Split free text into words and punctuation marks (the app's tokenizer for typed text); each
+    CJK ideograph is a word of its own, as BERT's tokenizer makes it a token of its own."""
     return tuple(_WORD_RE.findall(text))
 
 
