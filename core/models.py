@@ -253,6 +253,19 @@ def _quiet_init() -> dict:
     return {}
 
 
+def config_label_names(name_or_path: str) -> tuple[str, ...] | None:
+    """A classifier's label names read from its ``task.json`` (adapters) or ``config.json`` alone,
+    before any weights; None where the config cannot be read (loading the model then says why)."""
+    folder = delta_folder(name_or_path)
+    try:
+        if folder is not None:
+            return tuple(str(name) for name in read_task(folder)["label_names"])
+        config = _hub_config(name_or_path)
+        return tuple(str(config.id2label[i]) for i in range(config.num_labels))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @_one_at_a_time
 def model_info(name_or_path: str) -> dict:
     """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else {}."""

@@ -179,6 +179,14 @@ def _hide_paths(message: str, name: str) -> str:
     return " ".join(_PATH.sub(hidden, message).split())
 
 
+def label_names(name: str) -> tuple[str, ...]:
+    """The label names of model ``name``, from its config where it can be read without the weights
+    (a comparison refuses another label set before a 37 s load), else from the loaded model."""
+    base = split_ref(name)[0].strip().removeprefix(RANDOMIZED_PREFIX).strip()
+    access.check_model(base)
+    return models.config_label_names(base) or loaded(name).label_names
+
+
 def model_info(name: str) -> ModelInfo:
     """Label names, pair input and maximum length of a model (loading it if needed)."""
     base = split_ref(name)[0]

@@ -38,6 +38,26 @@ def test_labels_match_by_name_else_by_position() -> None:
         label_map(("negative", "positive"), ("entailment", "neutral", "contradiction"))
 
 
+def test_a_second_model_with_other_classes_is_refused_before_its_weights_load(toy_bert_folder, monkeypatch) -> None:
+    """The second model was loaded in full (about 37 s for a hub-size one) before its label set
+    was refused: the label names now come from its task.json or config.json."""
+    import importlib
+    from types import SimpleNamespace
+
+    from core import models as core_models
+    from services import models
+
+    compare = importlib.import_module("services.compare")  # the module (``services.compare`` is also a function)
+
+    monkeypatch.setattr(core_models, "load_sequence_classifier", lambda *_: pytest.fail("the weights were loaded"))
+    monkeypatch.setattr(compare, "explain", lambda *_, **__: pytest.fail("the second model was explained"))
+    first = SimpleNamespace(prediction=SimpleNamespace(label_names=("negative", "positive")), target=0)
+    with pytest.raises(ValueError, match=r"different label sets \(negative, positive vs entailment, neutral, cont"):
+        compare.compare(first, "minilm-esnli", load_bundled_examples(split="sst2")[0], ["random"])  # type: ignore[arg-type]
+    assert models.label_names(toy_bert_folder) == ("negative", "positive")  # a saved folder: config.json's id2label
+    assert models.label_names("randomized:minilm-sst2") == ("negative", "positive")
+
+
 def test_rank_correlation_per_method_known_answers() -> None:
     words = ("a", "b", "c", "d")
     first = {"m": record("m", words, [0.1, 0.4, -0.2, 0.3]), "only_a": record("only_a", words, [1, 2, 3, 4])}
