@@ -65,8 +65,11 @@ if not chosen and not imported and opened is None and not st.session_state.get("
 
 
 def cost_captions() -> None:
-    """The estimated time of each sampling method and mask optimiser chosen."""
-    for key in (k for k in chosen if infos[k].sampling):
+    """The estimated time of each sampling method and mask optimiser chosen, and of another method
+    where the text makes its work long (``services.worth_estimating``)."""
+    for key in (
+        k for k in chosen if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))
+    ):
         cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
         mlm = f"{cost.mlm_passes:,} masked-LM and " if cost.mlm_passes else ""
         st.caption(

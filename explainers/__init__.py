@@ -29,7 +29,7 @@ from explainers import (
     shap,
     sobol,
 )
-from explainers.base import ExplainerSpec, Paper, Passes, Steps, run_explainer, run_explainers
+from explainers.base import ExplainerSpec, Paper, Passes, Steps, fixed_passes, run_explainer, run_explainers
 
 _LOO_PAPER = Paper(authors="Li et al.", year=2016, arxiv="1612.08220", note="compared with IM by Pham et al. 2022")
 _LOO = "leave-one-out"
@@ -66,6 +66,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
             family=_LOO,
             paper=_LOO_PAPER,
             defaults={"removal": removal},
+            passes=loo.passes,
             windowable=True,
         )
         for name, (removal, what) in _LOO_REMOVALS.items()
@@ -81,6 +82,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         gradient=True,
         windowable=True,
         predicts=True,
+        passes=fixed_passes(1, backward=1),
     ),
     ExplainerSpec(
         key="grad_x_input",
@@ -93,6 +95,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         gradient=True,
         windowable=True,
         predicts=True,
+        passes=fixed_passes(1, backward=1),
     ),
     ExplainerSpec(
         key="integrated_gradients",
@@ -104,6 +107,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         paper=Paper(authors="Sundararajan et al.", year=2017, arxiv="1703.01365"),
         gradient=True,
         windowable=True,
+        passes=gradients.passes_integrated_gradients,
     ),
     ExplainerSpec(
         key="smoothgrad",
@@ -160,6 +164,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         description="DeepLIFT (Rescale) from a [PAD]/[MASK]/zero baseline (Captum; gradient through GELU, softmax, LayerNorm)",
         family=_GRADIENT,
         paper=Paper(authors="Shrikumar et al.", year=2017, arxiv="1704.02685"),
+        passes=fixed_passes(2, backward=2),
     ),
     ExplainerSpec(
         key="occlusion",
@@ -181,6 +186,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family="attention",
         paper=Paper(authors="Jain & Wallace", year=2019, arxiv="1902.10186", note="attention as explanation"),
         needs_attention_weights=True,
+        passes=fixed_passes(1),
     ),
     ExplainerSpec(
         key="attention_rollout",
@@ -191,6 +197,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family="attention",
         paper=Paper(authors="Abnar & Zuidema", year=2020, arxiv="2005.00928"),
         needs_attention_weights=True,
+        passes=fixed_passes(1),
     ),
     ExplainerSpec(
         key="im",
@@ -294,6 +301,7 @@ REGISTRY: MappingProxyType[str, ExplainerSpec] = _registry(
         family="baseline",
         paper=Paper(authors="Adebayo et al.", year=2018, arxiv="1810.03292", note="random attribution as a control"),
         windowable=True,
+        passes=fixed_passes(0),
     ),
 )
 

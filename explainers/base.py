@@ -64,12 +64,16 @@ class Paper:
 @dataclass(frozen=True)
 class Passes:
     """Forward passes a run needs: on the classifier (at most: duplicates are scored once), how
-    many of those also go backward (the noise-sampling gradient methods), and on the masked
-    language model."""
+    many of those also go backward (the gradient methods), and on the masked language model."""
 
     classifier: int
     mlm: int = 0
     backward: int = 0
+
+
+def fixed_passes(classifier: int, backward: int = 0) -> PassesFn:
+    """The cost model of a method whose passes do not depend on the text or its parameters."""
+    return lambda _n_words, _params: Passes(classifier=classifier, backward=backward)
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,8 @@ class ExplainerSpec:
 
     ``gradient``: differentiable in the input embeddings (``explainers.word_scores.word_scores``
     recomputes it with ``create_graph``; the embedding attack takes these). ``sampling``: a
-    perturbation or noise-sampling method whose cost is ``passes(n_words, params)``. ``mask_optimiser``: optimises a
+    perturbation or noise-sampling method (its cost grows with its samples). ``passes(n_words,
+    params)``: the cost model of every method but a mask optimiser. ``mask_optimiser``: optimises a
     word mask; its cost is ``steps(params)`` and ``mask_filler`` names the token a masked word is
     blended toward. ``stochastic``: its parameters have a ``seed``. ``takes_resources``: its
     function takes the caller's ``resources`` (pre-trained models, training data; AML's).
@@ -135,10 +140,10 @@ class ExplainerSpec:
             raise ValueError(f"{self.key}: a method that predicts its own target needs a batch function")
         if self.explain_batch is not None and self.needs_mlm:
             raise ValueError(f"{self.key}: a batch function cannot count masked-LM passes per example")
-        if self.sampling != (self.passes is not None):
-            raise ValueError(f"{self.key}: a sampling method needs a passes cost model, and only it has one")
         if self.mask_optimiser != (self.steps is not None):
             raise ValueError(f"{self.key}: a mask optimiser needs a steps cost model, and only it has one")
+        if (self.passes is None) != self.mask_optimiser:
+            raise ValueError(f"{self.key}: every method but a mask optimiser needs a passes cost model")
         if self.mask_filler is not None and not self.mask_optimiser:
             raise ValueError(f"{self.key}: mask_filler is for mask optimisers")
         unknown = set(self.defaults) - {f.name for f in dataclasses.fields(self.params_cls)}

@@ -35,7 +35,7 @@ from core.encoding import Encoded, Variant, length_chunks
 from core.params import param
 from core.types import Attribution, Example, ProgressFn
 from explainers._masking import embed_ids
-from explainers.base import make_attribution, one_example
+from explainers.base import Passes, make_attribution, one_example
 
 OUTPUTS = ("probability", "logit")
 
@@ -69,6 +69,12 @@ class IntegratedGradientsParams:
     output: str = param(
         "probability", "differentiate the target probability (a regression head: its score) or logit", choices=OUTPUTS
     )
+
+
+def passes_integrated_gradients(n_words: int, params: IntegratedGradientsParams) -> Passes:
+    """Cost model: a forward and backward pass per path point, and a forward pass at each end of
+    the path (for the completeness check)."""
+    return Passes(classifier=params.n_steps + 2, backward=params.n_steps)
 
 
 def embed(clf: Classifier, encoded: Encoded) -> torch.Tensor:

@@ -18,7 +18,7 @@ from core.classifier import Classifier
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers.base import make_attribution, one_example
+from explainers.base import Passes, make_attribution, one_example
 from explainers.pooling import Scoring, pooled
 
 OUTPUTS = ("log_odds", "probability")
@@ -28,6 +28,11 @@ OUTPUTS = ("log_odds", "probability")
 class LooParams:
     removal: str = param("delete", "how the word is removed", choices=REMOVALS)
     output: str = param("log_odds", "score space: log2-odds difference or probability difference", choices=OUTPUTS)
+
+
+def passes(n_words: int, params: LooParams) -> Passes:
+    """Cost model: the input and one variant per word (a variant met twice is scored once)."""
+    return Passes(classifier=n_words + 1)
 
 
 def plan(clf: Classifier, example: Example, target: int, params: LooParams) -> Scoring:

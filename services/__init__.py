@@ -33,6 +33,7 @@ from services.estimates import (
     estimate_mask_cost,
     estimate_perturbation_cost,
     passes_per_second,
+    worth_estimating,
 )
 from services.experiments import attack, attack_summary, randomization_steps, randomize
 from services.explain import HeatmapResult, PredictionResult, explain, predict_example
@@ -168,6 +169,7 @@ __all__ = [
     "slice_stopped_at",
     "split_ref",
     "with_imports",
+    "worth_estimating",
 ]
 
 # The methods and metrics a new dataset run starts with (those of `python -m cli evaluate`).

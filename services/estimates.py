@@ -34,13 +34,12 @@ def passes_per_second(attribution: Attribution) -> float | None:
 
 
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
-    """Passes of a sampling method (its spec's ``passes`` cost model) on ``n_words`` words; the
-    time assumes a masked-LM pass and a backward pass each cost about one classifier forward pass
+    """Passes of a method (its spec's ``passes`` cost model) on ``n_words`` words; the time assumes a masked-LM pass and a backward pass each cost about one classifier forward pass
     (true of the bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
     passes per second)."""
     spec = explainers.get(method)
     if spec.passes is None:
-        raise ValueError(f"no cost estimate for {method!r}: it is not a sampling method")
+        raise ValueError(f"no cost estimate in passes for {method!r}: a mask optimiser is estimated in steps")
     passes = spec.passes(n_words, spec.make_params(params))
     seconds = (passes.mlm + passes.classifier + passes.backward) / rate if rate else None
     return CostEstimate(passes.mlm, passes.classifier, seconds)
@@ -71,6 +70,28 @@ def _forward_rate(model: str, example_key: str, _example: Example) -> float:
     return forward_rate(clf, clf.fit_example(_example)[0])
 
 
+# Token-passes (passes times the text's tokens) from which a method that samples nothing (leave-one-out,
+# integrated gradients) gets a time estimate before it runs: about 2 s at the bundled MiniLM's
+# ~10,000 tokens per second on 2 CPU cores (BENCHMARKS.md: 405 passes/s of ~25 tokens). Below it
+# the rate's calibration would cost more than the estimate is worth.
+ESTIMATED_FROM_TOKEN_PASSES = 20_000
+
+
+def worth_estimating(model: str, example: Example, method: str, params: dict[str, Any]) -> bool:
+    """Whether ``estimate_perturbation_cost`` is shown for ``method`` on this example: always for a
+    sampling method, for another when its passes over this text pass ``ESTIMATED_FROM_TOKEN_PASSES``
+    (a mask optimiser has ``estimate_mask_cost``)."""
+    spec = explainers.get(method)
+    if spec.passes is None:
+        return False
+    if spec.sampling:
+        return True
+    clf = models.classifier(model)
+    fitted = clf.fit_example(example)[0]
+    passes = spec.passes(len(fitted.words), spec.make_params(params))
+    return (passes.classifier + passes.backward + passes.mlm) * clf.token_count(fitted) >= ESTIMATED_FROM_TOKEN_PASSES
+
+
 def estimate_perturbation_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> CostEstimate:
     """``estimate_cost`` for this example at the classifier's measured rate on it."""
     rate = _forward_rate(model, store.example_key(example), example)
@@ -88,18 +109,23 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
 
 
-def cost_model(method: str, n_words: int) -> str | None:
+def cost_model(method: str, n_words: int) -> str:
     """The registry's cost model of ``method`` at its default parameters on ``n_words`` words, in
-    words (None for a method without one: its cost is measured when it runs)."""
+    words: its passes, or a mask optimiser's steps."""
     spec = explainers.get(method)
     params = spec.make_params()
     if spec.passes is not None:
         passes = spec.passes(n_words, params)
-        mlm = f" and {passes.mlm:,} masked-LM passes" if passes.mlm else ""
-        return f"at most {passes.classifier:,} classifier forward passes{mlm} on {n_words} words"
-    if spec.steps is not None:
-        steps = spec.steps(params)
-        pretrain = f" and {steps.pretrain:,.0f} units once to pre-train" if steps.pretrain else ""
-        unit = "one unit: a forward and backward pass of a batch of two"
-        return f"about {steps.run:,.0f} units per run{pretrain} ({unit}; {steps.note})"
-    return None
+        backward = f" ({passes.backward:,} of them also backward)" if passes.backward else ""
+        mlm = f" and {_count(passes.mlm, 'masked-LM pass')}" if passes.mlm else ""
+        return f"at most {_count(passes.classifier, 'classifier forward pass')}{backward}{mlm} on {n_words} words"
+    if spec.steps is None:
+        raise ValueError(f"{method!r} has no cost model")  # the registry gives every method one
+    steps = spec.steps(params)
+    pretrain = f" and {steps.pretrain:,.0f} units once to pre-train" if steps.pretrain else ""
+    unit = "one unit: a forward and backward pass of a batch of two"
+    return f"about {steps.run:,.0f} units per run{pretrain} ({unit}; {steps.note})"
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}" + ("" if n == 1 else "es")

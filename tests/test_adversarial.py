@@ -508,6 +508,7 @@ def test_cost_weights_follow_each_methods_passes():
         {"integrated_gradients": {"n_steps": 20}, "lime": {"n_samples": 300}},
         7,
     )
-    assert weights == [1.0, 7.0, 20.0, float(lime_passes.classifier)]
+    # forward + backward passes: saliency 1 + 1, leave-one-out 7 + 1, IG 20 path points + 2 ends and 20 backward
+    assert weights == [2.0, 8.0, 42.0, float(lime_passes.classifier)]
     embedding = make_params("embedding", "quick", {"ig_n_steps": 6})
     assert cost_weights("embedding", ["grad_x_input", "integrated_gradients"], embedding, None, 7) == [1.0, 6.0]

@@ -102,6 +102,20 @@ def test_sampling_methods_show_an_estimate_that_bounds_their_passes() -> None:
     assert 0 < costs.loc["kernel_shap", "forward passes"] <= 40
 
 
+def test_leave_one_out_on_a_long_text_shows_an_estimate_and_a_short_one_does_not() -> None:
+    """Leave-one-out and IG on a long free text ran for minutes with no estimate (shown only for
+    sampling methods and mask optimisers)."""
+    at = free_text(" ".join(["good", "bad"] * 80), methods="loo_empty,saliency")  # 160 words, 162 tokens
+    assert_clean(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert re.search(
+        r"Estimated time for \*\*loo_empty\*\*: about [0-9.]+ s \(at most 161 classifier forward", captions
+    )
+    assert "**saliency**" not in captions  # one pass and its backward: not worth a calibration
+    short = run_app(dataset="examples", split="sst2", index="0", methods="loo_empty")
+    assert "Estimated time" not in " ".join(c.value for c in short.caption)
+
+
 @pytest.mark.slow
 def test_mask_optimisers_show_estimate_spans_preview_and_trace() -> None:
     small = {

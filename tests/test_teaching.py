@@ -69,9 +69,10 @@ def test_every_registered_method_gets_a_card(info: services.MethodInfo) -> None:
     assert [f.name for f in card.fields] == [f.name for f in info.fields]
     if spec.passes is not None:  # the registry's cost model, evaluated on 7 words
         passes = spec.passes(7, spec.make_params())
-        assert f"at most {passes.classifier:,} classifier forward passes" in card.cost
-    elif spec.steps is None:
-        assert card.cost.startswith("No cost model")
+        assert f"at most {passes.classifier:,} classifier forward pass" in card.cost
+        assert (f"{passes.backward:,} of them also backward" in card.cost) == bool(passes.backward)
+    else:
+        assert "units per run" in card.cost
 
 
 def test_the_original_methods_have_hand_written_cards() -> None:

@@ -59,7 +59,7 @@ def card(info: services.MethodInfo, n_words: int) -> Card:
         computes=note.computes if note else info.description[:1].upper() + info.description[1:] + ".",
         pitfalls=note.pitfalls if note else generic or ("No known pitfalls written down for this method yet.",),
         fields=info.fields,
-        cost=f"Cost model: {model}." if model else "No cost model: the passes are counted when it runs (below).",
+        cost=f"Cost model: {model}.",
         mask_optimiser=info.mask_optimiser,
         written=note is not None,
     )

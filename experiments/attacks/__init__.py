@@ -117,8 +117,7 @@ def cost_weights(
     """Each method's expected share of an attack's work, in passes: per ascent step for the
     embedding attack (integrated gradients differentiates ``ig_n_steps`` path points, the other
     gradient methods one), per explained candidate for the substitution attack (the method's own
-    cost: its ``passes`` or ``steps`` cost model, ``n_steps`` path points, one pass per word for
-    leave-one-out, else one pass)."""
+    cost model: its ``passes``, or a mask optimiser's ``steps``)."""
     weights = []
     for method in methods:
         spec = explainers.get(method)
@@ -128,12 +127,8 @@ def cost_weights(
         elif spec.passes is not None:
             passes = spec.passes(n_words, own)
             weight = float(passes.classifier + passes.mlm + passes.backward)
-        elif spec.steps is not None:
-            weight = spec.steps(own).run
-        elif hasattr(own, "n_steps"):
-            weight = float(own.n_steps)
-        else:
-            weight = float(n_words) if spec.family == "leave-one-out" else 1.0
+        else:  # a mask optimiser
+            weight = spec.steps(own).run if spec.steps is not None else 1.0
         weights.append(max(weight, 1.0))
     return weights
 
