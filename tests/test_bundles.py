@@ -214,6 +214,35 @@ def test_the_heatmap_page_offers_the_bundle_and_the_sidebar_the_link() -> None:
     assert links == ["?dataset=examples&index=1&methods=random&model=minilm-sst2&split=sst2"]
 
 
+def test_a_bundle_of_typed_text_keeps_the_text_as_typed() -> None:
+    """A bundle kept typed text as its words joined (``A < b > bold``), so it reopened on another text."""
+    from ui.bundles import as_typed
+
+    words = ("A", "<", "b", ">", "bold", "film", "!")
+    assert as_typed("A<b>bold film!", words) == "A<b>bold film!"
+    assert as_typed("another text", words) == "A < b > bold film !"  # the words explained, when it differs
+    assert as_typed(None, words) == "A < b > bold film !"
+
+    from types import SimpleNamespace
+
+    from services.explain import HeatmapResult, PredictionResult
+    from ui import bundles
+    from ui.export import Heatmap
+    from ui.state import Selection
+
+    attribution = Attribution("random", "free text", 1, words, np.float32(np.arange(7)))
+    example = Example(segments=(words,), id="free text")
+    result = HeatmapResult(PredictionResult(example, (0.2, 0.8), 1, ("neg", "pos"), 0), 1, {"random": attribution})
+    state = SimpleNamespace(session_state={"sidebar.text": "A<b>bold film!"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bundles, "st", state)
+        patch.setattr(bundles, "heatmap_files", lambda drawn: {})
+        data = bundles.bundle_data(
+            Selection("minilm-sst2", example=example), result, Heatmap(words, (0,) * 7, {}), None
+        )()
+    assert read_bundle(data, "typed.zip").selection["text"] == "A<b>bold film!"
+
+
 def test_the_page_bundle_carries_the_heatmap_figures(tmp_path) -> None:
     """What the page's "Session bundle" button makes: the view and the heatmap as HTML and LaTeX
     (and PNG where a browser is installed), with hostile words escaped in both."""
