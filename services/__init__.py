@@ -17,6 +17,7 @@ from services.compare import ComparisonResult, compare
 from services.data import (
     FREE_TEXT,
     annotator_count,
+    as_typed,
     dataset_example,
     dataset_options,
     dataset_size,
@@ -111,6 +112,7 @@ __all__ = [
     "SliceItem",
     "SliceResult",
     "annotator_count",
+    "as_typed",
     "attack",
     "attack_info",
     "attack_summary",

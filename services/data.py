@@ -68,6 +68,14 @@ def free_text_example(text: str, text_b: str = "") -> Example:
     return Example(segments=tuple(segments), dataset=FREE_TEXT, id=FREE_TEXT)
 
 
+def as_typed(typed: object, words: tuple[str, ...]) -> str:
+    """The sidebar's text as typed (``A<b>bold</b>``) where it splits into the explained ``words``,
+    else the words joined by spaces (``A < b > bold``): a bundle reopens on the text as typed."""
+    if isinstance(typed, str) and datasets.split_words(typed) == words:
+        return typed
+    return " ".join(words)
+
+
 def slice_examples(dataset: str, split: str, n: int, *, random_order: bool = False, seed: int = 0) -> list[Example]:
     """The first ``n`` examples of a split, or ``n`` drawn at random with ``seed`` (in dataset order)."""
     indices = slice_indices(dataset, split, n, random_order=random_order, seed=seed)

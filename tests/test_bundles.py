@@ -216,7 +216,7 @@ def test_the_heatmap_page_offers_the_bundle_and_the_sidebar_the_link() -> None:
 
 def test_a_bundle_of_typed_text_keeps_the_text_as_typed() -> None:
     """A bundle kept typed text as its words joined (``A < b > bold``), so it reopened on another text."""
-    from ui.bundles import as_typed
+    from services import as_typed
 
     words = ("A", "<", "b", ">", "bold", "film", "!")
     assert as_typed("A<b>bold film!", words) == "A<b>bold film!"

@@ -14,7 +14,6 @@ from functools import partial
 import streamlit as st
 
 import services
-from core.datasets import split_words
 from services.bundles import bundle_bytes, bundle_result, open_bundle, startup_bundle
 from ui import sidebar
 from ui.export import Heatmap, heatmap_files
@@ -125,14 +124,6 @@ def show_opened(name: str, result: services.HeatmapResult) -> services.HeatmapRe
     return result
 
 
-def as_typed(typed: object, words: tuple[str, ...]) -> str:
-    """The sidebar's text as typed (``A<b>bold</b>``) where it splits into the explained ``words``,
-    else the words joined by spaces (``A < b > bold``): a bundle reopens on the text as typed."""
-    if isinstance(typed, str) and split_words(typed) == words:
-        return typed
-    return " ".join(words)
-
-
 def bundle_data(
     selection: Selection, result: services.HeatmapResult, drawn: Heatmap, view: str | None
 ) -> Callable[[], bytes]:
@@ -140,8 +131,8 @@ def bundle_data(
     page's choices, every attribution with its exact parameters, the heatmap's files."""
     example = result.prediction.example
     typed = selection.dataset is None
-    text = as_typed(st.session_state.get("sidebar.text"), example.segments[0]) if typed else None
-    text_b = as_typed(st.session_state.get("sidebar.text_b"), example.segments[1]) if example.is_pair else None
+    text = services.as_typed(st.session_state.get("sidebar.text"), example.segments[0]) if typed else None
+    text_b = services.as_typed(st.session_state.get("sidebar.text_b"), example.segments[1]) if example.is_pair else None
     shown = {
         "dataset": selection.dataset, "split": selection.split, "index": selection.index,
         "text": text, "text_b": text_b if typed else None,
