@@ -76,7 +76,7 @@ def seed_int(text: str) -> int:
     return value
 
 
-def read_jsonl(path: str, fields: tuple[str, ...] = ("text",)) -> list[dict[str, Any]]:
+def read_jsonl(path: str) -> list[dict[str, Any]]:
     """The records of a JSON Lines file, each a dict with a string ``text`` (blank lines skipped);
     parsed, never evaluated. ``ValueError`` names the file and line of any bad record."""
     from pathlib import Path

@@ -33,11 +33,6 @@ class PassBook:
         self._ledger: PassLedger | None = None
         self._shared: dict[tuple, Any] | None = None  # inside ``sharing_passes``
 
-    def reset_counts(self) -> None:
-        self.forward_passes = 0
-        self.backward_passes = 0
-        self.model_calls = 0
-
     @contextmanager
     def per_example(self, n_examples: int) -> Iterator[PassLedger]:
         """Count the block's passes per example of a batched request as well: each counted call

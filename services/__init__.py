@@ -11,7 +11,7 @@ from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
 from services import background, reproductions, runs
 from services.access import heavy_slot, shared_mode
-from services.agreement import method_agreement, run_agreement
+from services.agreement import method_agreement
 from services.bundles import bundle_bytes
 from services.compare import ComparisonResult, compare
 from services.data import (
@@ -162,7 +162,6 @@ __all__ = [
     "rationale_slice",
     "ref_autocast",
     "reproductions",
-    "run_agreement",
     "runs",
     "score_attribution",
     "shared_mode",

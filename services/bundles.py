@@ -13,6 +13,7 @@ from engine.bundles import MAX_BUNDLE_BYTES, Bundle, read_bundle, write_bundle
 from services.explain import HeatmapResult, PredictionResult
 
 BUNDLE_ENV = "ATTRIBUTION_BUNDLE"
+UPLOAD_MB = MAX_BUNDLE_BYTES // 2**20  # the largest bundle the uploader takes (read_bundle refuses more too)
 
 
 def bundle_bytes(

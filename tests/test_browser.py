@@ -37,7 +37,7 @@ CHROMIUM_ARGS = [
 METHODS = ["loo_empty", "saliency", "attention_mean", "random"]
 TIMEOUT_MS = 300_000
 
-# Not marked slow: the default suite (`make test`) drives the real app in a browser with these four
+# Not marked slow: the default suite (`make test`) drives the real app in a browser with these five
 # (about 1.5 minutes on 2 quiet cores, the model's cold load included).
 pytestmark = [pytest.mark.browser]
 

@@ -210,6 +210,8 @@ def test_the_heatmap_page_offers_the_bundle_and_the_sidebar_the_link() -> None:
     at.run()
     assert not at.exception, at.exception
     assert at.download_button(key="heatmaps.download.bundle").label == "Session bundle"
+    [uploader] = [u for u in at.get("file_uploader") if "bundle" in u.proto.label]
+    assert uploader.proto.max_upload_size_mb == 32  # the size read_bundle takes, refused in the browser first
     links = [c.value for c in at.code if "model=" in c.value]
     assert links == ["?dataset=examples&index=1&methods=random&model=minilm-sst2&split=sst2"]
 

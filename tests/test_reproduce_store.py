@@ -47,6 +47,12 @@ def parquet_files(root: Path) -> list[Path]:
     return sorted(root.rglob("*.parquet"))
 
 
+def latest(name: str):
+    """The stored result of ``name`` the page shows (``pick``) and whether the current code computed it."""
+    chosen, current = reproduce.pick(reproduce.stored_results(name))
+    return (None, False) if chosen is None else (reproduce.load(chosen.run_id), current)
+
+
 def test_round_trip_through_a_reopened_store(results):
     computed = reproduce.run(NAME, 5)
     payload, was_stored = reproduce.cached_run(NAME, 5)  # computes again (the fake is deterministic)
@@ -86,10 +92,10 @@ def test_a_stored_result_is_read_not_recomputed(results, monkeypatch):
     monkeypatch.setattr(reproduce, "run", lambda *a, **k: pytest.fail("the stored result should have been used"))
     again, was_stored = reproduce.cached_run(NAME, 3)
     assert was_stored and again == first
-    assert reproduce.latest(NAME) == (first, True)
-    assert reproduce.latest("aml-table1") == (None, False)
+    assert latest(NAME) == (first, True)
+    assert latest("aml-table1") == (None, False)
     with pytest.raises(ValueError, match="unknown reproduction 'nope'"):
-        reproduce.latest("nope")
+        latest("nope")
 
 
 def test_refresh_replaces_and_a_new_code_version_adds(results, monkeypatch):
@@ -111,9 +117,9 @@ def test_refresh_replaces_and_a_new_code_version_adds(results, monkeypatch):
     newer, was_stored = reproduce.cached_run(NAME, 3)
     assert not was_stored and newer["run_id"] != first["run_id"] and newer["code_version"] == "fedcba987654"
     assert [r.code for r in reproduce.stored_results(NAME)] == ["fedcba987654", first["code_version"]]
-    assert reproduce.latest(NAME) == (newer, True)
+    assert latest(NAME) == (newer, True)
     monkeypatch.setattr(reproduce, "code_version", lambda: "000000000000")  # a third version: nothing current
-    shown, current = reproduce.latest(NAME)
+    shown, current = latest(NAME)
     assert not current and shown == newer  # the newest of the older versions
 
 

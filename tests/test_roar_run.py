@@ -19,11 +19,11 @@ import pytest
 from scipy import stats
 
 from engine.roar.report import summary
-from engine.roar.run import execute_job, open_job, unit_results
+from engine.roar.run import execute_job, open_job
 from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob
 from experiments.roar.removal import Level, n_to_remove
-from experiments.roar.scores import RANDOM, SHARED
+from experiments.roar.scores import RANDOM, SHARED, UnitResult
 from tests.kill import kill_once_done
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +31,19 @@ TINY = {"task": "sst2", "train_size": 8, "eval_size": 8, "train_steps": 2}
 ARGS = ["--task", "sst2", "--methods", "loo_empty", "--levels", "10", "--seeds", "2"]
 ARGS += ["--train-size", "8", "--eval-size", "8", "--train-steps", "2"]
 pytestmark = pytest.mark.slow  # each unit trains and saves a model: 5-20 s on the busy 2-core machine
+
+
+def unit_results(store: RunStore, run_id: str) -> list[UnitResult]:
+    """The stored units' performance, in unit order, read from each unit file's metadata."""
+    out = []
+    for path in store.units(run_id).get("path", []):
+        meta = json.loads(pq.read_schema(store.root / path).metadata[b"roar_unit"])
+        out.append(
+            UnitResult(
+                meta["method"], Level.parse(meta["level"]), int(meta["seed"]), meta["accuracy"], meta["macro_f1"]
+            )
+        )
+    return out
 
 
 def plain_job() -> RoarJob:

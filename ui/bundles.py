@@ -14,7 +14,7 @@ from functools import partial
 import streamlit as st
 
 import services
-from services.bundles import bundle_bytes, bundle_result, open_bundle, startup_bundle
+from services.bundles import UPLOAD_MB, bundle_bytes, bundle_result, open_bundle, startup_bundle
 from ui import sidebar
 from ui.export import Heatmap, heatmap_files
 from ui.params import preset_params
@@ -47,6 +47,7 @@ def bundle_opener() -> None:
     with st.expander("Open a session bundle", expanded=error is not None):
         st.file_uploader(
             "A bundle downloaded from this page (zip)", type=["zip"], key=UPLOAD, on_change=_uploaded,
+            max_upload_size=UPLOAD_MB,
             help="Shows the bundle's view with its stored results; nothing is recomputed.",
         )  # fmt: skip
         if error:

@@ -7,7 +7,7 @@ ours: mean, 95% interval, n), the finding (holds / does not hold, with the reaso
 ours may differ, the run time and when it finished. ``cached_run`` keeps results in the run store
 under ``$ATTRIBUTION_RESULTS_DIR`` (default ``./results``), one run of kind ``reproduce`` per
 (reproduction, slice, code version), written only once the computation has finished
-(``engine.reproduce.stored``); ``stored_results``, ``latest`` and ``load`` read them without
+(``engine.reproduce.stored``); ``stored_results``, ``pick`` and ``load`` read them without
 computing anything. ``bundled`` reads the results computed when the app was packaged
 (``assets/reproductions/``), which the app shows for a reproduction the run store has no result of.
 """
@@ -40,7 +40,6 @@ __all__ = [
     "cached_run",
     "code_version",
     "get",
-    "latest",
     "load",
     "pick",
     "run",
@@ -134,13 +133,6 @@ def pick(results: list[StoredResult], version: str | None = None) -> tuple[Store
 def load(run_id: str, root: Root = None) -> dict[str, Any]:
     """One stored result's whole payload (read from the run store; nothing is computed)."""
     return stored.load(RunStore(root, read_only=True), run_id)
-
-
-def latest(name: str, root: Root = None) -> tuple[dict[str, Any] | None, bool]:
-    """The stored result of ``name`` to show (``pick``) and whether the current code computed it;
-    (None, False) when ``name`` never ran. Reads the run store only: nothing is computed."""
-    chosen, current = pick(stored_results(name, root))
-    return (None, False) if chosen is None else (load(chosen.run_id, root), current)
 
 
 def bundled(name: str) -> dict[str, Any] | None:

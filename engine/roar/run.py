@@ -34,8 +34,7 @@ from engine.runs.records import NewRun, RunInfo, UnitStats
 from engine.runs.secrets import redact
 from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob, Unit
-from experiments.roar.removal import Level
-from experiments.roar.scores import METRICS, RANDOM, SHARED, UnitResult
+from experiments.roar.scores import METRICS, RANDOM, SHARED
 
 KIND = "roar"
 EXECUTORS = ("serial", "ray")
@@ -322,23 +321,6 @@ def _json(value: Any) -> bytes:
 
 
 # ---------------------------------------------------------------------------------- reading
-
-
-def unit_results(store: RunStore, run_id: str) -> list[UnitResult]:
-    """The stored units' performance, in unit order (``scores.curves`` and friends read these)."""
-    import json
-
-    import pyarrow.parquet as pq
-
-    out = []
-    for path in store.units(run_id).get("path", []):
-        meta = json.loads(pq.read_schema(store.root / path).metadata[b"roar_unit"])
-        out.append(
-            UnitResult(
-                meta["method"], Level.parse(meta["level"]), int(meta["seed"]), meta["accuracy"], meta["macro_f1"]
-            )
-        )
-    return out
 
 
 def unit_meta(store: RunStore, run_id: str) -> list[tuple[dict[str, Any], str]]:
