@@ -106,7 +106,12 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
     their parameters, the seed, the explained class and the masked LM."""
     from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 
-    parser.add_argument("--methods", default=DEFAULT_METHODS, help="'all' or comma-separated method keys")
+    parser.add_argument(
+        "--methods",
+        default=DEFAULT_METHODS,
+        help=f"comma-separated method keys (see `methods`), 'all', or 'default' for the heatmap page's seven fast "
+        f"methods (left out: {DEFAULT_METHODS})",
+    )
     parser.add_argument(
         "--metrics",
         help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS}; log_odds left out for a regression head)",
@@ -122,6 +127,18 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
         help="class to explain: the predicted one (default) or the gold label (MaRC's protocol)",
     )
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods and removals that need one")
+
+
+def stored_runs(results_dir: str | None):
+    """The run store a reading command opens (read-only: nothing created); a folder named with
+    ``--results-dir`` must exist, so a mistyped one is not read as an empty store."""
+    from pathlib import Path
+
+    from engine.runs.store import RunStore
+
+    if results_dir is not None and not Path(results_dir).expanduser().is_dir():
+        raise ValueError(f"--results-dir {results_dir}: no such folder (no run store there)")
+    return RunStore(results_dir, read_only=True)
 
 
 def store_option(store) -> str:

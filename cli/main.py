@@ -32,7 +32,9 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cli", description="Token attribution engine.")
+    # the console script names itself; `python -m cli` would otherwise show as __main__.py
+    prog = "attrx" if os.path.basename(sys.argv[0]) == "attrx" else "python -m cli"
+    parser = argparse.ArgumentParser(prog=prog, description="Token attribution engine.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         try:

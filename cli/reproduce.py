@@ -66,12 +66,14 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The stored result of ``args.name`` (at ``--limit`` when given) the current code computed,
     else the newest of an older version, else the one packaged with the app (at its slice); a
     one-line error naming the command when there is none."""
+    from cli.common import stored_runs
     from engine import reproduce
     from engine.reproduce.base import check_limit
 
     reproduction = reproduce.get(args.name)
     if args.limit is not None:
         check_limit(args.limit, reproduction)
+    stored_runs(args.results_dir)  # a mistyped folder is named, not read as an empty store
     results = reproduce.stored_results(args.name, args.results_dir)
     if args.limit is not None:
         results = [result for result in results if result.limit == args.limit]

@@ -48,19 +48,24 @@ def job_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import progress_bar, store_option
+    from cli.show import status_of
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
     from engine.roar.run import execute_job, job_of, open_job, prepare_job
     from engine.runs.store import RunStore
+    from engine.runs.writers import claim_refusal
 
     check_flags(args)
     store = RunStore(args.results_dir, read_only=args.estimate_only)  # an estimate creates nothing
     job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
     prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
     run_id, found = prepared.run_id, store.find(prepared.run_id)
+    refusal = claim_refusal(run_id, store.root, found) if found is not None else None
+    if refusal is not None and not args.estimate_only:  # another process writes it: refused before the cost
+        raise ValueError(refusal)
     if not args.quiet:
         new = "not stored: an estimate only)" if args.estimate_only else "new)"
-        stored = f"{found.status}): {found.units_done} of {found.units_total} units stored" if found else new
+        stored = f"{status_of(found)}): {found.units_done} of {found.units_total} units stored" if found else new
         print(f"job {run_id} ({stored}", file=sys.stderr)
     if not args.no_estimate and (found is None or found.status != "done"):  # nothing stored before the go-ahead
         cost, rates = estimate(prepared.data)
@@ -125,6 +130,8 @@ def check_flags(args: argparse.Namespace) -> None:
 
     if args.estimate_only and args.no_estimate:
         raise ValueError("--estimate-only and --no-estimate contradict each other: give one of them")
+    if args.export and args.estimate_only:
+        raise ValueError("--export writes the job's report when it ends; --estimate-only does not run the job")
     if args.export:
         writable_file(args.export, "--export")
 

@@ -6,11 +6,10 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_json
+    from cli.common import print_json, stored_runs
     from cli.show import run_json, status_of
-    from engine.runs.store import RunStore
 
-    store = RunStore(args.results_dir, read_only=True)
+    store = stored_runs(args.results_dir)
     infos = store.infos()
     if args.json:
         print_json([run_json(info) for info in infos])

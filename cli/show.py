@@ -37,7 +37,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
         print(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples")
         print_summary_table(payload)
     if info.status != "done":
-        print(f"{info.run_id} is {status_of(info)}: {next_step(info, store_option(store))}", file=sys.stderr)
+        print(f"{info.run_id} {state_text(info)}: {next_step(info, store_option(store))}", file=sys.stderr)
     return 0
 
 
@@ -45,6 +45,14 @@ def status_of(info) -> str:
     """A run's status as the commands print it: ``killed`` for a run marked running whose
     process is gone."""
     return "killed" if info.writer_gone else info.status
+
+
+def state_text(info) -> str:
+    """How a run that is not done stands, for a sentence: ``is running`` (``killed``, ``stopped``),
+    or ``failed (its stored error)``."""
+    if info.status == "failed":
+        return f"failed ({info.error})" if info.error else "failed"
+    return f"is {status_of(info)}"
 
 
 def next_step(info, where: str = "") -> str:
@@ -115,11 +123,9 @@ def run_json(info) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.runs.store import RunStore
+    from cli.common import stored_runs
 
-    return print_run(
-        RunStore(args.results_dir, read_only=True), args.run_id, per_example=args.per_example, as_json=args.json
-    )
+    return print_run(stored_runs(args.results_dir), args.run_id, per_example=args.per_example, as_json=args.json)
 
 
 def register(sub) -> None:

@@ -72,8 +72,13 @@ def test_a_place_that_cannot_be_written_is_named_before_the_work(tmp_path, capsy
         run_training("sst2", None, blocker, steps=1, seed=0)
     with pytest.raises(ValueError, match=r"^cannot save the model in .*a-file/model: a file is in the way$"):
         run_training("sst2", None, blocker / "model", steps=1, seed=0)
-    assert main(["roar", "--export", str(blocker / "job.json"), "--estimate-only"]) != 0
-    assert "cannot write in" in capsys.readouterr().err
+    assert (
+        main(["roar", "--resume", "run-0", "--export", str(blocker / "job.json"), "--results-dir", str(tmp_path)]) == 2
+    )
+    assert "cannot write in" in capsys.readouterr().err  # before the job is looked up
+    assert main(["roar", "--export", str(tmp_path / "none" / "job.json"), "--estimate-only"]) == 2
+    assert "--estimate-only does not run the job" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()  # an estimate creates nothing
 
 
 def test_a_training_that_fails_leaves_the_saved_model_as_it_was(tmp_path, monkeypatch):

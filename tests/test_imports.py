@@ -663,3 +663,19 @@ def test_refusals_name_the_file_and_the_record_in_plain_words():
     long_index = b"id,word_index,score\ne," + b"1" * 5000 + b",0.5\n"
     assert refused(long_index, "x.csv") == f"x.csv line 2: word_index must be a whole number, got '{'1' * 39}"
     assert refused(b"id,word_index,score\ne,0,high\n", "x.csv") == "x.csv line 2: score must be a number, got 'high'"
+
+
+def test_the_summary_explain_json_prints_imports_its_attributions(toy_bert_folder, capsys):
+    """It was refused as "not a known attribution format ... give the format explicitly", and with
+    ``--format json`` as "attribution 'model': expected an 'attribution/1' record"."""
+    from cli.main import main
+
+    assert main(["explain", "--model", toy_bert_folder, "--text", "a fine film", "--methods", "random,saliency",
+                 "--json"]) == 0  # fmt: skip
+    summary = json.loads(capsys.readouterr().out)
+    data = json.dumps(summary).encode()
+    for fmt in (None, "json"):
+        found, read = formats.read_bytes(data, "summary.json", fmt)
+        assert found == "json" and [r.method for r in read] == ["json.random", "json.saliency"]
+        assert [r.scores for r in read] == [tuple(summary["attributions"][m]["scores"]) for m in ("random", "saliency")]
+        assert all(r.words == ("a", "fine", "film") for r in read)

@@ -22,6 +22,7 @@ from engine import reproduce
 from engine.reproduce import base, stored
 from engine.reproduce.base import Row
 from engine.runs.store import RESULTS_ENV, RunStore
+from tests.test_reproduce_store import latest
 
 PAGE = str(Path(__file__).resolve().parent.parent / "app_pages" / "reproductions.py")
 
@@ -105,13 +106,13 @@ def open_page():
 
 def test_latest_prefers_the_current_code_version(results):
     version = base.code_version()
-    current, is_current = reproduce.latest("double-trouble-tableA3")
+    current, is_current = latest("double-trouble-tableA3")
     assert is_current and current["code_version"] == version
-    old, is_current = reproduce.latest("double-trouble-table4")
+    old, is_current = latest("double-trouble-table4")
     assert not is_current and old["code_version"] == "0123456789ab"
-    assert reproduce.latest("aml-table1") == (None, False)
+    assert latest("aml-table1") == (None, False)
     with pytest.raises(ValueError, match="unknown reproduction"):
-        reproduce.latest("nope")
+        latest("nope")
 
 
 def test_page_shows_stored_tables_beside_the_published_values(results, no_computing):

@@ -178,3 +178,21 @@ def test_a_job_whose_methods_fill_in_words_is_keyed_by_its_masked_lm(tmp_path):
     plain, im = plain_job(), RoarJob(methods=("im",), levels=(Level(10),), seeds=2, **TINY)
     assert "mlm_fingerprint" not in new_run(plain, load_data(plain, tmp_path)).key_fields
     assert "mlm_fingerprint" in new_run(im, load_data(im, tmp_path)).key_fields
+
+
+def test_a_resume_of_a_job_another_process_writes_is_refused_before_its_cost_is_measured(tmp_path, capsys, monkeypatch):
+    """``roar --resume`` of a job being written ran training steps for the estimate, then refused."""
+    from cli.main import main
+    from tests.test_run_store_claims import claimer, release
+
+    store = RunStore(tmp_path)
+    run_id = open_job(plain_job(), store).info.run_id
+    store.finish(run_id, "stopped", 0.0)
+    monkeypatch.setattr("engine.roar.cost.estimate", lambda *_: pytest.fail("the cost was measured"))
+    other = claimer(store.root, run_id)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "claimed\n"
+        assert main(["roar", "--resume", run_id, "--results-dir", str(tmp_path)]) == 2
+        assert f"error: run {run_id} is being written by process {other.pid} on " in capsys.readouterr().err
+    finally:
+        release(other)

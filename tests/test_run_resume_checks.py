@@ -115,7 +115,7 @@ def test_resume_of_another_kind_names_its_command_and_stores_nothing(kind, toy_b
     command = f"roar --resume {run_id}" if kind == "roar" else "reproduce a-reproduction --cached --limit 2"
     assert f"`python -m cli {command} --results-dir {tmp_path}`" in err  # the store the run is in
     with pytest.raises(
-        ValueError, match=f"run {run_id} cannot be resumed: it is a {kind} run, not a dataset evaluation"
+        ValueError, match=f"run {run_id} cannot be resumed: it is a run of kind {kind}, not a dataset evaluation"
     ):
         open_run(small_spec(toy_bert_folder), store, resume=run_id)  # the engine's own check
     assert [info.run_id for info in store.infos()] == [run_id]
@@ -171,7 +171,7 @@ def test_resume_continues_on_the_executor_the_run_was_started_with(
     resume = ["run", "--resume", info.run_id, "--model", "other", "--methods", "saliency", "--target", "gold"]
     assert main([*resume, "--results-dir", str(tmp_path), "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert f"run {info.run_id} (stopped)" in err  # the id is printed even with --quiet
+    assert f"run {info.run_id} (stopped, 1 of 3 examples stored)" in err  # the id is printed even with --quiet
     assert "--resume uses the run's own settings: --model, --methods, --target ignored" in err
     (info,) = store.infos()
     assert (info.status, info.units_done, info.executor) == ("done", 3, "serial")

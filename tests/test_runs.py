@@ -79,7 +79,7 @@ class Interrupted(Exception):
     pass
 
 
-def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_path):
+def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_path, capsys):
     spec = toy_spec(toy_bert_folder)
     reference_store = RunStore(tmp_path / "a")
     reference = execute(open_run(spec, reference_store), reference_store, executor="serial")
@@ -102,6 +102,10 @@ def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_p
     info = store.get(run_id)
     assert (info.status, info.rows_done, info.units_done) == ("failed", 4, 2)
     assert info.error.startswith("Interrupted")
+    from cli.main import main
+
+    assert main(["show", run_id, "--results-dir", str(tmp_path / "b")]) == 0  # the rows stored so far
+    assert f"{run_id} failed (Interrupted" in capsys.readouterr().err  # why, not only "is failed"
     assert sorted(store.read_table(run_id).column("position").to_pylist()) == [0, 1, 2, 3]
 
     resumed = execute(open_run(resume_spec(store, run_id), store, resume=run_id), store, executor="serial")

@@ -117,7 +117,11 @@ def detect(document: Any, name: str) -> str:
     if isinstance(first, dict):
         if "sequence_attributions" in first:
             return "inseq"
-        if "schema" in first or (first and all(isinstance(v, dict) and "schema" in v for v in first.values())):
+        if (
+            "schema" in first
+            or _explain_summary(first)
+            or (first and all(isinstance(v, dict) and "schema" in v for v in first.values()))
+        ):
             return "json"
         if {"tokens", "scores"} <= set(first):
             return "ferret"
@@ -130,6 +134,14 @@ def detect(document: Any, name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- our JSON
+
+
+def _explain_summary(document: dict) -> bool:
+    """Whether ``document`` is the summary ``python -m cli explain --json`` prints: no schema, the
+    example's words and an ``attributions`` object of records (not a record of a method named
+    "attributions")."""
+    found = document.get("attributions")
+    return "schema" not in document and "words" in document and isinstance(found, dict) and "schema" not in found
 
 
 def read_ours(document: Any, name: str) -> list[Imported]:
@@ -167,7 +179,7 @@ def read_ours(document: Any, name: str) -> list[Imported]:
     schema = document.get("schema")
     if schema == ATTRIBUTION_SCHEMA:
         return [attribution(document, f"{name} record 0")]
-    if schema in ("explanation/1", "bundle/1"):
+    if schema in ("explanation/1", "bundle/1") or _explain_summary(document):
         found = document.get("attributions")
         if not isinstance(found, dict):
             raise BadFile(f"{name}: {schema} without an 'attributions' object")

@@ -95,7 +95,7 @@ def load(store: RunStore, run_id: str) -> dict[str, Any]:
 
     info = store.get(run_id)
     if info.kind != KIND:
-        raise ValueError(f"{run_id} is a {info.kind} run, not a reproduction")
+        raise ValueError(f"{run_id} is a run of kind {info.kind}, not a reproduction")
     paths = list(store.units(run_id).get("path", []))
     if len(paths) != 1:
         raise ValueError(f"reproduction {run_id} has {len(paths)} stored files, expected one")

@@ -166,7 +166,7 @@ def open_job(
 def job_of(info: RunInfo) -> RoarJob:
     """The job of a stored ROAR run."""
     if info.kind != KIND:
-        raise ValueError(f"{info.run_id} is a {info.kind} run, not a ROAR job")
+        raise ValueError(f"{info.run_id} is a run of kind {info.kind}, not a ROAR job")
     settings = {k: v for k, v in info.selection.items() if k in RoarJob.__dataclass_fields__}
     return RoarJob.from_json(settings)
 
