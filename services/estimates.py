@@ -34,8 +34,9 @@ def passes_per_second(attribution: Attribution) -> float | None:
 
 
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
-    """Passes of a method (its spec's ``passes`` cost model) on ``n_words`` words; the time assumes a masked-LM pass and a backward pass each cost about one classifier forward pass
-    (true of the bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
+    """Passes of a method (its spec's ``passes`` cost model) on ``n_words`` words; the time assumes
+    a masked-LM pass and a backward pass each cost about one classifier forward pass (true of the
+    bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
     passes per second)."""
     spec = explainers.get(method)
     if spec.passes is None:
