@@ -55,7 +55,7 @@ st.session_state.setdefault("heatmaps.view", "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="session")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
-other = compare.second_model(selection.model)
+other = compare.second_model(selection.model, selection.label_names)
 
 bundle_opener()
 opened = opened_for(selection)
@@ -71,11 +71,8 @@ def cost_captions() -> None:
         k for k in chosen if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))
     ):
         cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
-        mlm = f"{cost.mlm_passes:,} masked-LM and " if cost.mlm_passes else ""
-        st.caption(
-            f"Estimated time for **{key}**: about {cost.seconds:.1f} s ({mlm}at most {cost.classifier_passes:,} "
-            "classifier forward passes)."
-        )
+        passes = services.passes_text(cost.classifier_passes, cost.backward_passes, cost.mlm_passes)
+        st.caption(f"Estimated time for **{key}**: about {cost.seconds:.1f} s (at most {passes}).")
     for key in (k for k in chosen if infos[k].mask_optimiser):
         estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
         pretrain = (

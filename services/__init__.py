@@ -13,7 +13,7 @@ from services import background, reproductions, runs
 from services.access import heavy_slot, shared_mode
 from services.agreement import method_agreement
 from services.bundles import bundle_bytes
-from services.compare import ComparisonResult, compare
+from services.compare import ComparisonResult, compare, label_refusal
 from services.data import (
     FREE_TEXT,
     annotator_count,
@@ -34,6 +34,7 @@ from services.estimates import (
     estimate_mask_cost,
     estimate_perturbation_cost,
     passes_per_second,
+    passes_text,
     worth_estimating,
 )
 from services.experiments import attack, attack_summary, randomization_steps, randomize
@@ -140,6 +141,7 @@ __all__ = [
     "im_candidate_rows",
     "im_counterfactual_rows",
     "im_word_rows",
+    "label_refusal",
     "lime_counterfactual_rows",
     "loo_counterfactual_rows",
     "masked_lm",
@@ -152,6 +154,7 @@ __all__ = [
     "model_ref",
     "model_task",
     "passes_per_second",
+    "passes_text",
     "predict_example",
     "random_index",
     "randomization_steps",

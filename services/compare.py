@@ -21,6 +21,17 @@ class ComparisonResult:
     agreements: dict[str, MethodAgreement]
 
 
+def label_refusal(first_labels: tuple[str, ...], other: str) -> str | None:
+    """Why model ``other`` cannot be compared with a model of ``first_labels`` (another set of
+    classes, or a model that cannot be loaded), read from its config where it can be; None when
+    it can be compared."""
+    try:
+        label_map(first_labels, models.label_names(other))
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def compare(
     first: HeatmapResult,
     other: str,

@@ -24,6 +24,7 @@ class CostEstimate:
     mlm_passes: int
     classifier_passes: int
     seconds: float | None
+    backward_passes: int = 0  # of the classifier passes, those that also go backward
 
 
 def passes_per_second(attribution: Attribution) -> float | None:
@@ -33,17 +34,23 @@ def passes_per_second(attribution: Attribution) -> float | None:
     return attribution.forward_passes / attribution.runtime_s
 
 
+# A backward pass in forward passes of the same text. On ~20-word sentences it is about one (the
+# bundled MiniLMs: 405 forward against 193 forward+backward passes per second, BENCHMARKS.md); on
+# a 219-word text IG's 52 forward and 50 backward passes took 1.8 times the time one would give,
+# so two, which over-estimates short sentences a little rather than long texts by half.
+BACKWARD_COST = 2.0
+
+
 def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float | None) -> CostEstimate:
     """Passes of a method (its spec's ``passes`` cost model) on ``n_words`` words; the time assumes
-    a masked-LM pass and a backward pass each cost about one classifier forward pass (true of the
-    bundled MiniLMs: BENCHMARKS.md measures 405 forward and 193 forward+backward
-    passes per second)."""
+    a masked-LM pass costs about one classifier forward pass and a backward pass
+    ``BACKWARD_COST`` of them."""
     spec = explainers.get(method)
     if spec.passes is None:
         raise ValueError(f"no cost estimate in passes for {method!r}: a mask optimiser is estimated in steps")
     passes = spec.passes(n_words, spec.make_params(params))
-    seconds = (passes.mlm + passes.classifier + passes.backward) / rate if rate else None
-    return CostEstimate(passes.mlm, passes.classifier, seconds)
+    seconds = (passes.mlm + passes.classifier + BACKWARD_COST * passes.backward) / rate if rate else None
+    return CostEstimate(passes.mlm, passes.classifier, seconds, passes.backward)
 
 
 @dataclass(frozen=True)
@@ -117,15 +124,30 @@ def cost_model(method: str, n_words: int) -> str:
     params = spec.make_params()
     if spec.passes is not None:
         passes = spec.passes(n_words, params)
-        backward = f" ({passes.backward:,} of them also backward)" if passes.backward else ""
-        mlm = f" and {_count(passes.mlm, 'masked-LM pass')}" if passes.mlm else ""
-        return f"at most {_count(passes.classifier, 'classifier forward pass')}{backward}{mlm} on {n_words} words"
+        if not passes.classifier and not passes.mlm:
+            return "no model pass"
+        return f"at most {passes_text(passes.classifier, passes.backward, passes.mlm)} on {n_words} words"
     if spec.steps is None:
         raise ValueError(f"{method!r} has no cost model")  # the registry gives every method one
     steps = spec.steps(params)
     pretrain = f" and {steps.pretrain:,.0f} units once to pre-train" if steps.pretrain else ""
     unit = "one unit: a forward and backward pass of a batch of two"
     return f"about {steps.run:,.0f} units per run{pretrain} ({unit}; {steps.note})"
+
+
+def passes_text(classifier: int, backward: int = 0, mlm: int = 0) -> str:
+    """Passes in words, as the cost models and measured costs are shown: "1 classifier forward and
+    backward pass", "52 classifier forward passes (50 of them also backward) and 8 masked-LM
+    passes", "no model pass"."""
+    parts = []
+    if classifier and backward == classifier:
+        parts.append(_count(classifier, "classifier forward and backward pass"))
+    elif classifier:
+        also = f" ({backward:,} of them also backward)" if backward else ""
+        parts.append(_count(classifier, "classifier forward pass") + also)
+    if mlm:
+        parts.append(_count(mlm, "masked-LM pass"))
+    return " and ".join(parts) or "no model pass"
 
 
 def _count(n: int, thing: str) -> str:

@@ -154,14 +154,20 @@ def test_heatmap_page_shows_both_models_rows_and_their_correlation() -> None:
     assert table.loc["saliency", "Spearman ρ"] < 0.9
 
 
-def test_a_second_model_with_other_classes_is_refused_below_the_first_models_results() -> None:
+def test_a_second_model_with_other_classes_is_refused_under_its_picker() -> None:
+    """The refusal came last on the page, under the cost table, after the second model's label set
+    was read; now it comes under the picker, before the first model's results."""
     at = AppTest.from_file(str(APP), default_timeout=600)
     at.query_params.update({"model": "minilm-sst2", "methods": "random", "compare": "minilm-esnli"})
     at.run()
     assert not at.exception
     message = (
-        "the two models have different label sets (negative, positive vs entailment, neutral, contradiction): "
+        "The two models have different label sets (negative, positive vs entailment, neutral, contradiction): "
         "pick a second model with the same classes"
-    )
+    )  # under the picker, from the second model's task.json
     assert errors(at) == [message]
     assert any("runtime (s)" in d.value.columns for d in at.dataframe)  # the first model's page is whole
+    nodes = list(at.main)  # in page order
+    error_at = next(i for i, node in enumerate(nodes) if node.type == "error")
+    heatmap_at = next(i for i, node in enumerate(nodes) if node.type == "html" and 'data-role="heatmap"' in node.value)
+    assert error_at < heatmap_at

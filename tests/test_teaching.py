@@ -69,10 +69,22 @@ def test_every_registered_method_gets_a_card(info: services.MethodInfo) -> None:
     assert [f.name for f in card.fields] == [f.name for f in info.fields]
     if spec.passes is not None:  # the registry's cost model, evaluated on 7 words
         passes = spec.passes(7, spec.make_params())
-        assert f"at most {passes.classifier:,} classifier forward pass" in card.cost
-        assert (f"{passes.backward:,} of them also backward" in card.cost) == bool(passes.backward)
+        if passes.classifier:
+            assert card.cost.startswith(f"At most {passes.classifier:,} classifier forward ")
+        assert (f"{passes.mlm:,} masked-LM pass" in card.cost) == bool(passes.mlm)
     else:
         assert "units per run" in card.cost
+
+
+def test_cost_lines_read_as_sentences() -> None:
+    """The cards read "Cost. Cost model: at most 1 classifier forward pass (1 of them also
+    backward)" and "at most 0 classifier forward passes"; the measured line "1 backward passes"."""
+    cost = {info.key: method_cards.card(info, n_words=7).cost for info in services.methods()}
+    assert cost["saliency"] == "At most 1 classifier forward and backward pass on 7 words."
+    assert cost["integrated_gradients"] == "At most 52 classifier forward passes (50 of them also backward) on 7 words."
+    assert cost["loo_empty"] == "At most 8 classifier forward passes on 7 words."
+    assert cost["random"] == "No model pass."
+    assert services.passes_text(76, 0, 8) == "76 classifier forward passes and 8 masked-LM passes"
 
 
 def test_the_original_methods_have_hand_written_cards() -> None:
@@ -109,7 +121,7 @@ def test_methods_page_shows_a_card_with_formula_parameters_and_a_live_heatmap() 
     words = services.free_text_example(method_cards.SENTENCE, "").words
     assert live and all(f">{w}</td>" in live[0] for w in words if w.isalpha())
     measured = next(c.value for c in at.caption if c.value.startswith("Measured:"))
-    assert re.search(r"\d+ forward and 50 backward passes", measured)  # 50 IG steps by default
+    assert re.search(r"\d+ classifier forward passes \(50 of them also backward\)", measured)  # 50 IG steps
     overview = next(d.value for d in at.dataframe if "family" in d.value.columns)
     assert list(overview["method"]) == list(explainers.REGISTRY)  # every registered method is listed
     assert at.query_params["method"] == "integrated_gradients"
@@ -226,7 +238,7 @@ def test_presentation_link_reads_yes_and_names_a_value_it_does_not_know() -> Non
     assert_clean(at)
     assert at.session_state["presentation.on"] is False and "present" not in at.query_params
     assert [w.value for w in at.warning if "presentation mode" in w.value] == [
-        "The link asks for presentation mode “maybe”, which is not 1 or 0; it is off."
+        "The link asks for presentation mode “maybe”, which is none of 1, yes, true, on (or 0, no, false, off); it is off."
     ]
 
 

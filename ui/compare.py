@@ -39,8 +39,10 @@ def _randomized_copy() -> None:
     st.session_state[PATH] = ""
 
 
-def second_model(model: str) -> str | None:
-    """The widgets; the second model's name for ``services`` (None when the comparison is off)."""
+def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
+    """The widgets; the second model's name for ``services`` (None when the comparison is off, or
+    when the model picked has other classes than the first's ``label_names``: said under the
+    picker, from its config, before any weights load)."""
     _read_url_once()
     left, middle, right = st.columns([2, 3, 3], vertical_alignment="bottom")
     on = left.toggle(
@@ -73,7 +75,12 @@ def second_model(model: str) -> str | None:
     )
     chosen = typed.strip() or picked
     st.query_params[PARAM] = chosen
-    return services.randomized_name(model) if chosen == RANDOMIZED else chosen
+    other = services.randomized_name(model) if chosen == RANDOMIZED else chosen
+    refusal = services.label_refusal(label_names, other) if label_names else None
+    if refusal is not None:
+        st.error(plain(refusal[:1].upper() + refusal[1:]))
+        return None
+    return other
 
 
 def render(selection, first: services.HeatmapResult, other: str, methods: list[str], params: dict) -> None:

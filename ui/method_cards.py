@@ -59,7 +59,7 @@ def card(info: services.MethodInfo, n_words: int) -> Card:
         computes=note.computes if note else info.description[:1].upper() + info.description[1:] + ".",
         pitfalls=note.pitfalls if note else generic or ("No known pitfalls written down for this method yet.",),
         fields=info.fields,
-        cost=f"Cost model: {model}.",
+        cost=f"{model[:1].upper()}{model[1:]}.",
         mask_optimiser=info.mask_optimiser,
         written=note is not None,
     )
@@ -110,7 +110,7 @@ def render(found: Card, model: str) -> None:
         st.markdown(f"**Live on “{SENTENCE}”** ({model}, explaining {explained})")
         words = result.prediction.example
         st.html(heatmap_html(words.words, words.segment_ids, result.attributions))
-        st.caption(
-            f"Measured: {attribution.runtime_s:.2f} s, {attribution.forward_passes:,} forward and "
-            f"{attribution.backward_passes:,} backward passes."
+        passes = services.passes_text(
+            attribution.forward_passes, attribution.backward_passes, attribution.extras.get("mlm_forward_passes", 0)
         )
+        st.caption(f"Measured: {attribution.runtime_s:.2f} s, {passes}.")

@@ -39,7 +39,8 @@ def _from_link(value: str | None) -> bool:
         return True
     if word not in ("", "0", "no", "false", "off"):
         share.link_warning(
-            f"The link asks for presentation mode {share.quoted(value or '')}, which is not 1 or 0; it is off."
+            f"The link asks for presentation mode {share.quoted(value or '')}, which is none of 1, yes, true, on "
+            "(or 0, no, false, off); it is off."
         )
     return False
 

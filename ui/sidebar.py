@@ -220,8 +220,11 @@ def _example_picker(options: dict[str, list[str]]):
         st.session_state["sidebar.dataset"] = "examples"
     dataset = st.selectbox("Dataset", names, key="sidebar.dataset", help="Datasets found in the data folder.")
     if dataset == services.FREE_TEXT:
-        text = st.text_area("Text (premise for pair models)", DEFAULT_TEXT, key="sidebar.text", height=110)
-        text_b = st.text_area("Hypothesis (sentence-pair models only)", "", key="sidebar.text_b", height=70)
+        # seeded in the state, not as the widgets' values: a link or a bundle may have set the state
+        st.session_state.setdefault("sidebar.text", DEFAULT_TEXT)
+        st.session_state.setdefault("sidebar.text_b", "")
+        text = st.text_area("Text (premise for pair models)", key="sidebar.text", height=110)
+        text_b = st.text_area("Hypothesis (sentence-pair models only)", key="sidebar.text_b", height=70)
         return dataset, None, None, services.free_text_example(text, text_b), None
     splits = options[dataset]
     if st.session_state.get("sidebar.split") not in splits:
