@@ -7,7 +7,8 @@ import re
 
 
 def as_read(markdown: str) -> str:
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """``markdown`` without the escapes and the invisible word joiners ``plain`` adds."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def errors(at) -> list[str]:

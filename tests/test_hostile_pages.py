@@ -133,3 +133,16 @@ def test_a_url_in_escaped_text_keeps_its_characters() -> None:
 
     assert plain("connect to 'https://huggingface.co'") == r"connect to 'https:\/\/huggingface\.co'"
     assert plain("a/b and c: //d") == r"a/b and c: //d"  # only a scheme's slashes
+
+
+def test_streamlit_codes_in_escaped_text_stay_text() -> None:
+    """``?present=:material/warning: :smile:`` showed an icon and an emoji, and ``:red[x]`` an empty
+    coloured span: a backslash stops the last two but not the icon. Checked in chromium: with a
+    word joiner after the colon all three read as typed."""
+    from ui.text import WORD_JOINER, plain
+
+    assert plain(":material/warning: :smile: :red[x] :+1:") == (
+        f":{WORD_JOINER}material/warning: :{WORD_JOINER}smile: :{WORD_JOINER}red\\[x\\] :{WORD_JOINER}\\+1:"
+    )
+    assert plain("Error: at 10:30") == f"Error: at 10:{WORD_JOINER}30"  # a colon before a space is left alone
+    assert as_read(plain(":red[x] **b**")) == ":red[x] **b**"

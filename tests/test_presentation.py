@@ -263,6 +263,18 @@ def test_heatmaps_and_coloured_html_follow_the_theme() -> None:
     assert "#b2182b" in plain and "#67001f" not in plain
 
 
+def test_presentation_heatmap_lines_hold_half_the_words() -> None:
+    """At the presentation font a line of 100 characters ran past a 1,024 px projector's column
+    (the words cut off at "sh…"): its lines now hold about 50."""
+    words = tuple(f"word{i:02d}" for i in range(40))  # 6 characters each
+    rows = {"m": attribution(words, list(np.linspace(-1.0, 1.0, 40)))}
+    lines = {}
+    for drawn in THEMES:
+        with theme.using(drawn):
+            lines[drawn.name] = heatmap_html(words, (0,) * 40, rows).count('class="hm-block"')
+    assert lines["default"] >= 2 and lines["presentation"] >= 2 * lines["default"] - 1, lines
+
+
 def test_an_exported_heatmap_keeps_the_palette_it_was_drawn_in() -> None:
     words = ("good", "bad")
     with theme.using(theme.PRESENTATION):

@@ -160,7 +160,7 @@ def heatmap_html(
     rationale: Sequence[int] | None = None,
     subwords: bool = False,
     shared_scale: bool = False,
-    line_chars: int = 100,
+    line_chars: int | None = None,
     palette: str | None = None,
     hover_hint: bool = True,
 ) -> str:
@@ -170,7 +170,8 @@ def heatmap_html(
     their word's subwords); ``shared_scale`` colours every row on one scale instead of each on
     its own largest absolute score; ``palette`` is a key of ``ui.theme.PALETTES`` (default: the
     current theme's, so the presentation setting reaches every heatmap); ``hover_hint`` says in the
-    legend that a word's title holds its raw score (not in a picture).
+    legend that a word's title holds its raw score (not in a picture); ``line_chars``: about how
+    many characters a line of words holds (default: the current theme's).
     """
     if not attributions:
         return ""
@@ -185,7 +186,7 @@ def heatmap_html(
     ]
     pair = len(set(segment_ids)) > 1
     previous = None
-    for chunk in _chunks(units, segment_ids, line_chars):
+    for chunk in _chunks(units, segment_ids, line_chars or current().line_chars):
         segment = segment_ids[chunk[0][0].word]
         if pair and segment != previous:
             parts.append(

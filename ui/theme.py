@@ -58,6 +58,7 @@ class Theme:
     carry meaning (a loss, a threshold, a rationale frame); ``muted``: reference lines (zero, a
     floor, a published bar); ``highlight``: CSS of a table's best cell. Sizes in CSS pixels;
     ``font_size`` and ``line_width`` None leave them to Streamlit's chart theme and plotly.
+    ``line_chars``: about how many characters of words a heatmap line holds before it breaks.
     """
 
     name: str
@@ -71,6 +72,7 @@ class Theme:
     font_size: int | None = None
     line_width: float | None = None
     marker_size: float | None = None
+    line_chars: int = 100
 
     def method_colour(self, method: str, index: int) -> str:
         """The colour of the ``index``-th method of a chart (the random baseline's own grey)."""
@@ -107,6 +109,7 @@ PRESENTATION = Theme(
     font_size=18,
     line_width=3.5,
     marker_size=9,
+    line_chars=50,  # the larger font: 100 characters ran past a 1,024 px projector's column
 )
 
 _current: ContextVar[Theme] = ContextVar("ui.theme", default=DEFAULT)
