@@ -38,7 +38,7 @@ from services.estimates import (
     worth_estimating,
 )
 from services.experiments import attack, attack_summary, randomization_steps, randomize
-from services.explain import HeatmapResult, PredictionResult, explain, predict_example
+from services.explain import HeatmapResult, PredictionResult, explain, predict_example, unknown_words
 from services.faithfulness import (
     FaithfulnessResult,
     MetricsRun,
@@ -172,6 +172,7 @@ __all__ = [
     "slice_indices",
     "slice_stopped_at",
     "split_ref",
+    "unknown_words",
     "with_imports",
     "worth_estimating",
 ]

@@ -99,6 +99,23 @@ def _attribution(
     return attribution
 
 
+def unknown_words(model: str, example: Example) -> tuple[str, ...]:
+    """The words of ``example`` (as the model keeps them) whose every token is the model's unknown
+    token: it reads them all alike, so their scores cannot tell them apart (a script the
+    vocabulary lacks, such as Chinese for an English wordpiece vocabulary)."""
+    clf = models.classifier(model)
+    unk = clf.special_tokens["unk"]
+    if unk is None:
+        return ()
+    encoded = clf.encode(clf.fit_example(example)[0])
+    tokens: dict[int, list[int]] = {}
+    for token, word in zip(encoded.input_ids, encoded.word_ids, strict=True):
+        if word is not None:
+            tokens.setdefault(word, []).append(token)
+    words = example.words
+    return tuple(words[w] for w, ids in sorted(tokens.items()) if all(t == unk for t in ids))
+
+
 def predict_example(model: str, example: Example, windows: bool = False) -> PredictionResult:
     """Prediction for ``example``; ``ValueError`` for empty text or a pair/single mismatch. With
     ``windows``, a single text longer than the model accepts is read whole in sliding windows

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 import explainers
 from core.datasets import load_bundled_examples
 from core.types import Attribution
-from tests.page_text import errors
+from tests.page_text import as_read, errors
 from ui.heatmap import colour, heatmap_html
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -100,6 +100,28 @@ def test_sampling_methods_show_an_estimate_that_bounds_their_passes() -> None:
     costs = at.dataframe[0].value.set_index("method")
     assert 0 < costs.loc["lime", "forward passes"] <= 60
     assert 0 < costs.loc["kernel_shap", "forward passes"] <= 40
+
+
+def test_words_the_model_reads_as_unknown_are_named() -> None:
+    """Chinese typed for an English model: each ideograph had a cell and a score of its own in the
+    words view, though the model read nearly all of them as the same [UNK] token."""
+    import services
+    from core.datasets import split_words
+
+    text = "The movie 电影 was great 好看"
+    clf = services.classifier("minilm-sst2")
+    unk = clf.special_tokens["unk"]
+    expected = [w for w in split_words(text) if set(clf.word_tokens(w)) == {unk}]
+    assert len(expected) >= 2  # the fixture's point: some ideographs are outside the vocabulary
+    at = free_text(text)
+    assert_clean(at)
+    notes = [as_read(i.value) for i in at.info if "vocabulary" in i.value]
+    said = (
+        f"{len(expected)} of 8 words are not in minilm-sst2's vocabulary ({', '.join(expected)}): it reads each as "
+        "[UNK], so their scores cannot tell them apart. The subwords view shows what it reads."
+    )
+    assert notes == [said]
+    assert not [i for i in free_text("A fine film").info if "vocabulary" in i.value]
 
 
 def test_leave_one_out_on_a_long_text_shows_an_estimate_and_a_short_one_does_not() -> None:

@@ -156,6 +156,15 @@ def coverage_note(model: str, prediction: services.PredictionResult) -> None:
             f"words are explained; the last {prediction.dropped_words} words were dropped"
             + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
         )
+    unknown = services.unknown_words(model, prediction.example)
+    if unknown:
+        shown = ", ".join(unknown[:8]) + (", …" if len(unknown) > 8 else "")
+        st.info(
+            plain(
+                f"{len(unknown)} of {n_words} words are not in {model}'s vocabulary ({shown}): it reads each as "
+                "[UNK], so their scores cannot tell them apart. The subwords view shows what it reads."
+            )
+        )
 
 
 def stopped_note(stopped: list[tuple[int, int] | None]) -> None:
