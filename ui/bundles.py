@@ -132,11 +132,14 @@ def bundle_data(
     page's choices, every attribution with its exact parameters, the heatmap's files."""
     example = result.prediction.example
     typed = selection.dataset is None
-    text = services.as_typed(st.session_state.get("sidebar.text"), example.segments[0]) if typed else None
-    text_b = services.as_typed(st.session_state.get("sidebar.text_b"), example.segments[1]) if example.is_pair else None
+    text = text_b = None
+    if typed:  # the text as typed, for a dataset's example nothing
+        text = services.as_typed(st.session_state.get("sidebar.text"), example.segments[0])
+        if example.is_pair:
+            text_b = services.as_typed(st.session_state.get("sidebar.text_b"), example.segments[1])
     shown = {
         "dataset": selection.dataset, "split": selection.split, "index": selection.index,
-        "text": text, "text_b": text_b if typed else None,
+        "text": text, "text_b": text_b,
         "target": selection.target, "mlm": selection.mlm, "methods": list(result.attributions),
         "view": view, "shared_scale": bool(drawn.shared_scale),
     }  # fmt: skip
