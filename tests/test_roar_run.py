@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from engine.roar.report import summary
-from engine.roar.run import execute_job, open_job
+from engine.roar.run import execute_job, open_job, unit_meta
 from engine.runs.store import RunStore
 from experiments.roar.job import RoarJob
 from experiments.roar.removal import Level, n_to_remove
@@ -34,16 +34,11 @@ pytestmark = pytest.mark.slow  # each unit trains and saves a model: 5-20 s on t
 
 
 def unit_results(store: RunStore, run_id: str) -> list[UnitResult]:
-    """The stored units' performance, in unit order, read from each unit file's metadata."""
-    out = []
-    for path in store.units(run_id).get("path", []):
-        meta = json.loads(pq.read_schema(store.root / path).metadata[b"roar_unit"])
-        out.append(
-            UnitResult(
-                meta["method"], Level.parse(meta["level"]), int(meta["seed"]), meta["accuracy"], meta["macro_f1"]
-            )
-        )
-    return out
+    """The stored units' performance, in unit order, from each unit file's metadata (``unit_meta``)."""
+    return [
+        UnitResult(meta["method"], Level.parse(meta["level"]), int(meta["seed"]), meta["accuracy"], meta["macro_f1"])
+        for meta, _ in unit_meta(store, run_id)
+    ]
 
 
 def plain_job() -> RoarJob:
