@@ -184,7 +184,14 @@ def label_names(name: str) -> tuple[str, ...]:
     (a comparison refuses another label set before a 37 s load), else from the loaded model."""
     base = split_ref(name)[0].strip().removeprefix(RANDOMIZED_PREFIX).strip()
     access.check_model(base)
-    return models.config_label_names(base) or loaded(name).label_names
+    return _config_label_names(base) or loaded(name).label_names
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _config_label_names(base: str) -> tuple[str, ...] | None:
+    """``core.models.config_label_names``, read once per model: the second model's picker asks on
+    every run of the page (a hub id's config would be fetched each time)."""
+    return models.config_label_names(base)
 
 
 def model_info(name: str) -> ModelInfo:
