@@ -163,17 +163,36 @@ def test_the_writer_stamps_a_heartbeat_that_another_host_reads(stopped_run, monk
     store.finish(run_id, "stopped", 1.0)
 
 
+def _query_that_sends_ctrl_c(con) -> tuple[int, ...] | None:
+    """Count a range through a Python function that sends this process Ctrl-C (SIGINT) from
+    inside the running query, once, so the signal always lands while DuckDB is executing."""
+    import signal
+
+    from duckdb.sqltypes import BIGINT, BOOLEAN
+
+    def sends_ctrl_c_once(i: int) -> bool:
+        if i == 1_000:
+            os.kill(os.getpid(), signal.SIGINT)
+        return i % 7 == 3
+
+    con.create_function("sends_ctrl_c_once", sends_ctrl_c_once, [BIGINT], BOOLEAN)
+    return con.execute("SELECT count(*) FROM range(200000) t(i) WHERE sends_ctrl_c_once(i)").fetchone()
+
+
 def test_ctrl_c_during_a_catalogue_query_waits_for_its_end(tmp_path) -> None:
     """DuckDB answers an interrupt inside a query with ``RuntimeError: Query interrupted``, which
     cut a unit's commit short and marked a stopped run failed; the catalogue's connection now holds
     Ctrl-C until its block ends, then raises it."""
     import signal
-    import threading
 
-    store = RunStore(tmp_path)
+    import duckdb
+
     finished = []
-    with pytest.raises(KeyboardInterrupt), store._connect() as con:
-        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()  # while the query runs
-        finished.append(con.execute("SELECT count(*) FROM range(300000000) t(i) WHERE i % 7 = 3").fetchone())
-    assert finished == [(len(range(3, 300000000, 7)),)]
+    with pytest.raises((RuntimeError, duckdb.Error)), duckdb.connect() as con:  # nothing held
+        finished.append(_query_that_sends_ctrl_c(con))
+    assert finished == []
+
+    with pytest.raises(KeyboardInterrupt), RunStore(tmp_path)._connect() as con:
+        finished.append(_query_that_sends_ctrl_c(con))
+    assert finished == [(len(range(3, 200000, 7)),)]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler is back
