@@ -260,7 +260,7 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     assert loo_gallery.loc[3, "P(positive)"] == pytest.approx(positive("bad"), abs=1e-6)
     assert len(table_with(app, "counterfactual", "fill-in")) == 30
     assert len(table_with(app, "counterfactual", "words kept")) == 50
-    assert any("forward passes" in c.value and "IM:" in c.value for c in app.caption)
+    assert any(c.value.startswith("Measured for **IM**: ") and "forward passes" in c.value for c in app.caption)
     downloads = {b.key for b in app.download_button}
     for key in ("words", "candidates", "gallery.loo", "gallery.im", "gallery.lime", "costs"):
         assert f"im.{key}.download.table.csv" in downloads
@@ -288,7 +288,8 @@ def test_page_waits_for_a_click_before_a_long_run(monkeypatch, toy_linear_loaded
     )
     app.run()
     assert not app.exception
-    assert any("10 masked-LM + at most 101 classifier forward passes: about 55.5 s" in c.value for c in app.caption)
+    estimate = "about 55.5 s (at most 101 classifier forward passes and 10 masked-LM passes, at 2 passes/s"
+    assert any(f"Estimated time for **IM**: {estimate}" in c.value for c in app.caption)
     assert not any("fill-in" in d.value.columns for d in app.dataframe)
     app.button(key="im.run.IM").click().run()
     assert list(table_with(app, "rank", "fill-in")["fill-in"]) == ["great", "good", "bad", "fun", "dog"]
