@@ -258,3 +258,29 @@ def test_the_page_controls_survive_a_sidebar_error(app_url: str, browser) -> Non
     expect(chosen).to_contain_text("attention_mean")
     expect(rows(page, "loo_empty")).to_have_count(0)  # a default method the choice left out
     page.close()
+
+
+def test_a_bundle_of_typed_text_reopens_on_that_text(app_url: str, browser, tmp_path) -> None:
+    """The session bundle of a typed text, downloaded and opened again over another text, brings
+    its text back into the sidebar as typed; Streamlit logs no warning of a widget given a value
+    both as its default and through the state (it did when the sidebar passed the text as both)."""
+    from playwright.sync_api import expect
+
+    query = "model=minilm-sst2&dataset=free%20text&methods=random&text=A%3Cb%3Ebold%20film!"
+    page = open_page(browser, f"{app_url}/?{query}", 1000)
+    expect(rows(page, "random").first).to_contain_text("bold", timeout=TIMEOUT_MS)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Session bundle").click()
+    bundle = tmp_path / download.value.suggested_filename  # the uploader takes only a .zip name
+    download.value.save_as(bundle)
+    assert bundle.suffix == ".zip"
+    text_box = page.get_by_label(re.compile("^Text"))
+    text_box.fill("Another film entirely")
+    text_box.press("Control+Enter")
+    expect(rows(page, "random").first).to_contain_text("entirely", timeout=TIMEOUT_MS)
+    page.get_by_text("Open a session bundle").click()
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(bundle)
+    expect(text_box).to_have_value("A<b>bold film!", timeout=TIMEOUT_MS)
+    expect(rows(page, "random").first).to_contain_text("bold", timeout=TIMEOUT_MS)
+    page.close()
+    assert "set via the Session State API" not in (OUTPUT / "streamlit.log").read_text()

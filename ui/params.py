@@ -39,29 +39,27 @@ def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: s
 
 
 def _widget(field: ParamField, key: str) -> Any:
+    """The widget of one parameter. Its default is seeded in the state, not given as the widget's
+    value: a session bundle may have set the state (``preset_params``), and Streamlit warns of a
+    widget given a value both ways."""
     label = field.name.replace("_", " ")
+    numeric = isinstance(field.default, int | float)  # bool included
+    st.session_state.setdefault(key, field.default if field.choices or numeric else str(field.default))
     if field.choices:
-        choices = list(field.choices)
-        return st.selectbox(
-            label, choices, index=choices.index(field.default), help=field.help, key=key, persist_state="session"
-        )
+        return st.selectbox(label, list(field.choices), help=field.help, key=key, persist_state="session")
     if isinstance(field.default, bool):
-        return st.checkbox(label, value=field.default, help=field.help, key=key, persist_state="session")
+        return st.checkbox(label, help=field.help, key=key, persist_state="session")
     if isinstance(field.default, int):
         low = int(field.min) if field.min is not None else None
         high = int(field.max) if field.max is not None else None
-        return int(
-            st.number_input(label, low, high, field.default, step=1, help=field.help, key=key, persist_state="session")
-        )
+        return int(st.number_input(label, low, high, step=1, help=field.help, key=key, persist_state="session"))
     if isinstance(field.default, float):
         low = float(field.min) if field.min is not None else None
         high = float(field.max) if field.max is not None else None
         return float(
-            st.number_input(
-                label, low, high, field.default, help=field.help, key=key, persist_state="session", format="%g"
-            )
+            st.number_input(label, low, high, step=None, help=field.help, key=key, persist_state="session", format="%g")
         )
-    return st.text_input(label, str(field.default), help=field.help, key=key, persist_state="session")
+    return st.text_input(label, help=field.help, key=key, persist_state="session")
 
 
 def preset_params(infos: Mapping[str, MethodInfo], params: Mapping[str, Mapping[str, Any]], prefix: str) -> list[str]:
