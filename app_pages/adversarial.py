@@ -31,12 +31,12 @@ with st.expander("How to read this page", expanded=False):
 
 infos = {m.key: m for m in services.methods()}
 first, second, third = st.columns([5, 3, 2])
+st.session_state.setdefault("adversarial.attack", "embedding")  # seeded, not a default: a tour step sets it
 attack = (
     first.segmented_control(
         "Attack",
         list(A.ATTACKS),
         format_func=A.ATTACKS.get,
-        default="embedding",
         key="adversarial.attack",
         persist_state="session",
     )

@@ -112,10 +112,10 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
     mode_a = second.selectbox(
         "Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"
     )
+    st.session_state.setdefault("faithfulness.compare_b", list(F.REMOVALS)[4])
     mode_b = third.selectbox(
         "Removal B",
         list(F.REMOVALS),
-        index=4,
         format_func=F.REMOVALS.get,
         key="faithfulness.compare_b",
         persist_state="session",
@@ -146,9 +146,8 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-view = (
-    st.segmented_control("View", VIEWS, default=VIEWS[0], key="faithfulness.view", persist_state="session") or VIEWS[0]
-)
+st.session_state.setdefault("faithfulness.view", VIEWS[0])  # seeded, not a default: a tour step sets it
+view = st.segmented_control("View", VIEWS, key="faithfulness.view", persist_state="session") or VIEWS[0]
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="session",

@@ -40,8 +40,9 @@ chosen = st.multiselect(
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
 first, second, third, fourth = st.columns(4)
+st.session_state.setdefault("sanity.mode", "cascading")  # seeded, not a default: a tour step sets it
 mode = first.segmented_control(
-    "Randomisation", ["cascading", "independent"], default="cascading", key="sanity.mode", persist_state="session"
+    "Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session"
 )
 mode = mode or "cascading"
 seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="session"))

@@ -88,6 +88,10 @@ def app_url() -> Iterator[str]:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 server.kill()
+    # A widget given a value both as its default and through the state (a link, a bundle, a tour
+    # step set it) makes Streamlit log a warning, once per process: none of this module's sessions may.
+    log = (OUTPUT / "streamlit.log").read_text()
+    assert "set via the Session State API" not in log, log[log.find("The widget with key") :][:300]
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,10 @@ def slice_controls(columns: list, size: int, default_n: int, prefix: str) -> tup
     """A dataset slice's size, order ("first N" or "random N") and seed, in the first three of
     ``columns`` (the faithfulness and rationale pages' slice views), under ``prefix``'s keys."""
     first, second, third = columns[:3]
-    n = int(
-        first.number_input(
-            f"Examples (1–{size})", 1, size, min(default_n, size), key=f"{prefix}.slice_n", persist_state="session"
-        )
-    )
+    # Seeded in the state, not as a default (a tour sets it), and kept inside this dataset's size
+    asked = int(st.session_state.get(f"{prefix}.slice_n", default_n))
+    st.session_state[f"{prefix}.slice_n"] = min(max(asked, 1), size)
+    n = int(first.number_input(f"Examples (1–{size})", 1, size, key=f"{prefix}.slice_n", persist_state="session"))
     order = second.radio(
         "Which", ("first N", "random N"), horizontal=True, key=f"{prefix}.slice_order", persist_state="session"
     )
