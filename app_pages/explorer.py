@@ -48,7 +48,7 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
             except ValueError as error:
                 st.error(plain(str(error)))
             else:
-                st.session_state["explorer.run"] = run_id
+                st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = run_id
                 started_note("Run", run_id)
                 catalogue = services.runs.catalogue()
 
@@ -61,11 +61,12 @@ if catalogue.empty:
     st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()
 labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
-wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
+if st.session_state.get("explorer.run_picker") not in labels:  # seeded, not an index: a start or an import sets it
+    wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
+    st.session_state["explorer.run_picker"] = wanted if wanted in labels else next(iter(labels))
 run_id = st.selectbox(
-    "Stored run", list(labels), index=list(labels).index(wanted) if wanted in labels else 0,
-    format_func=labels.get, key="explorer.run_picker", persist_state="session",
-)  # fmt: skip
+    "Stored run", list(labels), format_func=labels.get, key="explorer.run_picker", persist_state="session"
+)
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
 
