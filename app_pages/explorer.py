@@ -14,7 +14,16 @@ import services
 from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import download_row
-from ui.explorer import FILTERS, distribution_figure, filtered, graded, mean_curve_figure, progress_line, stored_example
+from ui.explorer import (
+    FILTERS,
+    distribution_figure,
+    filtered,
+    graded,
+    mean_curve_figure,
+    progress_line,
+    stored_example,
+    waiting_for_run,
+)
 from ui.imports import import_box
 from ui.runs import started_note
 from ui.text import plain
@@ -49,6 +58,7 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                 st.error(plain(str(error)))
             else:
                 st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = run_id
+                st.session_state["explorer.starting"] = run_id
                 started_note("Run", run_id)
                 catalogue = services.runs.catalogue()
 
@@ -57,6 +67,12 @@ if imported is not None:
     st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = imported
     catalogue = services.runs.catalogue()
 
+stored = set(catalogue["run_id"]) if not catalogue.empty else set()
+if st.session_state.get("explorer.starting") in stored:
+    del st.session_state["explorer.starting"]
+elif starting := st.session_state.get("explorer.starting"):
+    waiting_for_run(starting)  # its process loads the model before it stores the run's entry
+    st.stop()
 if catalogue.empty:
     st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()

@@ -4,6 +4,7 @@ cannot be loaded now, and runs started with no metric or whose process stops at 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tests.fake_processes import Process
 from tests.toy import toy_bert, toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
+POPEN = subprocess.Popen  # the real one, for the store's own processes while ``started`` fakes the app's
 
 
 class Stop(Exception):
@@ -187,3 +189,38 @@ def test_a_started_run_names_its_log_and_one_that_stops_at_once_shows_it(model, 
     assert at.code[0].value == "error: something was wrong"
     assert (tmp_path / "logs" / f"{run_id}.log").read_text() == "error: something was wrong\n"
     assert len(started) == 2
+
+
+def test_a_started_run_shows_as_starting_until_its_process_stores_it(model, tmp_path, started, monkeypatch) -> None:
+    """Right after "Start the run", the process is still loading the model and has stored
+    nothing: the page said "No stored run yet" under its own "goes on in the background". It now
+    says the run is starting, shows the run once it is stored, and the log's end if the process
+    stops before that."""
+    at = open_explorer(model, tmp_path, monkeypatch, **{"sidebar.dataset": "examples", "sidebar.split": "sst2"})
+    start_form(at, ["deletion"])
+    assert not at.exception, at.exception
+    run_id = at.session_state["explorer.starting"]
+    assert [i.value for i in at.info] == [
+        f"Run `{run_id}` is starting: its process loads the model, then the run shows here with its progress."
+    ]
+    spec = RunSpec(model=model, dataset="examples", split="sst2", limit=1, methods=("random",), metrics=("deletion",))
+    with monkeypatch.context() as real:
+        real.setattr(subprocess, "Popen", POPEN)
+        assert stored(spec, tmp_path) == run_id  # what the process would have stored
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="explorer.run_picker").value == run_id
+    assert "explorer.starting" not in at.session_state
+    assert not [i.value for i in at.info if "is starting" in i.value]
+
+
+def test_a_run_whose_process_stops_before_storing_anything_shows_its_log(model, tmp_path, started, monkeypatch):
+    at = open_explorer(model, tmp_path, monkeypatch, **{"sidebar.dataset": "examples", "sidebar.split": "sst2"})
+    start_form(at, ["deletion"])
+    run_id = at.session_state["explorer.starting"]
+    monkeypatch.setattr(started[0], "code", 1)  # it exits with an error after the start's first check
+    (tmp_path / "logs" / f"{run_id}.log").write_text("error: the model is gone\n")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.error[0].value == f"Run `{run_id}` stopped before it stored anything; the end of its log:"
+    assert at.code[0].value == "error: the model is gone"

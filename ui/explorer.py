@@ -25,6 +25,22 @@ def progress_line(info) -> str:
     return f"{info.rows_done:,} of {info.rows_total:,} examples · {status} · {info.wall_s:.0f} s"
 
 
+@st.fragment(run_every=2.0)
+def waiting_for_run(run_id: str) -> None:
+    """The wait between a run's start and its first catalogue entry (its process loads the model
+    first), checked every two seconds: the whole page reruns once the entry is there, and the end
+    of the log shows if the process stopped before writing it."""
+    if run_id in set(services.runs.catalogue().get("run_id", ())):
+        st.rerun(scope="app")
+    failure = services.background.early_failure(run_id, wait_s=0)
+    if failure is not None:
+        st.session_state.pop("explorer.starting", None)
+        st.error(f"Run `{run_id}` stopped before it stored anything; the end of its log:")
+        st.code(failure, language=None)
+        return
+    st.info(f"Run `{run_id}` is starting: its process loads the model, then the run shows here with its progress.")
+
+
 def graded(table: pd.DataFrame) -> bool:
     """Whether the table's examples can be filtered as correct or wrong: a single-label head's
     class against the gold label, where the split has gold labels."""
