@@ -73,7 +73,8 @@ def job_view(report: dict, key: str) -> None:
     st.plotly_chart(figure, key=f"roar.{key}.curve")
     st.markdown(
         "**Faithfulness (Madsen et al. 2022, Eq. 3)**: area between the random curve and the method's, over the "
-        "area between random and the 100% floor; 0 = random, negative = not faithful."
+        "area between random and the 100% floor; 0 = random, negative = not faithful. The reading says faithful only "
+        "where the whole 95% interval over seeds lies above 0."
     )
     table = faithfulness_table(summary)
     st.dataframe(table, hide_index=True)

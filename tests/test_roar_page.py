@@ -88,3 +88,25 @@ def test_a_stored_job_stays_picked_while_its_progress_moves(monkeypatch, tmp_pat
     picker = at.selectbox(key="roar.source")
     assert picker.value == "stored:run-job", picker.value
     assert "Stored: run-job (running, 2/4 units)" in picker.options
+
+
+def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> None:
+    """The reading said "below random" for every positive mean, even with an interval from -285
+    to 444, and read as a failure to a newcomer; it now says faithful only where the whole
+    interval is above 0."""
+    from ui.roar import faithfulness_table
+
+    summary = {"faithfulness": {
+        "ig": {"mean": 55.7, "low": 20.2, "high": 91.3, "n": 3},
+        "loo": {"mean": 79.9, "low": -284.6, "high": 444.3, "n": 3},
+        "attention": {"mean": -12.0, "low": -20.0, "high": -4.0, "n": 3},
+        "one_seed": {"mean": 30.0, "low": None, "high": None, "n": 1},
+        "none": {"mean": None, "low": None, "high": None, "n": 0},
+    }}  # fmt: skip
+    table = faithfulness_table(summary).set_index("method")
+    assert table.loc["ig", "reading"] == "faithful (its curve below random's)"
+    assert table.loc["loo", "reading"] == "undecided: the interval holds 0 (random)"
+    assert table.loc["attention", "reading"] == "not faithful (its curve above random's)"
+    assert table.loc["one_seed", "reading"] == "undecided: one seed, no interval"
+    assert table.loc["none", "reading"] == "–"
+    assert table.loc["loo", "95% interval"] == "[-284.6, 444.3]"
