@@ -110,3 +110,14 @@ def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> N
     assert table.loc["one_seed", "reading"] == "undecided: one seed, no interval"
     assert table.loc["none", "reading"] == "–"
     assert table.loc["loo", "95% interval"] == "[-284.6, 444.3]"
+
+
+def test_the_sparsity_chart_names_its_levels_in_order() -> None:
+    """Levels are names ("1 token", "10%"): plotly read the shares as a numeric axis with a gap."""
+    from ui.roar import sparsity_figure
+
+    shares = {"ig": {"1 token": 0.3, "10%": 0.5, "20%": 0.6, "50%": 0.9}, "random": {"1 token": 0.1, "10%": 0.2}}
+    figure = sparsity_figure(shares)
+    assert figure.layout.xaxis.type == "category"
+    assert figure.layout.xaxis.title.text and figure.layout.yaxis.title.text
+    assert [list(bar.x) for bar in figure.data] == [["1 token", "10%", "20%", "50%"], ["1 token", "10%"]]

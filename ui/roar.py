@@ -166,7 +166,10 @@ def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
         height=320,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         title={"text": "Share of total |importance| in the top words (step 0)"},
-        yaxis={"tickformat": ".0%", "range": [0, 1]},
+        # levels such as "1 token" and "10%" are names, not numbers: plotly read "10%" ... "50%" as a
+        # numeric axis with an empty place at 40
+        xaxis={"type": "category", "title": {"text": "top words (a count, or a share of the example's words)"}},
+        yaxis={"tickformat": ".0%", "range": [0, 1], "title": {"text": "share of total |importance|"}},
     )
     return style(figure)
 
