@@ -213,6 +213,9 @@ def test_pages_show_their_results_in_the_browser(app_url: str, browser) -> None:
     page.get_by_role("button", name="Run the sanity check").click(timeout=TIMEOUT_MS)
     expect(page.locator(".sanity-thumb").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    for thumb in page.locator(".sanity-thumb").all():  # every step's card inside the window, none off to the right
+        box = thumb.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1400, box
     page.screenshot(path=str(OUTPUT / "sanity_checks.png"), full_page=True)
 
     page.goto(f"{app_url}/adversarial?{query}")

@@ -96,7 +96,8 @@ def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
 
 
 def step_rows(result, names: list[str], row, measure: str) -> None:
-    """One row of thumbnails per method, one card per step."""
+    """One row of thumbnails per method, one card per step, wrapping onto more lines where the
+    column is narrower than the steps (the steps past the first few were hidden off to the right)."""
     words = row.example.words
     for method in result.methods:
         cards = "".join(
@@ -105,7 +106,7 @@ def step_rows(result, names: list[str], row, measure: str) -> None:
         )
         st.html(
             f'<div style="font-weight:600;margin:0.4rem 0 0.2rem 0">{html.escape(method)}</div>'
-            f'<div class="sanity-row" data-method="{html.escape(method)}" style="display:flex;gap:6px;overflow-x:auto">'
+            f'<div class="sanity-row" data-method="{html.escape(method)}" style="display:flex;flex-wrap:wrap;gap:6px">'
             f"{cards}</div>"
         )
 
