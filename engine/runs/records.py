@@ -68,6 +68,12 @@ CREATE TABLE IF NOT EXISTS units (
 """
 
 
+def catalogue_error(path: Path, error: Exception) -> OSError:
+    """One line naming the catalogue file ``path`` and why DuckDB could not open or use it."""
+    reason = " ".join(str(error).split()).removeprefix("IO Error: ")
+    return OSError(f"cannot use the run store's catalogue {path} (a DuckDB file this tool made): {reason}")
+
+
 def run_key(fields: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a run's identifying fields."""
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

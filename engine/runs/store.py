@@ -51,6 +51,7 @@ from engine.runs.records import (
     RunInfo,
     UnitStats,
     _run_info,
+    catalogue_error,
     code_version,
     run_id_of,
     run_key,
@@ -110,8 +111,8 @@ class RunStore:
 
     @contextlib.contextmanager
     def _connect(self, read_only: bool | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A catalogue connection held for one block, retried while another process holds the file;
-        Ctrl-C waits for the block's end (``core.files.interrupts_held``)."""
+        """A catalogue connection held for one block, retried while another process holds the file
+        (Ctrl-C waits for the block's end); a catalogue DuckDB cannot open or use raises OSError."""
         import duckdb
 
         read_only = self.read_only if read_only is None else read_only
@@ -122,13 +123,15 @@ class RunStore:
                 try:
                     con = duckdb.connect(str(self.catalogue_path), read_only=read_only)
                     break
-                except duckdb.IOException as error:
+                except duckdb.Error as error:
                     if "lock" not in str(error).lower() or time.monotonic() > deadline:
-                        raise
+                        raise catalogue_error(self.catalogue_path, error) from error
                     time.sleep(delay)
                     delay = min(delay * 2, 0.2)
             try:
                 yield con
+            except duckdb.Error as error:
+                raise catalogue_error(self.catalogue_path, error) from error
             finally:
                 con.close()
 

@@ -89,14 +89,12 @@ def start_heartbeat(store: RunStore, run_id: str) -> None:
         stop = _beating[key] = threading.Event()
 
     def beat() -> None:
-        import duckdb
-
         try:
             while not stop.wait(HEARTBEAT_S):
                 try:
                     if not store.beat(run_id):
                         break
-                except duckdb.Error:  # the catalogue busy for longer than the store waits: try next time
+                except OSError:  # the catalogue busy for longer than the store waits: try next time
                     continue
         finally:
             with _beating_lock:
