@@ -679,3 +679,19 @@ def test_the_summary_explain_json_prints_imports_its_attributions(toy_bert_folde
         assert found == "json" and [r.method for r in read] == ["json.random", "json.saliency"]
         assert [r.scores for r in read] == [tuple(summary["attributions"][m]["scores"]) for m in ("random", "saliency")]
         assert all(r.words == ("a", "fine", "film") for r in read)
+
+
+@pytest.mark.parametrize("bad", [99999999, -5])
+def test_an_input_id_outside_the_vocabulary_is_refused_by_value(toy_bert_folder, tmp_path, capsys, bad):
+    """An id the tokenizer does not know ended in a traceback ('NoneType' object has no attribute
+    'startswith'; OverflowError for a negative id) once the model was loaded."""
+    from transformers import AutoTokenizer
+
+    size = len(AutoTokenizer.from_pretrained(toy_bert_folder))
+    row = {"idx": 0, "input_ids": [2, bad, 3], "attributions": [0, 1, 0]}
+    assert (
+        refused_by_the_command_line(
+            tmp_path / "t.jsonl", json.dumps(row).encode(), toy_bert_folder, capsys, "--format", "thermostat"
+        )
+        == f"t.jsonl row 0: input id {bad} is outside the model's vocabulary (0-{size - 1})"
+    )

@@ -95,6 +95,11 @@ def _example_of(
 
 def _words_of_tokens(clf: Classifier, record: Imported) -> tuple[tuple[str, ...], ...]:
     tokenizer = clf.tokenizer
+    if not record.tokens:
+        size = len(tokenizer)
+        for token_id in record.token_ids:
+            if not 0 <= token_id < size:
+                raise BadFile(f"{record.where}: input id {token_id} is outside the model's vocabulary (0-{size - 1})")
     tokens = list(record.tokens) if record.tokens else tokenizer.convert_ids_to_tokens(list(record.token_ids))
     specials = set(tokenizer.all_special_tokens)
     segments: list[list[str]] = [[]]
