@@ -137,8 +137,13 @@ class Classifier(PassBook):
     # ------------------------------------------------------------------ encoding
 
     def check_example(self, example: Example) -> None:
+        """Refuse (ValueError) an example the model cannot read: no words, words of which the
+        tokenizer keeps no token (control characters, zero-width spaces), a word that is not valid
+        Unicode, or one segment for a pair model and two for a single-text one."""
         if not example.words:
             raise ValueError("the text is empty: give at least one word")
+        if all(word is None for word in self._tokenize(example).word_ids()):
+            raise ValueError("the text has no token the model reads: give at least one word")
         if self.loaded.pair is True and not example.is_pair:
             raise ValueError(f"{self.name} classifies sentence pairs: give a premise and a hypothesis")
         if self.loaded.pair is False and example.is_pair:
@@ -153,6 +158,11 @@ class Classifier(PassBook):
         return self._tokenized(example.segments)
 
     def _tokenize_segments(self, segments: tuple[tuple[str, ...], ...]):
+        for word in (word for segment in segments for word in segment):
+            try:
+                word.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: how bytes that are not UTF-8 reach Python
+                raise ValueError(f"the text is not valid Unicode: the word {word!r} holds a lone surrogate") from None
         return self.tokenizer(*map(list, segments), is_split_into_words=True, truncation=False, add_special_tokens=True)
 
     @staticmethod

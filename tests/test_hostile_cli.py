@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tokenizers.normalizers import BertNormalizer
 
 from cli.main import main
 from tests.toy import save_toy_masked_lm, toy_bert, toy_tokenizer
@@ -33,6 +34,10 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     toy_tokenizer().save_pretrained(root / "truncated")
     weights = root / "truncated" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])
+    cleaning = toy_tokenizer()  # BERT's own tokenizers drop control characters and zero-width spaces
+    cleaning.backend_tokenizer.normalizer = BertNormalizer(lowercase=False, strip_accents=False)
+    loaded.model.save_pretrained(root / "cleaning")
+    cleaning.save_pretrained(root / "cleaning")
     (root / "no-tokenizer").mkdir()
     loaded.model.save_pretrained(root / "no-tokenizer")
     for name, content in (
@@ -47,6 +52,7 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     (root / "empty.jsonl").write_text("\n")
     (root / "bad-utf8.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
     (root / "not-json.jsonl").write_text('{"text": "fine"}\nnot json\n')
+    (root / "surrogate.jsonl").write_text('{"text": "good \\udcff movie"}\n')  # JSON may escape a lone surrogate
     return {p.name: p for p in root.iterdir()}
 
 
@@ -88,10 +94,17 @@ def test_odd_text_is_explained_as_text(folders, capsys, text) -> None:
 
 
 def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
-    clf, mlm = str(folders["clf"]), str(folders["mlm"])
+    clf, mlm, cleaning = str(folders["clf"]), str(folders["mlm"]), str(folders["cleaning"])
     return {
         "empty text": (explain(clf, ""), "empty"),
         "whitespace text": (explain(clf, "   \n\t "), "empty"),
+        "zero-width spaces only": (explain(cleaning, "\u200b \u200b"), "no token the model reads"),
+        "control characters only": (explain(cleaning, "\x01\x07"), "no token the model reads"),
+        "lone surrogate": (explain(clf, "good \udcff movie"), "not valid Unicode: the word '\\udcff'"),
+        "lone surrogate in a texts file": (
+            ["predict", "--model", clf, "--texts", str(folders["surrogate.jsonl"])],
+            "surrogate.jsonl:1: the text is not valid Unicode",
+        ),
         "nonexistent model": (explain("no-such-org/no-such-model-xyz", "fine"), "no-such-model-xyz"),
         "nonexistent folder": (explain("/nonexistent/folder", "fine"), "/nonexistent/folder"),
         "empty folder": (explain(str(folders["empty"]), "fine"), "is a folder without config.json"),
@@ -188,7 +201,8 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
 
 
 REFUSED_IDS = [
-    "empty text", "whitespace text", "nonexistent model", "nonexistent folder", "empty folder", "corrupt config",
+    "empty text", "whitespace text", "zero-width spaces only", "control characters only", "lone surrogate",
+    "lone surrogate in a texts file", "nonexistent model", "nonexistent folder", "empty folder", "corrupt config",
     "truncated weights", "no tokenizer", "masked LM as classifier", "classifier as masked LM", "unknown method",
     "IG steps 10^9", "LIME samples 10^7", "NaN parameter", "infinite parameter", "text parameter for a number",
     "unknown parameter", "malformed parameter", "parameter of another method", "target out of range",

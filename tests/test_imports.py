@@ -695,3 +695,16 @@ def test_an_input_id_outside_the_vocabulary_is_refused_by_value(toy_bert_folder,
         )
         == f"t.jsonl row 0: input id {bad} is outside the model's vocabulary (0-{size - 1})"
     )
+
+
+def test_words_the_model_cannot_read_are_refused_and_nothing_is_stored(toy_bert_folder, tmp_path, capsys):
+    """Words of empty strings were stored and scored as an example the model reads no token of; a
+    lone surrogate (JSON may escape one) ended in the tokenizer's TypeError."""
+    assert (
+        refused_by_the_command_line(tmp_path / "e.json", ours(words=["", ""]), toy_bert_folder, capsys)
+        == "e.json: example 'e': the text has no token the model reads: give at least one word"
+    )
+    assert (
+        refused_by_the_command_line(tmp_path / "s.json", ours(words=["a", "\udcff"]), toy_bert_folder, capsys)
+        == "s.json record 0: example 'e': the text is not valid Unicode: the word '\\udcff' holds a lone surrogate"
+    )

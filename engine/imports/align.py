@@ -53,7 +53,12 @@ def align(
     for record in records:
         index, example = _example_of(clf, record, by_id, dataset is not None, source, len(found))
         key = index if index is not None else (example.id, example.words)
-        entry = found.setdefault(key, Aligned(clf.fit_example(example)[0], index))
+        if key not in found:
+            try:
+                found[key] = Aligned(clf.fit_example(example)[0], index)
+            except ValueError as error:  # words the tokenizer cannot take
+                raise BadFile(f"{record.where}: example {example.id!r}: {error}") from None
+        entry = found[key]
         if record.method in entry.attributions:
             raise BadFile(f"{record.where}: a second {record.method} attribution for example {example.id!r}")
         entry.attributions[record.method] = _attribution(clf, record, example, entry.example)
