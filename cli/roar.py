@@ -194,10 +194,12 @@ def register(sub) -> None:
         "al. 2022: 0..100%%), tokens (0..10)",
     )
     parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (Madsen et al. 2022)")
-    parser.add_argument("--seeds", type=int, default=3, help="models per cell")
+    parser.add_argument("--seeds", type=int, default=3, help="models per cell, 1 to 100")
     parser.add_argument("--train-size", type=int, help="first N training examples (default: the whole split)")
     parser.add_argument("--eval-size", type=int, help="first N evaluation examples (default: the whole split)")
-    parser.add_argument("--train-steps", type=int, help="training steps per model (default: the task's recipe)")
+    parser.add_argument(
+        "--train-steps", type=int, help="training steps per model, at most 1,000,000 (default: the task's recipe)"
+    )
     parser.add_argument("--target", choices=TARGETS, default="gold", help="class explained (Madsen et al. 2022: gold)")
     parser.add_argument(
         "--rounding",

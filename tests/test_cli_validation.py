@@ -117,6 +117,20 @@ def test_roar_checks_export_before_the_job(capsys, tmp_path, no_training) -> Non
         refused(capsys, ["roar", "--export", str(export), "--results-dir", str(tmp_path / "results")], str(export))
 
 
+@pytest.mark.parametrize(("flag", "split"), [("--train-size", "sst2/train"), ("--eval-size", "sst2/dev")])
+def test_roar_refuses_a_size_past_the_end_of_the_split(capsys, tmp_path, flag, split) -> None:
+    """``--train-size 10**23`` silently trained on the whole split, while ``run --limit`` refuses it."""
+    argv = ["roar", "--methods", "loo_empty", flag, str(10**23), "--estimate-only", "--results-dir", str(tmp_path)]
+    refused(capsys, argv, str(10**23), f"examples of {split}")
+
+
+def test_run_refuses_a_chunk_size_the_catalogue_cannot_hold(capsys, tmp_path, toy_bert_folder) -> None:
+    """A chunk size of 2**31 or more ended in DuckDB's INT32 ConversionException."""
+    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    argv += ["--chunk-size", str(2**31), "--executor", "serial", "--results-dir", str(tmp_path)]
+    refused(capsys, argv, f"--chunk-size must be from 1 to 2,147,483,647, got {2**31}")
+
+
 # --------------------------------------------------------------------------- import (finding 11)
 
 

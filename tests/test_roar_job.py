@@ -105,8 +105,10 @@ def test_cost_estimate_by_hand():
         ({"levels": (Level(20), Level(10))}, "levels must increase, got ['20%', '10%']"),
         ({"levels": (Level(0), Level(100))}, "at least one level between 0% and 100%, got ['0%', '100%']"),
         ({"levels": (Level(10), Level(20, "tokens"))}, "levels are all percentages or all token counts"),
-        ({"seeds": 0}, "seeds must be a whole number of at least 1, got 0"),
+        ({"seeds": 0}, "seeds must be a whole number from 1 to 100, got 0"),
         ({"train_size": 2.5}, "train_size must be a whole number of at least 1, got 2.5"),
+        ({"seeds": 10**20}, f"seeds must be a whole number from 1 to 100, got {10**20}"),  # units() hung
+        ({"train_steps": 10**23}, f"train_steps must be a whole number from 1 to 1,000,000, got {10**23}"),
     ],
 )
 def test_invalid_jobs_fail_with_one_line_naming_the_value(changes, message):

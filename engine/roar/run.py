@@ -48,7 +48,8 @@ def task_model(job: RoarJob) -> str:
 
 def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobData:
     """The job's training and evaluation examples (the first ``train_size`` / ``eval_size`` of the
-    recipe's splits, ``engine.roar.recipe``, labelled ones only) and the task.json of its
+    recipe's splits, ``engine.roar.recipe``, labelled ones only; a size past a split's end is
+    refused, as ``run --limit`` refuses it) and the task.json of its
     retrained models (a task job's bundled model's; else the dataset's labels over the job's model
     as ``base_model``)."""
     from core.datasets import load_examples
@@ -57,12 +58,12 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
     recipe = recipe_of(job, data_dir)
     train = [
         e
-        for e in load_examples(recipe.dataset, recipe.train_split, data_dir, limit=job.train_size)
+        for e in load_examples(recipe.dataset, recipe.train_split, data_dir, limit=job.train_size, exact=True)
         if e.label is not None and e.words
     ]
     test = [
         e
-        for e in load_examples(recipe.dataset, recipe.eval_split, data_dir, limit=job.eval_size)
+        for e in load_examples(recipe.dataset, recipe.eval_split, data_dir, limit=job.eval_size, exact=True)
         if e.label is not None and e.words
     ]
     if not train or not test:

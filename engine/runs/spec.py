@@ -15,6 +15,7 @@ from engine.runs.records import RunInfo
 # Examples per unit: a unit is explained as one group (engine.evaluate.DEFAULT_GROUP gives the measured
 # effect of the group size); a killed run loses at most one unit per worker.
 DEFAULT_CHUNK_SIZE = 16
+MAX_CHUNK_SIZE = 2**31 - 1  # the catalogue keeps it as a 32-bit integer
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class RunSpec:
             raise ValueError(f"target must be predicted or gold, got {self.target!r}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit must be at least 1, got {self.limit}")
-        if self.chunk_size < 1:
-            raise ValueError(f"--chunk-size must be at least 1, got {self.chunk_size}")
+        if not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
+            raise ValueError(f"--chunk-size must be from 1 to {MAX_CHUNK_SIZE:,}, got {self.chunk_size}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
         if self.autocast not in (None, *AUTOCAST_TYPES):

@@ -46,6 +46,8 @@ from experiments.roar.removal import (
 from experiments.roar.scores import RANDOM, SHARED
 
 TARGETS = ("gold", "predicted")
+MAX_SEEDS = 100  # models per cell: the papers train 5; far more is a slip of the keyboard, not a study
+MAX_TRAIN_STEPS = 1_000_000  # per model: about a thousand times a bundled task's recipe
 DEFAULT_MLM = "minilm-mlm"
 
 
@@ -83,11 +85,14 @@ def _bundled_tasks() -> dict:
     return {name: spec for name, spec in TASKS.items() if name != "mlm"}
 
 
-def _positive(value, what: str, allow_none: bool = False) -> None:
+def _positive(value, what: str, allow_none: bool = False, most: int | None = None) -> None:
+    """Refuse ``value`` unless it is a whole number from 1 to ``most`` (None: no upper bound; None
+    itself passes with ``allow_none``)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (most is not None and value > most):
+        accepted = "of at least 1" if most is None else f"from 1 to {most:,}"
+        raise ValueError(f"{what} must be a whole number {accepted}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class RoarJob:
             raise ValueError(f"levels are all percentages or all token counts, got {[lv.label for lv in levels]}")
         if any(b.amount <= a.amount for a, b in itertools.pairwise(levels)):
             raise ValueError(f"levels must increase, got {[level.label for level in levels]}")
-        _positive(self.seeds, "seeds")
+        _positive(self.seeds, "seeds", most=MAX_SEEDS)
         _positive(self.train_size, "train_size", allow_none=True)
         _positive(self.eval_size, "eval_size", allow_none=True)
         train_steps = self.train_steps
@@ -157,7 +162,7 @@ class RoarJob:
             if self.task is None:
                 raise ValueError("train_steps is needed for a model and dataset (no bundled recipe)")
             train_steps = _bundled_tasks()[self.task].steps
-        _positive(train_steps, "train_steps")
+        _positive(train_steps, "train_steps", most=MAX_TRAIN_STEPS)
         for name, value in (
             ("methods", methods),
             ("rounding", rounding),
