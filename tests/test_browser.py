@@ -113,7 +113,7 @@ def open_page(browser, url: str, height: int):
 
 
 def rows(page, method: str):
-    return page.locator(f'tr.hm-row[data-method="{method}"]')
+    return page.locator(f'tr.hm-row[data-method="{method}"]:visible')
 
 
 def test_heatmap_rows_of_a_picked_example_are_visible(app_url: str, browser) -> None:
@@ -132,7 +132,11 @@ def test_heatmap_rows_of_a_picked_example_are_visible(app_url: str, browser) -> 
     for method in METHODS:
         expect(rows(page, method).first).to_be_visible()
         assert rows(page, method).first.locator("td").first.inner_text() == picked.words[0]
-    assert page.locator('tr.hm-row[data-method="random"] td').first.get_attribute("title").startswith(picked.words[0])
+    assert (
+        page.locator('tr.hm-row[data-method="random"]:visible td')
+        .first.get_attribute("title")
+        .startswith(picked.words[0])
+    )
     expect(page.get_by_text("Masked LM (fill-in methods)")).to_be_visible()  # the sidebar survives the rerun
     assert page.locator('[data-testid="stException"]').count() == 0
     page.wait_for_timeout(1000)  # let the chart finish drawing
@@ -177,7 +181,7 @@ def test_every_page_opens_and_the_rationale_overlay_is_visible(app_url: str, bro
     expect(majority.first).to_be_visible(timeout=TIMEOUT_MS)
     outlined = majority.locator("td[style*='outline']")
     assert sorted(outlined.all_inner_texts()) == sorted(w for w, m in zip(example.words, example.rationale) if m)
-    long_label = page.locator('tr.hm-row[data-method^="integrated_gradients ·"]')  # a method and its threshold
+    long_label = page.locator('tr.hm-row[data-method^="integrated_gradients ·"]:visible')  # a method and its threshold
     expect(long_label.first).to_be_visible(timeout=TIMEOUT_MS)
     for head in page.locator("tr.hm-row th").all():  # every label stays inside its column, never over the words
         assert head.evaluate("e => e.scrollWidth <= e.clientWidth"), head.inner_text()
@@ -291,3 +295,25 @@ def test_a_bundle_of_typed_text_reopens_on_that_text(app_url: str, browser, tmp_
     expect(rows(page, "random").first).to_contain_text("bold", timeout=TIMEOUT_MS)
     page.close()
     assert "set via the Session State API" not in (OUTPUT / "streamlit.log").read_text()
+
+
+def test_heatmap_lines_fit_a_1024_px_window(app_url: str, browser) -> None:
+    """At 1,024 px with the sidebar open, a line of words ran past the page's column (behind a
+    scroll with no bar in sight), and at the presentation font only 4 words of a line showed:
+    every word cell is now inside the heatmap's column, in both modes."""
+    from playwright.sync_api import expect
+
+    words = load_bundled_examples(split="sst2")[1].words
+    for present in ("0", "1"):
+        query = f"model=minilm-sst2&dataset=examples&split=sst2&index=1&methods=random,integrated_gradients&present={present}"
+        page = browser.new_page(viewport={"width": 1024, "height": 768})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(f"{app_url}/?{query}")
+        expect(rows(page, "integrated_gradients").first).to_be_visible(timeout=TIMEOUT_MS)
+        right = page.locator(".hm").first.evaluate("e => e.getBoundingClientRect().right")
+        cells = rows(page, "random").locator("td.hm-cell")
+        assert cells.count() == len(words), present
+        edges = cells.evaluate_all("cells => cells.map(c => c.getBoundingClientRect().right)")
+        assert max(edges) <= right + 1, (present, max(edges), right)
+        page.locator(".hm").first.screenshot(path=str(OUTPUT / f"heatmap-1024-present{present}.png"))
+        page.close()

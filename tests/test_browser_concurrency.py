@@ -60,7 +60,7 @@ def expected_scores(model: str, dataset: str, split: str, index: int, methods: s
 def press_run_if_asked(page, method: str) -> None:
     """The IM page starts a method at once when its estimate is short and asks for a click when
     it is not (on a server this busy it may not be): press its Run button if it shows up."""
-    row = page.locator(f'tr.hm-row[data-method="{method}"]').first
+    row = page.locator(f'tr.hm-row[data-method="{method}"]:visible').first
     button = page.locator("button", has_text=re.compile(r"^Run IM ")).first
     deadline = time.monotonic() + TIMEOUT_MS / 1000
     while time.monotonic() < deadline:
@@ -74,7 +74,7 @@ def press_run_if_asked(page, method: str) -> None:
 def shown_scores(page, method: str) -> list[tuple[str, float]]:
     """(word, score) of every cell in a method's row(s) of the page's first heatmap that has the
     method (the IM page draws the rows again beside LIME's), from the cells' hover titles."""
-    row = f'tr.hm-row[data-method="{method}"]'
+    row = f'tr.hm-row[data-method="{method}"]:visible'
     heatmap = page.locator('[data-testid="stHtml"]').filter(has=page.locator(row)).first
     titles = heatmap.locator(f"{row} td.hm-cell").evaluate_all("cells => cells.map(c => c.getAttribute('title'))")
     out = []
@@ -100,7 +100,7 @@ def test_eight_sessions_at_once_each_get_their_own_result(app_url: str, browser)
     for page, (page_path, model, dataset, split, index, methods) in zip(pages, SESSIONS, strict=True):
         for method in methods.split(","):
             press_run_if_asked(page, method)
-            expect(page.locator(f'tr.hm-row[data-method="{method}"]').first).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.locator(f'tr.hm-row[data-method="{method}"]:visible').first).to_be_visible(timeout=TIMEOUT_MS)
         timings[f"{page_path or 'heatmaps'}:{model}:{dataset}/{split}/{index}"] = time.monotonic() - started
         assert page.locator('[data-testid="stException"]').count() == 0
         expected = expected_scores(model, dataset, split, index, methods)
@@ -124,7 +124,7 @@ def test_a_quick_request_stays_responsive_beside_a_long_slice(app_url: str, brow
     def quick_latency() -> float:
         page = open_page(browser, quick_url, 1000)
         start = time.monotonic()
-        expect(page.locator('tr.hm-row[data-method="saliency"]').first).to_be_visible(timeout=TIMEOUT_MS)
+        expect(page.locator('tr.hm-row[data-method="saliency"]:visible').first).to_be_visible(timeout=TIMEOUT_MS)
         elapsed = time.monotonic() - start
         page.close()
         return elapsed

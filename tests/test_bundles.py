@@ -21,7 +21,7 @@ from engine import bundles
 from engine.bundles import Bundle, read_bundle, write_bundle
 from engine.explain import explain_example
 from services.bundles import bundle_bytes, bundle_result
-from tests.page_text import errors
+from tests.page_text import errors, one_layout
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -316,7 +316,7 @@ def test_opening_a_bundle_sets_the_parameter_form_so_recompute_gives_its_scores(
     at.button(key="heatmaps.recompute_bundle").click().run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert not any("tuned.zip" in info.value for info in at.info)  # computed now, not read from the bundle
-    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    shown = one_layout("".join(h.value for h in at.html if 'data-role="heatmap"' in h.value))
     for method, attribution in made.attributions.items():  # the method's row, over the heatmap's lines
         row = "".join(re.findall(rf'<tr class="hm-row" data-method="{method}">(.*?)</tr>', shown))
         titles = re.findall(r'class="hm-cell"[^>]* title="([^"]*)"', row)

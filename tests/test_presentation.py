@@ -263,16 +263,43 @@ def test_heatmaps_and_coloured_html_follow_the_theme() -> None:
     assert "#b2182b" in plain and "#67001f" not in plain
 
 
-def test_presentation_heatmap_lines_hold_half_the_words() -> None:
-    """At the presentation font a line of 100 characters ran past a 1,024 px projector's column
-    (the words cut off at "sh…"): its lines now hold about 50."""
+def shown_layout(drawn: str, column_px: float) -> str:
+    """The layout a page's column of ``column_px`` shows: the last whose container rule applies."""
+    import re
+
+    limits = [float(px) for px in re.findall(r"@container \(max-width:([0-9.]+)px\)\{\.hm-\w+>\.hm-fit-", drawn)]
+    layouts = drawn.split('<div class="hm-fit hm-fit-')[1:]
+    shown = max((k + 1 for k, limit in enumerate(limits) if column_px <= limit), default=0)
+    return layouts[shown]
+
+
+def test_heatmap_lines_fit_the_column_they_are_shown_in() -> None:
+    """Lines broke at a fixed number of characters, so at 1,024 px (a 564 px column) a line ran
+    past the column, and at the presentation font only 4 of a line's words were in sight: the
+    page now draws the heatmap in several line widths and shows the widest that fits its column,
+    each layout holding every word once per row."""
     words = tuple(f"word{i:02d}" for i in range(40))  # 6 characters each
-    rows = {"m": attribution(words, list(np.linspace(-1.0, 1.0, 40)))}
-    lines = {}
+    rows = {"m": attribution(words, list(np.linspace(-1.0, 1.0, 40))), "random": attribution(words, [0.5] * 40)}
+    per_line = {}
     for drawn in THEMES:
         with theme.using(drawn):
-            lines[drawn.name] = heatmap_html(words, (0,) * 40, rows).count('class="hm-block"')
-    assert lines["default"] >= 2 and lines["presentation"] >= 2 * lines["default"] - 1, lines
+            page = heatmap_html(words, (0,) * 40, rows)
+            assert heatmap_html(words, (0,) * 40, rows, line_chars=100).count("hm-fit") == 0  # a file: one layout
+        for layout in page.split('<div class="hm-fit hm-fit-')[1:]:
+            assert all(layout.count(f'title="{word}: ') == 2 for word in words)  # every word once in each row
+        for column_px in (1000, 564, 380):
+            layout = shown_layout(page, column_px)
+            per_line[drawn.name, column_px] = len(words) / layout.count('class="hm-block"')
+            # a word cell is about 0.45 of the font wide per character and 13 px of padding; the label
+            # 11 rem, 6.5 rem in a column of 700 px or less
+            font_px = drawn.root_px * drawn.heatmap_rem
+            needed = (11 if column_px > 700 else 6.5) * drawn.root_px + per_line[drawn.name, column_px] * (
+                6 * 0.45 * font_px + 13
+            )
+            assert needed <= column_px or per_line[drawn.name, column_px] <= 2, (drawn.name, column_px, needed)
+    for column_px in (1000, 564, 380):
+        assert per_line["presentation", column_px] < per_line["default", column_px]
+    assert per_line["default", 1000] > per_line["default", 564] > per_line["default", 380]
 
 
 def test_an_exported_heatmap_keeps_the_palette_it_was_drawn_in() -> None:

@@ -188,6 +188,7 @@ def heatmap_document(heatmap: Heatmap, *, hover_hint: bool = True) -> str:
         shared_scale=heatmap.shared_scale,
         palette=heatmap.palette,
         hover_hint=hover_hint,
+        line_chars=current().line_chars,  # one layout: a file or picture has no column to fit
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -11,6 +11,7 @@ block showing every method's row so the rows stay aligned word by word.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from ui.theme import PALETTES, current
 
 SEGMENT_NAMES = ("Premise", "Hypothesis")
 
-_TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;font-size:0.95rem;"
+_TABLE = "border-collapse:separate;border-spacing:3px 4px;margin:0 0 0.5rem 0;"
 _HEAD = "text-align:right;padding:2px 8px 2px 0;font-weight:600;"
 # The label's own box sets the column's width (a table cell's min- and max-width are only hints): as wide
 # as the longest label of the table between 11 and 16 rem; a longer label wraps inside it, never over the words.
@@ -171,7 +172,8 @@ def heatmap_html(
     its own largest absolute score; ``palette`` is a key of ``ui.theme.PALETTES`` (default: the
     current theme's, so the presentation setting reaches every heatmap); ``hover_hint`` says in the
     legend that a word's title holds its raw score (not in a picture); ``line_chars``: about how
-    many characters a line of words holds (default: the current theme's).
+    many characters a line of words holds. Without it (on a page), the heatmap is drawn in
+    several line widths and the page shows the one that fits its column (``_layouts``).
     """
     if not attributions:
         return ""
@@ -180,26 +182,89 @@ def heatmap_html(
     units = _units(words, reference)
     peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
     shared = max(peaks.values())
-    parts = [
-        legend_html(shared_scale, shared, rationale is not None, palette, hover_hint),
-        '<div class="hm" data-role="heatmap" style="overflow-x:auto">',
-    ]
-    pair = len(set(segment_ids)) > 1
-    previous = None
-    for chunk in _chunks(units, segment_ids, line_chars or current().line_chars):
-        segment = segment_ids[chunk[0][0].word]
-        if pair and segment != previous:
-            parts.append(
-                f'<div class="hm-segment" style="font-weight:600;margin:0.3rem 0">{SEGMENT_NAMES[segment]}</div>'
+    theme = current()
+    table = f"{_TABLE}font-size:{theme.heatmap_rem}rem;"
+
+    def blocks(chunks: list[list[list[_Column]]]) -> str:
+        parts, previous = [], None
+        for chunk in chunks:
+            segment = segment_ids[chunk[0][0].word]
+            if len(set(segment_ids)) > 1 and segment != previous:
+                parts.append(
+                    f'<div class="hm-segment" style="font-weight:600;margin:0.3rem 0">{SEGMENT_NAMES[segment]}</div>'
+                )
+            previous = segment
+            rows = [
+                _row(key, a, chunk, reference, words, rationale, shared if shared_scale else peaks[key], palette)
+                for key, a in attributions.items()
+            ]
+            parts.append(f'<table class="hm-block" style="{table}">{"".join(rows)}</table>')
+        return "".join(parts)
+
+    legend = legend_html(shared_scale, shared, rationale is not None, palette, hover_hint)
+    if line_chars is not None:
+        layouts = [_Layout(_chunks(units, segment_ids, line_chars), 0.0, False)]
+    else:
+        layouts = _layouts(units, segment_ids, list(attributions), theme)
+    if len(layouts) == 1:
+        return f'{legend}<div class="hm" data-role="heatmap" style="overflow-x:auto">{blocks(layouts[0].chunks)}</div>'
+    drawn = [blocks(layout.chunks) for layout in layouts]
+    name = "hm-" + hashlib.sha1("".join(drawn).encode()).hexdigest()[:10]
+    rules = [f".{name}>.hm-fit{{display:none}}.{name}>.hm-fit-0{{display:block}}"]
+    for k in range(1, len(layouts)):  # a narrower column than layout k-1 needs shows layout k
+        below = f"@container (max-width:{layouts[k - 1].needs_px - 0.5:.0f}px)"
+        rules.append(f"{below}{{.{name}>.hm-fit-{k - 1}{{display:none}}.{name}>.hm-fit-{k}{{display:block}}}}")
+        if layouts[k].narrow_labels and not layouts[k - 1].narrow_labels:  # from here on the labels wrap
+            rules.append(
+                f"{below}{{.{name} th>div{{min-width:0!important;max-width:{_NARROW_LABEL_REM}rem!important}}}}"
             )
-        previous = segment
-        rows = [
-            _row(key, a, chunk, reference, words, rationale, shared if shared_scale else peaks[key], palette)
-            for key, a in attributions.items()
-        ]
-        parts.append(f'<table class="hm-block" style="{_TABLE}">{"".join(rows)}</table>')
-    parts.append("</div>")
-    return "".join(parts)
+    fits = "".join(f'<div class="hm-fit hm-fit-{k}">{body}</div>' for k, body in enumerate(drawn))
+    return (
+        f'{legend}<div class="hm {name}" data-role="heatmap" style="overflow-x:auto;container-type:inline-size">'
+        f"<style>{''.join(rules)}</style>{fits}</div>"
+    )
+
+
+# Widths in CSS pixels of the heatmap's column the layouts are made for (``_layouts``), and how
+# wide a character of a word and a label are in the heatmap's font (measured in chromium with
+# Streamlit's font, rounded up: 0.41-0.44 of the font size for words, bold labels near 0.55).
+_COLUMN_PX = (1400, 1150, 980, 840, 720, 620, 540, 460, 380, 300)
+_LONG_TEXT_LAYOUTS = 4  # the most layouts a long text is drawn in (each holds the whole heatmap)
+_CHAR_EM, _LABEL_EM, _SLACK_PX = 0.45, 0.55, 12
+_NARROW_PX, _NARROW_LABEL_REM = 700, 6.5  # columns this narrow or less get labels at most this wide
+
+
+@dataclass(frozen=True)
+class _Layout:
+    chunks: list[list[list[_Column]]]  # the lines (blocks) of units
+    needs_px: float  # the column width its longest line needs
+    narrow_labels: bool  # made for a column where the labels wrap at _NARROW_LABEL_REM
+
+
+def _layouts(units: list[list[_Column]], segment_ids: Sequence[int], labels: list[str], theme) -> list[_Layout]:
+    """The line breaks of the heatmap for columns of several widths, widest first, each with the
+    width in pixels its longest line needs: the page shows the widest layout that fits its column
+    (a CSS container query), so lines never run past a narrow window or a projector's column.
+    Layouts that break the same way are drawn once; a long text gets at most a few."""
+    font_px = theme.root_px * theme.heatmap_rem
+    unit_px = _CHAR_EM * font_px
+    wide_label_px = min(max(max(map(len, labels)) * _LABEL_EM * font_px, 11 * theme.root_px), 16 * theme.root_px) + 8
+    narrow_label_px = min(wide_label_px, _NARROW_LABEL_REM * theme.root_px + 8)
+    layouts: list[_Layout] = []
+    line_chars = theme.line_chars
+    for column_px in _COLUMN_PX:
+        narrow = column_px <= _NARROW_PX
+        label_px = narrow_label_px if narrow else wide_label_px
+        line_chars = max(8, min(line_chars, int((column_px - label_px - _SLACK_PX) / unit_px)))
+        chunks = _chunks(units, segment_ids, line_chars)
+        if layouts and chunks == layouts[-1].chunks:
+            continue
+        longest = max(sum(len(c.text) + 2 for unit in chunk for c in unit) for chunk in chunks)
+        layouts.append(_Layout(chunks, label_px + _SLACK_PX + longest * unit_px, narrow))
+    if len(units) > 300 and len(layouts) > _LONG_TEXT_LAYOUTS:
+        step = (len(layouts) - 1) / (_LONG_TEXT_LAYOUTS - 1)
+        layouts = [layouts[round(k * step)] for k in range(_LONG_TEXT_LAYOUTS)]
+    return layouts
 
 
 def legend_html(

@@ -19,11 +19,10 @@ _URL_READ = "presentation.url_read"
 
 # Streamlit sizes its text in rem: a larger root font scales every page; the heatmap's cells
 # get bolder text and a thicker rationale outline.
-STYLE = """<style>
-html { font-size: 21px; }
-.hm-block { font-size: 1.15rem !important; }
-.hm-cell { font-weight: 600; }
-[data-testid="stSidebar"] { font-size: 0.95rem; }
+STYLE = f"""<style>
+html {{ font-size: {theme.PRESENTATION.root_px}px; }}
+.hm-cell {{ font-weight: 600; }}
+[data-testid="stSidebar"] {{ font-size: 0.95rem; }}
 </style>"""
 
 

@@ -58,7 +58,9 @@ class Theme:
     carry meaning (a loss, a threshold, a rationale frame); ``muted``: reference lines (zero, a
     floor, a published bar); ``highlight``: CSS of a table's best cell. Sizes in CSS pixels;
     ``font_size`` and ``line_width`` None leave them to Streamlit's chart theme and plotly.
-    ``line_chars``: about how many characters of words a heatmap line holds before it breaks.
+    ``line_chars``: about how many characters of words a heatmap line holds at most (narrower
+    columns get shorter lines, ``ui.heatmap``); ``root_px`` the page's root font and
+    ``heatmap_rem`` the heatmap's (the presentation setting's CSS is written from them).
     """
 
     name: str
@@ -73,6 +75,8 @@ class Theme:
     line_width: float | None = None
     marker_size: float | None = None
     line_chars: int = 100
+    root_px: int = 16  # Streamlit's own
+    heatmap_rem: float = 0.95
 
     def method_colour(self, method: str, index: int) -> str:
         """The colour of the ``index``-th method of a chart (the random baseline's own grey)."""
@@ -109,7 +113,8 @@ PRESENTATION = Theme(
     font_size=18,
     line_width=3.5,
     marker_size=9,
-    line_chars=50,  # the larger font: 100 characters ran past a 1,024 px projector's column
+    root_px=21,
+    heatmap_rem=1.15,
 )
 
 _current: ContextVar[Theme] = ContextVar("ui.theme", default=DEFAULT)
