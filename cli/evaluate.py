@@ -4,10 +4,12 @@ work is ``engine.evaluate``)."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from engine.evaluate import (
     DEFAULT_GROUP,
+    SliceEvaluation,
     evaluate_slice,
     metric_params,
     needs_mlm,
@@ -51,19 +53,29 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     start = time.perf_counter()
-    evaluation = evaluate_slice(
-        clf,
-        examples,
-        methods,
-        params_by_metric,
-        method_params=method_params,
-        seed=args.seed,
-        mlm=mlm,
-        progress=progress_bar(len(examples), enabled=not args.quiet),
-        target=args.target,
-        resources=Resources.saved(),
-        group=args.group,
-    )
+    evaluation = SliceEvaluation(methods, list(params_by_metric))  # filled one group at a time
+    try:
+        evaluate_slice(
+            clf,
+            examples,
+            methods,
+            params_by_metric,
+            method_params=method_params,
+            seed=args.seed,
+            mlm=mlm,
+            progress=progress_bar(len(examples), enabled=not args.quiet),
+            target=args.target,
+            resources=Resources.saved(),
+            group=args.group,
+            resume=evaluation,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"\nevaluate stopped after {len(evaluation.results)} of {len(examples)} examples; nothing is kept"
+            " (`python -m cli run` keeps a slice's examples as they finish and resumes it)",
+            file=sys.stderr,
+        )
+        return 130
     header = {
         "model": args.model,
         "dataset": args.dataset,

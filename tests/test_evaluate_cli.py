@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -329,3 +336,36 @@ def test_the_app_and_the_command_line_give_the_same_slice_numbers(toy_bert_folde
             for key, values in app.mean_curves[method][metric].items():
                 assert payload["mean_curves"][method][metric][key] == pytest.approx(values, abs=1e-12)
     assert payload["mean_curves"]["loo_empty"]["deletion"]["x"][0] == 0.0
+
+
+def test_ctrl_c_stops_evaluate_with_one_line_and_exit_130(toy_bert_folder):
+    """Ctrl-C printed a 40-line KeyboardInterrupt traceback; now it says how far it got, as ``run``
+    and ``roar`` do, and exits 130."""
+    argv = ["-m", "cli", "evaluate", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2"]
+    argv += ["--methods", "lime", "--param", "lime.n_samples=2000", "--group", "1"]  # about a second an example
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, *argv], cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    err = bytearray()
+    started = threading.Event()
+
+    def read() -> None:  # until the bar shows a finished example, then on to the end
+        while chunk := process.stderr.read1(4096):  # type: ignore[union-attr]
+            err.extend(chunk)
+            if re.search(rb"\b[1-9]\d*/12\b", err):
+                started.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert started.wait(120), err.decode()
+    process.send_signal(signal.SIGINT)
+    code = process.wait(timeout=120)
+    reader.join()
+    text = err.decode()
+    assert code == 130 and "Traceback" not in text, text
+    # tqdm draws its bar once more at exit, below the line (as after `run`'s): the line is on its own
+    stopped = re.search(r"^evaluate stopped after (\d+) of 12 examples; nothing is kept .*$", text, re.MULTILINE)
+    assert stopped and 1 <= int(stopped.group(1)) < 12, text
