@@ -203,7 +203,7 @@ def execute(
     progress: ProgressFn | None = None,
 ) -> RunOutcome:
     """Compute the units of ``opened`` that are not stored yet (none when it is done: nothing is
-    recomputed), committing each to ``store`` as it finishes. ``progress`` gets (fraction of the
+    recomputed) or whose files are gone or damaged, committing each to ``store`` as it finishes. ``progress`` gets (fraction of the
     run's rows done, message). A run another live process writes is refused (``RunStore.claim``).
     Ctrl-C marks the run ``stopped``, an error ``failed`` (an executor that returns with a unit not
     computed too); both resume."""
@@ -211,9 +211,12 @@ def execute(
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     spec, examples, created = opened.spec, opened.examples, opened.created
     info = store.claim(opened.info.run_id, executor)  # refused while another process writes it
+    done = _readable_units(store, info.run_id)  # a unit whose file is gone or damaged is computed again
     if info.status == "done":
-        return RunOutcome(info, created, 0)
-    done = store.done_units(info.run_id)
+        if len(done) == info.units_total:
+            return RunOutcome(info, created, 0)
+        store.finish(info.run_id, "stopped", info.wall_s)  # no longer whole: claimed to compute the rest
+        info = store.claim(info.run_id, executor)
     units = [
         (unit, first, examples[first : first + n])
         for unit, (first, n) in enumerate(chunks(len(examples), info.chunk_size))
@@ -246,6 +249,20 @@ def execute(
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{total} examples done")
     return RunOutcome(store.get(info.run_id), created, len(units), used)
+
+
+def _readable_units(store: RunStore, run_id: str) -> set[int]:
+    """The run's committed units whose Parquet files can still be read."""
+    from engine.runs.unit_files import unit_file_problem
+
+    units = store.units(run_id)
+    if units.empty:
+        return set()
+    return {
+        int(unit)
+        for unit, path in zip(units["unit"], units["path"], strict=True)
+        if unit_file_problem(store.root, path) is None
+    }
 
 
 def _check_complete(store: RunStore, info: RunInfo, executor: str) -> None:
