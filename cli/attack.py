@@ -16,6 +16,7 @@ from cli.common import (
     parse_params,
     positive_int,
     print_json,
+    printable,
     progress_bar,
     seed_int,
 )
@@ -78,12 +79,14 @@ def run(args: argparse.Namespace) -> int:
                 measures = result.measures()
                 rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.3f}"
                 print(
-                    f"{example.id} {method}: rank_change {measures['rank_change']:.3f}, topk_sum_change "
-                    f"{measures['topk_sum_change']:+.4g}, probability_change {measures['probability_change']:+.4f}, "
-                    f"spearman {rho}, success {measures['success']}"
+                    printable(
+                        f"{example.id} {method}: rank_change {measures['rank_change']:.3f}, topk_sum_change "
+                        f"{measures['topk_sum_change']:+.4g}, probability_change "
+                        f"{measures['probability_change']:+.4f}, spearman {rho}, success {measures['success']}"
+                    )
                 )
-                print(f"  original: {' '.join(result.original.words)}")
-                print(f"  attacked: {' '.join(result.attacked.words)}")
+                print(printable(f"  original: {' '.join(result.original.words)}"))
+                print(printable(f"  attacked: {' '.join(result.attacked.words)}"))
     summary = summarize(results)
     if args.json:
         print_json(

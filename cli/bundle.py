@@ -35,7 +35,7 @@ def prediction_line(bundle) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_json
+    from cli.common import print_json, printable
     from engine.bundles import MAX_BUNDLE_BYTES, read_bundle
     from engine.imports.records import read_limited
 
@@ -53,17 +53,19 @@ def run(args: argparse.Namespace) -> int:
         if selection.get("dataset")
         else "typed text"
     )
-    print(f"{path.name}: {bundle.model}, {where} ({bundle.example.id or 'text'}), made {bundle.created}")
-    print(prediction_line(bundle))
-    methods = list(bundle.attributions)
-    width = max((len(w) for w in bundle.example.words), default=4)
+    print(printable(f"{path.name}: {bundle.model}, {where} ({bundle.example.id or 'text'}), made {bundle.created}"))
+    print(printable(prediction_line(bundle)))
+    methods = [printable(m) for m in bundle.attributions]
+    words = [printable(w) for w in bundle.example.words]
+    width = max(map(len, words), default=4)
     print(f"{'word':<{width}}  " + "  ".join(f"{m:>14}" for m in methods))
-    for i, word in enumerate(bundle.example.words):
-        print(f"{word:<{width}}  " + "  ".join(f"{float(bundle.attributions[m].scores[i]):>14.5g}" for m in methods))
+    attributions = list(bundle.attributions.values())
+    for i, word in enumerate(words):
+        print(f"{word:<{width}}  " + "  ".join(f"{float(a.scores[i]):>14.5g}" for a in attributions))
     for method, message in bundle.errors.items():
-        print(f"{method} failed: {message}")
+        print(printable(f"{method} failed: {message}"))
     if bundle.figures:
-        print(f"figures in the bundle: {', '.join(bundle.figures)}")
+        print(printable(f"figures in the bundle: {', '.join(bundle.figures)}"))
     return 0
 
 

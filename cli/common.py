@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shlex
 import sys
 from typing import Any
@@ -201,6 +202,17 @@ def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:
     return out
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: newline, tab, ESC, CSI...
+
+
+def printable(text: object) -> str:
+    """``text`` (a stored or given string, or what ``str`` makes of a value) for a terminal: its
+    control characters shown as Python's escapes (``\\n``, ``\\t``, ``\\x1b``), as ``--json``
+    shows them, so a word from a bundle, a store or a file cannot clear the screen, recolour the
+    terminal or split a line of a table."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], str(text))
+
+
 def print_json(payload: Any) -> None:
     """``payload`` as JSON on stdout, encoded whole first: a value JSON cannot hold (NaN) raises
     before anything is written, so no half document reaches a pipe or a file."""
@@ -270,21 +282,22 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
 
 def print_summary_table(payload: dict[str, Any]) -> None:
     """The human-readable form of ``engine.slice_report.slice_report``: mean [95% interval] n per
-    method and metric, the cost, and each method's first failure."""
+    method and metric, the cost, and each method's first failure (stored strings ``printable``)."""
     from metrics.base import interval_text
 
     summary = payload["results"]
     metric_keys = list(payload["metrics"])
     arrows = ["↑" if payload["metrics"][k]["higher_is_better"] else "↓" for k in metric_keys]
-    width = max(map(len, summary), default=6)
-    print(f"{'method':<{width}}  " + "  ".join(f"{k + a:>24}" for k, a in zip(metric_keys, arrows)))
+    width = max((len(printable(method)) for method in summary), default=6)
+    header = "  ".join(f"{printable(k) + a:>24}" for k, a in zip(metric_keys, arrows))
+    print(f"{'method':<{width}}  {header}")
     for method, per in summary.items():
         cells = []
         for key in metric_keys:
             s = per[key]
             scored = interval_text(s["mean"], *s["interval"], s["n"], show_n=True) if s["mean"] is not None else None
             cells.append(scored or (f"— ({s['skipped']} skipped)" if s.get("skipped") else "—"))
-        print(f"{method:<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
+        print(f"{printable(method):<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
     print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
     for key in metric_keys:  # why a metric scored no example (a plausibility metric on data without rationales)
         reasons: dict[str, int] = {}
@@ -294,6 +307,6 @@ def print_summary_table(payload: dict[str, Any]) -> None:
                     reasons[reason] = max(reasons.get(reason, 0), count)
         if reasons and all(per[key]["n"] == 0 for per in summary.values()):
             why = "; ".join(f"{reason} ({count} examples)" for reason, count in reasons.items())
-            print(f"{key} scored no example: {why}")
+            print(printable(f"{key} scored no example: {why}"))
     for method, failures in payload["errors"].items():
-        print(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}")
+        print(printable(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}"))

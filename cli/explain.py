@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_autocast, add_model, methods_and_params, positive_int, print_json, seed_int
+from cli.common import (
+    add_autocast,
+    add_model,
+    methods_and_params,
+    positive_int,
+    print_json,
+    printable,
+    seed_int,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
         for key, attribution in result.attributions.items():
             # three significant digits: gradient scores are often 1e-4 and would print as +0.000
             pairs = " ".join(f"{w}:{s:+.3g}" for w, s in zip(attribution.words, attribution.scores))
-            print(f"{key}: {pairs}")
+            print(printable(f"{key}: {pairs}"))
         for key, message in result.errors.items():
-            print(f"{key}: failed: {message}")
+            print(printable(f"{key}: failed: {message}"))
     return 1 if result.errors and not result.attributions else 0
 
 

@@ -12,7 +12,7 @@ from engine.imports import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from cli.common import metric_keys, parse_params, progress_bar
+    from cli.common import metric_keys, parse_params, printable, progress_bar
     from cli.show import print_run
     from engine.imports import import_file
     from engine.runs.store import RunStore
@@ -37,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
         origin = info.selection["import"]
         state = "imported" if outcome.created else "already imported"
         print(
-            f"{info.run_id}: {state} from {origin['file']} ({origin['format']}, {origin['records']} records,"
-            f" {info.rows_total} examples)",
+            printable(
+                f"{info.run_id}: {state} from {origin['file']} ({origin['format']}, {origin['records']} records,"
+                f" {info.rows_total} examples)"
+            ),
             file=sys.stderr,
         )
     return print_run(store, info.run_id, per_example=args.per_example, as_json=args.json)

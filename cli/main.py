@@ -61,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def one_line(error: Exception) -> str:
     """The message of ``error`` on one line (library messages often span several), with a Ray
-    cluster's credentials removed (``engine.runs.secrets``)."""
+    cluster's credentials removed (``engine.runs.secrets``) and control characters escaped."""
+    from cli.common import printable
     from engine.runs.secrets import redact
 
     text = str(error) if not isinstance(error, OSError) or not error.filename else f"{error.strerror}: {error.filename}"
-    return redact(" ".join(text.split()))
+    return printable(redact(" ".join(text.split())))

@@ -6,7 +6,7 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_json, stored_runs
+    from cli.common import print_json, printable, stored_runs
     from cli.show import run_json, status_of
 
     store = stored_runs(args.results_dir)
@@ -25,10 +25,11 @@ def run(args: argparse.Namespace) -> int:
         if info.kind == "reproduce":  # engine.reproduce.stored: a reproduction's result
             note = f" (reproduce {info.selection['name']} --limit {info.selection['limit']})"
         data = f"{info.dataset}:{info.split}" if info.split else info.dataset
-        print(
+        line = (
             f"{info.run_id:<16}  {status:<8}  {info.rows_done:>5}/{info.rows_total:<5}  {info.wall_s:>7.1f}s"
             f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {data} / {','.join(info.methods)}{note}"
         )
+        print(printable(line))
     return 0
 
 

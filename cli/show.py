@@ -11,7 +11,7 @@ EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset eval
 
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``."""
-    from cli.common import print_json, print_summary_table, store_option
+    from cli.common import print_json, print_summary_table, printable, store_option
     from engine.evaluate import metric_params
     from engine.runs.executor import read_evaluation
     from engine.slice_report import slice_report
@@ -34,10 +34,10 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     if as_json:
         print_json(payload)
     else:
-        print(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples")
+        print(printable(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples"))
         print_summary_table(payload)
     if info.status != "done":
-        print(f"{info.run_id} {state_text(info)}: {next_step(info, store_option(store))}", file=sys.stderr)
+        print(printable(f"{info.run_id} {state_text(info)}: {next_step(info, store_option(store))}"), file=sys.stderr)
     return 0
 
 
