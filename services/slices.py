@@ -37,6 +37,15 @@ def _partial_store() -> store.ResultStore:
     return store.ResultStore(max_entries=32)
 
 
+@st.cache_resource
+def _explained_store() -> store.ResultStore:
+    """Each finished slice's attributions (one mapping per example) under what explains them
+    (model, examples, methods and their parameters, target, masked LM, imports): the same slice
+    scored with other metric parameters (the faithfulness page's two removal modes) reuses them
+    instead of explaining every example again."""
+    return store.ResultStore(max_entries=8)
+
+
 def stopped_at(key: tuple) -> tuple[int, int] | None:
     """(examples done, examples asked) of a slice that was stopped before its end, else None."""
     partial = _partial_store().get(key)
@@ -58,14 +67,19 @@ def _evaluate(
     """The evaluation, the metrics' parameters, the time it took and, per imported method, the
     ids of the examples its import lacks (scored without it)."""
     params_by_metric = engine.metric_params(list(metric_params), metric_params)
-    mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
     given, missing = given_for(imported, examples)
+    explained_key = (model, store.examples_key(examples), tuple(method_keys), store.params_key(method_params or {}),
+                     target, mlm_name, _imported_key(imported))  # fmt: skip
+    explained = _explained_store().get(explained_key)
+    if explained is not None:  # scored again with other metric parameters: nothing to explain
+        method_keys, given = [], explained
+    mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
     # Taken out of the store while it runs, so two sessions never append to one evaluation; put
     # back, with whatever it finished, if the run stops before its end.
     partial = _partial_store().pop(key)
     evaluation = (
         partial[0]
-        if partial is not None
+        if partial is not None and partial[0].methods == engine.slice_methods(method_keys, given)
         else engine.SliceEvaluation(engine.slice_methods(method_keys, given), list(params_by_metric))
     )
     start = time.perf_counter()
@@ -88,6 +102,8 @@ def _evaluate(
     finally:
         if not finished and evaluation.results:
             _partial_store().put(key, (evaluation, len(examples)))
+    if explained is None:
+        _explained_store().put(explained_key, [result.attributions for result in evaluation.results])
     return evaluation, params_by_metric, time.perf_counter() - start, missing
 
 

@@ -100,3 +100,31 @@ def test_a_slice_explained_by_length_resumes_and_ends_in_slice_order(toy_bert_lo
     for method, per in reports.metric_values(whole).items():
         for metric, values in per.items():
             np.testing.assert_allclose(reports.metric_values(partial)[method][metric], values, rtol=1e-5, atol=1e-6)
+
+
+def test_the_same_slice_scored_with_another_removal_is_not_explained_again(model_dirs, monkeypatch) -> None:
+    """The faithfulness page's "Removal modes compared" scores one slice with two removals: the
+    second explained every example again (IM's fill-ins twice). It now reuses the first's
+    attributions, and its values equal a fresh evaluation's."""
+    model, methods = str(model_dirs[0]), ["loo_empty", "saliency"]
+    delete = {"deletion": {"removal": "delete", "fraction": 0.5}}
+    mask = {"deletion": {"removal": "mask", "fraction": 0.5}}
+    services.evaluate_slice(model, examples(), methods, delete)
+    explained: list[list[str]] = []
+    real = engine.explain_examples
+
+    def recorded(clf, chosen, keys, **kwargs):
+        explained.append(list(keys))
+        return real(clf, chosen, keys, **kwargs)
+
+    monkeypatch.setattr(engine, "explain_examples", recorded)
+    reused = services.evaluate_slice(model, examples(), methods, mask)
+    assert explained and all(keys == [] for keys in explained)  # predictions only
+    assert list(reused.values) == methods
+
+    clf = Classifier(load_classifier(model))
+    fresh = reports.metric_values(
+        engine.evaluate_slice(clf, examples(), methods, engine.metric_params(["deletion"], mask))
+    )
+    for method in methods:
+        np.testing.assert_allclose(reused.values[method]["deletion"], fresh[method]["deletion"], rtol=1e-6)
