@@ -6,6 +6,7 @@ runs every fast method, the others run cheap ones (``random``, ``attention_mean`
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -324,3 +325,14 @@ def test_unknown_methods_in_a_link_are_named_not_dropped_silently() -> None:
     assert not at.exception
     assert at.session_state["heatmaps.methods"] == ["random"]
     assert any("left out of the link's choice: “bogus, \\<b\\>x\\</b\\>”" in w.value for w in at.warning)
+
+
+def test_the_cost_table_notes_read_as_words() -> None:
+    """The notes column showed internals with signs: "original_probability=+0.9855, mlm_forward_passes=+20"."""
+    from ui.heatmap import cost_rows
+
+    words = ("a", "film")
+    row = record("im", words, [0.5, -0.5])
+    row = dataclasses.replace(row, extras={"original_probability": 0.98551, "mlm_forward_passes": 20, "top": [1, 2]})
+    [cost] = cost_rows({"im": row})
+    assert cost["notes"] == "original probability 0.9855, mlm forward passes 20"

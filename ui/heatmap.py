@@ -293,10 +293,11 @@ def legend_html(
 
 
 def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
-    """Runtime and passes per method, with scalar extras (e.g. IG's convergence delta)."""
+    """Runtime and passes per method, with scalar extras in words (e.g. "convergence delta
+    2.024e-06", "mlm forward passes 20")."""
     rows = []
     for key, a in attributions.items():
-        notes = ", ".join(f"{k}={_format(float(v))}" for k, v in a.extras.items() if isinstance(v, (int, float)))
+        notes = ", ".join(_note(k, v) for k, v in a.extras.items() if isinstance(v, int | float))
         rows.append(
             {
                 "method": key,
@@ -307,6 +308,12 @@ def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _note(name: str, value: float) -> str:
+    """One scalar extra of an attribution as the cost table shows it."""
+    shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{float(value):.4g}"
+    return f"{name.replace('_', ' ')} {shown}"
 
 
 def side_by_side(
