@@ -82,7 +82,7 @@ if "im" not in result.attributions:
     st.error(plain(f"IM: {result.errors.get('im', 'failed')}"))
     st.stop()
 im = result.attributions["im"]
-st.caption(f"{cost_line('IM', im)} {cost_line('Leave-one-out', loo)}")
+st.caption(f"{cost_line('IM', im)} {cost_line('LOO_empty', loo)}")
 
 st.subheader("IM next to leave-one-out")
 rows = {"im": im, "loo_empty": loo}

@@ -505,3 +505,12 @@ def test_paper000_correct_only_skips_wrong_predictions(linear_clf, toy_example):
     assert score_attribution(linear_clf, wrong, oracle(wrong), {"deletion": params}) == {}
     right = dataclasses.replace(toy_example, label=1)
     assert not math.isnan(metrics.get("deletion").compute(linear_clf, right, oracle(right), params).value)
+
+
+def test_the_rank_chart_names_the_removals_as_the_pickers_do():
+    """The chart's axis said "delete" and "mlm" under pickers reading "delete the words" and
+    "masked-LM fill-in (Deletion_BERT)"."""
+    from ui.faithfulness import rank_figure
+
+    figure = rank_figure(["a", "b"], ("delete", "mlm"), ({"a": 1, "b": 2}, {"a": 2, "b": 1}))
+    assert list(figure.layout.xaxis.ticktext) == ["delete the words", "masked-LM fill-in (Deletion_BERT)"]

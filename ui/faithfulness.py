@@ -222,7 +222,8 @@ def rank_figure(
     figure.update_yaxes(autorange="reversed", dtick=1)
     figure = layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
     # room on both sides for the method names written beside the ends (a category axis clips them)
-    return figure.update_xaxes(tickvals=[0, 1], ticktext=[mode_a, mode_b], range=[-0.6, 1.6], zeroline=False)
+    names = [REMOVALS.get(mode, mode) for mode in (mode_a, mode_b)]  # as the Removal pickers name them
+    return figure.update_xaxes(tickvals=[0, 1], ticktext=names, range=[-0.6, 1.6], zeroline=False)
 
 
 def show_curves(figures: dict[str, go.Figure], prefix: str) -> None:
