@@ -49,16 +49,22 @@ def example_view(
     st.markdown(result_markdown(prediction, target, selection.threshold, gold=fitted.gold_name))
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
-    threshold = metric_params["iou"]["threshold"]
-    rows = services.human_rows(fitted)
-    rows.update({f"{m} · τ {threshold:.2f}": services.binarized(a, threshold) for m, a in result.attributions.items()})
     mask = services.human_outline(fitted, annotator)
+    chosen = metric_params["token_f1"]  # the selection token F1 and IOU-F1 score
+    name = services.selection_name(chosen, mask)
+    rows = services.human_rows(fitted)
+    rows.update({f"{m} · {name}": services.selected(a, mask, chosen) for m, a in result.attributions.items()})
     st.subheader("Human highlights and the words each method selects")
     st.html(heatmap_html(fitted.words, fitted.segment_ids, rows, rationale=mask))
+    how = (
+        f"its positive scores divided by its largest score, kept when at least τ = {chosen['threshold']:.2f}"
+        if chosen.get("selection") == "threshold"
+        else f"its {name.removeprefix('top ')} highest-scoring words"
+        + (" (k: as many as the humans marked)" if not chosen.get("k") else "")
+    )
     st.caption(
-        f"Red cells: words highlighted by the humans (rows “human · …”) or selected by a method at τ = "
-        f"{threshold:.2f} (its positive scores divided by its largest score, kept when at least τ). Outlined: the "
-        f"human mask compared against ({R.annotator_label(annotator)})."
+        f"Red cells: words highlighted by the humans (rows “human · …”) or selected by a method as token F1 and "
+        f"IOU-F1 select them: {how}. Outlined: the human mask compared against ({R.annotator_label(annotator)})."
     )
     with st.expander("Continuous scores with the human outline"):
         st.html(heatmap_html(fitted.words, fitted.segment_ids, result.attributions, rationale=mask))

@@ -74,11 +74,12 @@ from services.models import (
     split_ref,
 )
 from services.rationales import (
-    binarized,
     human_outline,
     human_rows,
     rationale_ceiling,
     rationale_scores,
+    selected,
+    selection_name,
 )
 from services.slices import (
     RationaleSlice,
@@ -119,7 +120,6 @@ __all__ = [
     "attack_summary",
     "autocast_choices",
     "background",
-    "binarized",
     "bundle_bytes",
     "classifier",
     "compare",
@@ -167,6 +167,8 @@ __all__ = [
     "reproductions",
     "runs",
     "score_attribution",
+    "selected",
+    "selection_name",
     "shared_mode",
     "slice_examples",
     "slice_indices",

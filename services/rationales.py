@@ -24,11 +24,22 @@ def _plausibility_params(metric_params: dict[str, dict[str, Any]]) -> dict[str, 
     return resolve(list(metric_params), metric_params)
 
 
-def binarized(attribution: Attribution, threshold: float) -> Attribution:
-    """The words a map selects at ``threshold`` (Pham et al. 2022: negatives zeroed, divided by the
-    maximum), as a 0/1 word-level attribution for the heatmap."""
-    selected = plausibility.binarize(attribution.scores, threshold).astype(np.float32)
-    return dataclasses.replace(attribution, scores=selected, subwords=(), subword_scores=None, subword_word_ids=())
+def selected(attribution: Attribution, human: tuple[int, ...] | None, params: dict[str, Any]) -> Attribution:
+    """The words a map selects as token F1 and IOU-F1 select them under ``params`` (``selection``,
+    ``k``, ``threshold``: its top k, k = 0 taking as many words as the ``human`` mask marks, or
+    Pham et al. 2022's threshold: negatives zeroed, divided by the maximum, kept at or above tau),
+    as a 0/1 word-level attribution for the heatmap."""
+    chosen = plausibility.SelectionParams(**{k: params[k] for k in ("selection", "k", "threshold") if k in params})
+    mask = np.asarray(human if human is not None else (), dtype=np.int8)
+    words = plausibility.select(attribution.scores, mask, chosen).astype(np.float32)
+    return dataclasses.replace(attribution, scores=words, subwords=(), subword_scores=None, subword_word_ids=())
+
+
+def selection_name(params: dict[str, Any], human: tuple[int, ...] | None) -> str:
+    """How ``selected`` picks the words, for a row label: "top 5" or "τ 0.50"."""
+    if params.get("selection") == "threshold":
+        return f"τ {params['threshold']:.2f}"
+    return f"top {params.get('k') or sum(human or ())}"
 
 
 def human_rows(example: Example) -> dict[str, Attribution]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import metrics
 from core.params import params_from
 from core.types import Attribution, Example
 from metrics import plausibility as pl
+from tests.page_text import one_layout
 
 DATA_DIR = "/work/shared/data"
 
@@ -386,7 +388,18 @@ def test_page_shows_human_and_binarized_maps(dataset, split, index, human_rows, 
     app = page(dataset, split, index, toy_folder, monkeypatch)
     heatmap = next(h.proto.body for h in app.get("html") if 'data-role="heatmap"' in h.proto.body)
     assert heatmap.count('data-method="human · ') // heatmap.count('class="hm-block"') == human_rows
-    assert 'data-method="loo_empty · τ 0.50"' in heatmap
+    # the rows select words as token F1 does by default: the top k, k as many as the humans marked
+    # (they showed the tau 0.50 selection whatever the selection picked)
+    from ui.heatmap import colour
+
+    [shown_k] = {int(k) for k in re.findall(r'data-method="loo_empty · top (\d+)"', heatmap)}
+    drawn = one_layout(heatmap)
+
+    def row(label: str) -> str:
+        return "".join(re.findall(rf'<tr class="hm-row" data-method="{label}">(.*?)</tr>', drawn))
+
+    assert shown_k == row("human · majority").count("outline:2px") > 0 and "τ 0.50" not in heatmap
+    assert row(f"loo_empty · top {shown_k}").count(f"background:{colour(1.0)}") == shown_k
     if dataset == "esnli":
         assert ">Premise</div>" in heatmap and ">Hypothesis</div>" in heatmap
     table = app.dataframe[0].value
