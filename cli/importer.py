@@ -5,6 +5,7 @@ inseq, Thermostat) stored as a run beside computed ones (``engine.imports``); pr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from engine.imports import FORMATS
@@ -17,7 +18,13 @@ def run(args: argparse.Namespace) -> int:
     from engine.imports import import_file
     from engine.runs.store import RunStore
 
-    store = RunStore(args.results_dir)
+    if (args.dataset is None) != (args.split is None):
+        raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")
+    methods = explainers.resolve(args.methods) if args.methods else []
+    metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
+    if not os.path.exists(args.file):
+        raise ValueError(f"{args.file}: no such file")
+    store = RunStore(args.results_dir)  # after the checks: refused arguments leave no store behind
     outcome = import_file(
         args.file,
         store,
@@ -25,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
         model=args.model,
         dataset=args.dataset,
         split=args.split,
-        methods=explainers.resolve(args.methods) if args.methods else [],
-        metrics=metric_keys(args.metrics),
-        overrides=parse_params(args.param),
+        methods=methods,
+        metrics=metrics,
+        overrides=overrides,
         target=args.target,
         mlm=args.mlm,
         progress=progress_bar(100, enabled=not args.quiet, unit="%"),

@@ -56,11 +56,11 @@ def run(args: argparse.Namespace) -> int:
     from engine.runs.writers import claim_refusal
 
     check_flags(args)
-    store = RunStore(args.results_dir, read_only=args.estimate_only)  # an estimate creates nothing
-    job = job_of(store.get(args.resume)) if args.resume else job_from_args(args)
-    prepared = prepare_job(job, store, data_dir=args.data_dir, resume=args.resume)
-    run_id, found = prepared.run_id, store.find(prepared.run_id)
-    refusal = claim_refusal(run_id, store.root, found) if found is not None else None
+    reader = RunStore(args.results_dir, read_only=True)  # a refused job and an estimate create nothing
+    job = job_of(reader.get(args.resume)) if args.resume else job_from_args(args)
+    prepared = prepare_job(job, reader, data_dir=args.data_dir, resume=args.resume)
+    run_id, found = prepared.run_id, reader.find(prepared.run_id)
+    refusal = claim_refusal(run_id, reader.root, found) if found is not None else None
     if refusal is not None and not args.estimate_only:  # another process writes it: refused before the cost
         raise ValueError(refusal)
     if not args.quiet:
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:  # else the cost line above is the answer
                 print(json.dumps({"run_id": run_id, "cost": shown}, indent=2))
             return 0
+    store = RunStore(args.results_dir)
     opened = open_job(prepared, store)
     try:
         info = execute_job(

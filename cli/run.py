@@ -20,11 +20,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.actors is not None and args.actors < 1:
         raise ValueError(f"--actors must be at least 1, got {args.actors}")
-    store = RunStore(args.results_dir)
-    spec = run_spec(args, store)
+    spec = run_spec(args)
     address = args.address or os.environ.get("RAY_ADDRESS")
     if address and args.executor != "serial":  # before anything is written: no failed run is left behind
         check_reachable(address)
+    store = RunStore(args.results_dir)  # after the checks: refused arguments leave no store behind
     opened = open_run(spec, store, resume=args.resume)
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.
     stored = opened.info
@@ -55,14 +55,17 @@ def run(args: argparse.Namespace) -> int:
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
 
 
-def run_spec(args: argparse.Namespace, store):
-    """The ``RunSpec`` asked for: the stored evaluation's with ``--resume``, else the options'."""
+def run_spec(args: argparse.Namespace):
+    """The ``RunSpec`` asked for: the stored evaluation's with ``--resume`` (read only: nothing
+    created), else the options'."""
     from cli.common import parse_params, slice_keys, store_option
     from cli.show import shown_elsewhere
     from engine.runs.executor import resume_spec
     from engine.runs.spec import RunSpec
+    from engine.runs.store import RunStore
 
     if args.resume is not None:
+        store = RunStore(args.results_dir, read_only=True)
         stored = store.get(args.resume)
         if stored.kind != "evaluate":
             raise ValueError(
