@@ -254,6 +254,9 @@ def load_dataset_examples(args: argparse.Namespace):
     return load_examples(args.dataset, args.split, args.data_dir, limit=args.limit)
 
 
+_OPEN_BARS: list[Any] = []  # the bars progress_bar drew and has not closed; print_stopped closes them
+
+
 def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> ProgressFn | None:
     """A ``ProgressFn`` drawing a tqdm bar on stderr over ``total`` items (rate per second and
     ETA; the message as postfix); the bar closes when the fraction reaches 1. The first call
@@ -269,6 +272,7 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
         n = round(fraction * total)
         if not bars:
             bars.append(tqdm(total=total, initial=n, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True))
+            _OPEN_BARS.append(bars[0])
         bar = bars[0]
         if bar.disable:
             return
@@ -276,8 +280,17 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
         bar.update(n - bar.n)
         if fraction >= 1.0:
             bar.close()
+            _OPEN_BARS.remove(bar)
 
     return report
+
+
+def print_stopped(message: str) -> None:
+    """The one line on stderr of a command Ctrl-C stopped, after its progress bars are closed: an
+    open bar is drawn again when tqdm cleans up at exit, below the line that should end the output."""
+    while _OPEN_BARS:
+        _OPEN_BARS.pop().close()
+    print(message, file=sys.stderr)
 
 
 def print_summary_table(payload: dict[str, Any]) -> None:

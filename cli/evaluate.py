@@ -4,7 +4,6 @@ work is ``engine.evaluate``)."""
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from engine.evaluate import (
@@ -20,7 +19,7 @@ from engine.slice_report import slice_report
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import parse_params, print_json, print_summary_table, progress_bar, slice_keys
+    from cli.common import parse_params, print_json, print_stopped, print_summary_table, progress_bar, slice_keys
     from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
@@ -70,10 +69,9 @@ def run(args: argparse.Namespace) -> int:
             resume=evaluation,
         )
     except KeyboardInterrupt:
-        print(
-            f"\nevaluate stopped after {len(evaluation.results)} of {len(examples)} examples; nothing is kept"
-            " (`python -m cli run` keeps a slice's examples as they finish and resumes it)",
-            file=sys.stderr,
+        print_stopped(
+            f"evaluate stopped after {len(evaluation.results)} of {len(examples)} examples; nothing is kept"
+            " (`python -m cli run` keeps a slice's examples as they finish and resumes it)"
         )
         return 130
     header = {

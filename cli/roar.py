@@ -47,7 +47,7 @@ def job_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import progress_bar, store_option
+    from cli.common import print_stopped, progress_bar, store_option
     from cli.show import status_of
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
@@ -99,10 +99,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         info = store.get(run_id)
-        print(
-            f"\n{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
-            f"`python -m cli roar --resume {run_id}{store_option(store)}`",
-            file=sys.stderr,
+        print_stopped(
+            f"{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
+            f"`python -m cli roar --resume {run_id}{store_option(store)}`"
         )
         return 130
     report = job_report(store, run_id, args.data_dir)

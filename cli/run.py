@@ -12,7 +12,7 @@ from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import progress_bar, store_option
+    from cli.common import print_stopped, progress_bar, store_option
     from cli.show import print_run, status_of
     from engine.runs.executor import execute, open_run
     from engine.runs.ray_executor import check_reachable
@@ -44,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         info = store.get(opened.info.run_id)
-        print(
-            f"\n{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
-            f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`",
-            file=sys.stderr,
+        print_stopped(
+            f"{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
+            f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`"
         )
         return 130
     if outcome.computed_units == 0 and not args.quiet:

@@ -366,6 +366,7 @@ def test_ctrl_c_stops_evaluate_with_one_line_and_exit_130(toy_bert_folder):
     reader.join()
     text = err.decode()
     assert code == 130 and "Traceback" not in text, text
-    # tqdm draws its bar once more at exit, below the line (as after `run`'s): the line is on its own
     stopped = re.search(r"^evaluate stopped after (\d+) of 12 examples; nothing is kept .*$", text, re.MULTILINE)
     assert stopped and 1 <= int(stopped.group(1)) < 12, text
+    # the bar is closed before the line, which ends the output (tqdm drew an open bar again below it at exit)
+    assert text.endswith(stopped.group(0) + "\n"), repr(text[-400:])
