@@ -16,6 +16,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
+from ui.share import setting_from_link, setting_to_link
 
 selection = state.current()
 st.title("Adversarial attacks on explanations")
@@ -32,6 +33,7 @@ with st.expander("How to read this page", expanded=False):
 infos = {m.key: m for m in services.methods()}
 first, second, third = st.columns([5, 3, 2])
 st.session_state.setdefault("adversarial.attack", "embedding")  # seeded, not a default: a tour step sets it
+setting_from_link("adversarial.attack", "attack", list(A.ATTACKS), "embedding")
 attack = (
     first.segmented_control(
         "Attack",
@@ -42,6 +44,7 @@ attack = (
     )
     or "embedding"
 )
+setting_to_link("attack", attack, "embedding")
 objective = "unconstrained"
 preset = "quick"
 if attack == "embedding":

@@ -18,6 +18,7 @@ from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import gate, run_or_stop, slice_controls, stopped_note
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -109,17 +110,18 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         key="faithfulness.compare_metric",
         persist_state="session",
     )
+    removals = list(F.REMOVALS)
+    setting_from_link("faithfulness.compare_a", "removal_a", removals, removals[0])
     mode_a = second.selectbox(
-        "Removal A", list(F.REMOVALS), format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"
+        "Removal A", removals, format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"
     )
-    st.session_state.setdefault("faithfulness.compare_b", list(F.REMOVALS)[4])
+    setting_to_link("removal_a", mode_a, removals[0])
+    st.session_state.setdefault("faithfulness.compare_b", removals[4])
+    setting_from_link("faithfulness.compare_b", "removal_b", removals, removals[4])
     mode_b = third.selectbox(
-        "Removal B",
-        list(F.REMOVALS),
-        format_func=F.REMOVALS.get,
-        key="faithfulness.compare_b",
-        persist_state="session",
+        "Removal B", removals, format_func=F.REMOVALS.get, key="faithfulness.compare_b", persist_state="session"
     )
+    setting_to_link("removal_b", mode_b, removals[4])
     sets = [{key: {**metric_params[key], "removal": mode}} for mode in (mode_a, mode_b)]
     results = slice_results(selection, methods, imported, sets, method_params, "faithfulness.compare_request")
     if results is None:
@@ -147,9 +149,12 @@ if selection.error:
     st.stop()
 infos = {m.key: m for m in services.methods()}
 st.session_state.setdefault("faithfulness.view", VIEWS[0])  # seeded, not a default: a tour step sets it
+setting_from_link("faithfulness.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="faithfulness.view", persist_state="session") or VIEWS[0]
+setting_to_link("view", view, VIEWS[0])
+st.session_state.setdefault("faithfulness.methods", [k for k in services.RUN_METHODS if k in infos])  # a tour sets it
 methods = st.multiselect(
-    "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
+    "Methods", list(infos),
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="session",
     placeholder="Choose attribution methods",
 )  # fmt: skip

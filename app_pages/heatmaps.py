@@ -18,7 +18,7 @@ from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
-from ui.share import link_warning, quoted
+from ui.share import link_warning, quoted, setting_from_link, setting_to_link
 from ui.text import plain
 
 selection = state.current()
@@ -50,9 +50,13 @@ st.query_params["methods"] = ",".join(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
 left, middle, right = st.columns([2, 2, 3])
+setting_from_link("heatmaps.shared_scale", "scale", [False, True], False)
 shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="session")
+setting_to_link("scale", shared_scale, False)
 st.session_state.setdefault("heatmaps.view", "words")
+setting_from_link("heatmaps.view", "tokens", ["words", "subwords"], "words")
 view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="session")
+setting_to_link("tokens", view, "words")
 with right.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 other = compare.second_model(selection.model, selection.label_names)

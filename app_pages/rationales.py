@@ -21,6 +21,7 @@ from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop, slice_controls
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
@@ -134,7 +135,9 @@ if selection.error:
     st.stop()
 infos = {m.key: m for m in services.methods()}
 st.session_state.setdefault("rationales.view", VIEWS[0])
+setting_from_link("rationales.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="session") or VIEWS[0]
+setting_to_link("view", view, VIEWS[0])
 methods = st.multiselect(
     "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
     format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods", persist_state="session",

@@ -15,6 +15,7 @@ from ui.downloads import show_figure, show_table
 from ui.heatmap import heatmap_html
 from ui.params import methods_params_form
 from ui.runs import SLICE, example_scope, explain_selected, gate, run_or_stop
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
@@ -41,10 +42,12 @@ chosen = st.multiselect(
 )  # fmt: skip
 first, second, third, fourth = st.columns(4)
 st.session_state.setdefault("sanity.mode", "cascading")  # seeded, not a default: a tour step sets it
+setting_from_link("sanity.mode", "mode", ["cascading", "independent"], "cascading")
 mode = first.segmented_control(
     "Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session"
 )
 mode = mode or "cascading"
+setting_to_link("mode", mode, "cascading")
 seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="session"))
 top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k", persist_state="session")
 scope, n_examples = example_scope(

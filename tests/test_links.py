@@ -136,3 +136,46 @@ def test_an_unknown_method_card_in_the_link_is_named(method: str) -> None:
     assert not UNESCAPED.search(warnings(at)[0])
     assert at.query_params["method"] == "loo_empty"
     assert not at.run().warning
+
+
+# --------------------------------------------------------------------------- page settings
+
+
+def test_the_link_carries_the_heatmap_page_settings_and_a_new_session_shows_them() -> None:
+    """Copy link said "a link to this exact view" but the colour scale and the token view came back
+    at their defaults; they are in the link now, and left out while at their defaults."""
+    at = open_link(EXAMPLE)
+    assert "scale" not in written_link(at) and "tokens" not in written_link(at)
+    at.toggle(key="heatmaps.shared_scale").set_value(True).run()
+    at.segmented_control(key="heatmaps.view").set_value("subwords").run()
+    link = written_link(at)
+    assert (link["scale"], link["tokens"]) == ("1", "subwords")
+    again = open_link(link)
+    assert again.toggle(key="heatmaps.shared_scale").value is True
+    assert again.segmented_control(key="heatmaps.view").value == "subwords"
+
+
+def test_the_link_carries_the_faithfulness_view_and_removals() -> None:
+    params = {**EXAMPLE, "view": "Removal modes compared", "removal_a": "mask", "removal_b": "unk"}
+    at = open_link(params, page="app_pages/faithfulness.py", state={"faithfulness.methods": ["random"]})
+    assert at.segmented_control(key="faithfulness.view").value == "Removal modes compared"
+    assert (at.selectbox(key="faithfulness.compare_a").value, at.selectbox(key="faithfulness.compare_b").value) == (
+        "mask",
+        "unk",
+    )
+    assert {k: written_link(at)[k] for k in ("view", "removal_a", "removal_b")} == {
+        "view": "Removal modes compared", "removal_a": "mask", "removal_b": "unk"
+    }  # fmt: skip
+    at.segmented_control(key="faithfulness.view").set_value("This example").run()
+    assert "view" not in written_link(at)
+
+
+def test_a_page_setting_the_link_cannot_take_is_named_and_the_default_shown() -> None:
+    at = open_link({**EXAMPLE, "mode": "<b>sideways</b>"}, page="app_pages/sanity_checks.py")
+    named = [as_read(w) for w in warnings(at) if "mode" in as_read(w)]
+    assert named == [
+        "The link asks for mode “<b>sideways</b>”, which is none of cascading, independent: “cascading” is shown."
+    ], warnings(at)
+    assert not UNESCAPED.search(next(w for w in warnings(at) if "sideways" in w))
+    assert at.segmented_control(key="sanity.mode").value == "cascading"
+    assert not [w for w in at.run().warning if "sideways" in w.value]  # said once

@@ -17,6 +17,7 @@ from ui.charts import style
 from ui.downloads import show_figure
 from ui.explorer import curve_axes, mean_curve_figure
 from ui.params import methods_params_form, params_form
+from ui.share import setting_from_link, setting_to_link
 from ui.theme import current
 
 REMOVALS = {
@@ -239,11 +240,13 @@ def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -
     itself) the removal picker is left out and its last choice kept."""
     first, second, third = st.columns(3)
     if removal_shown:
+        setting_from_link("faithfulness.removal", "removal", list(REMOVALS), next(iter(REMOVALS)))
         removal = first.selectbox(
             "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="session",
             help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never "
             "puts the original word back.",
         )  # fmt: skip
+        setting_to_link("removal", removal, next(iter(REMOVALS)))
     else:
         removal = st.session_state.get("faithfulness.removal", next(iter(REMOVALS)))
         first.caption("Removal: the two compared below (Removal A and B).")

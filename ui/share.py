@@ -1,6 +1,7 @@
 """The "Copy link" button: the current view's URL, with the selection every page mirrors into
 the query parameters (``ui.sidebar``: model, dataset, split, example, target, typed text; the
-pages: methods, run), and the warning that names what a link asked for and does not get.
+pages: methods, run, and the settings of each view, ``setting_from_link``), and the warning that
+names what a link asked for and does not get.
 
 It sits in the sidebar, which renders before the page, so it reads the query parameters the
 page wrote on the previous run; opening it reruns the app (``on_change="rerun"``), so the link
@@ -10,6 +11,8 @@ button puts it on the clipboard (no script of our own, nothing fetched).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -46,3 +49,37 @@ def link_warning(message: str) -> None:
     """Name on the page what a link asked for and does not get, and what is shown instead (never a
     silent swap); shown on the run that reads the link. Values of the link go in through ``quoted``."""
     st.warning(message)
+
+
+def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any) -> None:
+    """Before the widget ``key`` is drawn: on the first run of its page in this session, the
+    link's ``param`` sets it, when it is one of ``choices`` (a toggle's: ``1``/``0``); another value
+    is named in a warning and ``default`` stays. Pair it with ``setting_to_link`` after the widget."""
+    read = st.session_state.setdefault("share.read", set())
+    if key in read:
+        return
+    read.add(key)
+    asked = st.query_params.get(param)
+    if asked is None:
+        return
+    found = [choice for choice in choices if _link_text(choice) == asked]
+    if found:
+        st.session_state[key] = found[0]
+    else:
+        known = ", ".join(_link_text(choice) for choice in choices)
+        link_warning(
+            f"The link asks for {param} {quoted(asked)}, which is none of {plain(known)}: "
+            f"{quoted(_link_text(default))} is shown."
+        )
+
+
+def setting_to_link(param: str, value: Any, default: Any) -> None:
+    """A page setting in the URL (so Copy link carries it), left out while it is the default."""
+    if value is None or value == default:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = _link_text(value)
+
+
+def _link_text(value: Any) -> str:
+    return ("1" if value else "0") if isinstance(value, bool) else str(value)
