@@ -228,8 +228,10 @@ def heatmap_html(
 # Widths in CSS pixels of the heatmap's column the layouts are made for (``_layouts``), and how
 # wide a character of a word and a label are in the heatmap's font (measured in chromium with
 # Streamlit's font, rounded up: 0.41-0.44 of the font size for words, bold labels near 0.55).
-_COLUMN_PX = (1400, 1150, 980, 840, 720, 620, 540, 460, 380, 300)
-_LONG_TEXT_LAYOUTS = 4  # the most layouts a long text is drawn in (each holds the whole heatmap)
+_COLUMN_PX = (1400, 1000, 760, 560, 400)  # wide, 1,440 px with the sidebar, 1,024 px without and with it, a phone
+# The most layouts a text of more than LONG_TEXT words is drawn in: each holds the whole heatmap
+# (about 1.3 KiB per word of 7 methods), so a long review would send megabytes on every rerun.
+_LONG_TEXT, _LONG_TEXT_LAYOUTS = 60, 3
 _CHAR_EM, _LABEL_EM, _SLACK_PX = 0.45, 0.55, 12
 _NARROW_PX, _NARROW_LABEL_REM = 700, 6.5  # columns this narrow or less get labels at most this wide
 
@@ -261,7 +263,7 @@ def _layouts(units: list[list[_Column]], segment_ids: Sequence[int], labels: lis
             continue
         longest = max(sum(len(c.text) + 2 for unit in chunk for c in unit) for chunk in chunks)
         layouts.append(_Layout(chunks, label_px + _SLACK_PX + longest * unit_px, narrow))
-    if len(units) > 300 and len(layouts) > _LONG_TEXT_LAYOUTS:
+    if len(units) > _LONG_TEXT and len(layouts) > _LONG_TEXT_LAYOUTS:
         step = (len(layouts) - 1) / (_LONG_TEXT_LAYOUTS - 1)
         layouts = [layouts[round(k * step)] for k in range(_LONG_TEXT_LAYOUTS)]
     return layouts
