@@ -124,7 +124,10 @@ if len(results) > 1:
     summary = services.attack_summary(results)
     st.subheader("Mean over the examples")
     rows = A.summary_rows(summary, selection.head)
-    show_table(pd.DataFrame(rows), key="adversarial.summary", name="adversarial-summary", hide_index=True)
+    show_table(
+        pd.DataFrame(rows), key="adversarial.summary", name="adversarial-summary", hide_index=True,
+        column_config=A.measure_columns(selection.head),
+    )  # fmt: skip
     st.caption("Fragility rank 1: the method whose top-k ranking the attack changed most (highest mean Rank Change).")
     show_figure(
         A.rank_change_figure(rows, summary), key="adversarial.bars", name="adversarial-rank-change",
@@ -139,12 +142,16 @@ if len(results) > 1:
         {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)
     ]
     show_table(
-        pd.DataFrame(per_example), key="adversarial.per_example", name="adversarial-per-example", hide_index=True
-    )
+        pd.DataFrame(per_example), key="adversarial.per_example", name="adversarial-per-example", hide_index=True,
+        column_config=A.measure_columns(selection.head),
+    )  # fmt: skip
 
 st.subheader("Measures")
 measures = pd.DataFrame(A.measure_rows(results[index], label, selection.head))
-show_table(measures, key="adversarial.measures", name="adversarial-measures", hide_index=True)
+show_table(
+    measures, key="adversarial.measures", name="adversarial-measures", hide_index=True,
+    column_config=A.measure_columns(selection.head),
+)  # fmt: skip
 if attack == "embedding":
     with st.expander("Optimisation trace"):
         show_figure(

@@ -515,3 +515,13 @@ def test_cost_weights_follow_each_methods_passes():
     embedding = make_params("embedding", "quick", {"ig_n_steps": 6})
     # one batched pass of 6 path points: about 1 + 5 x 0.4 one-row passes (was 6, four times its time)
     assert cost_weights("embedding", ["grad_x_input", "integrated_gradients"], embedding, None, 7) == [1.0, 3.0]
+
+
+def test_the_measure_tables_show_rank_change_as_the_method_lines_do():
+    """The table showed Rank Change 0.6667 under a line reading 67%, and 0.485 beside +0.4850."""
+    from ui.adversarial import measure_columns
+
+    formats = {name: column["type_config"]["format"] for name, column in measure_columns().items()}
+    assert formats["Rank Change"] == "percent" and formats["success rate"] == "percent"
+    assert formats["Probability Change"] == "%+.4f" and formats["Spearman ρ"] == "%+.2f"
+    assert "Score Change" in measure_columns("regression")

@@ -57,6 +57,21 @@ def output_names(head: str) -> tuple[str, str]:
     return ("f", "Score Change") if head == "regression" else ("p", "Probability Change")
 
 
+def measure_columns(head: str = "single_label") -> dict:
+    """How the measure tables show their numbers, as the line under each method does: Rank Change
+    and success rate in percent, signed changes and rho with their sign."""
+    change = output_names(head)[1]
+    number = st.column_config.NumberColumn
+    return {
+        "Rank Change": number(format="percent"),
+        "success rate": number(format="percent"),
+        "Top-k Sum Change": number(format="%+.3g"),
+        change: number(format="%+.4f"),
+        f"|{change}|": number(format="%.4f"),
+        "Spearman ρ": number(format="%+.2f"),
+    }
+
+
 def measure_rows(per_method: dict, label: Callable[[int], str], head: str = "single_label") -> list[dict]:
     symbol, change = output_names(head)
     rows = []
