@@ -12,7 +12,7 @@ import pytest
 from cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
 
 def run(capsys, argv: list[str]) -> tuple[int, str, str]:
