@@ -105,7 +105,11 @@ if info.rows_done == 0:
     st.info("No example of this run is finished yet.")
     st.stop()
 
-run = services.runs.snapshot(run_id)  # one read: every table and figure below shows the same rows
+try:
+    run = services.runs.snapshot(run_id)  # one read: every table and figure below shows the same rows
+except OSError as error:  # a unit file gone or damaged since the run was stored
+    st.error(plain(str(error)))
+    st.stop()
 info = run.info
 if run.head_unknown:
     st.warning(

@@ -16,6 +16,7 @@ from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from services import access
 from tests.fake_processes import Process
+from tests.page_text import errors
 from tests.toy import toy_bert, toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -224,3 +225,13 @@ def test_a_run_whose_process_stops_before_storing_anything_shows_its_log(model, 
     assert not at.exception, at.exception
     assert at.error[0].value == f"Run `{run_id}` stopped before it stored anything; the end of its log:"
     assert at.code[0].value == "error: the model is gone"
+
+
+def test_a_run_with_a_damaged_unit_file_says_so_in_one_line(model, tmp_path, monkeypatch) -> None:
+    run_id = stored(toy_spec(model), tmp_path)
+    path = tmp_path / RunStore(tmp_path, read_only=True).units(run_id)["path"][0]
+    path.write_bytes(path.read_bytes()[:40])
+    at = open_explorer(model, tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    [error] = errors(at)
+    assert "cannot be read: it is not a whole Parquet file" in error and "run --resume" in error
