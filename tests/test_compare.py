@@ -16,7 +16,7 @@ from core.datasets import load_bundled_examples
 from core.types import Attribution
 from engine.compare import compare_attributions, label_map
 from experiments.randomization import randomized_model
-from tests.page_text import errors
+from tests.page_text import errors, one_layout
 from ui.heatmap import side_by_side
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -141,7 +141,7 @@ def test_heatmap_page_shows_both_models_rows_and_their_correlation() -> None:
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.query_params["compare"] == "randomized"
     words = list(load_bundled_examples(split="sst2")[1].words)
-    body = next(h.value for h in at.html if "saliency · B" in h.value)
+    body = one_layout(next(h.value for h in at.html if "saliency · B" in h.value))
     rows: dict[str, list[str]] = {}
     for method, cells in ROW_RE.findall(body):  # long texts wrap into blocks, one row per method in each
         rows.setdefault(method, []).extend(CELL_TEXT_RE.findall(cells))
