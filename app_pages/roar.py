@@ -25,6 +25,7 @@ from ui.roar import (
     sparsity_figure,
     t_test_table,
 )
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 st.title("Remove and retrain")
@@ -36,7 +37,9 @@ st.caption(
 
 bundled = roar.bundled()
 labels = source_labels(bundled, roar.stored_jobs())
+setting_from_link("roar.source", "job", list(labels), next(iter(labels)))
 source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source", persist_state="session")
+setting_to_link("job", source, next(iter(labels)))
 metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric", persist_state="session")
 
 

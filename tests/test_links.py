@@ -179,3 +179,30 @@ def test_a_page_setting_the_link_cannot_take_is_named_and_the_default_shown() ->
     assert not UNESCAPED.search(next(w for w in warnings(at) if "sideways" in w))
     assert at.segmented_control(key="sanity.mode").value == "cascading"
     assert not [w for w in at.run().warning if "sideways" in w.value]  # said once
+
+
+def test_the_link_carries_the_rationale_settings() -> None:
+    """tau, the human mask, the selection and k came back at their defaults from a copied link."""
+    esnli = {"model": "minilm-esnli", "dataset": "esnli", "split": "dev_highlighted", "index": "0"}
+    params = {**esnli, "tau": "0.3", "select": "threshold", "k": "4"}
+    at = open_link(params, page="app_pages/rationales.py", state={"rationales.methods": ["random"]})
+    assert at.slider(key="rationales.threshold").value == pytest.approx(0.3)
+    assert at.radio(key="rationales.selection").value == "threshold"
+    assert at.number_input(key="rationales.k").value == 4
+    assert {k: written_link(at)[k] for k in ("tau", "select", "k")} == {"tau": "0.3", "select": "threshold", "k": "4"}
+    at.radio(key="rationales.selection").set_value("top_k").run()
+    assert "select" not in written_link(at)
+
+
+def test_the_link_carries_the_roar_job() -> None:
+    from services import roar
+    from ui.roar import source_labels
+
+    jobs = list(source_labels(roar.bundled(), roar.stored_jobs()))
+    at = open_link({"model": "minilm-sst2"}, page="app_pages/roar.py")
+    assert len(jobs) > 1 and "job" not in written_link(at)  # the first job: left out
+    at.selectbox(key="roar.source").set_value(jobs[1]).run()
+    picked = written_link(at)["job"]
+    assert picked == jobs[1]
+    again = open_link({"model": "minilm-sst2", "job": picked}, page="app_pages/roar.py")
+    assert again.selectbox(key="roar.source").value == picked

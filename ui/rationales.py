@@ -18,6 +18,7 @@ import streamlit as st
 import services
 from ui.charts import style
 from ui.downloads import show_figure, show_table
+from ui.share import setting_from_link, setting_to_link
 from ui.theme import current
 
 INFOS = {m.key: m for m in services.metric_infos("plausibility")}
@@ -66,33 +67,47 @@ def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: floa
     return styles
 
 
+TAUS = tuple(round(0.05 * i, 2) for i in range(1, 20))  # the threshold slider's values
+SELECTIONS = ("top_k", "threshold")
+
+
 def settings_form(options: list[str]) -> tuple[dict, str]:
     """Threshold, human mask, selection mode and k; returns every metric's parameters and the
     human mask compared against."""
     first, second, third, fourth = st.columns(4)
+    # seeded in the state, not given as defaults: a link sets them (``ui.share``)
+    st.session_state.setdefault("rationales.threshold", 0.5)
+    setting_from_link("rationales.threshold", "tau", TAUS, 0.5)
     threshold = first.slider(
-        "Threshold τ", 0.05, 0.95, 0.5, step=0.05, key="rationales.threshold", persist_state="session",
+        "Threshold τ", 0.05, 0.95, step=0.05, key="rationales.threshold", persist_state="session",
         help="Pham et al. 2022: negative scores set to zero, divided by the largest score, words at or above τ "
         "selected.",
     )  # fmt: skip
+    setting_to_link("tau", round(threshold, 2), 0.5)
+    setting_from_link("rationales.annotator", "mask", options, options[0])
     annotator = second.selectbox(
         "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="session"
     )
+    setting_to_link("mask", annotator, options[0])
+    setting_from_link("rationales.selection", "select", SELECTIONS, SELECTIONS[0])
     mode = third.radio(
-        "Token F1 / IOU-F1 select", ("top_k", "threshold"), horizontal=True, key="rationales.selection", persist_state="session",
+        "Token F1 / IOU-F1 select", SELECTIONS, horizontal=True, key="rationales.selection", persist_state="session",
         format_func=lambda s: "top-k words" if s == "top_k" else "words at or above τ",
     )  # fmt: skip
+    setting_to_link("select", mode, SELECTIONS[0])
+    st.session_state.setdefault("rationales.k", 0)
+    setting_from_link("rationales.k", "k", range(513), 0)
     k = int(
         fourth.number_input(
             "k (0 = as many as the humans)",
             0,
             512,
-            0,
             key="rationales.k",
             persist_state="session",
             help="Top-k size for token F1 and IOU-F1.",
         )
     )
+    setting_to_link("k", k, 0)
     convention = st.radio(
         f"Documents for {', '.join(LABELS[k] for k in CONVENTION_METRICS)}",
         CONVENTION.choices if CONVENTION else ("ours",),
