@@ -32,7 +32,6 @@ with st.expander("How to read this page", expanded=False):
 
 infos = {m.key: m for m in services.methods()}
 first, second, third = st.columns([5, 3, 2])
-st.session_state.setdefault("adversarial.attack", "embedding")  # seeded, not a default: a tour step sets it
 setting_from_link("adversarial.attack", "attack", list(A.ATTACKS), "embedding")
 attack = (
     first.segmented_control(

@@ -116,7 +116,6 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         "Removal A", removals, format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"
     )
     setting_to_link("removal_a", mode_a, removals[0])
-    st.session_state.setdefault("faithfulness.compare_b", removals[4])
     setting_from_link("faithfulness.compare_b", "removal_b", removals, removals[4])
     mode_b = third.selectbox(
         "Removal B", removals, format_func=F.REMOVALS.get, key="faithfulness.compare_b", persist_state="session"
@@ -148,7 +147,6 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-st.session_state.setdefault("faithfulness.view", VIEWS[0])  # seeded, not a default: a tour step sets it
 setting_from_link("faithfulness.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="faithfulness.view", persist_state="session") or VIEWS[0]
 setting_to_link("view", view, VIEWS[0])

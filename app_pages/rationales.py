@@ -134,7 +134,6 @@ if selection.error:
     st.error(selection.error)
     st.stop()
 infos = {m.key: m for m in services.methods()}
-st.session_state.setdefault("rationales.view", VIEWS[0])
 setting_from_link("rationales.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="session") or VIEWS[0]
 setting_to_link("view", view, VIEWS[0])

@@ -41,7 +41,6 @@ chosen = st.multiselect(
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
 first, second, third, fourth = st.columns(4)
-st.session_state.setdefault("sanity.mode", "cascading")  # seeded, not a default: a tour step sets it
 setting_from_link("sanity.mode", "mode", ["cascading", "independent"], "cascading")
 mode = first.segmented_control(
     "Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session"

@@ -75,8 +75,7 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
     """Threshold, human mask, selection mode and k; returns every metric's parameters and the
     human mask compared against."""
     first, second, third, fourth = st.columns(4)
-    # seeded in the state, not given as defaults: a link sets them (``ui.share``)
-    st.session_state.setdefault("rationales.threshold", 0.5)
+    # no defaults of their own: setting_from_link seeds them (a link sets them)
     setting_from_link("rationales.threshold", "tau", TAUS, 0.5)
     threshold = first.slider(
         "Threshold τ", 0.05, 0.95, step=0.05, key="rationales.threshold", persist_state="session",
@@ -95,7 +94,6 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
         format_func=lambda s: "top-k words" if s == "top_k" else "words at or above τ",
     )  # fmt: skip
     setting_to_link("select", mode, SELECTIONS[0])
-    st.session_state.setdefault("rationales.k", 0)
     setting_from_link("rationales.k", "k", range(513), 0)
     k = int(
         fourth.number_input(

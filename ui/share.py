@@ -52,9 +52,12 @@ def link_warning(message: str) -> None:
 
 
 def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any) -> None:
-    """Before the widget ``key`` is drawn: on the first run of its page in this session, the
-    link's ``param`` sets it, when it is one of ``choices`` (a toggle's: ``1``/``0``); another value
-    is named in a warning and ``default`` stays. Pair it with ``setting_to_link`` after the widget."""
+    """Before the widget ``key`` is drawn: its state seeded with ``default`` (draw the widget with
+    no default of its own: Streamlit warns of a value given both ways), and on the first run of its
+    page in this session the link's ``param`` sets it, when it is one of ``choices`` (a toggle's:
+    ``1``/``0``); another value is named in a warning and ``default`` stays. Pair it with
+    ``setting_to_link`` after the widget."""
+    st.session_state.setdefault(key, default)
     read = st.session_state.setdefault("share.read", set())
     if key in read:
         return
