@@ -58,15 +58,15 @@ shared_scale = left.toggle("One colour scale for both rows", value=True, key="im
 with right.expander("IM parameters"):
     im_params = params_form(infos["im"], "im")
 
-# Leave-one-out first (in IM's score space): cheap (n + 1 passes), the reference IM is compared
-# with, and its speed calibrates the estimates of the longer runs.
+# Leave-one-out first (in IM's score space): cheap (n + 1 passes) and the reference IM is compared
+# with. The longer runs' estimates use the classifier's rate timed on this text.
 base = explain_selected(selection, ["loo_empty"], {"loo_empty": {"output": im_params["output"]}}, mlm_name)
 if "loo_empty" not in base.attributions:
     st.error(plain(base.errors.get("loo_empty", "leave-one-out failed")))
     st.stop()
 prediction, target, loo = base.prediction, base.target, base.attributions["loo_empty"]
 example, labels = prediction.example, prediction.label_names
-rate = services.passes_per_second(loo)
+rate = services.measured_rate(selection.model, example)
 run_base = [selection.model, list(example.segments), target, mlm_name]
 st.markdown(result_markdown(prediction, target, selection.threshold))
 if prediction.dropped_words:

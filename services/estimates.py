@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 import explainers
-from core.types import Attribution, Example
+from core.types import Example
 from services import models, store
 
 # =========================================================================== input marginalization
@@ -25,13 +25,6 @@ class CostEstimate:
     classifier_passes: int
     seconds: float | None
     backward_passes: int = 0  # of the classifier passes, those that also go backward
-
-
-def passes_per_second(attribution: Attribution) -> float | None:
-    """The classifier's measured throughput on one attribution (forward passes per second)."""
-    if attribution.runtime_s <= 0 or attribution.forward_passes <= 0:
-        return None
-    return attribution.forward_passes / attribution.runtime_s
 
 
 # A backward pass in forward passes of the same text. On ~20-word sentences it is about one (the
@@ -100,9 +93,17 @@ def worth_estimating(model: str, example: Example, method: str, params: dict[str
     return (passes.classifier + passes.backward + passes.mlm) * clf.token_count(fitted) >= ESTIMATED_FROM_TOKEN_PASSES
 
 
+def measured_rate(model: str, example: Example) -> float:
+    """The classifier's forward passes per second on batches of this example, timed after a warm-up
+    (cached per example). Not a method's own measured rate: the first run after the model loads is
+    slowed by its warm-up (the IM page's leave-one-out gave a third of this rate, and estimates
+    three times too long), and a small run's batches are smaller than a long run's."""
+    return _forward_rate(model, store.example_key(example), example)
+
+
 def estimate_perturbation_cost(model: str, example: Example, method: str, params: dict[str, Any]) -> CostEstimate:
     """``estimate_cost`` for this example at the classifier's measured rate on it."""
-    rate = _forward_rate(model, store.example_key(example), example)
+    rate = measured_rate(model, example)
     return estimate_cost(method, len(models.classifier(model).fit_example(example)[0].words), params, rate)
 
 

@@ -280,7 +280,7 @@ def test_page_waits_for_a_click_before_a_long_run(monkeypatch, toy_linear_loaded
     mlm = FakeMLM({"great": GREAT}, NEUTRAL)
     monkeypatch.setattr(services.models, "loaded", lambda name: toy_linear_loaded)
     monkeypatch.setattr(services.models, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
-    monkeypatch.setattr(services, "passes_per_second", lambda attribution: 2.0)  # 111 passes: about 56 s
+    monkeypatch.setattr(services, "measured_rate", lambda model, example: 2.0)  # 111 passes: about 56 s
     app = AppTest.from_file("../app_pages/input_marginalization.py", default_timeout=60)
     labels = ("negative", "positive")
     app.session_state["selection"] = Selection(

@@ -22,9 +22,9 @@ def duration(seconds: float | None) -> str:
 def estimate_line(name: str, estimate: services.CostEstimate, rate: float | None) -> str:
     """The time a run will take, worded as the heatmap page's estimates: "Estimated time for
     **IM**: about 55.5 s (at most 101 classifier forward passes and 10 masked-LM passes, at 2
-    passes/s measured on leave-one-out)."."""
+    passes/s measured on this text)."."""
     passes = services.passes_text(estimate.classifier_passes, estimate.backward_passes, estimate.mlm_passes)
-    speed = f", at {rate:,.0f} passes/s measured on leave-one-out" if rate else ""
+    speed = f", at {rate:,.0f} passes/s measured on this text" if rate else ""
     time = "unknown" if estimate.seconds is None else f"about {duration(estimate.seconds)}"  # no rate measured
     return f"Estimated time for **{name}**: {time} (at most {passes}{speed})."
 
