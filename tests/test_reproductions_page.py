@@ -236,3 +236,19 @@ def test_table_exports_as_csv():
     csv = table_bytes(rows_frame(TABLE_A3), "csv").decode("utf-8")
     assert csv.splitlines()[0] == "row,published,ours,95% low,95% high,n"
     assert "48.94" in csv
+
+
+def test_each_number_column_has_one_format(results, no_computing, monkeypatch):
+    """Every table of the packaged results shows each number column with one number of decimals
+    (Table 1 showed 0.497 under 0.4374: the paper's 0.4970 read back as a float)."""
+    from tests.page_text import shown_cells
+
+    monkeypatch.setattr(reproduce, "BUNDLED_DIR", Path(__file__).resolve().parents[1] / "assets" / "reproductions")
+    app = open_page()
+    tables = [d for d in app.dataframe if "published" in d.value.columns or "run time (s)" in d.value.columns]
+    assert len(tables) >= 8
+    for table in tables:
+        for column, cells in shown_cells(table).items():
+            if column in ("published", "ours", "95% low", "95% high", "run time (s)"):
+                shown = {len(c.partition(".")[2]) for c in cells if c != "None"}
+                assert len(shown) <= 1, (column, cells)

@@ -131,12 +131,22 @@ def show_stored(results: Sequence[StoredResult], version: str, name: str) -> Non
     if results:
         with st.expander(f"Stored results ({len(results)})"):
             show_table(stored_frame(results, version), key=f"reproductions.{name}.stored", name=f"reproductions-{name}",
-                       hide_index=True)  # fmt: skip
+                       hide_index=True, column_config={"run time (s)": st.column_config.NumberColumn(format="%.1f")})  # fmt: skip
+
+
+def printed_decimals(payload: dict[str, Any]) -> int:
+    """The most decimals the paper printed in this table (read from its values, at most 4; 3
+    where it printed none): the published values, ours and our interval are all shown with them,
+    so that a column never mixes 0.497 with 0.4374."""
+    printed = [
+        len(repr(float(row["published"])).partition(".")[2]) for row in payload["rows"] if row["published"] is not None
+    ]
+    return min(max(printed), 4) if printed else 3
 
 
 def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     """The table, the finding with its reason, the command and why our numbers may differ."""
-    number = st.column_config.NumberColumn(format="%.4g")
+    number = st.column_config.NumberColumn(format=f"%.{printed_decimals(payload)}f")
     config = {name: number for name in ("published", "ours", "95% low", "95% high")}
     name = f"reproduction-{payload['name']}-limit{payload['limit']}"
     show_table(rows_frame(payload), key=f"reproductions.{payload['name']}.table", name=name, hide_index=True,
