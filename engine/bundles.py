@@ -117,6 +117,13 @@ def read_bundle(data: bytes, name: str = "bundle") -> Bundle:
             raise
         detail = str(error).removeprefix(f"{name} ")
         raise ValueError(f"{name} is neither a session bundle (a zip) nor a bundle.json: it {detail}") from None
+    return check_bundle(document, name, figures)
+
+
+def check_bundle(document: Any, name: str = "bundle", figures: tuple[str, ...] = ()) -> Bundle:
+    """The one check of a parsed ``bundle.json``, for ``open`` (``read_bundle``) and ``import``
+    (``engine.imports`` reads a bundle's attributions only once it passes): the bundle, else a
+    one-line ``ValueError`` naming ``name`` and what is wrong."""
     try:
         return _bundle(document, figures)
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError, RecursionError) as error:
@@ -178,8 +185,10 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
 
     record = read_record(document, BUNDLE_SCHEMA)
     selection = _selection(record["selection"])
-    attributions = {str(k): _attribution(str(k), v) for k, v in dict(record["attributions"]).items()}
     example = Example.from_json(record["example"])
+    attributions = {
+        str(k): _attribution(str(k), v, len(example.words)) for k, v in dict(record["attributions"]).items()
+    }
     for method, attribution in attributions.items():
         if attribution.words != example.words:
             raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
@@ -216,12 +225,17 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
     )
 
 
-def _attribution(method: str, record: Any) -> Attribution:
-    """The bundle's ``method`` attribution, its errors named by the method."""
+def _attribution(method: str, record: Any, n_words: int) -> Attribution:
+    """The bundle's ``method`` attribution, its errors named by the method; each subword belongs to
+    one of the example's ``n_words`` words."""
     try:
-        return Attribution.from_json(record)
+        attribution = Attribution.from_json(record)
     except ValueError as error:
         raise ValueError(f"{method}: {error}") from None
+    outside = next((i for i in attribution.subword_word_ids if not 0 <= i < n_words), None)
+    if outside is not None:
+        raise ValueError(f"{method}: subword_word_ids must be word positions 0 to {n_words - 1}, got {outside}")
+    return attribution
 
 
 def _check_outputs(outputs: tuple[float, ...], head: str) -> None:
@@ -267,4 +281,8 @@ def _selection(selection: Any) -> dict[str, Any]:
             raise TypeError(f"selection {key} must be a {getattr(kind, '__name__', kind)}, got {value!r:.40}")
     if chosen["methods"] is not None and not all(isinstance(m, str) for m in chosen["methods"]):
         raise TypeError("selection methods must be a list of method names")
+    if chosen["index"] is not None and chosen["index"] < 0:
+        raise ValueError(f"selection index must not be negative, got {chosen['index']}")
+    if chosen["dataset"] and not chosen["split"]:
+        raise ValueError(f"selection dataset {chosen['dataset']!r:.60} is given without its split")
     return chosen

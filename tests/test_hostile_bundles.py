@@ -253,3 +253,38 @@ def test_a_link_index_is_plain_digits_of_reasonable_length() -> None:
     assert url_index("12") == 12 and url_index("0") == 0 and url_index("123456789") == 123456789
     for junk in ("1" * 5000, "1234567890", "²", "-1", "1.5", "", " 5"):  # int() raised on 5000 digits
         assert url_index(junk) is None
+
+
+# What the CLI probe found ``open`` and ``import`` checking differently (the same spoiled bundle
+# refused by one, stored by the other) or neither refusing.
+WORDS = 10  # the toy example's words
+SPOILED = {
+    "rationale": (("example", "rationale"), [1, 0], "rationale mask of length 2 for 10 words in 'toy/0'"),
+    "dropped_words": (("dropped_words",), 10**30, "dropped_words must be an integer of at most 64 bits"),
+    "subword_word_ids": (
+        ("attributions", "saliency", "subword_word_ids"),
+        "past",
+        "saliency: subword_word_ids must be word positions 0 to 9, got 10",
+    ),
+    "index": (("selection", "index"), -5, "selection index must not be negative, got -5"),
+    "split": (("selection", "dataset"), "sst2", "selection dataset 'sst2' is given without its split"),
+}
+
+
+@pytest.mark.parametrize("spoil", list(SPOILED))
+def test_open_and_import_refuse_the_same_spoiled_bundle_with_the_same_line(payload, spoil, tmp_path, capsys) -> None:
+    from cli.main import main
+
+    path, value, said = SPOILED[spoil]
+    if value == "past":  # the last subword points one past the words
+        ids = payload["attributions"]["saliency"]["subword_word_ids"]
+        assert ids and max(ids) == WORDS - 1
+        value = [*ids[:-1], WORDS]
+    bundle = tmp_path / "b.zip"
+    bundle.write_bytes(bundle_with(payload, path, value))
+    expected = f"error: b.zip: not a valid bundle/1 file (ValueError: {said})\n"
+    assert main(["open", str(bundle)]) == 2
+    assert capsys.readouterr().err == expected
+    store = tmp_path / "store"
+    assert main(["import", str(bundle), "--model", "minilm-sst2", "--results-dir", str(store), "--quiet"]) == 2
+    assert capsys.readouterr().err == expected

@@ -179,6 +179,13 @@ def read_ours(document: Any, name: str) -> list[Imported]:
     schema = document.get("schema")
     if schema == ATTRIBUTION_SCHEMA:
         return [attribution(document, f"{name} record 0")]
+    if schema == "bundle/1":  # the whole bundle checked as ``open`` checks it, not its attributions only
+        from engine.bundles import check_bundle
+
+        try:
+            check_bundle(document, name)
+        except ValueError as error:
+            raise BadFile(str(error)) from None
     if schema in ("explanation/1", "bundle/1") or _explain_summary(document):
         found = document.get("attributions")
         if not isinstance(found, dict):
