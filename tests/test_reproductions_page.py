@@ -252,3 +252,20 @@ def test_each_number_column_has_one_format(results, no_computing, monkeypatch):
             if column in ("published", "ours", "95% low", "95% high", "run time (s)"):
                 shown = {len(c.partition(".")[2]) for c in cells if c != "None"}
                 assert len(shown) <= 1, (column, cells)
+
+
+def test_the_papers_loo_zero_is_not_read_as_ours(results, no_computing, monkeypatch):
+    """Table 1's note said "LOO_zero is our loo_pad" beside the app's own, different ``loo_zero``."""
+    from tests.page_text import as_read
+
+    monkeypatch.setattr(reproduce, "BUNDLED_DIR", Path(__file__).resolve().parents[1] / "assets" / "reproductions")
+    app = open_page()
+    notes = next(
+        text for text in map(as_read, (m.value for m in app.markdown)) if "LOO_zero" in text and "[PAD]" in text
+    )
+    assert "LOO_zero is our loo_pad" not in notes
+    assert (
+        "the paper's LOO_zero ([PAD] in place of the word, Pham et al. 2022 Sec. 4) is the method called loo_pad"
+        in notes
+    )
+    assert "not this app's loo_zero, another method (leave-one-out: zero the word's input embedding)" in notes

@@ -9,12 +9,14 @@ Toib, Elisha, Weill & Koenigstein 2024 (AML).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
+import services
 from ui.downloads import show_table
 from ui.text import plain
 
@@ -67,6 +69,24 @@ CLAIMS = (
         ),
     ),
 )
+
+
+# A difference that names the paper's method after ours: "LOO_zero is our loo_pad ([PAD] in place ...)"
+OUR_NAME = re.compile(r"(?P<paper>[A-Za-z_]+) is our (?P<ours>[a-z_]+)(?P<note> \(.*\))?")
+
+
+def worded(reason: str, descriptions: dict[str, str]) -> str:
+    """A difference as the page says it: "X is our y" becomes which of our methods the paper's X
+    is, and where one of our methods carries the paper's name (the paper's LOO_zero, our
+    loo_zero), that ours is another method, so the two names do not read as one."""
+    found = OUR_NAME.fullmatch(reason)
+    if found is None or found["ours"] not in descriptions:
+        return reason
+    paper, ours, namesake = found["paper"], found["ours"], found["paper"].lower()
+    text = f"the paper's {paper}{found['note'] or ''} is the method called {ours} here ({descriptions[ours]})"
+    if namesake != ours and namesake in descriptions:
+        text += f"; not this app's {namesake}, another method ({descriptions[namesake]})"
+    return text
 
 
 def claim_of(title: str) -> str | None:
@@ -163,5 +183,6 @@ def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     )
     st.code(command, language="bash")
     with st.expander("Why ours may differ, and the settings"):
-        st.markdown("\n".join(f"- {plain(reason)}" for reason in payload["differences"]))
+        descriptions = {m.key: m.description for m in services.methods()}
+        st.markdown("\n".join(f"- {plain(worded(reason, descriptions))}" for reason in payload["differences"]))
         st.json(payload["settings"])
