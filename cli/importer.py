@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 
 from engine.imports import FORMATS
 
@@ -24,10 +25,9 @@ def run(args: argparse.Namespace) -> int:
     metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
     if not os.path.exists(args.file):
         raise ValueError(f"{args.file}: no such file")
-    store = RunStore(args.results_dir)  # after the checks: refused arguments leave no store behind
     outcome = import_file(
         args.file,
-        store,
+        partial(RunStore, args.results_dir),  # made once the file passed its checks: a refusal leaves none
         fmt=args.format,
         model=args.model,
         dataset=args.dataset,
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-    return print_run(store, info.run_id, per_example=args.per_example, as_json=args.json)
+    return print_run(RunStore(args.results_dir), info.run_id, per_example=args.per_example, as_json=args.json)
 
 
 def register(sub) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 
 from engine.runs.executor import EXECUTORS
 from engine.runs.spec import DEFAULT_CHUNK_SIZE
@@ -24,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     address = args.address or os.environ.get("RAY_ADDRESS")
     if address and args.executor != "serial":  # before anything is written: no failed run is left behind
         check_reachable(address)
-    store = RunStore(args.results_dir)  # after the checks: refused arguments leave no store behind
-    opened = open_run(spec, store, resume=args.resume)
+    opened = open_run(spec, partial(RunStore, args.results_dir), resume=args.resume)  # made after the checks
+    store = RunStore(args.results_dir)
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.
     stored = opened.info
     found = (

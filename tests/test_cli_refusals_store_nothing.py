@@ -1,5 +1,6 @@
-"""A command refused for its arguments leaves no run store behind: ``run``, ``import`` and ``roar``
-check their spec, job or file before the store (catalogue.duckdb and runs/) is created."""
+"""A refused command leaves no run store behind: ``run``, ``import`` and ``roar`` check their spec,
+job, file and its content (a ``--limit`` past the split's end, a file cut short, records that
+match no example) before the store (catalogue.duckdb and runs/) is created."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from cli.main import main
         ["run", "--model", "minilm-sst2", "--dataset", "sst2", "--split", "dev", "--limit", "2", "--methods", "bogus"],
         ["run", "--model", "minilm-sst2", "--dataset", "sst2", "--split", "dev", "--limit", "2", "--metrics", ""],
         ["run", "--resume", "nosuchrun"],
+        ["run", "--model", "minilm-sst2", "--dataset", "examples", "--split", "sst2", "--limit", "100000"],
         ["import", "FILE", "--model", "minilm-sst2", "--methods", "bogus"],
         ["import", "FILE", "--model", "minilm-sst2", "--param", "nodot=1"],
         ["import", "FILE", "--model", "minilm-sst2", "--dataset", "sst2"],
         ["import", "MISSING", "--model", "minilm-sst2"],
+        ["import", "BAD", "--model", "minilm-sst2"],
+        ["import", "UNALIGNED", "--model", "minilm-sst2", "--dataset", "examples", "--split", "sst2"],
         ["roar", "--methods", "bogus", "--seeds", "1"],
         ["roar", "--resume", "nosuchrun"],
     ],
@@ -25,7 +29,12 @@ from cli.main import main
 def test_a_refused_command_creates_no_store(argv, tmp_path, capsys) -> None:
     given = tmp_path / "records.jsonl"
     given.write_text('{"text": "a fine film", "attributions": {}}\n')
-    argv = [{"FILE": str(given), "MISSING": str(tmp_path / "missing.jsonl")}.get(a, a) for a in argv]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "attribution/1", "scores": ')  # cut short
+    unaligned = tmp_path / "unaligned.csv"
+    unaligned.write_text("id,word_index,score\nno-such-example,0,1\n")  # matches no example of the split
+    files = {"FILE": given, "MISSING": tmp_path / "missing.jsonl", "BAD": bad, "UNALIGNED": unaligned}
+    argv = [str(files[a]) if a in files else a for a in argv]
     store = tmp_path / "store"
     assert main([*argv, "--results-dir", str(store)]) == 2
     err = capsys.readouterr().err

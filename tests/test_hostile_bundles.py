@@ -288,3 +288,4 @@ def test_open_and_import_refuse_the_same_spoiled_bundle_with_the_same_line(paylo
     store = tmp_path / "store"
     assert main(["import", str(bundle), "--model", "minilm-sst2", "--results-dir", str(store), "--quiet"]) == 2
     assert capsys.readouterr().err == expected
+    assert not store.exists()

@@ -40,9 +40,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from core.files import interrupts_held, remove_leftovers
 from engine.runs.records import (
@@ -391,6 +391,15 @@ class RunStore:
                WHERE runs.run_id = ?""",
             [wall_s, now, run_id, run_id],
         )
+
+
+StoreSource: TypeAlias = "RunStore | Callable[[], RunStore]"
+
+
+def made(store: StoreSource) -> RunStore:
+    """``store``, or the store its factory makes now: the command line passes a factory, so that
+    a run or an import refused for its content (checked first) creates no store."""
+    return store if isinstance(store, RunStore) else store()
 
 
 def _select(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
