@@ -1,1 +1,2 @@
-"""The one orchestration layer: explain an example with methods, evaluate a slice, benchmark; used by the command line, the Python API and the app's services."""
+"""The one orchestration layer: explain an example with methods, evaluate a slice, benchmark;
+used by the command line, the Python API and the app's services."""

@@ -10,11 +10,12 @@ Layout under the results folder (``$ATTRIBUTION_RESULTS_DIR``, default ``./resul
 The key is a digest of everything that decides the trained weights: the classifier's files
 (``model_fingerprint``: weights, adapter, config, tokenizer), its head type, the device type, the
 pre-training parameters (``PRETRAIN_FIELDS``), the training data (the training split's data
-files, or the explained example's words when the model trains on it) and ``PRETRAIN_VERSION``. A classifier handed over as an object, or whose files cannot be found, has
-no key and is never saved. An entry is written into a temporary folder and renamed into place,
-so a reader sees a whole entry or none; an entry that cannot be read back (damaged, another
-layout) is trained again and replaced. Weights are safetensors and the card JSON: reading an
-entry runs no code from it.
+files, or the explained example's words when the model trains on it) and ``PRETRAIN_VERSION``.
+A classifier handed over as an object, or whose files cannot be found, has no key and is never
+saved. An entry is written into a temporary folder and renamed into place, so a reader sees a
+whole entry or none; an entry that cannot be read back (damaged, another layout) is trained
+again and replaced. Weights are safetensors and the card JSON: reading an entry runs no code
+from it.
 """
 
 from __future__ import annotations

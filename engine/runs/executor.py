@@ -204,10 +204,10 @@ def execute(
     progress: ProgressFn | None = None,
 ) -> RunOutcome:
     """Compute the units of ``opened`` that are not stored yet (none when it is done: nothing is
-    recomputed) or whose files are gone or damaged, committing each to ``store`` as it finishes. ``progress`` gets (fraction of the
-    run's rows done, message). A run another live process writes is refused (``RunStore.claim``).
-    Ctrl-C marks the run ``stopped``, an error ``failed`` (an executor that returns with a unit not
-    computed too); both resume."""
+    recomputed) or whose files are gone or damaged, committing each to ``store`` as it finishes.
+    ``progress`` gets (fraction of the run's rows done, message). A run another live process
+    writes is refused (``RunStore.claim``). Ctrl-C marks the run ``stopped``, an error ``failed``
+    (an executor that returns with a unit not computed too); both resume."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     spec, examples, created = opened.spec, opened.examples, opened.created
