@@ -56,7 +56,8 @@ def example_view(
     rows = services.human_rows(fitted)
     rows.update({f"{m} · {name}": services.selected(a, mask, chosen) for m, a in result.attributions.items()})
     st.subheader("Human highlights and the words each method selects")
-    st.html(heatmap_html(fitted.words, fitted.segment_ids, rows, rationale=mask))
+    shown = ("highlighted (human rows) or selected (method rows)", "not highlighted or selected")
+    st.html(heatmap_html(fitted.words, fitted.segment_ids, rows, rationale=mask, binary=shown))
     how = (
         f"its positive scores divided by its largest score, kept when at least τ = {chosen['threshold']:.2f}"
         if chosen.get("selection") == "threshold"

@@ -44,3 +44,21 @@ def test_the_sanity_head_table_has_one_format_per_column(toy_bert_folder) -> Non
         for column, cells in shown_cells(table).items():
             if column not in ("method", "step"):
                 assert len(decimals(cells)) == 1, (column, cells)
+
+
+def test_the_rationale_heatmap_has_a_two_value_legend(toy_bert_folder) -> None:
+    """The heatmap of the human masks and the words each method selects (every row 0/1) had the
+    continuous colour bar of scores as its legend."""
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"model": toy_bert_folder, "dataset": "esnli", "split": "dev_highlighted", "index": "0"})
+    at.session_state["heatmaps.methods"] = []
+    at.session_state["rationales.methods"] = ["random"]
+    at.run()
+    at.switch_page("app_pages/rationales.py").run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    binary, scores = [h.value for h in at.html if 'data-role="heatmap"' in h.value]
+    assert 'data-method="human · majority"' in binary and 'data-method="random · ' in binary
+    legend = binary[: binary.index('data-role="heatmap"')]
+    assert "linear-gradient" not in legend and "max" not in legend
+    assert "highlighted (human rows) or selected (method rows)" in legend and "not highlighted or selected" in legend
+    assert "linear-gradient" in scores[: scores.index('data-role="heatmap"')]  # the continuous scores keep the bar

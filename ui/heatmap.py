@@ -164,6 +164,7 @@ def heatmap_html(
     line_chars: int | None = None,
     palette: str | None = None,
     hover_hint: bool = True,
+    binary: tuple[str, str] | None = None,
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
@@ -174,6 +175,8 @@ def heatmap_html(
     legend that a word's title holds its raw score (not in a picture); ``line_chars``: about how
     many characters a line of words holds. Without it (on a page), the heatmap is drawn in
     several line widths and the page shows the one that fits its column (``_layouts``).
+    ``binary``: every row is 0/1 (a human rationale, the words a method selects), so the legend
+    shows the two values with what they mean (on, off) instead of a colour scale.
     """
     if not attributions:
         return ""
@@ -201,7 +204,10 @@ def heatmap_html(
             parts.append(f'<table class="hm-block" style="{table}">{"".join(rows)}</table>')
         return "".join(parts)
 
-    legend = legend_html(shared_scale, shared, rationale is not None, palette, hover_hint)
+    if binary is None:
+        legend = legend_html(shared_scale, shared, rationale is not None, palette, hover_hint)
+    else:
+        legend = binary_legend_html(binary, rationale is not None, palette)
     if line_chars is not None:
         layouts = [_Layout(_chunks(units, segment_ids, line_chars), 0.0, False)]
     else:
@@ -269,6 +275,17 @@ def _layouts(units: list[list[_Column]], segment_ids: Sequence[int], labels: lis
     return layouts
 
 
+_LEGEND = (
+    '<div class="hm-legend" style="display:flex;flex-wrap:wrap;align-items:center;gap:0.45rem;'
+    'font-size:0.85rem;margin:0.3rem 0 0.6rem 0">'
+)
+
+
+def _key(style: str, text: str) -> str:
+    """One entry of a legend: a sample cell drawn in ``style``, then what it means."""
+    return f'<span style="white-space:nowrap"><span style="{_CELL}{style}">word</span> {html.escape(text)}</span>'
+
+
 def legend_html(
     shared_scale: bool, scale: float, rationale: bool, palette: str | None = None, hover_hint: bool = True
 ) -> str:
@@ -277,21 +294,23 @@ def legend_html(
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
     stops = ",".join(colour(v, palette) for v in (-1.0, -0.5, 0.0, 0.5, 1.0))
     gradient = f"linear-gradient(to right,{stops})"
-    outline = (
-        f'<span style="white-space:nowrap"><span style="{_CELL}{_RATIONALE}">word</span> human rationale</span>'
-        if rationale
-        else ""
-    )
+    outline = _key(_RATIONALE, "human rationale") if rationale else ""
     return (
-        '<div class="hm-legend" style="display:flex;flex-wrap:wrap;align-items:center;gap:0.45rem;'
-        'font-size:0.85rem;margin:0.3rem 0 0.6rem 0">'
-        f"<span>{low}</span>"
+        f"{_LEGEND}<span>{low}</span>"
         f'<span style="display:inline-block;width:10rem;height:0.9rem;border:1px solid #ccc;background:{gradient}"></span>'
         f"<span>{high}</span>"
         f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}'
         f"{'; hover a word for its raw score' if hover_hint else ''})</span>"
         f"{outline}</div>"
     )
+
+
+def binary_legend_html(labels: tuple[str, str], rationale: bool, palette: str | None = None) -> str:
+    """The legend of rows that are 0/1: a cell of each value with what it means (``labels``: 1, 0)."""
+    on, off = (f"background:{colour(v, palette)};color:{_text_colour(v, palette)};" for v in (1.0, 0.0))
+    outline = _key(_RATIONALE, "human rationale compared against") if rationale else ""
+    keys = _key(on, labels[0]) + _key(off + "border:1px solid #ccc;", labels[1])
+    return f"{_LEGEND}{keys}{outline}</div>"
 
 
 def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
