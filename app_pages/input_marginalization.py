@@ -15,7 +15,7 @@ import services
 from ui import state
 from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
-from ui.marginalization import cost_line, duration, estimate_line, word_panel
+from ui.marginalization import cost_line, duration, estimate_line, word_panel, words_shown
 from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
@@ -89,14 +89,20 @@ rows = {"im": im, "loo_empty": loo}
 st.html(heatmap_html(example.words, example.segment_ids, rows, rationale=example.rationale, shared_scale=shared_scale))
 word_rows = services.im_word_rows(example, im, loo)
 words = pd.DataFrame(word_rows)
-show_table(words, key="im.words", name="im-words", hide_index=True, column_config=numbers(FOUR_PLACES))
+shown, unlikely = words_shown(words)
+four = numbers(c for c in FOUR_PLACES if shown[c].dtype.kind == "f")  # a column with a dash is text
+show_table(words, shown=shown, key="im.words", name="im-words", hide_index=True, column_config=four)
 restored = [row for row in word_rows if row["top-1 = word"]]
+notes = [unlikely] if unlikely else []
 if restored:
     mean_likelihood = sum(row["top-1 likelihood"] for row in restored) / len(restored)
-    st.caption(
+    notes.insert(
+        0,
         f"The masked LM restores {len(restored)} of {len(word_rows)} words as its top-1 fill-in "
-        f"(mean likelihood {mean_likelihood:.3f}); Pham et al. 2022 report 48.9% of words at 0.823 for BERT on SST-2."
+        f"(mean likelihood {mean_likelihood:.3f}); Pham et al. 2022 report 48.9% of words at 0.823 for BERT on SST-2.",
     )
+if notes:
+    st.caption(" ".join(notes))
 
 st.subheader("Fill-ins of one word")
 n_words = len(example.words)

@@ -295,3 +295,35 @@ def test_page_waits_for_a_click_before_a_long_run(monkeypatch, toy_linear_loaded
     assert list(table_with(app, "rank", "fill-in")["fill-in"]) == ["great", "good", "bad", "fun", "dog"]
     app.selectbox(key="im.word").set_value(0).run()  # a rerun keeps the approval
     assert list(table_with(app, "rank", "fill-in")["fill-in"]) == ["film", "movie", "it"]
+
+
+def test_the_word_table_marks_a_word_without_a_likelihood(monkeypatch, toy_linear_loaded, toy_example):
+    """A word that is several tokens of the masked LM's vocabulary has no likelihood of its own:
+    the word table showed ``None`` in its cell."""
+    from streamlit.testing.v1 import AppTest
+
+    import services
+    from tests.page_text import shown_cells
+    from ui.state import Selection
+
+    class SplitWords(FakeMLM):
+        def fill_words(self, segments, positions, k=10, batch_size=64):
+            words = [w for segment in segments for w in segment]
+            filled = super().fill_words(segments, positions, k, batch_size)
+            return [(fills, None if words[p] == "plot" else p_word) for (fills, p_word), p in zip(filled, positions)]
+
+    mlm = SplitWords({"great": GREAT}, NEUTRAL)
+    monkeypatch.setattr(services.models, "loaded", lambda name: toy_linear_loaded)
+    monkeypatch.setattr(services.models, "masked_lm", lambda name=services.DEFAULT_MLM: mlm)
+    monkeypatch.setattr(services, "measured_rate", lambda model, example: 1e6)  # every run starts at once
+    app = AppTest.from_file("../app_pages/input_marginalization.py", default_timeout=60)
+    labels = ("negative", "positive")
+    app.session_state["selection"] = Selection(model="toy-linear", label_names=labels, example=toy_example, mlm="split")
+    app.run()
+    assert not app.exception, app.exception
+    table = next(d for d in app.dataframe if "likelihood of the word" in d.value.columns)
+    cells = shown_cells(table)
+    assert cells["likelihood of the word"][6] == "–"  # 'plot'
+    assert cells["likelihood of the word"][3] == "0.5000"  # 'great'
+    assert not any("None" in column for column in cells.values()), cells
+    assert any("– (likelihood of the word): the word is not one token" in c.value for c in app.caption)

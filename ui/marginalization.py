@@ -5,6 +5,7 @@ one word's fill-ins (its expectation, IM and leave-one-out scores, the exact-mat
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 import services
@@ -36,6 +37,25 @@ def cost_line(name: str, attribution) -> str:
         attribution.forward_passes, attribution.backward_passes, attribution.extras.get("mlm_forward_passes", 0)
     )
     return f"Measured for **{name}**: {attribution.runtime_s:.2f} s, {passes}."
+
+
+NO_LIKELIHOOD = "–"  # the word is not one token of the masked LM's vocabulary
+
+
+def words_shown(words: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The word table as shown, and its note: the likelihood of the original word at four decimals,
+    an en dash where the masked LM has none (the word is several tokens of its vocabulary: it
+    showed ``None``)."""
+    column = "likelihood of the word"
+    missing = words[column].isna()
+    if not missing.any():
+        return words, ""
+    text = [NO_LIKELIHOOD if gone else f"{value:.4f}" for value, gone in zip(words[column], missing, strict=True)]
+    note = (
+        f"{NO_LIKELIHOOD} (likelihood of the word): the word is not one token of the masked LM's vocabulary, so "
+        "it has no likelihood of its own and can never be a fill-in."
+    )
+    return words.assign(**{column: text}), note
 
 
 def word_panel(example, im, row: dict, word: int, table: list, labels, target: int) -> None:
