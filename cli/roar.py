@@ -146,9 +146,9 @@ def print_summary(result: dict) -> None:
         values = "  ".join(f"{c['level']}: {_cell(c)}" for c in cells)
         print(f"{method:>22}  {values}")
     for method, f in result["faithfulness"].items():
-        mean = f["mean"]
-        verdict = "" if mean is None or mean >= 0 else " (not faithful)"
-        print(f"Eq. 3 {method}: {'-' if mean is None else f'{mean:.1f}%'}{verdict} over {f['n']} seed(s)")
+        mean = "-" if f["mean"] is None else f"{f['mean']:.1f}%"
+        interval = "" if f["low"] is None or f["high"] is None else f" [{f['low']:.1f}, {f['high']:.1f}]"
+        print(f"Eq. 3 {method}: {mean}{interval} over {f['n']} seed(s): {f['reading']}")  # as the page reads it
     for leak in result["leakage"]:
         print(
             f"leakage? {leak['method']} rises {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"

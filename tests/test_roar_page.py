@@ -94,6 +94,7 @@ def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> N
     """The reading said "below random" for every positive mean, even with an interval from -285
     to 444, and read as a failure to a newcomer; it now says faithful only where the whole
     interval is above 0."""
+    from engine.roar.report import eq3_reading
     from ui.roar import faithfulness_table
 
     summary = {"faithfulness": {
@@ -103,6 +104,8 @@ def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> N
         "one_seed": {"mean": 30.0, "low": None, "high": None, "n": 1},
         "none": {"mean": None, "low": None, "high": None, "n": 0},
     }}  # fmt: skip
+    for f in summary["faithfulness"].values():  # as engine.roar.report.summarize gives it
+        f["reading"] = eq3_reading(f["mean"], f["low"], f["high"])
     table = faithfulness_table(summary).set_index("method")
     assert table.loc["ig", "reading"] == "faithful (its curve below random's)"
     assert table.loc["loo", "reading"] == "undecided: the interval holds 0 (random)"

@@ -109,24 +109,10 @@ def faithfulness_table(summary: dict[str, Any]) -> pd.DataFrame:
                 "Eq. 3 (%)": _fmt(mean),
                 "95% interval": f"[{_fmt(f['low'])}, {_fmt(f['high'])}]",
                 "seeds": f["n"],
-                "reading": _reading(mean, f["low"], f["high"]),
+                "reading": f["reading"],  # engine.roar.report.eq3_reading, as the command line prints it
             }
         )
     return pd.DataFrame(rows)
-
-
-def _reading(mean: float | None, low: float | None, high: float | None) -> str:
-    """Eq. 3 in words: faithful where the whole interval is above 0 (the method's curve below
-    random's), not faithful where it is below 0, undecided where it holds 0 or there is none."""
-    if mean is None or not math.isfinite(mean):
-        return "–"
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return "undecided: one seed, no interval"
-    if low > 0:
-        return "faithful (its curve below random's)"
-    if high < 0:
-        return "not faithful (its curve above random's)"
-    return "undecided: the interval holds 0 (random)"
 
 
 def t_test_table(summary: dict[str, Any]) -> pd.DataFrame:

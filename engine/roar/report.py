@@ -8,8 +8,9 @@ Appendix E) and, for the first evaluation examples, the words each method remove
 so the page reads a stored job and the bundled one the same way.
 
 ``summary(report, metric)`` computes from the unit records, with ``experiments.roar.scores``:
-the curves (mean, std, 95% interval over seeds), Madsen et al.'s Eq. 3 per method (in %, "not
-faithful" when negative), Pham et al.'s Welch t-test of every method against the random baseline
+the curves (mean, std, 95% interval over seeds), Madsen et al.'s Eq. 3 per method (in %, with
+its reading from the 95% interval, ``eq3_reading``: faithful, not faithful or undecided; the page
+and the command line both show it), Pham et al.'s Welch t-test of every method against the random baseline
 and between every two methods at each level, and the class-leakage flags (a curve that rises).
 """
 
@@ -178,7 +179,14 @@ def summarize(
     if RANDOM in curve and len(complete) >= 2 and complete[0].is_zero:
         scores = faithfulness_scores(rows, complete, metric, x=[xs[lv] for lv in complete])
         for method, s in scores.items():
-            faithful[method] = {"mean": _number(s.mean), "low": _number(s.low), "high": _number(s.high), "n": s.n}
+            mean, low, high = _number(s.mean), _number(s.low), _number(s.high)
+            faithful[method] = {
+                "mean": mean,
+                "low": low,
+                "high": high,
+                "n": s.n,
+                "reading": eq3_reading(mean, low, high),
+            }
     tests = []
     for level in tested:
         for a, b in itertools.combinations(list(curve), 2):
@@ -207,6 +215,20 @@ def summarize(
         "t_tests": tests,
         "leakage": leaks,
     }
+
+
+def eq3_reading(mean: float | None, low: float | None, high: float | None) -> str:
+    """Eq. 3 in words: faithful where the whole 95% interval is above 0 (the method's curve below
+    random's), not faithful where it is below 0, undecided where it holds 0 or there is none."""
+    if mean is None or not math.isfinite(mean):
+        return "\N{EN DASH}"  # the page's empty cell
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "undecided: one seed, no interval"
+    if low > 0:
+        return "faithful (its curve below random's)"
+    if high < 0:
+        return "not faithful (its curve above random's)"
+    return "undecided: the interval holds 0 (random)"
 
 
 def synthetic_summary(seeds: Sequence[int] = (0, 1, 2), n: int = 5000, metric: str = "accuracy") -> dict[str, Any]:
