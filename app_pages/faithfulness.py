@@ -17,7 +17,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import gate, run_or_stop, slice_controls, stopped_note
+from ui.runs import gate, run_all_or_stop, run_or_stop, slice_controls, stopped_note
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -66,15 +66,18 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
     stopped_note([services.slice_stopped_at(selection.model, examples, methods, m, **kept) for m in metric_sets])
     if not gate("faithfulness.slice_run", request, "Run on the slice", container=fourth, memory=memory):
         return None
-    results = []
-    for metric_params in metric_sets:
-        result = run_or_stop(
-            services.evaluate_slice, selection.model, examples, methods, metric_params,
-            method_params=method_params, mlm_name=selection.mlm, imported=imported,
-        )  # fmt: skip
+    tasks = [
+        lambda progress, metric_params=metric_params: services.evaluate_slice(
+            selection.model, examples, methods, metric_params, method_params=method_params,
+            mlm_name=selection.mlm, imported=imported, progress=progress,
+        )
+        for metric_params in metric_sets
+    ]  # fmt: skip
+    # One bar for every set: the first explains the slice, the others score the attributions it kept
+    results = run_all_or_stop(tasks, [1.0] + [0.1] * (len(tasks) - 1))
+    for result in results:
         for method, message in result.errors.items():
             st.error(plain(f"{method}: {message}"))
-        results.append(result)
     explained = " (or the class of its imported attributions)" if imported else ""
     st.caption(
         f"{len(examples)} examples of {selection.dataset}/{selection.split}, each explaining its predicted class"

@@ -62,3 +62,34 @@ def test_the_rationale_heatmap_has_a_two_value_legend(toy_bert_folder) -> None:
     assert "linear-gradient" not in legend and "max" not in legend
     assert "highlighted (human rows) or selected (method rows)" in legend and "not highlighted or selected" in legend
     assert "linear-gradient" in scores[: scores.index('data-role="heatmap"')]  # the continuous scores keep the bar
+
+
+def test_the_removal_comparison_runs_under_one_progress_bar(toy_bert_folder, monkeypatch) -> None:
+    """The second removal compared (a tenth of a second: it scores the attributions the first one
+    kept) started the progress bar again from zero."""
+    import streamlit
+    from streamlit.elements.progress import ProgressMixin
+
+    bars: list[list[float]] = []
+    make, update = streamlit.progress, ProgressMixin.progress
+
+    def new_bar(value, text=None, **kwargs):
+        bars.append([float(value)])
+        return make(value, text=text, **kwargs)
+
+    def moved(self, value, text=None, **kwargs):
+        if bars:
+            bars[-1].append(float(value))
+        return update(self, value, text=text, **kwargs)
+
+    state = {"sidebar.dataset": "examples", "sidebar.split": "sst2", "faithfulness.methods": ["random"]}
+    at = open_app(toy_bert_folder, "app_pages/faithfulness.py", **state)
+    at.segmented_control(key="faithfulness.view").set_value("Removal modes compared").run()
+    at.number_input(key="faithfulness.slice_n").set_value(2).run()
+    monkeypatch.setattr(streamlit, "progress", new_bar)
+    monkeypatch.setattr(ProgressMixin, "progress", moved)
+    at.button(key="faithfulness.slice_run").click().run()
+    assert not at.exception and not at.error
+    assert "rank change" in at.dataframe[0].value.columns
+    assert len(bars) == 1, bars
+    assert bars[0] == sorted(bars[0]) and bars[0][-1] == 1.0, bars

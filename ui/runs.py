@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -38,18 +38,33 @@ def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
     A ``ValueError`` (empty text, a model that cannot be used, bad settings) is shown as an error
     and stops the page; any other exception is a bug and propagates. In shared mode the call
     waits for a slot of the server's queue, one long request per session at a time."""
+    return run_all_or_stop([lambda progress: task(*args, progress=progress, **kwargs)])[0]
+
+
+def run_all_or_stop(
+    tasks: Sequence[Callable[[Callable[[float, str], None]], T]], shares: Sequence[float] = ()
+) -> list[T]:
+    """Each of ``tasks`` (called with its ``progress``) in turn under one progress bar, task i
+    filling ``shares[i]`` of it (default equal shares), so that the bar never starts again; as
+    ``run_or_stop`` otherwise."""
+    shares = list(shares) or [1.0] * len(tasks)
+    starts = [sum(shares[:i]) / sum(shares) for i in range(len(tasks) + 1)]
     bar = st.progress(0.0, text="Starting…")
+    results = []
     try:
         with services.heavy_slot(_session_id()):
-            result = task(
-                *args, progress=lambda fraction, message: bar.progress(min(1.0, fraction), text=message), **kwargs
-            )
+            for task, start, end in zip(tasks, starts, starts[1:]):
+
+                def progress(fraction: float, message: str, start=start, end=end) -> None:
+                    bar.progress(min(1.0, start + (end - start) * min(1.0, fraction)), text=message)
+
+                results.append(task(progress))
     except ValueError as error:
         bar.empty()
         st.error(plain(str(error)))
         st.stop()
     bar.empty()
-    return result
+    return results
 
 
 def _session_id() -> str:
