@@ -66,7 +66,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The stored result of ``args.name`` (at ``--limit`` when given) the current code computed,
     else the newest of an older version, else the one packaged with the app (at its slice); a
     one-line error naming the command when there is none."""
-    from cli.common import stored_runs
+    from cli.common import printable, stored_runs
     from engine import reproduce
     from engine.reproduce.base import check_limit
 
@@ -80,7 +80,9 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     chosen, current = reproduce.pick(results)
     packaged = reproduce.bundled(args.name) if chosen is None else None
     if packaged is not None and args.limit in (None, packaged["limit"]):
-        print(f"note: the result packaged with the app (computed {packaged['computed']} UTC)", file=sys.stderr)
+        print(
+            printable(f"note: the result packaged with the app (computed {packaged['computed']} UTC)"), file=sys.stderr
+        )
         return packaged
     if chosen is None:
         at = "" if args.limit is None else f" at --limit {args.limit}"
@@ -88,7 +90,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"no stored result of {args.name}{at}; compute it with `{command}`")
     if not current:
         note = f"note: stored by an earlier version of the code ({chosen.code}); rerun without --cached to update"
-        print(note, file=sys.stderr)
+        print(printable(note), file=sys.stderr)
     return reproduce.load(chosen.run_id, args.results_dir)
 
 
@@ -108,27 +110,34 @@ def _number(value: float | None) -> str:
 
 
 def _print(payload: dict[str, Any], cached: bool) -> None:
-    print(f"{payload['paper']}, {payload['title']}, {payload['table']}")
-    print(f"claim: {payload['claim']}")
-    print(f"published: {payload['published_note']}")
-    width = max((len(row["label"]) for row in payload["rows"]), default=10)
+    """The result as text, what the store holds escaped (``printable``)."""
+    from cli.common import printable
+
+    def line(text: str) -> None:
+        print(printable(text))
+
+    line(f"{payload['paper']}, {payload['title']}, {payload['table']}")
+    line(f"claim: {payload['claim']}")
+    line(f"published: {payload['published_note']}")
+    labels = [printable(row["label"]) for row in payload["rows"]]
+    width = max(map(len, labels), default=10)
     print(f"{'row':<{width}}  {'published':>9}  {'ours':>9}  {'95% interval':>21}  {'n':>4}")
-    for row in payload["rows"]:
+    for label, row in zip(labels, payload["rows"], strict=True):
         interval = "—" if row["low"] is None else f"[{_number(row['low'])}, {_number(row['high'])}]"
-        print(
-            f"{row['label']:<{width}}  {_number(row['published']):>9}  {_number(row['mean']):>9}  {interval:>21}  {row['n']:>4}"
+        line(
+            f"{label:<{width}}  {_number(row['published']):>9}  {_number(row['mean']):>9}  {interval:>21}  {row['n']:>4}"
         )
-    print(f"settings: {payload['settings']}")
+    line(f"settings: {payload['settings']}")
     finding = payload["finding"]
-    print(f"finding: {'HOLDS' if finding['holds'] else 'DOES NOT HOLD'}: {finding['reason']}")
+    line(f"finding: {'HOLDS' if finding['holds'] else 'DOES NOT HOLD'}: {finding['reason']}")
     print("ours may differ because:")
     for reason in payload["differences"]:
-        print(f"  - {reason}")
+        line(f"  - {reason}")
     if not cached:
         source = f"computed now, run {payload['run_id']}"
     else:
         source = "packaged with the app" if payload.get("bundled") else f"stored, run {payload['run_id']}"
-    print(
+    line(
         f"{payload['limit']} examples per split, {payload['runtime_s']} s, finished {payload['computed']} UTC"
         f" (code {payload['code_version']}; {source})"
     )

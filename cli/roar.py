@@ -137,22 +137,29 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def print_summary(result: dict) -> None:
+    """The job's curves, Eq. 3 and leakage flags; what the store holds printed escaped."""
+    from cli.common import printable
+
     print(
-        f"{result['run_id']} {result['status']}: {result['units_done']}/{result['units_total']} units, "
-        f"{result['wall_s']} s"
+        printable(
+            f"{result['run_id']} {result['status']}: {result['units_done']}/{result['units_total']} units, "
+            f"{result['wall_s']} s"
+        )
     )
-    print(result["command"])
+    print(printable(result["command"]))
     for method, cells in result["curves"].items():
         values = "  ".join(f"{c['level']}: {_cell(c)}" for c in cells)
-        print(f"{method:>22}  {values}")
+        print(printable(f"{method:>22}  {values}"))
     for method, f in result["faithfulness"].items():
         mean = "-" if f["mean"] is None else f"{f['mean']:.1f}%"
         interval = "" if f["low"] is None or f["high"] is None else f" [{f['low']:.1f}, {f['high']:.1f}]"
-        print(f"Eq. 3 {method}: {mean}{interval} over {f['n']} seed(s): {f['reading']}")  # as the page reads it
+        print(printable(f"Eq. 3 {method}: {mean}{interval} over {f['n']} seed(s): {f['reading']}"))  # as the page
     for leak in result["leakage"]:
         print(
-            f"leakage? {leak['method']} rises {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"
-            + (" (beyond the 95% intervals)" if leak["significant"] else "")
+            printable(
+                f"leakage? {leak['method']} rises {leak['rise']:+.3f} from {leak['from']} to {leak['to']}"
+                + (" (beyond the 95% intervals)" if leak["significant"] else "")
+            )
         )
 
 

@@ -79,3 +79,39 @@ def test_an_error_message_escapes_what_was_given(tmp_path, capsys) -> None:
     assert main(["show", "r", "--results-dir", str(tmp_path / f"a{CLEAR_RED}")]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b[2J\\x1b[31mPWNED: no such folder" in err
+
+
+def test_the_roar_summary_escapes_what_the_store_holds(capsys) -> None:
+    """``roar`` printed its job's methods, levels and command unescaped."""
+    from cli.roar import print_summary
+
+    cell = {"level": f"10%{CLEAR_RED}", "mean": 0.8, "low": 0.7, "high": 0.9}
+    result = {
+        "run_id": "run-x\x1b[1m", "status": "done\x1b[2J", "units_done": 1, "units_total": 1, "wall_s": 1.0,
+        "command": f"python -m cli roar --methods m{CLEAR_RED}",
+        "curves": {f"m{CLEAR_RED}": [cell]},
+        "faithfulness": {f"m{CLEAR_RED}": {"mean": 5.0, "low": 1.0, "high": 9.0, "n": 3, "reading": "ok\x1b[5m"}},
+        "leakage": [{"method": f"m{CLEAR_RED}", "rise": 0.1, "from": "0%\x1b[2J", "to": "10%\n", "significant": True}],
+    }  # fmt: skip
+    print_summary(result)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and len(out.splitlines()) == 5, out
+    assert out.splitlines()[1] == "python -m cli roar --methods m\\x1b[2J\\x1b[31mPWNED"
+
+
+def test_reproduce_prints_a_stored_result_escaped(capsys) -> None:
+    """``reproduce`` printed a stored result's paper, rows, settings and reasons unescaped."""
+    from cli.reproduce import _print
+
+    evil = CLEAR_RED
+    payload = {
+        "paper": f"P{evil}", "title": f"T{evil}", "table": f"Table{evil}", "claim": f"c{evil}",
+        "published_note": f"n{evil}", "settings": f"s{evil}", "differences": [f"d{evil}"],
+        "rows": [{"label": f"row{evil}", "published": 0.5, "mean": 0.4, "low": 0.3, "high": 0.5, "n": 8}],
+        "finding": {"holds": True, "reason": f"r{evil}\nsecond"},
+        "run_id": f"run{evil}", "limit": 8, "runtime_s": 1.0, "computed": f"now{evil}", "code_version": f"v{evil}",
+    }  # fmt: skip
+    _print(payload, cached=True)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and len(out.splitlines()) == 10, out
+    assert "finding: HOLDS: r\\x1b[2J\\x1b[31mPWNED\\nsecond" in out.splitlines()
