@@ -16,6 +16,7 @@ from ui import runs as ui_runs
 from ui.downloads import download_row
 from ui.explorer import progress_line
 from ui.roar import (
+    REMOVALS,
     SYNTHETIC_SOURCE,
     curve_figure,
     faithfulness_table,
@@ -65,9 +66,9 @@ def job_view(report: dict, key: str) -> None:
     summary = roar.summary(report, metric)
     job = report["job"]
     kind = "Recursive ROAR" if job["recursive"] else "ROAR"
-    removal = {"delete": "deleted", "mlm": "masked-LM fill-in (ROAR_BERT)", "mask": "[MASK]"}[job["removal"]]
+    removal = REMOVALS.get(job["removal"], job["removal"])
     st.markdown(
-        f"**{kind}**, words {removal}, task `{job['task']}`: {report['n_train']} training and {report['n_eval']} "
+        f"**{kind}**, removal: {removal}, task `{job['task']}`: {report['n_train']} training and {report['n_eval']} "
         f"evaluation examples, {job['train_steps']} training steps, {job['seeds']} seed(s), "
         f"explaining the {job['target']} class · {report['units_done']} of {report['units_total']} units"
     )
@@ -131,7 +132,7 @@ with st.expander("Start a job (runs in the background)"):
         methods = st.multiselect(
             "Methods (random is added)", ["loo_empty", "integrated_gradients", "saliency", "im"], ["loo_empty"]
         )
-        removal = st.radio("Removal", ["delete", "mlm", "mask"], horizontal=True)
+        removal = st.radio("Removal", list(REMOVALS), format_func=REMOVALS.__getitem__, horizontal=True)
         recursive = st.checkbox("Recursive ROAR")
         levels = st.text_input("Levels", "10%,20%,30%")
         seeds = st.number_input("Seeds", 1, 5, 2)

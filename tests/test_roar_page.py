@@ -124,3 +124,23 @@ def test_the_sparsity_chart_names_its_levels_in_order() -> None:
     assert figure.layout.xaxis.type == "category"
     assert figure.layout.xaxis.title.text and figure.layout.yaxis.title.text
     assert [list(bar.x) for bar in figure.data] == [["1 token", "10%", "20%", "50%"], ["1 token", "10%"]]
+
+
+def test_the_job_form_names_its_removals_and_keeps_their_keys(monkeypatch, tmp_path) -> None:
+    """The form offered the raw keys delete / mlm / mask; it names them (``ui.roar.REMOVALS``, as
+    the job's caption does) and still sends the key."""
+    from services import roar
+
+    asked = []
+    cost = {"retrains": 1, "training_steps": 1, "explanations": {"x": 1}, "fills": 0, "seconds": 60}
+    monkeypatch.setattr(roar, "estimate", lambda settings, **_: asked.append(settings) or cost)
+    at = open_page(monkeypatch, tmp_path)
+    [removal] = [r for r in at.radio if r.label == "Removal"]
+    assert removal.options == [
+        "delete the words (Pham et al.'s ROAR)", "masked-LM fill-in (ROAR_BERT)", "[MASK] (Madsen et al.)"
+    ]  # fmt: skip
+    removal.set_value("mlm")
+    [estimate] = [b for b in at.button if b.label == "Estimate the cost"]
+    estimate.click().run()
+    assert not at.exception, at.exception
+    assert [settings["removal"] for settings in asked] == ["mlm"]

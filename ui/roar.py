@@ -18,6 +18,13 @@ SHARED = "*"
 # The job picker's values: "bundled:<name>", "stored:<run id>" or this; its labels (with a stored
 # job's live progress) come from ``source_labels``, so a job that moves on stays selected.
 SYNTHETIC_SOURCE = "synthetic"
+# A job's removal (``experiments.roar.removal.REMOVALS``) by name, in the job form's order: the
+# form offers these and stores the key; a job's caption names its removal so too.
+REMOVALS = {
+    "delete": "delete the words (Pham et al.'s ROAR)",
+    "mlm": "masked-LM fill-in (ROAR_BERT)",
+    "mask": "[MASK] (Madsen et al.)",
+}
 
 
 def source_labels(bundled: list[str], stored: list[Any]) -> dict[str, str]:
