@@ -708,3 +708,16 @@ def test_words_the_model_cannot_read_are_refused_and_nothing_is_stored(toy_bert_
         refused_by_the_command_line(tmp_path / "s.json", ours(words=["a", "\udcff"]), toy_bert_folder, capsys)
         == "s.json record 0: example 'e': the text is not valid Unicode: the word '\\udcff' holds a lone surrogate"
     )
+
+
+def test_a_refused_upload_creates_no_store(toy_bert_folder, tmp_path, monkeypatch):
+    """The app's upload made the run store before the file was read, as the command line did."""
+    from services import imports as upload
+
+    results = tmp_path / "results"
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    with pytest.raises(ValueError, match="cut.json"):
+        upload.import_upload(
+            b'{"schema": "attribution/1", ', "cut.json", model=toy_bert_folder, dataset=None, split=None
+        )
+    assert not results.exists()
