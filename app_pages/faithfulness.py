@@ -17,7 +17,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import gate, run_all_or_stop, run_or_stop, slice_controls, stopped_note
+from ui.runs import gate, run_all_or_stop, run_or_stop, slice_controls, slice_estimate, stopped_note
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -64,6 +64,7 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
     examples = services.slice_examples(*data[:3], random_order=random_order == "random N", seed=seed)
     kept = {"method_params": method_params, "mlm_name": selection.mlm, "imported": imported}
     stopped_note([services.slice_stopped_at(selection.model, examples, methods, m, **kept) for m in metric_sets])
+    slice_estimate(selection.model, examples, methods, method_params, metric_sets, scored=len(imported))
     if not gate("faithfulness.slice_run", request, "Run on the slice", container=fourth, memory=memory):
         return None
     tasks = [

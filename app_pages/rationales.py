@@ -20,7 +20,7 @@ from ui.downloads import show_table
 from ui.heatmap import cost_rows, heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import explain_selected, gate, run_or_stop, slice_controls
+from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -100,9 +100,11 @@ def slice_view(
     request = {"model": selection.model, "data": [selection.dataset, selection.split, n, order, seed, correct_only],
                "methods": methods, "metrics": metric_params, "objective": objective, "mlm": selection.mlm,
                "imported": [m.name for m in imported]}  # fmt: skip
+    indices = services.slice_indices(selection.dataset, selection.split, n, random_order=order == "random N", seed=seed)
+    examples = [services.dataset_example(selection.dataset, selection.split, i) for i in indices]
+    slice_estimate(selection.model, examples, methods, {}, [])
     if not gate("rationales.slice_run", request, "Run on the slice", container=fifth):
         return
-    indices = services.slice_indices(selection.dataset, selection.split, n, random_order=order == "random N", seed=seed)
     result = run_or_stop(
         services.rationale_slice, selection.model, selection.dataset, selection.split, indices, methods,
         metric_params, correct_only=correct_only, objective=objective, mlm_name=selection.mlm, imported=imported,

@@ -7,6 +7,7 @@ forward and backward passes. Results come back as plain picklable records. Engin
 them with ``st.error``.
 """
 
+from core.progress import duration_text
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
 from services import background, reproductions, runs
@@ -33,6 +34,7 @@ from services.estimates import (
     estimate_cost,
     estimate_mask_cost,
     estimate_perturbation_cost,
+    estimate_slice,
     measured_rate,
     passes_text,
     worth_estimating,
@@ -128,9 +130,11 @@ __all__ = [
     "dataset_options",
     "dataset_size",
     "default_model",
+    "duration_text",
     "estimate_cost",
     "estimate_mask_cost",
     "estimate_perturbation_cost",
+    "estimate_slice",
     "evaluate_slice",
     "explain",
     "faithfulness",

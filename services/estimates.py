@@ -42,8 +42,14 @@ def estimate_cost(method: str, n_words: int, params: dict[str, Any], rate: float
     if spec.passes is None:
         raise ValueError(f"no cost estimate in passes for {method!r}: a mask optimiser is estimated in steps")
     passes = spec.passes(n_words, spec.make_params(params))
-    seconds = (passes.mlm + passes.classifier + BACKWARD_COST * passes.backward) / rate if rate else None
+    seconds = _pass_units(passes.classifier, passes.mlm, passes.backward) / rate if rate else None
     return CostEstimate(passes.mlm, passes.classifier, seconds, passes.backward)
+
+
+def _pass_units(classifier: int, mlm: int, backward: int) -> float:
+    """Passes in classifier forward passes: a masked-LM pass as one, a backward pass as
+    ``BACKWARD_COST`` more."""
+    return classifier + mlm + BACKWARD_COST * backward
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,50 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     steps = spec.steps(spec.make_params(params))
     step = _step_seconds(model, store.example_key(example), example)
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
+
+
+def estimate_slice(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    method_params: dict[str, dict[str, Any]],
+    metric_sets: list[dict[str, dict[str, Any]]],
+    scored: int = 0,
+) -> CostEstimate:
+    """Passes and seconds of explaining ``examples`` with each method and scoring each attribution
+    (and ``scored`` imported ones) with every metric of each of ``metric_sets`` (the methods run
+    once for all sets): each example's
+    passes (the methods' and the metric plans' cost models, at most) weighed by its tokens, at the
+    classifier's rate on the slice's example of median length; a mask optimiser's steps timed there
+    too. Masked-LM passes are counted as classifier passes of the same text."""
+    from engine.evaluate import metric_params
+    from metrics.faithfulness import plan_cost
+
+    clf = models.classifier(model)
+    fitted = [clf.fit_example(example)[0] for example in examples]
+    tokens = [clf.token_count(example) for example in fitted]
+    median = sorted(range(len(fitted)), key=tokens.__getitem__)[len(fitted) // 2]
+    token_rate = measured_rate(model, fitted[median]) * tokens[median]
+    specs = {
+        key: (explainers.get(key), explainers.get(key).make_params(method_params.get(key, {}))) for key in method_keys
+    }
+    plans = [metric_params(list(metrics), metrics) for metrics in metric_sets]
+    classifier = mlm = backward = 0
+    seconds = 0.0
+    for example, n_tokens in zip(fitted, tokens):
+        n_words = len(example.words)
+        passes = [spec.passes(n_words, params) for spec, params in specs.values() if spec.passes is not None]
+        costs = [plan_cost(key, n_words, params) for params_by_key in plans for key, params in params_by_key.items()]
+        inputs = sum(p.classifier for p in passes) + (len(specs) + scored) * sum(c.inputs for c in costs)
+        fills = sum(p.mlm for p in passes) + (len(specs) + scored) * sum(c.fills for c in costs)
+        went_back = sum(p.backward for p in passes)
+        classifier, mlm, backward = classifier + inputs, mlm + fills, backward + went_back
+        seconds += _pass_units(inputs, fills, went_back) * n_tokens / token_rate
+        steps = sum(spec.steps(params).run for spec, params in specs.values() if spec.steps is not None)
+        if steps:
+            step = _step_seconds(model, store.example_key(fitted[median]), fitted[median])
+            seconds += steps * step * n_tokens / tokens[median]
+    return CostEstimate(mlm, classifier, seconds, backward)
 
 
 def cost_model(method: str, n_words: int) -> str:

@@ -8,7 +8,9 @@ pos and neg the sums over the words present, whatever the removal token.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -426,6 +428,11 @@ def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
 
     at.segmented_control(key="faithfulness.view").set_value("Dataset slice").run()
     at.number_input(key="faithfulness.slice_n").set_value(2).run()
+    captions = " ".join(c.value for c in at.caption)
+    said = (
+        r"Estimated time for the slice: about \d+ s on this machine \(at most [\d,]+ classifier forward passes over 2 "
+    )
+    assert re.search(said, captions), (captions, [e.value for e in at.exception], [i.value for i in at.info])
     at.button(key="faithfulness.slice_run").click().run()
     assert not at.exception and not at.error
     summary = at.dataframe[0].value
@@ -514,3 +521,25 @@ def test_the_rank_chart_names_the_removals_as_the_pickers_do():
 
     figure = rank_figure(["a", "b"], ("delete", "mlm"), ({"a": 1, "b": 2}, {"a": 2, "b": 1}))
     assert list(figure.layout.xaxis.ticktext) == ["delete the words", "masked-LM fill-in (Deletion_BERT)"]
+
+
+@pytest.mark.parametrize(
+    "key, params",
+    [
+        ("deletion", F.CurveParams(removal="mlm")),
+        ("deletion", F.CurveParams(removal="mlm", fraction=1.0, convention="paper000")),
+        ("insertion", F.CurveParams(removal="mlm", fraction=0.5)),
+        ("insertion", F.CurveParams(removal="mlm", fraction=0.3, convention="paper000")),
+        ("comprehensiveness", F.BinParams(removal="mlm")),
+        ("sufficiency", F.BinParams(removal="mlm", bins="marc")),
+        ("log_odds", F.LogOddsParams(removal="mlm", fraction=0.4)),
+    ],
+)
+def test_plan_cost_counts_the_inputs_and_fill_ins_a_plan_builds(linear_clf, mixed_example, key, params):
+    mlm = toy_masked_lm()
+    attribution = make_attribution(mixed_example, POSITIVE, np.arange(12.0) % 5)
+    plans = F.plan_attributions(linear_clf, mixed_example, {"m": attribution}, {key: params}, mlm=mlm)
+    cost = F.plan_cost(key, len(mixed_example.words), params)
+    assert cost.inputs == len(plans.plans["m"][key].variants)
+    assert cost.fills == mlm.forward_passes
+    assert F.plan_cost(key, len(mixed_example.words), dataclasses.replace(params, removal="delete")).fills == 0

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import metrics
+import services
 from core.types import Attribution, Example
 from metrics.eraser_documents import document_summary
 from tests import test_plausibility
@@ -97,6 +98,9 @@ def test_page_offers_the_convention_and_counts_documents(toy_folder, monkeypatch
     app.multiselect(key="rationales.methods").set_value(["loo_empty", "random"]).run()
     app.segmented_control(key="rationales.view").set_value("Dataset slice").run()
     app.number_input(key="rationales.slice_n").set_value(3).run()
+    words = [len(services.dataset_example("esnli", "dev_highlighted", i).words) for i in range(3)]
+    captions = " ".join(c.value for c in app.caption)  # leave-one-out: the original and one per word
+    assert f"(at most {sum(n + 1 for n in words):,} classifier forward passes over 3 examples" in captions, captions
     app.button(key="rationales.slice_run").click().run()
     assert not app.exception and not app.error, [e.value for e in app.exception]
     table = app.dataframe[0].value

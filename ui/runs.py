@@ -32,6 +32,23 @@ def slice_controls(columns: list, size: int, default_n: int, prefix: str) -> tup
     return n, order, seed
 
 
+def slice_estimate(
+    model: str, examples: list, methods: list[str], method_params: dict, metric_sets: list[dict], scored: int = 0
+) -> None:
+    """A slice's estimated time and passes (``services.estimate_slice``; ``scored`` imported
+    attributions are scored, not computed), in a caption above its Run button; nothing where the
+    model cannot take the examples (the run says why)."""
+    try:
+        estimate = services.estimate_slice(model, examples, methods, method_params, metric_sets, scored)
+    except ValueError:
+        return
+    passes = services.passes_text(estimate.classifier_passes, estimate.backward_passes, estimate.mlm_passes)
+    st.caption(
+        f"Estimated time for the slice: about {services.duration_text(estimate.seconds)} on this machine "
+        f"(at most {passes} over {len(examples)} examples; less for what is already computed)."
+    )
+
+
 def run_or_stop(task: Callable[..., T], *args, **kwargs) -> T:
     """``task(*args, progress=..., **kwargs)`` with a progress bar that is removed when it ends.
 

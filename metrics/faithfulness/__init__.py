@@ -77,7 +77,9 @@ from metrics.faithfulness.plans import (
     BinParams,
     CurveParams,
     LogOddsParams,
+    PlanCost,
     check_head,
+    plan_cost,
 )
 from metrics.faithfulness.registered import (
     METRIC_KEYS,
@@ -112,11 +114,13 @@ __all__ = [
     "CurveParams",
     "ExamplePlans",
     "LogOddsParams",
+    "PlanCost",
     "Remover",
     "check_head",
     "mean_curve",
     "paper000_steps",
     "plan_attributions",
+    "plan_cost",
     "ranking",
     "score_attributions",
     "score_examples",

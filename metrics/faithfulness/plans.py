@@ -166,6 +166,35 @@ PLANNERS: dict[str, Callable[[Context, Any], Plan]] = {
 }
 
 
+@dataclass(frozen=True)
+class PlanCost:
+    """What one metric's plan costs on one attribution, for estimates before a run: the inputs the
+    classifier scores (the unperturbed one included; at most, since shared inputs are scored once)
+    and, with ``removal="mlm"``, the masked-LM passes of its fill-in chain (one per word filled)."""
+
+    inputs: int
+    fills: int = 0
+
+
+def plan_cost(key: str, n_words: int, params: Any) -> PlanCost:
+    """``PlanCost`` of ``PLANNERS[key]`` on a text of ``n_words`` words, counted as the plan builds
+    its variants (a curve skipped for a wrong prediction counts as drawn)."""
+    if key in ("deletion", "insertion"):
+        paper = params.convention == "paper000"
+        steps = paper000_steps(params.fraction, n_words) if paper else word_count(params.fraction, n_words)
+        inputs = 1 + steps + 1 - (1 if paper else 0)
+        filled = n_words if key == "insertion" else steps  # insertion's first input has every word filled
+    elif key in ("comprehensiveness", "sufficiency"):
+        counts = [word_count(b, n_words) for b in BIN_SETS[params.bins]]
+        inputs = 1 + len(counts)
+        filled = max(counts) if key == "comprehensiveness" else n_words - min(counts)
+    elif key == "log_odds":
+        inputs, filled = 2, word_count(params.fraction, n_words)
+    else:
+        raise ValueError(f"no cost model for metric {key!r}")
+    return PlanCost(inputs, filled if params.removal == "mlm" else 0)
+
+
 def check_head(clf: Classifier, keys: Sequence[str]) -> None:
     """Refuse, before any work, a metric the head's explained output does not allow."""
     for key in keys:
