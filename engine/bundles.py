@@ -199,6 +199,8 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
         raise ValueError("bundle: the prediction does not match the model's classes")
+    if selection["target"] is not None and not 0 <= selection["target"] < len(label_names):
+        raise ValueError(f"selection target must be a class 0 to {len(label_names) - 1}, got {selection['target']}")
     head = str(record.get("head") or "single_label")  # bundles before the field were single-label
     if head not in KINDS:
         raise ValueError(f"bundle: unknown head {head!r} (one of {', '.join(KINDS)})")
@@ -285,4 +287,6 @@ def _selection(selection: Any) -> dict[str, Any]:
         raise ValueError(f"selection index must not be negative, got {chosen['index']}")
     if chosen["dataset"] and not chosen["split"]:
         raise ValueError(f"selection dataset {chosen['dataset']!r:.60} is given without its split")
+    if chosen["split"] and not chosen["dataset"]:
+        raise ValueError(f"selection split {chosen['split']!r:.60} is given without its dataset")
     return chosen

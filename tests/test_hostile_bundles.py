@@ -268,6 +268,8 @@ SPOILED = {
     ),
     "index": (("selection", "index"), -5, "selection index must not be negative, got -5"),
     "split": (("selection", "dataset"), "sst2", "selection dataset 'sst2' is given without its split"),
+    "dataset": (("selection", "split"), "dev", "selection split 'dev' is given without its dataset"),
+    "target": (("selection", "target"), 7, "selection target must be a class 0 to 1, got 7"),
 }
 
 
