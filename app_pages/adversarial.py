@@ -96,7 +96,14 @@ examples = (
     services.slice_examples(selection.dataset, selection.split, n_examples) if scope == SLICE else [selection.example]
 )
 
-st.caption(f"{len(chosen)} method(s) × {len(examples)} example(s); cost: {A.cost_text(attack, attack_params)}.")
+try:
+    seconds = services.estimate_attack(selection.model, examples, chosen, attack, attack_params, preset, params)
+    estimate = f" Estimated time: at most about {services.duration_text(seconds)} on this machine."
+except ValueError:  # the model cannot take the example: the run says why
+    estimate = ""
+st.caption(
+    f"{len(chosen)} method(s) × {len(examples)} example(s); cost: {A.cost_text(attack, attack_params)}.{estimate}"
+)
 request = [selection.model, chosen, attack, attack_params, preset, scope, n_examples, params, repr(selection.example),
            selection.mlm]  # fmt: skip
 if not gate("adversarial.run", request, "Run the attack", memory="adversarial.requested"):

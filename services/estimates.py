@@ -168,6 +168,53 @@ def estimate_slice(
     return CostEstimate(mlm, classifier, seconds, backward)
 
 
+# One step of the embedding attack on one row (a forward pass, the explanation's gradient with its
+# graph kept, and the gradient of the attack's objective through it) in units of
+# ``engine.bench.step_seconds`` (a forward and backward pass over two rows), measured on SST-2
+# sentences on 2 CPU cores (BENCHMARKS.md).
+ATTACK_STEP_COST = 1.0
+
+
+def estimate_attack(
+    model: str,
+    examples: list[Example],
+    method_keys: list[str],
+    attack: str,
+    attack_params: dict[str, Any],
+    preset: str,
+    params: dict[str, dict[str, Any]],
+) -> float:
+    """Seconds an attack on each method's explanation of each example should take at most. The
+    embedding attack: its steps (no early stop) at a step's measured cost, integrated gradients
+    weighed by its path points (``experiments.attacks.cost_weights``). The substitution attack: its
+    passes at the classifier's measured rate on each example: the original explanation, the
+    masked-LM fill-ins, every candidate scored each round and the candidates explained (each at the
+    method's own cost)."""
+    from experiments.attacks import cost_weights, make_params
+    from experiments.attacks.result import k_for
+
+    chosen = make_params(attack, preset, attack_params)
+    clf = models.classifier(model)
+    seconds = 0.0
+    for example in (clf.fit_example(e)[0] for e in examples):
+        n_words = len(example.words)
+        weights = cost_weights(attack, method_keys, chosen, params, n_words)
+        key = store.example_key(example)
+        if attack == "embedding":
+            seconds += sum(weights) * chosen.steps * ATTACK_STEP_COST * _step_seconds(model, key, example)
+            continue
+        open_words = n_words - k_for(n_words, chosen.top_fraction)
+        width = 1 if chosen.search == "greedy" else chosen.beam_width
+        scored = explained = 0
+        for round_ in range(min(chosen.budget, open_words)):
+            proposals = width * (open_words - round_) * chosen.n_candidates
+            scored += proposals
+            explained += min(proposals, chosen.explained_per_round or proposals)
+        passes = sum(w * (1 + explained) for w in weights) + len(weights) * (1 + scored + open_words)
+        seconds += passes / _forward_rate(model, key, example)
+    return seconds
+
+
 def cost_model(method: str, n_words: int) -> str:
     """The registry's cost model of ``method`` at its default parameters on ``n_words`` words, in
     words: its passes, or a mask optimiser's steps."""

@@ -9,6 +9,7 @@ context, so the attacks' outcomes can be worked out by hand: "great" (3, 0, 0, 0
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -402,6 +403,8 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     app.run()
     assert not app.exception
     app.number_input(key="adversarial.quick.param.attack_embedding.steps").set_value(3).run()
+    estimated = re.compile(r"Estimated time: at most about \d+ (s|min \d+ s) on this machine\.")
+    assert any(estimated.search(c.value) for c in app.caption)
     app.button(key="adversarial.run").click().run()
     assert not app.exception
     measures = measures_table(app)
@@ -422,6 +425,7 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     app.multiselect(key="adversarial.methods").set_value(["loo_unk", "grad_x_input"]).run()
     app.number_input(key="adversarial.quick.param.attack_substitution.budget").set_value(1).run()
     app.number_input(key="adversarial.quick.param.attack_substitution.n_candidates").set_value(3).run()
+    assert any(estimated.search(c.value) for c in app.caption)
     app.button(key="adversarial.run").click().run()
     assert not app.exception
     measures = measures_table(app)
