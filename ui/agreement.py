@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.charts import diverging_scale, style
+from ui.theme import current
 
 MEASURE_LABELS = {
     "spearman": "Spearman ρ (signed scores)",
@@ -17,11 +18,18 @@ MEASURE_LABELS = {
 }
 
 
+# The cells' numbers: one decimal, in a font no larger than this (px), and none past this many
+# methods; a narrow column (1,024 px with the sidebar, the presentation font) drew "-0.51" over
+# its neighbours. Hovering a cell gives two decimals.
+CELL_FONT_PX, MOST_NUMBERED = 13, 12
+
+
 def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, title: str = "") -> go.Figure:
     """The matrix as an annotated heatmap on the heatmaps' diverging palette (-1 blue, 0 white,
     1 red; overlap runs 0..1); undefined entries are blank and marked "n/a"."""
     low = 0.0 if measure == "top_k_overlap" else -1.0
     text = [["n/a" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
+    shown = [["n/a" if not np.isfinite(v) else f"{v:.1f}" for v in row] for row in matrix]
     figure = go.Figure(
         go.Heatmap(
             z=np.where(np.isfinite(matrix), matrix, None).tolist(),
@@ -30,9 +38,10 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
             zmin=low,
             zmax=1.0,
             colorscale=diverging_scale(low),
-            text=text,
-            texttemplate="%{text}",
-            hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
+            text=shown,
+            texttemplate="%{text}" if len(names) <= MOST_NUMBERED else "",
+            customdata=text,
+            hovertemplate="%{y} vs %{x}: %{customdata}<extra></extra>",
             colorbar={"title": {"text": MEASURE_LABELS.get(measure, measure), "side": "right"}},
         )
     )
@@ -43,4 +52,5 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
         margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         yaxis={"autorange": "reversed"},
     )
-    return style(figure)
+    style(figure).data[0].textfont.size = min(current().font_size or CELL_FONT_PX, CELL_FONT_PX)
+    return figure

@@ -32,11 +32,16 @@ INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
 # (metric, title of one example's curve, title of a slice's mean curve)
+# (a title's parenthesised tail is its subtitle line: two curves side by side at 1,024 px cut one line)
 TITLES = (
-    ("deletion", "Deletion (lower area is better)", "Mean deletion curve (95% band)"),
-    ("insertion", "Insertion (higher area is better)", "Mean insertion curve (95% band)"),
-    ("comprehensiveness", "Comprehensiveness per bin (higher is better)", "Mean comprehensiveness per bin (95% band)"),
-    ("sufficiency", "Sufficiency per bin (lower is better)", "Mean sufficiency per bin (95% band)"),
+    ("deletion", "Deletion (lower area is better)", "Deletion (mean curve, 95% band)"),
+    ("insertion", "Insertion (higher area is better)", "Insertion (mean curve, 95% band)"),
+    (
+        "comprehensiveness",
+        "Comprehensiveness (per bin, higher is better)",
+        "Comprehensiveness (mean per bin, 95% band)",
+    ),
+    ("sufficiency", "Sufficiency (per bin, lower is better)", "Sufficiency (mean per bin, 95% band)"),
 )
 
 
@@ -69,10 +74,14 @@ def best_styles(shown: pd.DataFrame, numbers: dict[str, tuple[str, pd.Series]]) 
 
 
 def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
+    """A curve's layout; a title's tail in parentheses goes on a second, smaller line."""
+    main, _, tail = title.partition(" (")
+    size = current().title_size
+    subtitle = {"text": tail.removesuffix(")"), "font": {"size": round(0.7 * size)}} if tail else {}
     figure.update_layout(
-        title={"text": title},
-        height=360,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": main, "subtitle": subtitle},
+        height=24 * size,  # 360 px; taller at the presentation font, where the axis title outgrew the plot
+        margin={"l": 10, "r": 10, "t": round((3.2 if tail else 2) * size) + 10, "b": 10},
         xaxis={"title": x_title, "tickformat": x_format},
         yaxis={"title": y_title},
         legend={"orientation": "h", "y": -0.25},

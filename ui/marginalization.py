@@ -60,18 +60,22 @@ def words_shown(words: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 def word_panel(example, im, row: dict, word: int, table: list, labels, target: int) -> None:
     """The numbers behind one word's IM score and whether the masked LM restores it."""
-    columns = st.columns(5)
-    columns[0].metric(f"P({labels[target]}) of the input", f"{im.extras['original_probability']:.4f}")
-    columns[1].metric(
-        "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × probability over the candidates"
-    )
-    columns[2].metric("IM score", f"{row['IM']:+.4f}")
-    columns[3].metric("LOO_empty score", f"{row['LOO_empty']:+.4f}")
-    columns[4].metric(
+    # Each metric as wide as its label, wrapping onto a second line where the column is narrow: five
+    # equal columns cut the labels at 1,024 px with the sidebar open ("Expe…")
+    metrics = st.container(horizontal=True, gap="large", key="im.metrics")
+    metrics.metric(f"P({labels[target]}) of the input", f"{im.extras['original_probability']:.4f}", width="content")
+    metrics.metric(
+        "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × probability over the candidates",
+        width="content",
+    )  # fmt: skip
+    metrics.metric("IM score", f"{row['IM']:+.4f}", width="content")
+    metrics.metric("LOO_empty score", f"{row['LOO_empty']:+.4f}", width="content")
+    metrics.metric(
         f"Top-{len(table)} mass",
         f"{row['candidate mass']:.1%}",
         help=f"The masked LM's likelihood mass on its {len(table)} candidates. Pham et al. 2022: BERT's top-10 hold "
         "81% (SST-2), 90% (e-SNLI), 92% (MultiRC) on average.",
+        width="content",
     )
     if row["top-1 = word"]:
         st.markdown(

@@ -1,0 +1,73 @@
+"""End to end in a real browser at 1,024 px with the sidebar open, in both font settings (the
+presentation font is larger): nothing the pages show is cut. The Input Marginalization page's five
+metrics ended in "Expe…" in five equal columns, the faithfulness page's method chips ("key —
+description") in an ellipsis, a curve's title ran past its chart and the agreement matrix drew its
+numbers over each other. Screenshots go to ``test-output/layout-*.png``."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.test_browser import CHROMIUM, OUTPUT, TIMEOUT_MS, app_url, browser  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+QUERY = "model=minilm-sst2&dataset=examples&split=sst2&index=1&present="
+# [text, scrollWidth, clientWidth] of every element whose text is wider than its box
+CUT = "els => els.map(e => [e.textContent, e.scrollWidth, e.clientWidth]).filter(([, s, c]) => s > c)"
+# [title, right edge, width] of every chart title or subtitle that ends past its chart's right edge
+TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
+  return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width]).filter(([, right, width]) => right > width)})"""
+# the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
+OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t => /^-?[0-9.]+$|^n\\/a$/.test(t.textContent) && t.closest('.cartesianlayer')).map(t => t.getBoundingClientRect());
+  let worst = 0;
+  for (const [i, a] of boxes.entries()) for (const b of boxes.slice(i + 1)) {
+    const dx = Math.min(a.right, b.right) - Math.max(a.left, b.left), dy = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (dx > 0 && dy > 0) worst = Math.max(worst, dx); }
+  return [boxes.length, worst] }"""
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{app_url}/input_marginalization?{QUERY}{present}")
+    metrics, gate = page.locator('[data-testid="stMetric"]'), page.get_by_role("button", name=re.compile("^Run IM"))
+    expect(metrics.first.or_(gate).first).to_be_visible(timeout=TIMEOUT_MS)
+    if gate.is_visible():
+        gate.click()
+    expect(metrics.first).to_be_visible(timeout=TIMEOUT_MS)
+    assert metrics.count() == 5
+    labels = metrics.locator(
+        '[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *, [data-testid="stMetricValue"]'
+    )
+    assert labels.evaluate_all(CUT) == []
+    page.locator(".st-key-im-metrics").screenshot(path=str(OUTPUT / f"layout-im-metrics-present{present}.png"))
+
+    page.goto(f"{app_url}/faithfulness?{QUERY}{present}")
+    chips = page.locator('[data-testid="stMultiSelectTagsContainer"] span')
+    expect(page.get_by_text(re.compile("^saliency — ")).first).to_be_visible(timeout=TIMEOUT_MS)
+    assert chips.count() >= 5
+    assert chips.evaluate_all(CUT) == []
+    expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)  # plotly lays the titles out after the plot appears
+    assert page.evaluate(TITLES) == []
+    page.locator('[data-testid="stMultiSelect"]').first.screenshot(
+        path=str(OUTPUT / f"layout-chips-present{present}.png")
+    )
+
+    page.goto(f"{app_url}/?{QUERY}{present}")
+    expect(page.get_by_text("Do the methods agree on this example?")).to_be_visible(timeout=TIMEOUT_MS)
+    matrix = page.locator('[data-testid="stPlotlyChart"]').last
+    expect(matrix.locator("text").first).to_be_attached(timeout=TIMEOUT_MS)
+    matrix.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    numbers, overlap = matrix.evaluate(OVERLAP)
+    assert numbers >= 4 and overlap == 0, (numbers, overlap)
+    matrix.screenshot(path=str(OUTPUT / f"layout-agreement-present{present}.png"))
+    page.close()
