@@ -65,3 +65,19 @@ def shown_cells(table) -> dict[str, list[str]]:
 
     frame = table.value
     return {str(name): [cell(v, formats.get(str(name), "")) for v in frame[name].tolist()] for name in frame.columns}
+
+
+def open_on_model(model: str, page: str, **state: object):
+    """One run of the app on the model folder ``model`` with these session values, switched to
+    ``page`` (the home page computes nothing)."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300)
+    at.session_state["sidebar.model_path"] = model
+    at.session_state["heatmaps.methods"] = []
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page(page).run()

@@ -16,10 +16,9 @@ from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from services import access
 from tests.fake_processes import Process
-from tests.page_text import errors
+from tests.page_text import errors, open_on_model
 from tests.toy import toy_bert, toy_bert_head
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 POPEN = subprocess.Popen  # the real one, for the store's own processes while ``started`` fakes the app's
 
 
@@ -62,13 +61,7 @@ def toy_spec(model: str, **changes) -> RunSpec:
 
 def open_explorer(model: str, results: Path, monkeypatch, **state) -> AppTest:
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    at.session_state["sidebar.model_path"] = model
-    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    return at.switch_page("app_pages/explorer.py").run()
+    return open_on_model(model, "app_pages/explorer.py", **state)
 
 
 @pytest.fixture(scope="module")

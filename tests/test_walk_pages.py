@@ -8,20 +8,14 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.page_text import shown_cells
+from tests.page_text import open_on_model, shown_cells
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TEXT = "the movie was great but the plot was bad ."
 
 
 def open_app(model: str, page: str, **state: object) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    at.session_state["sidebar.model_path"] = model
-    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(page).run()
+    at = open_on_model(model, page, **state)
     assert not at.exception, [e.value for e in at.exception]
     return at
 
