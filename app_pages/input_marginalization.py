@@ -19,6 +19,7 @@ from ui.marginalization import cost_line, duration, estimate_line, word_panel, w
 from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
@@ -106,12 +107,15 @@ if notes:
 
 st.subheader("Fill-ins of one word")
 n_words = len(example.words)
+most_important = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
 if st.session_state.get("im.word") not in range(n_words):
-    st.session_state["im.word"] = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
+    st.session_state["im.word"] = most_important
+setting_from_link("im.word", "word", range(n_words), most_important)
 word = st.selectbox(
     "Word", list(range(n_words)), key="im.word", persist_state="session", help="Preselected: the word leave-one-out finds most important.",
     format_func=lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
 )  # fmt: skip
+setting_to_link("word", word, most_important)
 table = services.im_candidate_rows(im, word, labels)
 candidates = pd.DataFrame(table)
 config = numbers(("likelihood", "weight", f"P({labels[target]})", "contribution"))

@@ -19,6 +19,8 @@ from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
+SEEDS = range(2**31)  # the seed box's values, which a link may set
+TOP_K_SHARES = tuple(round(0.05 * i, 2) for i in range(1, 21))  # the top-k slider's values
 
 selection = state.current()
 st.title("Sanity checks: layer randomisation")
@@ -47,8 +49,16 @@ mode = first.segmented_control(
 )
 mode = mode or "cascading"
 setting_to_link("mode", mode, "cascading")
-seed = int(second.number_input("Seed", min_value=0, value=0, step=1, key="sanity.seed", persist_state="session"))
-top_k = third.slider("Top-k share of words", 0.05, 1.0, 0.2, 0.05, key="sanity.top_k", persist_state="session")
+setting_from_link("sanity.seed", "seed", SEEDS, 0)
+seed = int(
+    second.number_input(
+        "Seed", min_value=0, max_value=SEEDS.stop - 1, step=1, key="sanity.seed", persist_state="session"
+    )
+)
+setting_to_link("seed", seed, 0)
+setting_from_link("sanity.top_k", "top_k", TOP_K_SHARES, 0.2)
+top_k = third.slider("Top-k share of words", 0.05, 1.0, step=0.05, key="sanity.top_k", persist_state="session")
+setting_to_link("top_k", round(top_k, 2), 0.2)
 scope, n_examples = example_scope(
     fourth, selection, "sanity", most=50, default=10,
     help="The thesis uses 50. Each example's target is its predicted class.",

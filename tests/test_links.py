@@ -206,3 +206,34 @@ def test_the_link_carries_the_roar_job() -> None:
     assert picked == jobs[1]
     again = open_link({"model": "minilm-sst2", "job": picked}, page="app_pages/roar.py")
     assert again.selectbox(key="roar.source").value == picked
+
+
+def test_the_link_carries_the_sanity_seed_and_top_k_share() -> None:
+    at = open_link({**EXAMPLE, "seed": "17", "top_k": "0.35"}, page="app_pages/sanity_checks.py")
+    assert at.number_input(key="sanity.seed").value == 17
+    assert at.slider(key="sanity.top_k").value == pytest.approx(0.35)
+    assert {k: written_link(at)[k] for k in ("seed", "top_k")} == {"seed": "17", "top_k": "0.35"}
+    at.number_input(key="sanity.seed").set_value(0).run()
+    assert "seed" not in written_link(at)
+
+
+@pytest.mark.parametrize("seed", ["-1", "1e3", "9" * 30, "٣"])
+def test_a_seed_the_link_cannot_take_is_named(seed: str) -> None:
+    at = open_link({**EXAMPLE, "seed": seed}, page="app_pages/sanity_checks.py")
+    named = [as_read(w) for w in warnings(at) if "seed" in as_read(w)]
+    assert named == [
+        f"The link asks for seed “{seed}”, which is none of the whole numbers 0 to 2,147,483,647: “0” is shown."
+    ]
+    assert at.number_input(key="sanity.seed").value == 0
+
+
+def test_the_link_carries_the_word_whose_fill_ins_the_im_page_shows() -> None:
+    at = open_link({**EXAMPLE, "word": "2"}, page="app_pages/input_marginalization.py")
+    assert at.selectbox(key="im.word").value == 2
+    assert written_link(at)["word"] == "2"
+    out_of_range = open_link({**EXAMPLE, "word": "99"}, page="app_pages/input_marginalization.py")
+    last = len(out_of_range.session_state["selection"].example.words) - 1
+    shown_word = out_of_range.selectbox(key="im.word").value
+    said = f"The link asks for word “99”, which is none of the whole numbers 0 to {last}: “{shown_word}” is shown."
+    assert [as_read(w) for w in warnings(out_of_range) if "word" in as_read(w)] == [said]
+    assert "word" not in written_link(out_of_range)

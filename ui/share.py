@@ -55,7 +55,7 @@ def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any
     """Before the widget ``key`` is drawn: its state seeded with ``default`` (draw the widget with
     no default of its own: Streamlit warns of a value given both ways), and on the first run of its
     page in this session the link's ``param`` sets it, when it is one of ``choices`` (a toggle's:
-    ``1``/``0``); another value is named in a warning and ``default`` stays. Pair it with
+    ``1``/``0``; a ``range``: a whole number in it); another value is named in a warning and ``default`` stays. Pair it with
     ``setting_to_link`` after the widget."""
     st.session_state.setdefault(key, default)
     read = st.session_state.setdefault("share.read", set())
@@ -65,11 +65,15 @@ def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any
     asked = st.query_params.get(param)
     if asked is None:
         return
-    found = [choice for choice in choices if _link_text(choice) == asked]
+    found = _found(choices, asked)
     if found:
         st.session_state[key] = found[0]
     else:
-        known = ", ".join(_link_text(choice) for choice in choices)
+        known = (
+            f"the whole numbers {choices.start} to {choices.stop - 1:,}"
+            if isinstance(choices, range)
+            else ", ".join(_link_text(choice) for choice in choices)
+        )
         link_warning(
             f"The link asks for {param} {quoted(asked)}, which is none of {plain(known)}: "
             f"{quoted(_link_text(default))} is shown."
@@ -82,6 +86,15 @@ def setting_to_link(param: str, value: Any, default: Any) -> None:
         st.query_params.pop(param, None)
     else:
         st.query_params[param] = _link_text(value)
+
+
+def _found(choices: Sequence[Any], asked: str) -> list[Any]:
+    """The choice the link's text names (none or one); a ``range`` of whole numbers is read as a
+    number, not searched."""
+    if isinstance(choices, range):
+        number = int(asked) if asked.isascii() and asked.isdecimal() and len(asked) <= 18 else None
+        return [number] if number is not None and number in choices else []
+    return [choice for choice in choices if _link_text(choice) == asked]
 
 
 def _link_text(value: Any) -> str:
