@@ -170,6 +170,20 @@ def test_the_link_carries_the_faithfulness_view_and_removals() -> None:
     assert "view" not in written_link(at)
 
 
+def test_the_link_carries_the_faithfulness_budget_and_bins() -> None:
+    params = {**EXAMPLE, "budget": "45", "bins": "marc"}
+    at = open_link(params, page="app_pages/faithfulness.py", state={"faithfulness.methods": ["random"]})
+    assert at.slider(key="faithfulness.budget").value == 45
+    assert at.radio(key="faithfulness.bins").value == "marc"
+    assert {k: written_link(at)[k] for k in ("budget", "bins")} == {"budget": "45", "bins": "marc"}
+    at.slider(key="faithfulness.budget").set_value(20).run()
+    assert "budget" not in written_link(at)
+    off_step = open_link({**EXAMPLE, "budget": "42"}, page="app_pages/faithfulness.py")
+    assert [as_read(w) for w in warnings(off_step) if "budget" in as_read(w)] == [
+        "The link asks for budget “42”, which is none of the multiples of 5 from 5 to 100: “20” is shown."
+    ]
+
+
 def test_a_page_setting_the_link_cannot_take_is_named_and_the_default_shown() -> None:
     at = open_link({**EXAMPLE, "mode": "<b>sideways</b>"}, page="app_pages/sanity_checks.py")
     named = [as_read(w) for w in warnings(at) if "mode" in as_read(w)]

@@ -28,6 +28,7 @@ REMOVALS = {
     "mlm": "masked-LM fill-in (Deletion_BERT)",
 }
 BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"}
+BUDGETS = range(5, 101, 5)  # the deletion / insertion budget slider's values (% of words)
 INFOS = {m.key: m for m in services.metric_infos("faithfulness")}
 TABLE_METRICS = tuple(k for k, m in INFOS.items() if m.in_table)
 LABELS = {k: m.label for k, m in INFOS.items()}
@@ -259,14 +260,18 @@ def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -
     else:
         removal = st.session_state.get("faithfulness.removal", next(iter(REMOVALS)))
         first.caption("Removal: the two compared below (Removal A and B).")
+    setting_from_link("faithfulness.budget", "budget", BUDGETS, 20)
     budget = second.slider(
-        "Deletion / insertion budget (% of words)", 5, 100, 20, step=5, key="faithfulness.budget", persist_state="session",
+        "Deletion / insertion budget (% of words)", 5, 100, step=5, key="faithfulness.budget", persist_state="session",
         help="Pham et al. 2022 remove 20% of the words; 100% draws the full curve. k% of n words is ceil(k·n), "
         "at least one.",
     )  # fmt: skip
+    setting_to_link("budget", budget, 20)
+    setting_from_link("faithfulness.bins", "bins", list(BINS), next(iter(BINS)))
     bins = third.radio(
         "Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins", persist_state="session"
     )
+    setting_to_link("bins", bins, next(iter(BINS)))
     with st.expander("Log-odds and method parameters"):
         st.markdown("**log-odds** (AML: the top 20% words replaced by [MASK])")
         log_odds = params_form(INFOS["log_odds"], "faithfulness")

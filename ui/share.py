@@ -69,11 +69,7 @@ def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any
     if found:
         st.session_state[key] = found[0]
     else:
-        known = (
-            f"the whole numbers {choices.start} to {choices.stop - 1:,}"
-            if isinstance(choices, range)
-            else ", ".join(_link_text(choice) for choice in choices)
-        )
+        known = _range_text(choices) if isinstance(choices, range) else ", ".join(map(_link_text, choices))
         link_warning(
             f"The link asks for {param} {quoted(asked)}, which is none of {plain(known)}: "
             f"{quoted(_link_text(default))} is shown."
@@ -95,6 +91,13 @@ def _found(choices: Sequence[Any], asked: str) -> list[Any]:
         number = int(asked) if asked.isascii() and asked.isdecimal() and len(asked) <= 18 else None
         return [number] if number is not None and number in choices else []
     return [choice for choice in choices if _link_text(choice) == asked]
+
+
+def _range_text(choices: range) -> str:
+    """ "the whole numbers 0 to 9", "the multiples of 5 from 5 to 100"."""
+    if choices.step == 1:
+        return f"the whole numbers {choices.start:,} to {choices[-1]:,}"
+    return f"the multiples of {choices.step} from {choices.start:,} to {choices[-1]:,}"
 
 
 def _link_text(value: Any) -> str:
