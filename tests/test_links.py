@@ -251,3 +251,36 @@ def test_the_link_carries_the_word_whose_fill_ins_the_im_page_shows() -> None:
     said = f"The link asks for word “99”, which is none of the whole numbers 0 to {last}: “{shown_word}” is shown."
     assert [as_read(w) for w in warnings(out_of_range) if "word" in as_read(w)] == [said]
     assert "word" not in written_link(out_of_range)
+
+
+def test_the_link_carries_the_method_parameters_changed_from_their_defaults() -> None:
+    at = open_link(EXAMPLE)
+    assert "params" not in written_link(at)
+    at.multiselect(key="heatmaps.methods").set_value(["random", "lime"]).run()
+    at.number_input(key="heatmaps.param.lime.n_samples").set_value(60).run()
+    link = written_link(at)
+    assert link["params"] == '{"lime":{"n_samples":60}}'
+    again = open_link(link)
+    assert again.number_input(key="heatmaps.param.lime.n_samples").value == 60
+    assert not warnings(again)
+    on_faithfulness = open_link(
+        link, page="app_pages/faithfulness.py", state={"faithfulness.methods": ["random", "lime"]}
+    )
+    assert on_faithfulness.number_input(key="faithfulness.param.lime.n_samples").value == 60
+
+
+@pytest.mark.parametrize(
+    "asked, named",
+    [
+        ("not json", "The link's method parameters “not json” are not a JSON object of parameters by method"),
+        ("[" * 3000, "[[[[…” are not a JSON object"),
+        ('{"lime": 3}', "are not a JSON object of parameters by method"),
+        ('{"lime": {"n_samples": -4, "nosuch": 1}, "<b>x</b>": {}}', "lime.n_samples=-4, lime.nosuch, <b>x</b>"),
+    ],
+)
+def test_method_parameters_the_link_cannot_take_are_named(asked: str, named: str) -> None:
+    at = open_link({**EXAMPLE, "methods": "random,lime", "params": asked})
+    said = [as_read(w) for w in warnings(at) if "method parameters" in as_read(w)]
+    assert len(said) == 1 and named in said[0], said
+    assert not UNESCAPED.search(next(w for w in warnings(at) if "method parameters" in w))
+    assert at.number_input(key="heatmaps.param.lime.n_samples").value == 1000  # the default

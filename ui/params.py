@@ -1,8 +1,9 @@
 """Parameter forms generated from an explainer's parameter metadata (help, choices, min, max),
-and presetting them (a session bundle's parameters) before they are drawn."""
+and presetting them (a session bundle's or a link's parameters) before they are drawn."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from services import MethodInfo, ParamField
+from ui.share import link_warning, quoted, setting_to_link
 
 
 def params_form(method: MethodInfo, prefix: str) -> dict[str, Any]:
@@ -29,13 +31,66 @@ def widget_key(prefix: str, method: str, name: str) -> str:
 
 def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: str) -> dict[str, dict[str, Any]]:
     """``params_form`` for each of ``keys`` that has parameters, under its name in bold;
-    returns the chosen values by method key."""
+    returns the chosen values by method key. The values that differ from the defaults go in the
+    link (``LINK_PARAM``), and a link's values preset the form on its page's first run."""
+    _params_from_link(infos, prefix)
     params: dict[str, dict[str, Any]] = {}
     for key in keys:
         if infos[key].fields:
             st.markdown(f"**{key}**")
             params[key] = params_form(infos[key], prefix)
+    changed = {
+        key: {field.name: values[field.name] for field in infos[key].fields if values[field.name] != _default(field)}
+        for key, values in params.items()
+    }
+    changed = {key: values for key, values in changed.items() if values}
+    setting_to_link(LINK_PARAM, json.dumps(changed, sort_keys=True, separators=(",", ":")) if changed else None, None)
     return params
+
+
+# The link's parameter holding the method parameters changed from their defaults, as JSON
+# ({"lime": {"n_samples": 60}}), and the longest such value a link may bring.
+LINK_PARAM = "params"
+LINK_PARAMS_MAX = 2000
+
+
+def _params_from_link(infos: dict[str, MethodInfo], prefix: str) -> None:
+    """On the first run of the form's page in this session: the link's method parameters preset
+    (parsed as JSON, never evaluated); what the form cannot take is named in one warning."""
+    read = st.session_state.setdefault("share.read", set())
+    if f"{prefix}.{LINK_PARAM}" in read:
+        return
+    read.add(f"{prefix}.{LINK_PARAM}")
+    asked = st.query_params.get(LINK_PARAM)
+    if asked is None:
+        return
+    try:
+        parsed = json.loads(asked) if len(asked) <= LINK_PARAMS_MAX else None
+    except (ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, dict) or not all(isinstance(values, dict) for values in parsed.values()):
+        link_warning(
+            f"The link's method parameters {quoted(asked)} are not a JSON object of parameters by method: "
+            "the defaults are shown."
+        )
+        return
+    known = {key: {field.name for field in info.fields} for key, info in infos.items()}
+    unknown = [
+        f"{method}.{name}" if method in known else str(method)
+        for method, values in parsed.items()
+        for name in (values if method in known else [""])
+        if method not in known or name not in known[method]
+    ]
+    refused = preset_params(infos, {m: v for m, v in parsed.items() if m in known}, prefix) + unknown
+    if refused:
+        link_warning(f"The link asks for method parameters this page cannot take ({quoted(', '.join(refused))}): "
+                     "their defaults are shown.")  # fmt: skip
+
+
+def _default(field: ParamField) -> Any:
+    """The value a parameter's widget starts at (``_widget``)."""
+    numeric = isinstance(field.default, int | float)
+    return field.default if field.choices or numeric else str(field.default)
 
 
 def _widget(field: ParamField, key: str) -> Any:
@@ -43,8 +98,7 @@ def _widget(field: ParamField, key: str) -> Any:
     value: a session bundle may have set the state (``preset_params``), and Streamlit warns of a
     widget given a value both ways."""
     label = field.name.replace("_", " ")
-    numeric = isinstance(field.default, int | float)  # bool included
-    st.session_state.setdefault(key, field.default if field.choices or numeric else str(field.default))
+    st.session_state.setdefault(key, _default(field))
     if field.choices:
         return st.selectbox(label, list(field.choices), help=field.help, key=key, persist_state="session")
     if isinstance(field.default, bool):
