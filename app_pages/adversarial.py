@@ -98,7 +98,7 @@ examples = (
 
 try:
     seconds = services.estimate_attack(selection.model, examples, chosen, attack, attack_params, preset, params)
-    estimate = f" Estimated time: at most about {services.duration_text(seconds)} on this machine."
+    estimate = f" Estimated time: about {services.duration_text(seconds)} on this machine, less if it stops early."
 except ValueError:  # the model cannot take the example: the run says why
     estimate = ""
 st.caption(

@@ -170,9 +170,9 @@ def estimate_slice(
 
 # One step of the embedding attack on one row (a forward pass, the explanation's gradient with its
 # graph kept, and the gradient of the attack's objective through it) in units of
-# ``engine.bench.step_seconds`` (a forward and backward pass over two rows), measured on SST-2
-# sentences on 2 CPU cores (BENCHMARKS.md).
-ATTACK_STEP_COST = 1.0
+# ``engine.bench.step_seconds`` (a forward and backward pass over two rows): 1.71-1.78 on three
+# SST-2 dev sentences of 19-28 words, saliency, 2 quiet CPU cores (BENCHMARKS.md).
+ATTACK_STEP_COST = 1.75
 
 
 def estimate_attack(
@@ -184,7 +184,8 @@ def estimate_attack(
     preset: str,
     params: dict[str, dict[str, Any]],
 ) -> float:
-    """Seconds an attack on each method's explanation of each example should take at most. The
+    """Seconds an attack on each method's explanation of each example should take (less where it
+    stops early; within 0.9-1.25 of the measured time otherwise, BENCHMARKS.md). The
     embedding attack: its steps (no early stop) at a step's measured cost, integrated gradients
     weighed by its path points (``experiments.attacks.cost_weights``). The substitution attack: its
     passes at the classifier's measured rate on each example: the original explanation, the
