@@ -83,7 +83,7 @@ scope, n_examples = example_scope(
     help="The thesis uses 16 per model and dataset. Each example's attacked class is its predicted class.",
 )
 with st.expander("Attack parameters"):
-    attack_params = params_form(services.attack_info(attack, preset), f"adversarial.{preset}")
+    attack_params = params_form(services.attack_info(attack, preset), f"adversarial.{preset}", link="attack_params")
     if attack == "embedding":
         attack_params["objective"] = objective
 with st.expander("Method parameters"):

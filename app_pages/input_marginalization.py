@@ -57,7 +57,7 @@ other_mlm = left.text_input(
 mlm_name = other_mlm.strip() or selection.mlm
 shared_scale = left.toggle("One colour scale for both rows", value=True, key="im.shared_scale", persist_state="session")
 with right.expander("IM parameters"):
-    im_params = params_form(infos["im"], "im")
+    im_params = params_form(infos["im"], "im", link="im_params")
 
 # Leave-one-out first (in IM's score space): cheap (n + 1 passes) and the reference IM is compared
 # with. The longer runs' estimates use the classifier's rate timed on this text.
@@ -139,7 +139,7 @@ with im_tab:
     show_table(pd.DataFrame(gallery_rows), key="im.gallery.im", name="im-gallery-im", hide_index=True)
 with lime_tab:
     with st.expander("LIME parameters"):
-        lime_params = params_form(infos["lime"], "im")
+        lime_params = params_form(infos["lime"], "im", link="lime_params")
     lime_estimate = services.estimate_cost("lime", n_words, lime_params, rate)
     st.caption(estimate_line("LIME", lime_estimate, rate))
     if approved("LIME", [*run_base, "lime", lime_params], lime_estimate):

@@ -284,3 +284,29 @@ def test_method_parameters_the_link_cannot_take_are_named(asked: str, named: str
     assert len(said) == 1 and named in said[0], said
     assert not UNESCAPED.search(next(w for w in warnings(at) if "method parameters" in w))
     assert at.number_input(key="heatmaps.param.lime.n_samples").value == 1000  # the default
+
+
+def test_the_link_carries_the_im_pages_and_the_attacks_own_parameters() -> None:
+    at = open_link({**EXAMPLE, "im_params": '{"k":5}'}, page="app_pages/input_marginalization.py")
+    assert at.number_input(key="im.param.im.k").value == 5
+    assert written_link(at)["im_params"] == '{"k":5}'
+    at.number_input(key="im.param.lime.n_samples").set_value(300).run()
+    assert written_link(at)["lime_params"] == '{"n_samples":300}'
+    attack = open_link({**EXAMPLE, "attack_params": '{"steps":3}'}, page="app_pages/adversarial.py")
+    assert attack.number_input(key="adversarial.quick.param.attack_embedding.steps").value == 3
+    assert written_link(attack)["attack_params"] == '{"steps":3}'
+    attack.number_input(key="adversarial.quick.param.attack_embedding.steps").set_value(60).run()  # the preset's
+    assert "attack_params" not in written_link(attack)
+
+
+def test_a_forms_parameters_the_link_cannot_take_are_named() -> None:
+    at = open_link({**EXAMPLE, "im_params": '{"k": 0, "nosuch": 1}'}, page="app_pages/input_marginalization.py")
+    said = [as_read(w) for w in warnings(at) if "im parameters" in as_read(w)]
+    assert said == [
+        "The link asks for im parameters this page cannot take (“im.k=0, im.nosuch”): their defaults are shown."
+    ]
+    assert at.number_input(key="im.param.im.k").value == 10
+    not_an_object = open_link({**EXAMPLE, "im_params": "[1]"}, page="app_pages/input_marginalization.py")
+    assert [as_read(w) for w in warnings(not_an_object) if "im parameters" in as_read(w)] == [
+        "The link's im parameters “[1]” are not a JSON object of parameters: the defaults are shown."
+    ]

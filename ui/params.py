@@ -14,14 +14,20 @@ from services import MethodInfo, ParamField
 from ui.share import link_warning, quoted, setting_to_link
 
 
-def params_form(method: MethodInfo, prefix: str) -> dict[str, Any]:
+def params_form(method: MethodInfo, prefix: str, link: str | None = None) -> dict[str, Any]:
     """One widget per parameter of ``method``, keyed ``"{prefix}.param.{method}.{name}"``;
-    returns the chosen values by parameter name."""
+    returns the chosen values by parameter name. With ``link``, the values that differ from the
+    defaults go in that parameter of the link (JSON by name), and a link's preset the form on its
+    page's first run."""
+    if link:
+        _params_from_link({method.key: method}, prefix, link, single=True)
     values: dict[str, Any] = {}
     columns = st.columns(max(1, min(3, len(method.fields))))
     for i, field in enumerate(method.fields):
         with columns[i % len(columns)]:
             values[field.name] = _widget(field, widget_key(prefix, method.key, field.name))
+    if link:
+        _params_to_link(link, _changed({method.key: method}, {method.key: values}).get(method.key, {}))
     return values
 
 
@@ -32,47 +38,59 @@ def widget_key(prefix: str, method: str, name: str) -> str:
 def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: str) -> dict[str, dict[str, Any]]:
     """``params_form`` for each of ``keys`` that has parameters, under its name in bold;
     returns the chosen values by method key. The values that differ from the defaults go in the
-    link (``LINK_PARAM``), and a link's values preset the form on its page's first run."""
-    _params_from_link(infos, prefix)
+    link (``LINK_PARAM``, JSON by method, then name), and a link's values preset the form on its
+    page's first run."""
+    _params_from_link(infos, prefix, LINK_PARAM, single=False)
     params: dict[str, dict[str, Any]] = {}
     for key in keys:
         if infos[key].fields:
             st.markdown(f"**{key}**")
             params[key] = params_form(infos[key], prefix)
-    changed = {
-        key: {field.name: values[field.name] for field in infos[key].fields if values[field.name] != _default(field)}
-        for key, values in params.items()
-    }
-    changed = {key: values for key, values in changed.items() if values}
-    setting_to_link(LINK_PARAM, json.dumps(changed, sort_keys=True, separators=(",", ":")) if changed else None, None)
+    _params_to_link(LINK_PARAM, _changed(infos, params))
     return params
 
 
 # The link's parameter holding the method parameters changed from their defaults, as JSON
-# ({"lime": {"n_samples": 60}}), and the longest such value a link may bring.
+# ({"lime": {"n_samples": 60}}), and the longest value a link's parameters may bring.
 LINK_PARAM = "params"
 LINK_PARAMS_MAX = 2000
 
 
-def _params_from_link(infos: dict[str, MethodInfo], prefix: str) -> None:
-    """On the first run of the form's page in this session: the link's method parameters preset
-    (parsed as JSON, never evaluated); what the form cannot take is named in one warning."""
+def _changed(infos: Mapping[str, MethodInfo], params: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The values of ``params`` (by method, then name) that differ from their fields' defaults."""
+    changed = {
+        key: {f.name: values[f.name] for f in infos[key].fields if f.name in values and values[f.name] != _default(f)}
+        for key, values in params.items()
+    }
+    return {key: values for key, values in changed.items() if values}
+
+
+def _params_to_link(link: str, changed: dict[str, Any]) -> None:
+    setting_to_link(link, json.dumps(changed, sort_keys=True, separators=(",", ":")) if changed else None, None)
+
+
+def _params_from_link(infos: dict[str, MethodInfo], prefix: str, link: str, single: bool) -> None:
+    """On the first run of the form's page in this session: the link's ``link`` parameter preset
+    (parsed as JSON, never evaluated: by method then name, or by name for the ``single`` method
+    of ``infos``); what the form cannot take is named in one warning."""
     read = st.session_state.setdefault("share.read", set())
-    if f"{prefix}.{LINK_PARAM}" in read:
+    once = link if single else f"{prefix}.{link}"  # a single form's link: once, whatever its prefix (a preset's)
+    if once in read:
         return
-    read.add(f"{prefix}.{LINK_PARAM}")
-    asked = st.query_params.get(LINK_PARAM)
+    read.add(once)
+    asked = st.query_params.get(link)
     if asked is None:
         return
     try:
         parsed = json.loads(asked) if len(asked) <= LINK_PARAMS_MAX else None
     except (ValueError, RecursionError):
         parsed = None
+    what = f"{next(iter(infos))} parameters" if single else "method parameters"
+    if single and isinstance(parsed, dict):
+        parsed = {next(iter(infos)): parsed}
     if not isinstance(parsed, dict) or not all(isinstance(values, dict) for values in parsed.values()):
-        link_warning(
-            f"The link's method parameters {quoted(asked)} are not a JSON object of parameters by method: "
-            "the defaults are shown."
-        )
+        shape = "a JSON object of parameters" + ("" if single else " by method")
+        link_warning(f"The link's {what} {quoted(asked)} are not {shape}: the defaults are shown.")
         return
     known = {key: {field.name for field in info.fields} for key, info in infos.items()}
     unknown = [
@@ -83,7 +101,7 @@ def _params_from_link(infos: dict[str, MethodInfo], prefix: str) -> None:
     ]
     refused = preset_params(infos, {m: v for m, v in parsed.items() if m in known}, prefix) + unknown
     if refused:
-        link_warning(f"The link asks for method parameters this page cannot take ({quoted(', '.join(refused))}): "
+        link_warning(f"The link asks for {what} this page cannot take ({quoted(', '.join(refused))}): "
                      "their defaults are shown.")  # fmt: skip
 
 
