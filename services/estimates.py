@@ -134,13 +134,15 @@ def estimate_slice(
 ) -> CostEstimate:
     """Passes and seconds of explaining ``examples`` with each method and scoring each attribution
     (and ``scored`` imported ones) with every metric of each of ``metric_sets`` (the methods run
-    once for all sets): each example's
-    passes (the methods' and the metric plans' cost models, at most) weighed by its tokens, at the
-    classifier's rate on the slice's example of median length; a mask optimiser's steps timed there
-    too. Masked-LM passes are counted as classifier passes of the same text."""
+    once for all sets): each example's passes (the methods' and the metric plans' cost models, at
+    most) weighed by its tokens, at the classifier's rate on the slice's example of median length;
+    a mask optimiser's steps timed there too. Masked-LM passes are counted as classifier passes of
+    the same text."""
     from engine.evaluate import metric_params
     from metrics.faithfulness import plan_cost
 
+    if not examples:
+        return CostEstimate(0, 0, 0.0)
     clf = models.classifier(model)
     fitted = [clf.fit_example(example)[0] for example in examples]
     tokens = [clf.token_count(example) for example in fitted]

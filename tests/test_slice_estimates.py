@@ -63,3 +63,7 @@ def test_gradient_methods_count_their_backward_passes(toy_services):
     tokens = toy_services.token_count(SHORT)
     units = 10 + services.estimates.BACKWARD_COST * 8
     assert estimate.seconds == pytest.approx(units * tokens / (100.0 * tokens))
+
+
+def test_an_empty_slice_costs_nothing(toy_services):
+    assert services.estimate_slice("toy", [], ["loo_empty"], {}, [{"deletion": {}}]) == services.CostEstimate(0, 0, 0.0)
