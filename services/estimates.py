@@ -143,10 +143,7 @@ def estimate_slice(
 
     if not examples:
         return CostEstimate(0, 0, 0.0)
-    clf = models.classifier(model)
-    fitted = [clf.fit_example(example)[0] for example in examples]
-    tokens = [clf.token_count(example) for example in fitted]
-    median = sorted(range(len(fitted)), key=tokens.__getitem__)[len(fitted) // 2]
+    fitted, tokens, median = _timed_at_median(model, examples)
     token_rate = measured_rate(model, fitted[median]) * tokens[median]
     specs = {
         key: (explainers.get(key), explainers.get(key).make_params(method_params.get(key, {}))) for key in method_keys
@@ -190,21 +187,24 @@ def estimate_attack(
     stops early; within 0.9-1.25 of the measured time otherwise, BENCHMARKS.md). The
     embedding attack: its steps (no early stop) at a step's measured cost, integrated gradients
     weighed by its path points (``experiments.attacks.cost_weights``). The substitution attack: its
-    passes at the classifier's measured rate on each example: the original explanation, the
+    passes at the classifier's measured rate: the original explanation, the
     masked-LM fill-ins, every candidate scored each round and the candidates explained (each at the
-    method's own cost)."""
+    method's own cost). Rates are timed on the example of median length, each example's time
+    scaled by its tokens."""
     from experiments.attacks import cost_weights, make_params
     from experiments.attacks.result import k_for
 
     chosen = make_params(attack, preset, attack_params)
-    clf = models.classifier(model)
+    if not examples:
+        return 0.0
+    fitted, tokens, median = _timed_at_median(model, examples)
+    key, timed = store.example_key(fitted[median]), fitted[median]
     seconds = 0.0
-    for example in (clf.fit_example(e)[0] for e in examples):
-        n_words = len(example.words)
+    for example, n_tokens in zip(fitted, tokens):
+        n_words, scale = len(example.words), n_tokens / tokens[median]
         weights = cost_weights(attack, method_keys, chosen, params, n_words)
-        key = store.example_key(example)
         if attack == "embedding":
-            seconds += sum(weights) * chosen.steps * ATTACK_STEP_COST * _step_seconds(model, key, example)
+            seconds += sum(weights) * chosen.steps * ATTACK_STEP_COST * _step_seconds(model, key, timed) * scale
             continue
         open_words = n_words - k_for(n_words, chosen.top_fraction)
         width = 1 if chosen.search == "greedy" else chosen.beam_width
@@ -214,8 +214,18 @@ def estimate_attack(
             scored += proposals
             explained += min(proposals, chosen.explained_per_round or proposals)
         passes = sum(w * (1 + explained) for w in weights) + len(weights) * (1 + scored + open_words)
-        seconds += passes / _forward_rate(model, key, example)
+        seconds += passes * scale / _forward_rate(model, key, timed)
     return seconds
+
+
+def _timed_at_median(model: str, examples: list[Example]) -> tuple[list[Example], list[int], int]:
+    """The examples as the model reads them (cut to its length), their tokens, and the index of the
+    one of median length: a slice's rates are timed there once, and each example's time scaled by
+    its tokens (timing every example took seconds per example before a page could show a button)."""
+    clf = models.classifier(model)
+    fitted = [clf.fit_example(example)[0] for example in examples]
+    tokens = [clf.token_count(example) for example in fitted]
+    return fitted, tokens, sorted(range(len(fitted)), key=tokens.__getitem__)[len(fitted) // 2]
 
 
 def cost_model(method: str, n_words: int) -> str:

@@ -51,3 +51,20 @@ def test_embedding_attack_steps_weighed_by_integrated_gradients_path_points(unit
     per_step = 0.01 * services.estimates.ATTACK_STEP_COST
     ig = 1 + 7 * 0.4  # 8 path points, each past the first 0.4 of a row
     assert seconds == pytest.approx(2 * 60 * per_step * (1 + ig))
+
+
+def test_a_slice_is_timed_once_at_its_median_example_and_scaled_by_tokens(monkeypatch, toy_linear_loaded):
+    from core.types import Example
+
+    monkeypatch.setattr(services.models, "loaded", lambda name: toy_linear_loaded)
+    timed: list[tuple[str, ...]] = []
+    monkeypatch.setattr(
+        services.estimates, "_step_seconds", lambda model, key, example: timed.append(example.words) or 0.01
+    )
+    short, middle, long = (Example(segments=(("good",) * n,), id=f"toy/{n}") for n in (3, 6, 12))
+    seconds = services.estimate_attack("toy", [long, short, middle], ["saliency"], "embedding", {}, "quick", {})
+    assert set(timed) == {middle.words}
+    clf = Classifier(toy_linear_loaded)
+    tokens = [clf.token_count(e) for e in (long, short, middle)]
+    per_example = 60 * services.estimates.ATTACK_STEP_COST * 0.01
+    assert seconds == pytest.approx(per_example * sum(tokens) / clf.token_count(middle))
