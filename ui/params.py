@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from services import MethodInfo, ParamField
-from ui.share import link_warning, quoted, setting_to_link
+from ui.share import first_read, link_warning, quoted, setting_to_link
 
 
 def params_form(method: MethodInfo, prefix: str, link: str | None = None) -> dict[str, Any]:
@@ -73,12 +73,8 @@ def _params_from_link(infos: dict[str, MethodInfo], prefix: str, link: str, sing
     """On the first run of the form's page in this session: the link's ``link`` parameter preset
     (parsed as JSON, never evaluated: by method then name, or by name for the ``single`` method
     of ``infos``); what the form cannot take is named in one warning."""
-    read = st.session_state.setdefault("share.read", set())
-    once = link if single else f"{prefix}.{link}"  # a single form's link: once, whatever its prefix (a preset's)
-    if once in read:
-        return
-    read.add(once)
-    asked = st.query_params.get(link)
+    # a single form's link is read once, whatever its prefix (the attack's preset)
+    asked = first_read(link if single else f"{prefix}.{link}", link)
     if asked is None:
         return
     try:

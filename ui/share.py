@@ -51,18 +51,24 @@ def link_warning(message: str) -> None:
     st.warning(message)
 
 
+def first_read(reader: str, param: str) -> str | None:
+    """The link's ``param`` the first time ``reader`` (a widget's or form's key) asks for it in this
+    session, else None: a link sets a page's widgets once, and the user's choices stand after."""
+    read = st.session_state.setdefault("share.read", set())
+    if reader in read:
+        return None
+    read.add(reader)
+    return st.query_params.get(param)
+
+
 def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any) -> None:
     """Before the widget ``key`` is drawn: its state seeded with ``default`` (draw the widget with
     no default of its own: Streamlit warns of a value given both ways), and on the first run of its
     page in this session the link's ``param`` sets it, when it is one of ``choices`` (a toggle's:
-    ``1``/``0``; a ``range``: a whole number in it); another value is named in a warning and ``default`` stays. Pair it with
-    ``setting_to_link`` after the widget."""
+    ``1``/``0``; a ``range``: a whole number in it); another value is named in a warning and
+    ``default`` stays. Pair it with ``setting_to_link`` after the widget."""
     st.session_state.setdefault(key, default)
-    read = st.session_state.setdefault("share.read", set())
-    if key in read:
-        return
-    read.add(key)
-    asked = st.query_params.get(param)
+    asked = first_read(key, param)
     if asked is None:
         return
     found = _found(choices, asked)
