@@ -106,7 +106,9 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
     )
     if not {"im", "loo_empty"} <= set(methods):
         F.paper_pair_button()
-    first, second, third = st.columns(3)
+    # the metric, then the two removals in halves: in three columns "masked-LM fill-in" was cut at 1,024 px
+    # with the sidebar open, at the presentation font
+    first, _ = st.columns(2)
     key = first.selectbox(
         "Metric",
         F.table_metrics(metric_params),
@@ -115,6 +117,7 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
         persist_state="session",
     )
     removals = list(F.REMOVALS)
+    second, third = st.columns(2)
     setting_from_link("faithfulness.compare_a", "removal_a", removals, removals[0])
     mode_a = second.selectbox(
         "Removal A", removals, format_func=F.REMOVALS.get, key="faithfulness.compare_a", persist_state="session"

@@ -2,7 +2,10 @@
 presentation font is larger): nothing the pages show is cut. The Input Marginalization page's five
 metrics ended in "Expe…" in five equal columns, the faithfulness page's method chips ("key —
 description") in an ellipsis, a curve's title ran past its chart and the agreement matrix drew its
-numbers over each other. Screenshots go to ``test-output/layout-*.png``."""
+numbers over each other, the faithfulness curves' legend entries ("integrated_gradients (0.244") ran
+past their charts and the Removal picker showed "delete the w" ("masked-LM fill-in (Deletion_BERT)" fitted
+neither there nor in the pickers Removal A and B of the comparison view). Screenshots go to
+``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -21,6 +24,16 @@ CUT = "els => els.map(e => [e.textContent, e.scrollWidth, e.clientWidth]).filter
 TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
   return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width]).filter(([, right, width]) => right > width)})"""
+# [number of legend entries, [text, right edge, width] of every legend entry that ends past its chart's right edge]
+LEGENDS = """() => { const entries = [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
+  return [...plot.querySelectorAll('.legend .legendtext')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width])});
+  return [entries.length, entries.filter(([, right, width]) => right > width)] }"""
+# [label, width, room] of every label that would not fit the select's text box (its font, less its padding)
+OPTIONS = """(input, labels) => { const style = getComputedStyle(input), ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = style.font;
+  const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return labels.map(l => [l, Math.ceil(ctx.measureText(l).width), room]).filter(([, width]) => width > room) }"""
 # the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
 OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t => /^-?[0-9.]+$|^n\\/a$/.test(t.textContent) && t.closest('.cartesianlayer')).map(t => t.getBoundingClientRect());
   let worst = 0;
@@ -33,6 +46,8 @@ OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t
 @pytest.mark.parametrize("present", ["0", "1"])
 def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
     from playwright.sync_api import expect
+
+    from ui.faithfulness import REMOVALS
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
@@ -57,9 +72,23 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible(timeout=TIMEOUT_MS)
     page.wait_for_timeout(1000)  # plotly lays the titles out after the plot appears
     assert page.evaluate(TITLES) == []
+    entries, legend_cut = page.evaluate(LEGENDS)
+    page.locator(".js-plotly-plot").nth(2).screenshot(path=str(OUTPUT / f"layout-legend-present{present}.png"))
+    removal = page.get_by_role("combobox", name="Removal")
+    shown = removal.evaluate("e => [e.value, e.scrollWidth, e.clientWidth]")
+    options_cut = removal.evaluate(OPTIONS, list(REMOVALS.values()))  # each one once picked, not only the one shown
+    assert entries >= 20, entries  # five methods in each of the four curves
+    assert (legend_cut, shown[1] > shown[2], options_cut) == ([], False, []), (legend_cut, shown, options_cut)
     page.locator('[data-testid="stMultiSelect"]').first.screenshot(
         path=str(OUTPUT / f"layout-chips-present{present}.png")
     )
+
+    page.goto(f"{app_url}/faithfulness?{QUERY}{present}&view=Removal+modes+compared")
+    pickers = [page.get_by_role("combobox", name=name, exact=True) for name in ("Metric", "Removal A", "Removal B")]
+    expect(pickers[2]).to_be_visible(timeout=TIMEOUT_MS)
+    shown = [picker.evaluate("e => [e.value, e.scrollWidth, e.clientWidth]") for picker in pickers]
+    assert [value for value, scroll, client in shown if scroll > client] == [], shown
+    assert [picker.evaluate(OPTIONS, list(REMOVALS.values())) for picker in pickers[1:]] == [[], []]
 
     page.goto(f"{app_url}/?{QUERY}{present}")
     expect(page.get_by_text("Do the methods agree on this example?")).to_be_visible(timeout=TIMEOUT_MS)

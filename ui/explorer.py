@@ -12,7 +12,7 @@ import streamlit as st
 
 import services
 from ui import sidebar
-from ui.charts import band_trace, style
+from ui.charts import band_trace, legend_name, style
 from ui.heatmap import heatmap_html
 from ui.theme import current
 
@@ -156,7 +156,7 @@ def mean_curve_figure(
         figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method, bounds))
         name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
         if summary is not None:
-            name = f"{method} ({summary[method][metric].mean:.3f})"
+            name = legend_name(method, summary[method][metric].mean)
             band = list(zip(curve["low"], curve["high"], strict=True))
             hover = (
                 f"<b>{html.escape(method)}</b><br>mean %{{y:.3f}} "

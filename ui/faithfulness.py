@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import services
-from ui.charts import style
+from ui.charts import legend_name, style
 from ui.downloads import show_figure
 from ui.explorer import curve_axes, mean_curve_figure
 from ui.params import methods_params_form, params_form
@@ -25,7 +25,7 @@ REMOVALS = {
     "mask": "[MASK]",
     "unk": "[UNK]",
     "pad": "[PAD]",
-    "mlm": "masked-LM fill-in (Deletion_BERT)",
+    "mlm": "masked-LM fill-in",  # Pham et al.'s Deletion_BERT (the help says so): a longer name was cut at 1,024 px
 }
 BINS = {"eraser": "ERASER {1, 5, 10, 20, 50}%", "marc": "MaRC 5%, 10%, …, 95%"}
 BUDGETS = range(5, 101, 5)  # the deletion / insertion budget slider's values (% of words)
@@ -125,7 +125,7 @@ def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) 
                 x=x,
                 y=y,
                 mode="lines+markers",
-                name=f"{method} ({result.value:.3f})",
+                name=legend_name(method, result.value),
                 line={"color": theme.method_colour(method, index), "dash": "dash" if method == "random" else "solid"},
                 customdata=custom,
                 hovertemplate=f"<b>{html.escape(method)}</b> · %{{customdata[1]}}<br>"
@@ -248,13 +248,15 @@ def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -
     """Removal, budget, bins, log-odds and method parameters; returns the parameters of every
     metric and of every chosen method. Without ``removal_shown`` (a view that sets the removal
     itself) the removal picker is left out and its last choice kept."""
-    first, second, third = st.columns(3)
+    # two columns, the bins on a row of their own: in three, the Removal picker showed "delete the w" at
+    # 1,024 px with the sidebar open, at the presentation font
+    first, second = st.columns(2)
     if removal_shown:
         setting_from_link("faithfulness.removal", "removal", list(REMOVALS), next(iter(REMOVALS)))
         removal = first.selectbox(
             "Removal", list(REMOVALS), format_func=REMOVALS.get, key="faithfulness.removal", persist_state="session",
-            help="How a removed word is taken away. The masked-LM fill-in uses the sidebar's masked LM and never "
-            "puts the original word back.",
+            help="How a removed word is taken away. The masked-LM fill-in (Pham et al.'s Deletion_BERT) uses the "
+            "sidebar's masked LM and never puts the original word back.",
         )  # fmt: skip
         setting_to_link("removal", removal, next(iter(REMOVALS)))
     else:
@@ -268,7 +270,7 @@ def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -
     )  # fmt: skip
     setting_to_link("budget", budget, 20)
     setting_from_link("faithfulness.bins", "bins", list(BINS), next(iter(BINS)))
-    bins = third.radio(
+    bins = st.radio(
         "Bins", list(BINS), format_func=BINS.get, horizontal=True, key="faithfulness.bins", persist_state="session"
     )
     setting_to_link("bins", bins, next(iter(BINS)))
