@@ -221,11 +221,15 @@ def estimate_attack(
 def _timed_at_median(model: str, examples: list[Example]) -> tuple[list[Example], list[int], int]:
     """The examples as the model reads them (cut to its length), their tokens, and the index of the
     one of median length: a slice's rates are timed there once, and each example's time scaled by
-    its tokens (timing every example took seconds per example before a page could show a button)."""
+    its tokens (timing every example took seconds per example before a page could show a button);
+    ``ValueError`` when that example is empty (the run itself refuses it)."""
     clf = models.classifier(model)
     fitted = [clf.fit_example(example)[0] for example in examples]
     tokens = [clf.token_count(example) for example in fitted]
-    return fitted, tokens, sorted(range(len(fitted)), key=tokens.__getitem__)[len(fitted) // 2]
+    median = sorted(range(len(fitted)), key=tokens.__getitem__)[len(fitted) // 2]
+    if not tokens[median]:
+        raise ValueError("no text to time: most of the examples are empty")
+    return fitted, tokens, median
 
 
 def cost_model(method: str, n_words: int) -> str:

@@ -68,3 +68,13 @@ def test_a_slice_is_timed_once_at_its_median_example_and_scaled_by_tokens(monkey
     tokens = [clf.token_count(e) for e in (long, short, middle)]
     per_example = 60 * services.estimates.ATTACK_STEP_COST * 0.01
     assert seconds == pytest.approx(per_example * sum(tokens) / clf.token_count(middle))
+
+
+def test_empty_text_has_no_estimate(unit_rates):
+    from core.types import Example
+
+    empty = Example(segments=((),), id="toy/empty")
+    with pytest.raises(ValueError, match="no text to time"):
+        services.estimate_attack("toy", [empty], ["saliency"], "embedding", {}, "quick", {})
+    with pytest.raises(ValueError, match="no text to time"):
+        services.estimate_slice("toy", [empty], ["loo_empty"], {}, [])
