@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
 from engine.runs.records import NewRun, RunInfo, UnitStats
-from engine.runs.store import StoreSource, made
+from engine.runs.store_source import StoreSource, made
 
 if TYPE_CHECKING:
     from core.classifier import Classifier

@@ -36,7 +36,8 @@ from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
 from engine.runs.spec import RunSpec, spec_of
-from engine.runs.store import RunStore, StoreSource, made
+from engine.runs.store import RunStore
+from engine.runs.store_source import StoreSource, made
 from engine.runs.worker import Commit, Unit, UnitWorker, chunks
 
 if TYPE_CHECKING:

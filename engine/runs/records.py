@@ -11,7 +11,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
 
 # The catalogue's tables: ``runs`` (one row per run, a ``RunInfo``) and ``units`` (one per finished unit).
 SCHEMA = """
@@ -185,6 +188,12 @@ class NewRun:
     label_names: Sequence[str]
     chunk_size: int
     rows_total: int
+
+
+def select_run(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
+    """A run's row read on ``con`` (None when absent)."""
+    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+    return None if frame.empty else _run_info(frame.iloc[0].to_dict())
 
 
 def _run_info(row: dict[str, Any]) -> RunInfo:

@@ -40,9 +40,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from core.files import interrupts_held, remove_leftovers
 from engine.runs.records import (
@@ -55,6 +55,7 @@ from engine.runs.records import (
     code_version,
     run_id_of,
     run_key,
+    select_run,
 )
 from engine.runs.unit_files import read_unit_files, read_unit_row, write_unit_file
 from engine.runs.writers import (
@@ -286,11 +287,11 @@ class RunStore:
         self._require_writer()
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
-            info = _select(con, run_id)
+            info = select_run(con, run_id)
             refusal = claim_refusal(run_id, self.root, info)
             if refusal is None and info is not None and info.status != "done":
                 self._set(con, run_id, **writer_values(executor))
-                info = _select(con, run_id)
+                info = select_run(con, run_id)
             con.execute("ROLLBACK" if refusal else "COMMIT")
         if refusal is not None or info is None:
             raise ValueError(refusal)
@@ -391,18 +392,3 @@ class RunStore:
                WHERE runs.run_id = ?""",
             [wall_s, now, run_id, run_id],
         )
-
-
-StoreSource: TypeAlias = "RunStore | Callable[[], RunStore]"
-
-
-def made(store: StoreSource) -> RunStore:
-    """``store``, or the store its factory makes now: the command line passes a factory, so that
-    a run or an import refused for its content (checked first) creates no store."""
-    return store if isinstance(store, RunStore) else store()
-
-
-def _select(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
-    """A run's row read on ``con`` (None when absent)."""
-    frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
-    return None if frame.empty else _run_info(frame.iloc[0].to_dict())
