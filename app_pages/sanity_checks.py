@@ -79,9 +79,10 @@ for key, message in timing.errors.items():
 if timing.errors:
     st.stop()
 one_step = sum(a.runtime_s for a in timing.attributions.values())
-st.markdown(
-    f"**Estimated run time: about {one_step * len(step_names) * n_examples:.0f} s** ({len(chosen)} method(s) take "
-    f"{one_step:.2f} s on this example; × {len(step_names)} steps: {', '.join(step_names)}; × {n_examples} example(s))."
+st.caption(
+    f"Estimated time: about {services.duration_text(one_step * len(step_names) * n_examples)} on this machine "
+    f"({len(chosen)} method(s) take {one_step:.2f} s on this example; × {len(step_names)} steps: "
+    f"{', '.join(step_names)}; × {n_examples} example(s))."
 )
 request = [selection.model, chosen, mode, seed, top_k, scope, n_examples, params, repr(selection.example)]
 if not gate("sanity.run", request, "Run the sanity check", memory="sanity.requested"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -232,6 +233,14 @@ def test_cli_over_a_dataset_reports_intervals(toy_bert_folder: str, capsys) -> N
     assert main(["randomize", "--model", toy_bert_folder, "--text", "fun", "--components", "block 7"]) == 2
 
 
+def _estimate_caption(app) -> str:
+    """The page's one run-time estimate: a caption worded like the other pages' ("Estimated time:
+    about ..."), not bold body text."""
+    assert not [m.value for m in app.markdown if "Estimated" in m.value]
+    (estimate,) = [c.value for c in app.caption if c.value.startswith("Estimated time: about ")]
+    return estimate
+
+
 @pytest.mark.slow  # AppTest imports the whole app: ~40 s on the loaded 2-core machine
 def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert_folder: str) -> None:
     from streamlit.testing.v1 import AppTest
@@ -248,7 +257,8 @@ def test_page_shows_curves_thumbnails_and_leaves_the_cached_model_alone(toy_bert
     )
     app.run()
     assert not app.exception
-    assert "Estimated run time" in app.markdown[-1].value
+    estimate = _estimate_caption(app)
+    assert re.fullmatch(r"Estimated time: about \d+ s on this machine \(5 method\(s\) take .+\)\.", estimate), estimate
     app.button(key="sanity.run").click().run()
     assert not app.exception
     assert app.get("plotly_chart")[0].key == "sanity.curves"
@@ -283,7 +293,7 @@ def test_page_runs_over_the_first_examples_of_a_dataset_slice(toy_bert_folder: s
     app.multiselect(key="sanity.methods").set_value(["grad_x_input"]).run()
     app.radio(key="sanity.scope").set_value("dataset slice").run()
     app.number_input(key="sanity.n_examples").set_value(3).run()
-    assert "× 3 example(s)" in app.markdown[-1].value
+    assert "× 3 example(s)" in _estimate_caption(app)
     app.button(key="sanity.run").click().run()
     assert not app.exception and not app.error
     assert any(c.value.startswith("3 example(s)") for c in app.caption)
