@@ -37,6 +37,10 @@ BUNDLE_SCHEMA = "bundle/1"
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 64
+# The most words a bundle may say were cut to fit the model (``dropped_words``): the words of a
+# document past the model's length (core.encoding.cut_to_fit), so at most a document's words. A
+# million words is a long book; the longest document of the bundled datasets has 1,392.
+MAX_DROPPED_WORDS = 1_000_000
 MAX_DIRECTORY_BYTES = MAX_MEMBERS * 1024  # a bundle's member names are short
 _END_RECORD = b"PK\x05\x06"  # the end of central directory record (PKWARE APPNOTE 4.3.16)
 _ZIP64_LOCATOR = b"PK\x06\x07"
@@ -208,6 +212,10 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
     dropped_words = int_field(record.get("dropped_words") or 0, "dropped_words")
     if dropped_words < 0:
         raise ValueError(f"dropped_words must not be negative, got {dropped_words}")
+    if dropped_words > MAX_DROPPED_WORDS:
+        raise ValueError(
+            f"dropped_words must be at most {MAX_DROPPED_WORDS:,} (the longest document explained), got {dropped_words}"
+        )
     return Bundle(
         model=str(record["model"]),
         label_names=label_names,

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from core.types import Attribution, Example, decode_json
-from engine.bundles import read_bundle, write_bundle
+from engine.bundles import MAX_DROPPED_WORDS, check_bundle, read_bundle, write_bundle
 from tests.test_bundles import toy_bundle, zipped
 from ui.sidebar import url_index
 
@@ -261,6 +261,11 @@ WORDS = 10  # the toy example's words
 SPOILED = {
     "rationale": (("example", "rationale"), [1, 0], "rationale mask of length 2 for 10 words in 'toy/0'"),
     "dropped_words": (("dropped_words",), 10**30, "dropped_words must be an integer of at most 64 bits"),
+    "dropped_words_past_a_document": (
+        ("dropped_words",),
+        2**62,
+        "dropped_words must be at most 1,000,000 (the longest document explained), got 4611686018427387904",
+    ),
     "subword_word_ids": (
         ("attributions", "saliency", "subword_word_ids"),
         "past",
@@ -291,3 +296,17 @@ def test_open_and_import_refuse_the_same_spoiled_bundle_with_the_same_line(paylo
     assert main(["import", str(bundle), "--model", "minilm-sst2", "--results-dir", str(store), "--quiet"]) == 2
     assert capsys.readouterr().err == expected
     assert not store.exists()
+
+
+def test_dropped_words_is_bounded_by_the_longest_document(payload) -> None:
+    """A probe's bundle said 2**62 words were cut (any 64-bit count passed); at most
+    ``MAX_DROPPED_WORDS`` is a document's length, and exactly that many still opens."""
+    assert MAX_DROPPED_WORDS == 1_000_000
+    assert check_bundle({**payload, "dropped_words": MAX_DROPPED_WORDS}).dropped_words == MAX_DROPPED_WORDS
+    for value in (MAX_DROPPED_WORDS + 1, 2**62):
+        with pytest.raises(ValueError) as caught:
+            check_bundle({**payload, "dropped_words": value}, "b.json")
+        assert str(caught.value) == (
+            "b.json: not a valid bundle/1 file (ValueError: dropped_words must be at most 1,000,000 (the longest"
+            f" document explained), got {value})"
+        )
