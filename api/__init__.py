@@ -89,7 +89,7 @@ def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None
 def explain(
     model: Any,
     text_or_pair: str | Sequence[str] | Example,
-    methods: str | Sequence[str] = "default",
+    methods: str | Sequence[str] = "panel",
     *,
     target: int | str | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -103,8 +103,8 @@ def explain(
     autocast: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
-    (``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys or a list) for ``target``: a class index or label name, the
-    predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
+    (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated
+    keys or a list) for ``target``: a class index or label name, the predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
     ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
     listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
     the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
@@ -112,7 +112,7 @@ def explain(
     in that type (``Classifier``); gradients stay float32. No methods, params of a method that
     are not a mapping and a ``batch_size`` below 1 are refused (``ValueError``)."""
     example = _example(text_or_pair)
-    keys = _method_keys(methods)
+    keys = _method_keys(methods, "panel")
     overrides = _overrides(params)
     unknown = set(overrides) - set(keys)
     if unknown:
@@ -159,6 +159,8 @@ def evaluate(
 ) -> EvaluationResult:
     """Explain every example of ``dataset`` with ``methods`` and score every attribution with
     ``metrics`` (the engine's ``evaluate_slice``, as ``python -m cli evaluate`` does).
+    ``methods`` as for ``explain``, but ``"default"`` here is ``DEFAULT_METHODS``, the methods
+    run when ``methods`` is left out (``"panel"`` is the heatmap page's seven).
 
     ``dataset`` is a ``datasets.Dataset`` (the text in ``text_column``, the second segment of a
     pair in ``text_pair_column``, an integer or ``ClassLabel`` label in ``label_column``, None for
@@ -172,7 +174,7 @@ def evaluate(
     if limit is not None and not _is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     _check_batch_size(batch_size)
-    keys = _method_keys(methods)
+    keys = _method_keys(methods, DEFAULT_METHODS)
     metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
     if not metric_keys:
         raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
@@ -292,11 +294,12 @@ def _example(text_or_pair: str | Sequence[str] | Example, example_id: str = "tex
     return Example(segments=tuple(split_words(t) for t in texts), id=example_id)
 
 
-def _method_keys(methods: str | Sequence[str]) -> list[str]:
-    """The validated method keys; none is refused, as the command line refuses it (an empty result)."""
-    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods))
+def _method_keys(methods: str | Sequence[str], default: str | Sequence[str]) -> list[str]:
+    """The validated method keys, ``"default"`` being the calling function's ``default``; none is
+    refused, as the command line refuses it (an empty result)."""
+    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods), default)
     if not keys:
-        raise ValueError(f"no methods in {methods!r}: name at least one method key, 'default' or 'all'")
+        raise ValueError(f"no methods in {methods!r}: name at least one method key, 'default', 'panel' or 'all'")
     return keys
 
 

@@ -62,7 +62,7 @@ def compare(
     model_a: Any,
     model_b: Any,
     text_or_pair: Any,
-    methods: Any = "default",
+    methods: Any = "panel",
     *,
     target: int | str | None = None,
     seed: int | None = None,
@@ -77,7 +77,7 @@ def compare(
     when no methods are given or the two label sets cannot be matched."""
     from api import _method_keys, explain, load
 
-    keys = _method_keys(methods)
+    keys = _method_keys(methods, "panel")
     tokenizer = options.pop("tokenizer", None)
     first_model = load(model_a, tokenizer, device=options.get("device"))
     second_model = (

@@ -11,8 +11,10 @@ import argparse
 
 from cli.common import (
     add_dataset,
+    add_methods,
     add_model,
     load_dataset_examples,
+    method_keys,
     parse_params,
     positive_int,
     print_json,
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.text is None) == (args.dataset is None):
         raise ValueError("give either --text or --dataset")
-    methods = explainers.resolve(args.methods)
+    methods = method_keys(args)
     given = parse_params(args.param)
     overrides = dict(given.pop("attack", {}))
     unknown = set(given) - set(methods)
@@ -115,11 +117,7 @@ def register(sub) -> None:
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     add_dataset(parser)
-    parser.add_argument(
-        "--methods",
-        default=DEFAULT_METHODS,
-        help="'all' or comma-separated keys (the embedding attack takes gradient methods)",
-    )
+    add_methods(parser, DEFAULT_METHODS, "; the embedding attack takes gradient methods")
     parser.add_argument("--attack", choices=["embedding", "substitution"], default="embedding")
     parser.add_argument(
         "--objective",

@@ -7,7 +7,7 @@ import dataclasses
 import platform
 import sys
 
-from cli.common import add_autocast, add_dataset, add_model, positive_int, print_json
+from cli.common import add_autocast, add_dataset, add_methods, add_model, method_keys, positive_int, print_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.bench import run_bench
     from engine.resources import Resources
 
-    methods = explainers.resolve(args.methods)
+    methods = method_keys(args)
     dataset, split = args.dataset or "sst2", args.split or ("dev" if not args.dataset else None)
     if split is None:
         raise ValueError("--split is needed with --dataset")
@@ -72,7 +72,7 @@ def register(sub) -> None:
     parser = sub.add_parser("bench", help="time methods per example against the forward-pass floor")
     add_model(parser)
     add_dataset(parser)
-    parser.add_argument("--methods", default="all")
+    add_methods(parser, "all")
     parser.add_argument("--min-words", type=int, default=18, help="only examples with at least this many words")
     parser.add_argument("--max-words", type=int, default=22, help="only examples with at most this many words")
     parser.add_argument("--mlm", default="minilm-mlm")

@@ -102,17 +102,34 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
     return records
 
 
+def add_methods(parser: argparse.ArgumentParser, default: str, note: str = "") -> None:
+    """The ``--methods`` option, read by ``method_keys``: its keywords mean the same in every
+    command, and ``default`` (the same as leaving it out) is this command's ``default``."""
+    parser.add_argument(
+        "--methods",
+        default=default,
+        help="comma-separated method keys (see `methods`), 'all', 'panel' (the heatmap page's seven fast methods) "
+        f"or 'default', the same as leaving the option out: {default or 'none'}{note}",
+    )
+    parser.set_defaults(methods_default=default)
+
+
+def method_keys(args: argparse.Namespace) -> list[str]:
+    """The validated keys of ``--methods`` (``add_methods``); none is refused."""
+    import explainers
+
+    methods = explainers.resolve(args.methods, args.methods_default)
+    if not methods:
+        raise ValueError(f"no methods in --methods {args.methods!r}: name at least one (see `methods`) or 'all'")
+    return methods
+
+
 def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed for stochastic methods") -> None:
     """The options every dataset evaluation takes (``evaluate`` and ``run``): methods, metrics,
     their parameters, the seed, the explained class and the masked LM."""
     from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 
-    parser.add_argument(
-        "--methods",
-        default=DEFAULT_METHODS,
-        help=f"comma-separated method keys (see `methods`), 'all', or 'default' for the heatmap page's seven fast "
-        f"methods (left out: {DEFAULT_METHODS})",
-    )
+    add_methods(parser, DEFAULT_METHODS)
     parser.add_argument(
         "--metrics",
         help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS}; log_odds left out for a regression head)",
@@ -152,16 +169,11 @@ def store_option(store) -> str:
     return f" --results-dir {shlex.quote(str(store.root))}"
 
 
-def slice_keys(methods_arg: str, metrics_arg: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def slice_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The method and metric keys of a dataset evaluation (``evaluate``, ``run``). An empty list
     is refused: ``--metrics ""`` once computed the defaults, under another run id than the one
     asked for; only an absent ``--metrics`` means the defaults."""
-    import explainers
-
-    methods = tuple(explainers.resolve(methods_arg))
-    if not methods:
-        raise ValueError(f"no methods in --methods {methods_arg!r}: name at least one (see `methods`) or 'all'")
-    return methods, metric_keys(metrics_arg)
+    return tuple(method_keys(args)), metric_keys(args.metrics)
 
 
 def metric_keys(metrics_arg: str | None) -> tuple[str, ...]:
@@ -175,15 +187,11 @@ def metric_keys(metrics_arg: str | None) -> tuple[str, ...]:
     return metrics
 
 
-def methods_and_params(methods_arg: str, param_items: list[str] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
+def methods_and_params(args: argparse.Namespace) -> tuple[list[str], dict[str, dict[str, str]]]:
     """The validated method keys and their ``--param`` values; a parameter of a method that was
     not asked for is refused."""
-    import explainers
-
-    methods = explainers.resolve(methods_arg)
-    if not methods:
-        raise ValueError(f"no methods in --methods {methods_arg!r}: name at least one (see `methods`) or 'all'")
-    params = parse_params(param_items)
+    methods = method_keys(args)
+    params = parse_params(args.param)
     unknown = set(params) - set(methods)
     if unknown:
         raise ValueError(f"--param for methods not requested: {', '.join(sorted(unknown))}")

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from core.datasets import load_examples
     from core.loaded import load_classifier
 
-    methods, metric_keys = map(list, slice_keys(args.methods, args.metrics))
+    methods, metric_keys = map(list, slice_keys(args))
     overrides = parse_params(args.param)
     unknown = set(overrides) - set(methods) - set(metric_keys)
     if unknown:

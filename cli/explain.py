@@ -6,6 +6,7 @@ import argparse
 
 from cli.common import (
     add_autocast,
+    add_methods,
     add_model,
     methods_and_params,
     positive_int,
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.resources import Resources
     from engine.windows import Windows
 
-    methods, params = methods_and_params(args.methods, args.param)
+    methods, params = methods_and_params(args)
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
@@ -99,11 +100,7 @@ def register(sub) -> None:
     parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")
-    parser.add_argument(
-        "--methods",
-        default="default",
-        help="'default' (the heatmap page's seven fast methods), 'all', or comma-separated keys (see `methods`)",
-    )
+    add_methods(parser, "panel")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--seed", type=seed_int, help="seed for every stochastic method")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")

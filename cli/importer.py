@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.dataset is None) != (args.split is None):
         raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")
-    methods = explainers.resolve(args.methods) if args.methods else []
+    methods = explainers.resolve(args.methods, args.methods_default)
     metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
     if not os.path.exists(args.file):
         raise ValueError(f"{args.file}: no such file")
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
+    from cli.common import add_methods
     from engine.evaluate import DEFAULT_METRICS
 
     parser = sub.add_parser(
@@ -72,7 +73,7 @@ def register(sub) -> None:
         "--dataset", help="match the records to this dataset's examples by id (else the file's own text)"
     )
     parser.add_argument("--split", help="split of --dataset")
-    parser.add_argument("--methods", default="", help="built-in methods to compute beside the imported ones")
+    add_methods(parser, "", "; the built-in methods to compute beside the imported ones")
     parser.add_argument("--metrics", help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS})")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter")
     parser.add_argument("--target", choices=("predicted", "gold"), default="predicted",

@@ -14,6 +14,7 @@ from typing import Any
 
 from cli.common import (
     add_dataset,
+    add_methods,
     add_model,
     load_dataset_examples,
     methods_and_params,
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.resources import Resources
     from experiments.randomization import run_randomization
 
-    methods, params = methods_and_params(args.methods, args.param)
+    methods, params = methods_and_params(args)
     examples = _examples(args)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
     mlm = None
@@ -117,9 +118,7 @@ def register(sub) -> None:
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
     add_dataset(parser)
-    parser.add_argument(
-        "--methods", default=THESIS_METHODS, help="'all' or comma-separated keys (default: the thesis's five)"
-    )
+    add_methods(parser, THESIS_METHODS, " (the thesis's five)")
     parser.add_argument("--mode", choices=("cascading", "independent"), default="cascading")
     parser.add_argument("--components", help="comma-separated subset, e.g. 'head' or 'head,block 6' (default: all)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of the random weights and of stochastic methods")

@@ -23,11 +23,12 @@ def parse_levels(text: str):
 
 
 def job_from_args(args: argparse.Namespace):
+    from cli.common import method_keys
     from experiments.roar.job import RoarJob
 
     on_model = args.model is not None or args.dataset is not None
     return RoarJob(
-        methods=tuple(m for m in args.methods.split(",") if m),
+        methods=tuple(method_keys(args)),
         task=None if on_model and args.task is None else (args.task or "sst2"),
         model=args.model,
         dataset=args.dataset,
@@ -171,6 +172,7 @@ def _cell(cell: dict) -> str:
 
 
 def register(sub) -> None:
+    from cli.common import add_methods
     from core.train import TASKS
     from engine.roar.run import EXECUTORS
     from experiments.roar.job import DEFAULT_MLM, TARGETS
@@ -183,11 +185,7 @@ def register(sub) -> None:
         "--model", help="instead of a task: a hub model id or folder to retrain from (with --dataset and --train-steps)"
     )
     parser.add_argument("--dataset", help="the dataset of --model (a local name such as sst2, or hub:NAME)")
-    parser.add_argument(
-        "--methods",
-        default="loo_empty,integrated_gradients,im",
-        help="comma-separated method keys (random is always added)",
-    )
+    add_methods(parser, "loo_empty,integrated_gradients,im", "; random is always added")
     parser.add_argument(
         "--removal",
         choices=REMOVALS,

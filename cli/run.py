@@ -78,7 +78,7 @@ def run_spec(args: argparse.Namespace):
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
     if args.limit is None and not args.all:
         raise ValueError("give --limit N or --all (the whole split)")
-    methods, metrics = slice_keys(args.methods, args.metrics)
+    methods, metrics = slice_keys(args)
     return RunSpec(
         model=args.model,
         dataset=args.dataset,

@@ -9,6 +9,7 @@ own keys with other default parameters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import MappingProxyType
 
 from core.params import NoParams
@@ -312,8 +313,9 @@ def get(key: str) -> ExplainerSpec:
     return REGISTRY[key]
 
 
-# The heatmap page's first panel and the command line's and API's default: the methods that need
-# one pass or a few dozen each (the seven from a new process in about 6 s on 2 CPU cores).
+# The heatmap page's first panel (the keyword ``"panel"``), what ``cli explain`` and
+# ``api.explain`` run by default: the methods that need one pass or a few dozen each (the seven
+# from a new process in about 6 s on 2 CPU cores).
 DEFAULT_PANEL = (
     "loo_empty",
     "saliency",
@@ -325,13 +327,16 @@ DEFAULT_PANEL = (
 )
 
 
-def resolve(methods: str | list[str]) -> list[str]:
-    """``"all"`` (registry order), ``"default"`` (``DEFAULT_PANEL``) or a comma-separated list of
-    keys -> validated keys."""
+def resolve(methods: str | Sequence[str], default: str | Sequence[str] = "panel") -> list[str]:
+    """Validated method keys from ``"all"`` (registry order), ``"panel"`` (``DEFAULT_PANEL``),
+    ``"default"`` (``default``: what the caller runs when no methods are named, so that naming
+    ``"default"`` and naming nothing are the same), comma-separated keys or a list of keys."""
+    if methods == "default":
+        methods = default
     if isinstance(methods, str):
         if methods == "all":
             return list(REGISTRY)
-        if methods == "default":
+        if methods == "panel":
             return list(DEFAULT_PANEL)
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     for key in methods:

@@ -18,7 +18,7 @@ import explainers
 from core.classifier import Classifier
 from core.loaded import classifier_from_model
 from core.types import Example
-from engine.evaluate import evaluate_slice, metric_params
+from engine.evaluate import DEFAULT_METHODS, evaluate_slice, metric_params
 from engine.explain import Explanation, explain_example
 from engine.slice_report import mean_curves, metric_summaries
 from tests.page_text import one_layout
@@ -208,7 +208,8 @@ def test_no_methods_or_metrics_are_refused(toy_linear_loaded) -> None:
     example = Example(segments=(tuple(TEXT.split()),), id="toy/0")
     for methods in ([], "", " , "):
         with pytest.raises(
-            ValueError, match=re.escape(f"no methods in {methods!r}: name at least one method key, 'default' or 'all'")
+            ValueError,
+            match=re.escape(f"no methods in {methods!r}: name at least one method key, 'default', 'panel' or 'all'"),
         ):
             api.explain(toy_linear_loaded, TEXT, methods)
         with pytest.raises(ValueError, match=re.escape(f"no methods in {methods!r}")):
@@ -361,3 +362,22 @@ def test_a_split_loaded_as_a_dataset_keeps_its_examples():
     expected = load_examples("examples", "esnli")
     assert api.examples_from_dataset(loaded) == expected
     assert api.examples_from_dataset(loaded, limit=2) == expected[:2]
+
+
+def test_methods_default_is_what_leaving_methods_out_runs(toy_linear_loaded) -> None:
+    """``"default"`` meant the heatmap page's seven methods everywhere, so ``evaluate`` with
+    ``methods="default"`` ran other methods than without ``methods``; now each function's
+    ``"default"`` is its own default, and ``"panel"`` names the seven."""
+    example = Example(segments=(tuple(TEXT.split()),), id="toy/0")
+
+    def evaluated(*methods: str) -> list[str]:
+        return api.evaluate(toy_linear_loaded, [example], *methods, metrics=["deletion"], seed=0).evaluation.methods
+
+    assert evaluated() == evaluated("default") == DEFAULT_METHODS.split(",")
+    assert evaluated("panel") == list(explainers.DEFAULT_PANEL)
+
+    def explained(*methods: str) -> list[str]:
+        result = api.explain(toy_linear_loaded, TEXT, *methods, seed=0)
+        return sorted([*result.attributions, *result.errors])
+
+    assert explained() == explained("default") == explained("panel") == sorted(explainers.DEFAULT_PANEL)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import explainers
-from cli.main import main
+from cli.common import method_keys
+from cli.main import build_parser, main
 
 FAST = [
     "--param",
@@ -72,7 +73,8 @@ def test_explain_runs_the_default_panel_unless_told_otherwise(capsys, model_dirs
     clf_dir, _ = model_dirs
     out = run_json(capsys, "explain", "--model", str(clf_dir), "--text", "the plot was bad", "--json")
     assert list(out["attributions"]) == list(explainers.DEFAULT_PANEL)
-    assert explainers.resolve("default") == list(explainers.DEFAULT_PANEL)
+    assert explainers.resolve("default") == explainers.resolve("panel") == list(explainers.DEFAULT_PANEL)
+    assert explainers.resolve("default", "saliency,random") == ["saliency", "random"]
     assert set(explainers.DEFAULT_PANEL) < set(explainers.REGISTRY)
     assert not any(explainers.get(key).needs_mlm for key in explainers.DEFAULT_PANEL)
 
@@ -147,3 +149,35 @@ def test_bad_input_gives_a_clear_error(capsys, model_dirs, argv, message) -> Non
     argv = [str(clf_dir) if a == "CLF" else str(mlm_dir) if a == "MLM" else a for a in argv]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# Each command with --methods and the arguments it requires.
+METHODS_COMMANDS = {
+    "explain": ["--model", "m", "--text", "t"],
+    "evaluate": ["--model", "m", "--dataset", "d", "--split", "s"],
+    "run": ["--model", "m", "--dataset", "d", "--split", "s"],
+    "bench": ["--model", "m"],
+    "randomize": ["--model", "m", "--text", "t"],
+    "attack": ["--model", "m", "--text", "t"],
+    "roar": [],
+    "import": ["f.json", "--model", "m"],
+}
+
+
+@pytest.mark.parametrize("command", list(METHODS_COMMANDS))
+def test_methods_default_means_leaving_the_option_out_in_every_command(command, capsys) -> None:
+    """``--methods default`` was the heatmap page's seven methods in every command, whatever the
+    command ran without ``--methods``; ``panel`` names the seven, ``all`` every method."""
+    parser = build_parser()
+
+    def keys(*methods: str) -> list[str]:
+        args = parser.parse_args([command, *METHODS_COMMANDS[command], *methods])
+        return method_keys(args) if command != "import" else explainers.resolve(args.methods, args.methods_default)
+
+    assert keys("--methods", "default") == keys()
+    assert keys("--methods", "panel") == list(explainers.DEFAULT_PANEL)
+    assert keys("--methods", "all") == list(explainers.REGISTRY)
+    assert keys("--methods", "saliency") == ["saliency"]
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, "--help"])
+    assert "'panel' (the heatmap page's seven fast methods)" in " ".join(capsys.readouterr().out.split())

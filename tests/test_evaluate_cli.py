@@ -370,3 +370,20 @@ def test_ctrl_c_stops_evaluate_with_one_line_and_exit_130(toy_bert_folder):
     assert stopped and 1 <= int(stopped.group(1)) < 12, text
     # the bar is closed before the line, which ends the output (tqdm drew an open bar again below it at exit)
     assert text.endswith(stopped.group(0) + "\n"), repr(text[-400:])
+
+
+def test_methods_default_is_what_leaving_the_option_out_runs(toy_bert_folder, capsys):
+    """``--methods default`` ran the heatmap page's seven methods, leaving the option out the five
+    of ``DEFAULT_METHODS``; ``panel`` names the seven."""
+    from engine.evaluate import DEFAULT_METHODS
+    from explainers import DEFAULT_PANEL
+
+    common = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1",
+              "--metrics", "deletion", "--seed", "0", "--json"]  # fmt: skip
+    methods = []
+    for extra in ([], ["--methods", "default"], ["--methods", "panel"]):
+        code, out, err = run_cli(capsys, *common, *extra)
+        assert code == 0, err
+        methods.append(list(json.loads(out)["methods"]))
+    assert methods[0] == methods[1] == DEFAULT_METHODS.split(",")
+    assert methods[2] == list(DEFAULT_PANEL)
