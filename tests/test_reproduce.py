@@ -78,6 +78,19 @@ def table1_rows(sst_bert_best: str) -> list[Row]:
     return rows(*cells)
 
 
+def test_table1_names_the_papers_loo_zero_apart_from_ours():
+    """Table 1's note read "LOO_zero is our loo_pad", beside this app's own, different loo_zero;
+    the Reproductions page had to reword it."""
+    from ui.reproductions import worded
+
+    note = next(d for d in reproduce.REGISTRY["double-trouble-table1"].differences if "LOO_zero" in d)
+    assert note == (
+        "the paper's LOO_zero ([PAD] in place of the word, Pham et al. 2022 Sec. 4) is the method called loo_pad"
+        " here; not this app's loo_zero, another method (leave-one-out: zero the word's input embedding)"
+    )
+    assert worded(note, {"loo_pad": "pad", "loo_zero": "zero"}) == note  # shown as written
+
+
 def test_table1_flip_holds_when_the_winner_changes():
     finding = table1.check_table1(table1_rows("IM"))
     assert finding.holds

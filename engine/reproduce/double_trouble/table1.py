@@ -108,6 +108,9 @@ REPRODUCTION = Reproduction(
         SMALL_MODEL,
         SMALL_MLM,
         SLICE,
-        "LOO_zero is our loo_pad ([PAD] in place of the word, Pham et al. 2022 Sec. 4)",
+        (
+            "the paper's LOO_zero ([PAD] in place of the word, Pham et al. 2022 Sec. 4) is the method called"
+            " loo_pad here; not this app's loo_zero, another method (leave-one-out: zero the word's input embedding)"
+        ),
     ),
 )
