@@ -142,7 +142,8 @@ def run_bench(
     ``group`` examples of similar length are explained together, as a dataset slice does
     (``engine.evaluate.length_groups``; ``explainers.run_explainers``:
     a method with a batch function shares one padded forward/backward or one pooled scorer call
-    among them, and each example's time is the batch's divided among them); 1 explains one at a time.
+    among them, and each example's time is the batch's divided among them); 1 explains one at a
+    time.
     Each method first runs once, untimed, on the first group (``warm_up_s``: its seconds), so
     that what it pays once per process (AML's pre-training, the eager-attention view) is not
     charged to the examples, as it is not in a dataset run of hundreds of examples."""

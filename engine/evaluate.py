@@ -321,7 +321,8 @@ def evaluate_slice(
 
 
 def check_target(examples: Sequence[Example], target: str) -> None:
-    """Refuse ``target="gold"`` on examples none of which has a gold label (an unlabelled test split)."""
+    """Refuse ``target="gold"`` on examples none of which has a gold label (an unlabelled test
+    split)."""
     if target == "gold" and examples and all(e.label is None for e in examples):
         raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
 

@@ -20,7 +20,8 @@ from engine.windows import Windows
 @dataclass(frozen=True)
 class Prediction:
     """The explained output of every label (``core.heads``: probabilities, or a regression head's
-    scores), the default target (the most probable label; a regression head's score) and the head type."""
+    scores), the default target (the most probable label; a regression head's score) and the head
+    type."""
 
     probabilities: tuple[float, ...]
     predicted: int

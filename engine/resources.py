@@ -57,7 +57,8 @@ def training_split(clf: Classifier) -> tuple[str, str] | None:
 
 def training_examples(clf: Classifier, example: Example, n_train: int, seed: int) -> tuple[list[Example], str]:
     """pAML's training slice and its name: ``select_training_examples`` from ``training_split``;
-    without one (no data folder, no known dataset), the explained example repeated ``n_train`` times."""
+    without one (no data folder, no known dataset), the explained example repeated ``n_train``
+    times."""
     from core import datasets
 
     found = training_split(clf)
@@ -111,7 +112,8 @@ class Resources:
     def pretrained(
         self, clf: Classifier, example: Example, params: AmlParams, progress: ProgressFn | None = None
     ) -> PretrainedAml:
-        """The pre-trained attribution model for this classifier and parameters, trained on first use."""
+        """The pre-trained attribution model for this classifier and parameters, trained on first
+        use."""
         settings = tuple(getattr(params, name) for name in PRETRAIN_FIELDS)
         slice_key = example.words if training_split(clf) is None else None
         key = (id(clf.loaded.model), clf.name, str(clf.device), settings, slice_key)

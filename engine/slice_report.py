@@ -69,8 +69,8 @@ def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, li
 
 
 def correct_only(evaluation: SliceEvaluation) -> SliceEvaluation:
-    """The same evaluation restricted to the examples the model predicted correctly (Pham et al. 2022
-    scores plausibility on those only); examples without a gold label are left out too."""
+    """The same evaluation restricted to the examples the model predicted correctly (Pham et al.
+    2022 scores plausibility on those only); examples without a gold label are left out too."""
     return dataclasses.replace(evaluation, results=[r for r in evaluation.results if r.example.label == r.predicted])
 
 

@@ -1,6 +1,6 @@
-"""Docstrings in engine/ keep to the code's line limit: ``execute``'s had a line of 131 characters
+"""Docstrings in engine/ are wrapped at 100 characters: ``execute``'s had a line of 131 characters
 (the probe of the command line found it in ``help(execute)``), the package's and the pre-trained
-store's of 161 and 169."""
+store's of 161 and 169; a later probe found 22 lines of 101 to 109."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import ast
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
-LIMIT = 120  # the code's line length (ruff); docstrings are wrapped near 100
+LIMIT = 100  # docstring lines; code lines may have 120 (ruff)
+# Files another change is editing, whose docstrings are held to the code's 120 until it wraps them.
+NOT_YET_WRAPPED = {"runs/records.py", "runs/store.py"}
 
 
 def long_docstring_lines(path: Path) -> list[str]:
     source = path.read_text()
+    limit = 120 if path.relative_to(ENGINE).as_posix() in NOT_YET_WRAPPED else LIMIT
     lines = source.splitlines()
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -26,12 +29,12 @@ def long_docstring_lines(path: Path) -> list[str]:
                 found += [
                     f"{path.relative_to(ENGINE.parent)}:{n}"
                     for n in range(first.lineno, (first.end_lineno or first.lineno) + 1)
-                    if len(lines[n - 1]) > LIMIT
+                    if len(lines[n - 1]) > limit
                 ]
     return found
 
 
-def test_no_engine_docstring_line_is_longer_than_the_code_limit() -> None:
+def test_no_engine_docstring_line_is_longer_than_100_characters() -> None:
     assert [line for path in sorted(ENGINE.rglob("*.py")) for line in long_docstring_lines(path)] == []
 
 

@@ -62,7 +62,8 @@ def import_bytes(
     file, the model and the examples passed every check); ``options``: ``model`` (required),
     ``dataset`` and ``split`` (match records to that split by id; else the examples come from
     the file), ``methods`` (built-in methods to compute beside), ``metrics``, ``overrides``,
-    ``target``, ``mlm``, ``progress``, ``clf`` (the model already loaded, else it is loaded here)."""
+    ``target``, ``mlm``, ``progress``, ``clf`` (the model already loaded, else it is loaded
+    here)."""
     found, records = read_bytes(data, name, fmt)
     return _store_import(records, store, found, name, hashlib.sha256(data).hexdigest(), **options)
 

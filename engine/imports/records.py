@@ -69,7 +69,8 @@ def read_limited(path: str | Path, max_bytes: int = MAX_BYTES) -> bytes:
 
 
 def parse_json(data: bytes, name: str) -> Any:
-    """Strict JSON (no NaN literals); a truncated, non-UTF-8 or too deeply nested file is refused."""
+    """Strict JSON (no NaN literals); a truncated, non-UTF-8 or too deeply nested file is
+    refused."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

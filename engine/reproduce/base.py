@@ -150,7 +150,8 @@ def check_limit(limit: int, reproduction: Reproduction | None = None) -> None:
 
 
 def scaled_progress(progress: ProgressFn | None, start: float, width: float) -> ProgressFn | None:
-    """``progress`` for one part of a run: its fractions 0..1 reported as ``start`` .. ``start + width``."""
+    """``progress`` for one part of a run: its fractions 0..1 reported as ``start`` ..
+    ``start + width``."""
     if progress is None:
         return None
     return lambda fraction, message: progress(start + width * fraction, message)
@@ -165,7 +166,8 @@ def value(rows: Sequence[Row], *key: str) -> float | None:
 
 
 def best(rows: Sequence[Row], prefix: tuple[str, ...], lower: bool) -> tuple[str, float] | None:
-    """The last key element and mean of the best row among those whose key starts with ``prefix``."""
+    """The last key element and mean of the best row among those whose key starts with
+    ``prefix``."""
     found = [
         (row.key[len(prefix)], row.mean) for row in rows if row.key[: len(prefix)] == prefix and row.mean is not None
     ]

@@ -1,6 +1,7 @@
 """The synthetic redundancy result of Madsen, Meade, Adlakha and Reddy 2022, "Evaluating the
 Faithfulness of Importance Measures in NLP by Recursively Masking Allegedly Important Tokens and
-Retraining", arXiv:2110.08412, Section 3, Eq. 1 and Figure 3), through ``experiments.roar.synthetic``.
+Retraining", arXiv:2110.08412, Section 3, Eq. 1 and Figure 3), through
+``experiments.roar.synthetic``.
 
 16 features, 4 informative and mutually redundant; a logistic regression's absolute weights are
 the importance. The figure's finding: Recursive ROAR's curve follows the ground-truth removal

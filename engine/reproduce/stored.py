@@ -90,7 +90,8 @@ def listing(store: RunStore, name: str | None = None) -> list[StoredResult]:
 
 
 def load(store: RunStore, run_id: str) -> dict[str, Any]:
-    """The whole stored result: the payload ``engine.reproduce.run`` returned, plus its ``run_id``."""
+    """The whole stored result: the payload ``engine.reproduce.run`` returned, plus its
+    ``run_id``."""
     import pyarrow.parquet as pq
 
     info = store.get(run_id)

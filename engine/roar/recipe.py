@@ -6,7 +6,8 @@ A job on a bundled task (``--task sst2``) takes the task's splits and recipe fro
 starting encoder with a new head of the dataset's labels, ``core.models.base_model``) with the
 default recipe below, on these splits of the dataset: the training split is ``train`` (else the
 first split that is not the evaluation split) and the evaluation split is the first of
-``EVAL_SPLITS`` the dataset has, as Pham et al. 2022 and Madsen et al. 2022 train on train and report on dev.
+``EVAL_SPLITS`` the dataset has, as Pham et al. 2022 and Madsen et al. 2022 train on train and
+report on dev.
 """
 
 from __future__ import annotations

@@ -2,16 +2,17 @@
 
 ``job_report(store, run_id)`` reads a stored job (finished units only) into a plain JSON
 dictionary: the job's settings and command, progress, one record per unit (method, level, seed,
-accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance (Madsen et al. 2022,
-Appendix E) and, for the first evaluation examples, the words each method removed at each level
-(Madsen et al. 2022, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such a document,
-so the page reads a stored job and the bundled one the same way.
+accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance (Madsen et al.
+2022, Appendix E) and, for the first evaluation examples, the words each method removed at each
+level (Madsen et al. 2022, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such
+a document, so the page reads a stored job and the bundled one the same way.
 
 ``summary(report, metric)`` computes from the unit records, with ``experiments.roar.scores``:
 the curves (mean, std, 95% interval over seeds), Madsen et al.'s Eq. 3 per method (in %, with
 its reading from the 95% interval, ``eq3_reading``: faithful, not faithful or undecided; the page
-and the command line both show it), Pham et al.'s Welch t-test of every method against the random baseline
-and between every two methods at each level, and the class-leakage flags (a curve that rises).
+and the command line both show it), Pham et al.'s Welch t-test of every method against the random
+baseline and between every two methods at each level, and the class-leakage flags (a curve that
+rises).
 """
 
 from __future__ import annotations

@@ -226,7 +226,8 @@ def train_config(data: JobData, seed: int):
 
 
 def _variant(clf: Classifier, example: Example):
-    """The example as the scorer's input; an example left without words is [CLS] [SEP] (100% deleted)."""
+    """The example as the scorer's input; an example left without words is [CLS] [SEP] (100%
+    deleted)."""
     if example.words:
         return clf.encode(clf.fit_example(example)[0]).variant
     from core.encoding import Variant

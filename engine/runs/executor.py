@@ -180,7 +180,8 @@ def _still_matching(stored: RunInfo, new: NewRun) -> RunInfo:
 
 
 def _what_changed(stored: RunInfo, new: NewRun) -> str:
-    """Why stored run ``stored`` no longer has the key of ``new``, the run its spec describes now."""
+    """Why stored run ``stored`` no longer has the key of ``new``, the run its spec describes
+    now."""
     if stored.kind != new.kind:
         return f"it is a run of kind {stored.kind}, not a dataset evaluation"
     if stored.model_fingerprint != new.model_fingerprint:

@@ -1,6 +1,6 @@
 """What the reproductions of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929; our
-Pham et al. 2022) share: the paper, the datasets and models its tables run on, and the reasons our numbers
-may differ that every table gives."""
+Pham et al. 2022) share: the paper, the datasets and models its tables run on, and the reasons our
+numbers may differ that every table gives."""
 
 from __future__ import annotations
 

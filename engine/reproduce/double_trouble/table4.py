@@ -21,9 +21,9 @@ HALF_DRAWS = 10
 
 def accuracy_drops(clf, mlm, example, rng: np.random.Generator) -> tuple[float, float, float]:
     """Percentage points of accuracy lost on one example: its correctness (0 or 1) minus the mean
-    correctness over its variants with (a) one word deleted, (b) one word replaced by Deletion_BERT's
-    fill-in under Pham et al.'s rule, (c) half the words (rounded down, at least one) deleted at
-    random, ``HALF_DRAWS`` draws."""
+    correctness over its variants with (a) one word deleted, (b) one word replaced by
+    Deletion_BERT's fill-in under Pham et al.'s rule, (c) half the words (rounded down, at least
+    one) deleted at random, ``HALF_DRAWS`` draws."""
     from explainers.loo import removal_variant
     from metrics.faithfulness import PAPER000_FILL_CANDIDATES, Remover
 
