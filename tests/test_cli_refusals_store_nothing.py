@@ -40,3 +40,21 @@ def test_a_refused_command_creates_no_store(argv, tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert not store.exists()
+
+
+def test_a_run_store_is_made_on_disk_by_its_first_write(toy_bert_folder, tmp_path) -> None:
+    """``RunStore(...)`` itself creates nothing (it once made its folder and catalogue when
+    constructed); reading an absent store finds no runs, and the first write makes both."""
+    from engine.runs.executor import open_run
+    from engine.runs.spec import RunSpec
+    from engine.runs.store import CATALOGUE, RunStore
+
+    root = tmp_path / "results"
+    store = RunStore(root)
+    assert (store.infos(), store.find("run-0123456789ab")) == ([], None)
+    assert not root.exists()
+    spec = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=1, methods=("random",),
+                   metrics=("deletion",))  # fmt: skip
+    run_id = open_run(spec, store).info.run_id
+    assert (root / CATALOGUE).is_file() and (root / "runs").is_dir()
+    assert [info.run_id for info in RunStore(root, read_only=True).infos()] == [run_id]

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from cli.main import main
+from engine.runs.records import SCHEMA
 from engine.runs.store import CATALOGUE, RunStore
 
 
@@ -37,7 +38,9 @@ COMMANDS = {
 @pytest.fixture(params=DAMAGES, ids=lambda damage: damage.__name__)
 def damaged(request, tmp_path) -> Path:
     root = tmp_path / "results"
-    RunStore(root)
+    root.mkdir()
+    with duckdb.connect(str(root / CATALOGUE)) as con:
+        con.execute(SCHEMA)
     request.param(root / CATALOGUE)
     return root
 
@@ -53,8 +56,9 @@ def test_a_damaged_catalogue_stops_a_store_command_with_one_line(damaged, comman
 def test_the_api_raises_an_os_error_naming_the_catalogue(damaged) -> None:
     with pytest.raises(OSError, match="cannot use the run store's catalogue .*catalogue.duckdb"):
         RunStore(damaged, read_only=True).infos()
+    writer = RunStore(damaged)  # made freely: its first write opens the catalogue
     with pytest.raises(OSError, match="cannot use the run store's catalogue .*catalogue.duckdb"):
-        RunStore(damaged)
+        writer.finish("run-0123456789ab", "stopped", 0.0)
 
 
 def test_reading_a_duckdb_file_without_the_catalogue_tables_is_one_line(tmp_path, capsys) -> None:

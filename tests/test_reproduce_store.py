@@ -19,6 +19,7 @@ from cli.main import main
 from engine import reproduce
 from engine.reproduce import stored
 from engine.reproduce.base import Row
+from engine.runs import store as store_module
 from engine.runs.store import RESULTS_ENV, RunStore
 
 NAME = "double-trouble-tableA3"  # its finding check reads ("SST-2", "exact_all") and ("SST-2", "likelihood")
@@ -142,7 +143,7 @@ def test_a_write_that_fails_before_the_commit_leaves_no_row(results, monkeypatch
     def failing_insert(*args, **kwargs):
         raise OSError("disk full")  # after the Parquet file was renamed into place, inside the transaction
 
-    monkeypatch.setattr(RunStore, "_insert", staticmethod(failing_insert))
+    monkeypatch.setattr(store_module, "insert_run", failing_insert)
     with pytest.raises(OSError, match="disk full"):
         reproduce.cached_run(NAME, 3)
     assert len(parquet_files(results)) == 1  # the orphan file: listed nowhere, so never read

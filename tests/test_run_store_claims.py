@@ -196,3 +196,26 @@ def test_ctrl_c_during_a_catalogue_query_waits_for_its_end(tmp_path) -> None:
         finished.append(_query_that_sends_ctrl_c(con))
     assert finished == [(len(range(3, 200000, 7)),)]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler is back
+
+
+def test_a_writer_whose_run_was_taken_over_stops_and_leaves_the_new_writers_row(stopped_run) -> None:
+    """A process on another host whose clock runs far ahead reads a live writer's heartbeat as
+    stale and claims the run. The first writer must then stop at its next commit and not close
+    the run over the new writer's row: before, it committed its next unit and set the run done."""
+    from engine.runs import writers
+
+    store, run_id = stopped_run
+    opened = open_run(resume_spec(store, run_id), store, resume=run_id)
+
+    def taken_over_after_the_first_unit(fraction: float, message: str) -> None:
+        now = store.get(run_id)
+        if now.rows_done == 1 and now.host != "elsewhere":
+            with store._connect() as con:  # what the other host's claim writes
+                con.execute("UPDATE runs SET host = 'elsewhere', pid = 4242, heartbeat = ? WHERE run_id = ?",
+                            [writers.utc_now(), run_id])  # fmt: skip
+
+    with pytest.raises(ValueError, match=f"^run {run_id} was taken over by process 4242 on elsewhere; "):
+        execute(opened, store, executor="serial", progress=taken_over_after_the_first_unit)
+    info = store.get(run_id)
+    assert (info.status, info.host, info.pid, info.error, info.rows_done) == ("running", "elsewhere", 4242, None, 1)
+    assert len(store.units(run_id)) == 1

@@ -218,8 +218,7 @@ def execute(
     if info.status == "done":
         if len(done) == info.units_total:
             return RunOutcome(info, created, 0)
-        store.finish(info.run_id, "stopped", info.wall_s)  # no longer whole: claimed to compute the rest
-        info = store.claim(info.run_id, executor)
+        info = store.claim(info.run_id, executor, reopen=True)  # no longer whole: computes the rest
     units = [
         (unit, first, examples[first : first + n])
         for unit, (first, n) in enumerate(chunks(len(examples), info.chunk_size))

@@ -1,17 +1,22 @@
 """The records of the run store's catalogue: its tables (``SCHEMA``), a run's identity
 (``run_key``, ``run_id_of``), the code version it records, what creating a run needs (``NewRun``),
-a catalogue row (``RunInfo``, decoded by ``_run_info``) and what the executor reports with a
-finished unit (``UnitStats``)."""
+a catalogue row (``RunInfo``, decoded by ``_run_info``), what the executor reports with a
+finished unit (``UnitStats``), and the statements that write a run's row and a unit's, run inside
+the store's transactions (``insert_run``, ``commit_unit_rows``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import json
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from engine.runs.writers import process_started, utc_now
 
 if TYPE_CHECKING:
     import duckdb
@@ -238,4 +243,84 @@ def _run_info(row: dict[str, Any]) -> RunInfo:
         pid=int(row["pid"]),
         pid_started=plain(row.get("pid_started")),
         heartbeat=None if plain(row.get("heartbeat")) is None else pd.Timestamp(row["heartbeat"]).to_pydatetime(),
+    )
+
+
+def insert_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str, status: str = "running"
+) -> None:
+    """Add run ``run_id``'s catalogue row, written by this process, inside the caller's
+    transaction."""
+    now = utc_now()
+    units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run_id,
+            key,
+            new.kind,
+            new.model,
+            new.model_fingerprint,
+            new.dataset,
+            new.split,
+            json.dumps(new.selection),
+            list(new.methods),
+            list(new.metrics),
+            json.dumps(new.params),
+            json.dumps(new.overrides),
+            new.seed,
+            new.target,
+            list(new.label_names),
+            version,
+            status,
+            None,
+            now,
+            now,
+            new.chunk_size,
+            new.rows_total,
+            0,
+            units_total,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            "",
+            socket.gethostname(),
+            os.getpid(),
+            process_started(os.getpid()),
+            now,
+        ],
+    )
+
+
+def commit_unit_rows(
+    con: duckdb.DuckDBPyConnection, run_id: str, stats: UnitStats, relative: Path, wall_s: float
+) -> None:
+    """The unit's row and the run's recounted counters, inside the caller's transaction."""
+    now = utc_now()
+    con.execute(
+        "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run_id,
+            stats.unit,
+            stats.first_row,
+            stats.n_rows,
+            relative.as_posix(),
+            stats.forward_passes,
+            stats.explain_s,
+            stats.metrics_s,
+            now,
+        ],
+    )
+    con.execute(
+        """UPDATE runs SET
+               rows_done = t.rows, units_done = t.units, forward_passes = t.passes,
+               explain_s = t.explain, metrics_s = t.metrics, wall_s = ?, updated = ?
+           FROM (SELECT count(*) AS units, sum(n_rows) AS rows, sum(forward_passes) AS passes,
+                        sum(explain_s) AS explain, sum(metrics_s) AS metrics
+                 FROM units WHERE run_id = ?) AS t
+           WHERE runs.run_id = ?""",
+        [wall_s, now, run_id, run_id],
     )

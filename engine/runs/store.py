@@ -35,7 +35,6 @@ run twice finds the stored one instead of computing it again.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import threading
@@ -53,6 +52,8 @@ from engine.runs.records import (
     _run_info,
     catalogue_error,
     code_version,
+    commit_unit_rows,
+    insert_run,
     run_id_of,
     run_key,
     select_run,
@@ -60,7 +61,7 @@ from engine.runs.records import (
 from engine.runs.unit_files import read_unit_files, read_unit_row, write_unit_file
 from engine.runs.writers import (
     claim_refusal,
-    process_started,
+    lost_writer,
     start_heartbeat,
     stop_heartbeat,
     utc_now,
@@ -89,9 +90,11 @@ def results_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 class RunStore:
-    """The run store under one results folder. Create it freely: it holds no open connection.
+    """The run store under one results folder. Create it freely: it holds no open connection,
+    and its folder and catalogue are made by its first write, so a store that only reads, or a
+    command refused before writing, leaves nothing on disk.
 
-    ``read_only=True`` never creates anything and opens the catalogue read-only (app sessions);
+    ``read_only=True`` refuses every write and opens the catalogue read-only (app sessions);
     readers and the writer may live in different processes (see the module docstring).
     """
 
@@ -99,10 +102,7 @@ class RunStore:
         self.root = results_dir(root)
         self.read_only = read_only
         self.timeout_s = timeout_s
-        if not read_only:
-            (self.root / "runs").mkdir(parents=True, exist_ok=True)
-            with self._connect() as con:
-                con.execute(SCHEMA)
+        self._schema_ready = False
 
     @property
     def catalogue_path(self) -> Path:
@@ -210,8 +210,15 @@ class RunStore:
     # ------------------------------------------------------------------ writing
 
     def _require_writer(self) -> None:
+        """Refuse a write to a read-only store; else make the folder and the catalogue's tables
+        (once per store object; both steps are idempotent, so stores in several processes may)."""
         if self.read_only:
             raise ValueError(f"the run store at {self.root} was opened read-only")
+        if not self._schema_ready:
+            (self.root / "runs").mkdir(parents=True, exist_ok=True)
+            with self._connect() as con:
+                con.execute(SCHEMA)
+            self._schema_ready = True
 
     def create_or_resume(self, new: NewRun) -> tuple[RunInfo, bool]:
         """The run with ``new``'s key: created when absent (``True``), else the stored one
@@ -224,72 +231,26 @@ class RunStore:
             con.execute("BEGIN TRANSACTION")
             found = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [run_id]).fetchone()
             if found is None:
-                self._insert(con, run_id, key, new, version)
+                insert_run(con, run_id, key, new, version)
             con.execute("COMMIT")
         if found is not None and found[0] != key:
             raise ValueError(f"run id {run_id} is taken by another key; the catalogue is inconsistent")
         return self.get(run_id), found is None
 
-    @staticmethod
-    def _insert(
-        con: duckdb.DuckDBPyConnection, run_id: str, key: str, new: NewRun, version: str, status: str = "running"
-    ) -> None:
-        now = utc_now()
-        units_total = -(-new.rows_total // new.chunk_size) if new.rows_total else 0
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-            " ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run_id,
-                key,
-                new.kind,
-                new.model,
-                new.model_fingerprint,
-                new.dataset,
-                new.split,
-                json.dumps(new.selection),
-                list(new.methods),
-                list(new.metrics),
-                json.dumps(new.params),
-                json.dumps(new.overrides),
-                new.seed,
-                new.target,
-                list(new.label_names),
-                version,
-                status,
-                None,
-                now,
-                now,
-                new.chunk_size,
-                new.rows_total,
-                0,
-                units_total,
-                0,
-                0.0,
-                0.0,
-                0.0,
-                0,
-                "",
-                socket.gethostname(),
-                os.getpid(),
-                process_started(os.getpid()),
-                now,
-            ],
-        )
-
-    def claim(self, run_id: str, executor: str) -> RunInfo:
+    def claim(self, run_id: str, executor: str, *, reopen: bool = False) -> RunInfo:
         """Claim a run for this process (to compute it) and return its row, checked and set in one
         transaction, so of two processes resuming one run only one gets it. A run that is not done
         and that no other live process writes (``stopped``, ``failed``, or ``running`` here or with
         its writer gone) is set ``running`` with this host and pid, and the temporary files a killed
-        writer left in its folder are removed; a ``done`` run is returned untouched; one that
-        another live process writes is refused (ValueError)."""
+        writer left in its folder are removed; a ``done`` run is returned untouched, unless
+        ``reopen`` (a done run with a unit file gone, computed again); one that another live process
+        writes is refused (ValueError)."""
         self._require_writer()
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
             info = select_run(con, run_id)
             refusal = claim_refusal(run_id, self.root, info)
-            if refusal is None and info is not None and info.status != "done":
+            if refusal is None and info is not None and (reopen or info.status != "done"):
                 self._set(con, run_id, **writer_values(executor))
                 info = select_run(con, run_id)
             con.execute("ROLLBACK" if refusal else "COMMIT")
@@ -312,16 +273,17 @@ class RunStore:
             return bool(changed and changed[0])
 
     def finish(self, run_id: str, status: str, wall_s: float, error: str | None = None) -> None:
-        """Close this session of a run: its status and its total wall time so far."""
+        """Close this process's session of a run: its status and its total wall time so far. A run
+        another process has claimed meanwhile keeps that writer's row (``writers.lost_writer``)."""
         if status not in STATUSES:
             raise ValueError(f"unknown run status {status!r}; known: {', '.join(STATUSES)}")
         stop_heartbeat(self, run_id)
-        self._update(run_id, status=status, error=error, wall_s=wall_s)
-
-    def _update(self, run_id: str, **values: Any) -> None:
         self._require_writer()
         with self._connect() as con:
-            self._set(con, run_id, **values)
+            con.execute("BEGIN TRANSACTION")
+            if lost_writer(run_id, select_run(con, run_id)) is None:
+                self._set(con, run_id, status=status, error=error, wall_s=wall_s)
+            con.execute("COMMIT")
 
     @staticmethod
     def _set(con: duckdb.DuckDBPyConnection, run_id: str, **values: Any) -> None:
@@ -334,13 +296,20 @@ class RunStore:
     def commit_unit(self, run_id: str, stats: UnitStats, table: pa.Table, wall_s: float) -> None:
         """Write one finished unit atomically: Parquet under a temporary name, renamed, then the
         unit row and the run's counters (recounted from the unit rows, so committing the same unit
-        twice counts it once) in one transaction. ``wall_s`` is the run's wall time so far."""
+        twice counts it once) in one transaction. ``wall_s`` is the run's wall time so far. Only
+        the run's writer commits: a process whose run another one has claimed meanwhile (its
+        writer judged gone, ``writers``) is refused (ValueError) and stops its heartbeat."""
         self._require_writer()
         relative = write_unit_file(self.root, run_id, stats.unit, table)
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
-            self._commit_unit_rows(con, run_id, stats, relative, wall_s)
-            con.execute("COMMIT")
+            lost = lost_writer(run_id, select_run(con, run_id))
+            if lost is None:
+                commit_unit_rows(con, run_id, stats, relative, wall_s)
+            con.execute("ROLLBACK" if lost else "COMMIT")
+        if lost is not None:
+            stop_heartbeat(self, run_id)
+            raise ValueError(lost)
 
     def save_whole(self, new: NewRun, stats: UnitStats, table: pa.Table, wall_s: float) -> RunInfo:
         """Keep a run computed in one go (a reproduction, ``engine.reproduce.stored``): its one
@@ -357,38 +326,7 @@ class RunStore:
             con.execute("BEGIN TRANSACTION")
             con.execute("DELETE FROM units WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-            self._insert(con, run_id, key, new, version, status="done")
-            self._commit_unit_rows(con, run_id, stats, relative, wall_s)
+            insert_run(con, run_id, key, new, version, status="done")
+            commit_unit_rows(con, run_id, stats, relative, wall_s)
             con.execute("COMMIT")
         return self.get(run_id)
-
-    @staticmethod
-    def _commit_unit_rows(
-        con: duckdb.DuckDBPyConnection, run_id: str, stats: UnitStats, relative: Path, wall_s: float
-    ) -> None:
-        """The unit's row and the run's recounted counters, inside the caller's transaction."""
-        now = utc_now()
-        con.execute(
-            "INSERT OR REPLACE INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run_id,
-                stats.unit,
-                stats.first_row,
-                stats.n_rows,
-                relative.as_posix(),
-                stats.forward_passes,
-                stats.explain_s,
-                stats.metrics_s,
-                now,
-            ],
-        )
-        con.execute(
-            """UPDATE runs SET
-                   rows_done = t.rows, units_done = t.units, forward_passes = t.passes,
-                   explain_s = t.explain, metrics_s = t.metrics, wall_s = ?, updated = ?
-               FROM (SELECT count(*) AS units, sum(n_rows) AS rows, sum(forward_passes) AS passes,
-                            sum(explain_s) AS explain, sum(metrics_s) AS metrics
-                     FROM units WHERE run_id = ?) AS t
-               WHERE runs.run_id = ?""",
-            [wall_s, now, run_id, run_id],
-        )

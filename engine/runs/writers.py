@@ -4,8 +4,13 @@ A run's writer is recorded as its host, pid and process start time (so a pid tha
 process reuses is not mistaken for the writer) and stamps the run's ``heartbeat`` every
 ``HEARTBEAT_S`` seconds from a daemon thread while it holds the run. On its own host a writer is
 gone when its process is; from another host, which cannot look up the pid (a results folder
-shared between machines), when its heartbeat is older than ``STALE_S`` (the hosts' clocks are
-assumed to agree within a few minutes).
+shared between machines), when its heartbeat is older than ``STALE_S`` by the observer's clock.
+
+That judgement needs the hosts' clocks to agree within ``STALE_S``; correctness does not. Only the
+process the run's row names may commit a unit or close the run (``lost_writer``, checked in the
+same transaction as the write), so when a clock far ahead lets a second process claim a live run,
+the first one is refused at its next commit and stops, and its closing status does not overwrite
+the new writer's row: the two never write the run together.
 """
 
 from __future__ import annotations
@@ -49,6 +54,16 @@ def claim_refusal(run_id: str, root: Path, info: RunInfo | None) -> str | None:
     here = (socket.gethostname(), os.getpid())
     if info.status == "running" and not writer_gone(info) and (info.host, info.pid) != here:
         return f"run {run_id} is being written by process {info.pid} on {info.host}"
+    return None
+
+
+def lost_writer(run_id: str, info: RunInfo | None) -> str | None:
+    """Why this process may no longer write the run ``info`` (None: it may): the row names
+    another writer, whose claim took the run over, or there is no row any more."""
+    if info is None:
+        return f"no run {run_id!r}: it was deleted while this process wrote it"
+    if (info.host, info.pid) != (socket.gethostname(), os.getpid()):
+        return f"run {run_id} was taken over by process {info.pid} on {info.host}; this process stopped writing it"
     return None
 
 
