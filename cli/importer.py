@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from functools import partial
 
 from engine.imports import FORMATS
 
@@ -27,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.file}: no such file")
     outcome = import_file(
         args.file,
-        partial(RunStore, args.results_dir),  # made once the file passed its checks: a refusal leaves none
+        RunStore(args.results_dir),  # written only once the file passed its checks: a refusal leaves none
         fmt=args.format,
         model=args.model,
         dataset=args.dataset,

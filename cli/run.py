@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from functools import partial
 
 from engine.runs.executor import EXECUTORS
 from engine.runs.spec import DEFAULT_CHUNK_SIZE
@@ -25,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
     address = args.address or os.environ.get("RAY_ADDRESS")
     if address and args.executor != "serial":  # before anything is written: no failed run is left behind
         check_reachable(address)
-    opened = open_run(spec, partial(RunStore, args.results_dir), resume=args.resume)  # made after the checks
-    store = RunStore(args.results_dir)
+    store = RunStore(args.results_dir)  # written only once the run passed its checks
+    opened = open_run(spec, store, resume=args.resume)
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.
     stored = opened.info
     found = (

@@ -45,7 +45,7 @@ def import_upload(
             "imports are scored with the head the model's config gives: clear the sidebar's head-type override"
         )
     outcome = import_bytes(
-        data, name, RunStore, fmt=fmt, model=plain_name, dataset=dataset, split=split, methods=list(methods),
+        data, name, RunStore(), fmt=fmt, model=plain_name, dataset=dataset, split=split, methods=list(methods),
         progress=progress, clf=classifier(plain_name),
     )  # fmt: skip
     return outcome.info.run_id

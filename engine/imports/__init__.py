@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
 from engine.runs.records import NewRun, RunInfo, UnitStats
-from engine.runs.store_source import StoreSource, made
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
+    from engine.runs.store import RunStore
 
 __all__ = ["FORMATS", "ImportOutcome", "import_bytes", "import_file"]
 
@@ -46,7 +46,7 @@ class ImportOutcome:
     created: bool  # False: the same import was already stored
 
 
-def import_file(path: str | Path, store: StoreSource, *, fmt: str | None = None, **options: Any) -> ImportOutcome:
+def import_file(path: str | Path, store: RunStore, *, fmt: str | None = None, **options: Any) -> ImportOutcome:
     """Import the file (or Thermostat ``save_to_disk`` folder) at ``path``; ``store`` and
     ``options`` as ``import_bytes``."""
     path = Path(path)
@@ -55,15 +55,13 @@ def import_file(path: str | Path, store: StoreSource, *, fmt: str | None = None,
     return _store_import(records, store, found, path.name, digest, **options)
 
 
-def import_bytes(
-    data: bytes, name: str, store: StoreSource, *, fmt: str | None = None, **options: Any
-) -> ImportOutcome:
-    """Import an uploaded file's bytes into ``store`` (or the store its factory makes once the
-    file, the model and the examples passed every check); ``options``: ``model`` (required),
-    ``dataset`` and ``split`` (match records to that split by id; else the examples come from
-    the file), ``methods`` (built-in methods to compute beside), ``metrics``, ``overrides``,
-    ``target``, ``mlm``, ``progress``, ``clf`` (the model already loaded, else it is loaded
-    here)."""
+def import_bytes(data: bytes, name: str, store: RunStore, *, fmt: str | None = None, **options: Any) -> ImportOutcome:
+    """Import an uploaded file's bytes into ``store``, which is first written once the file, the
+    model and the examples passed every check (a refused import leaves no store). ``options``:
+    ``model`` (required), ``dataset`` and ``split`` (match records to that split by id; else the
+    examples come from the file), ``methods`` (built-in methods to compute beside), ``metrics``,
+    ``overrides``, ``target``, ``mlm``, ``progress``, ``clf`` (the model already loaded, else it
+    is loaded here)."""
     found, records = read_bytes(data, name, fmt)
     return _store_import(records, store, found, name, hashlib.sha256(data).hexdigest(), **options)
 
@@ -79,7 +77,7 @@ def _digest(path: Path) -> str:
 
 def _store_import(
     records: list,
-    source: StoreSource,
+    store: RunStore,
     fmt: str,
     name: str,
     sha256: str,
@@ -140,7 +138,6 @@ def _store_import(
     }
     if needs_mlm(method_keys, params_by_metric):  # its fill-ins make the numbers
         key_fields["mlm_fingerprint"] = model_fingerprint(mlm)
-    store = made(source)  # every check passed: a refused import creates no store
     found = store.find(run_id_of(run_key(key_fields)))
     if found is not None and found.status == "done":
         return ImportOutcome(found, False)

@@ -37,7 +37,6 @@ from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
 from engine.runs.spec import RunSpec, spec_of
 from engine.runs.store import RunStore
-from engine.runs.store_source import StoreSource, made
 from engine.runs.worker import Commit, Unit, UnitWorker, chunks
 
 if TYPE_CHECKING:
@@ -158,16 +157,16 @@ def resume_spec(store: RunStore, run_id: str, *, data_dir: str | None = None, ba
     return dataclasses.replace(spec_of(store.get(run_id)), data_dir=data_dir, batch_size=batch_size)
 
 
-def open_run(spec: RunSpec, store: StoreSource, *, resume: str | None = None) -> OpenedRun:
+def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> OpenedRun:
     """The run of ``spec`` in ``store``: created when its key is new, else the stored one (a run
     with the same key is the same run). With ``resume``, the stored run ``resume``, which ``spec``
     must still describe (it does not when the model's files or a method's defaults changed since);
-    that is checked before anything is written. ``store`` may be a factory, called once ``spec``
-    passed its checks (its examples exist, the model is found)."""
+    that is checked before anything is written: a spec refused (no such examples, no model)
+    leaves no store on disk."""
     new, examples = prepare(spec)
     if resume is not None:
-        return OpenedRun(spec, _still_matching(made(store).get(resume), new), examples, False)
-    info, created = made(store).create_or_resume(new)
+        return OpenedRun(spec, _still_matching(store.get(resume), new), examples, False)
+    info, created = store.create_or_resume(new)
     return OpenedRun(spec, info, examples, created)
 
 

@@ -92,7 +92,8 @@ def run_id_of(key: str) -> str:
 
 
 def code_version() -> str:
-    """``git describe --always --dirty`` of the project when it is a git checkout, else "unknown"."""
+    """``git describe --always --dirty`` of the project when it is a git checkout, else
+    "unknown"."""
     import subprocess
 
     root = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 Layout under the results folder (``$ATTRIBUTION_RESULTS_DIR``, default ``./results``)::
 
-    catalogue.duckdb           tables ``runs`` (one row per run) and ``units`` (one per finished unit)
+    catalogue.duckdb           tables ``runs`` (one row per run) and ``units`` (one per unit)
     runs/<run_id>/unit-00003.parquet
     pretrained/aml/<key>/      AML's pre-trained attribution models (``engine.pretrained_store``)
 
