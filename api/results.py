@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.heads import KINDS
-from core.types import Attribution, Example, decode_json, encode_json, read_record
+from core.types import Attribution, Example, encode_json, read_record
+from engine.bundles import read_explanation
 from engine.evaluate import SliceEvaluation
-from engine.explain import Explanation, Prediction
+from engine.explain import Explanation
 from engine.slice_report import mean_curves, metric_summaries
 from ui.heatmap import heatmap_html
 
@@ -152,19 +152,8 @@ class ExplanationResult:
 
     @classmethod
     def _from_record(cls, record: Mapping[str, Any]) -> ExplanationResult:
-        probabilities = tuple(float(decode_json(p)) for p in record["probabilities"])
-        head = str(record.get("head", "single_label"))
-        if head not in KINDS:
-            raise ValueError(f"unknown head {head!r} (one of {', '.join(KINDS)})")
-        explanation = Explanation(
-            example=Example.from_json(record["example"]),
-            prediction=Prediction(probabilities, int(record["predicted"]), head),
-            target=int(record["target"]),
-            attributions={key: Attribution.from_json(a) for key, a in record["attributions"].items()},
-            dropped_words=int(record["dropped_words"]),
-            errors=dict(record["errors"]),
-        )
-        return cls(record["model"], tuple(record["label_names"]), explanation)
+        label_names = tuple(str(name) for name in record["label_names"])
+        return cls(str(record["model"]), label_names, read_explanation(record, label_names))
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,12 @@ import zipfile
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, int_field
+
+if TYPE_CHECKING:
+    from engine.explain import Explanation
 
 BUNDLE_SCHEMA = "bundle/1"
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
@@ -184,30 +187,57 @@ def bundle_json(data: bytes, name: str) -> tuple[bytes, tuple[str, ...]]:
 
 
 def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
-    from core.heads import KINDS
     from core.types import decode_json, read_record
 
     record = read_record(document, BUNDLE_SCHEMA)
     selection = _selection(record["selection"])
+    label_names = tuple(str(n) for n in record["label_names"])
+    explanation = read_explanation(record, label_names)
+    if selection["target"] is not None and not 0 <= selection["target"] < len(label_names):
+        raise ValueError(f"selection target must be a class 0 to {len(label_names) - 1}, got {selection['target']}")
+    return Bundle(
+        model=str(record["model"]),
+        label_names=label_names,
+        selection=selection,
+        params=decode_json(record["params"]),
+        example=explanation.example,
+        probabilities=explanation.prediction.probabilities,
+        predicted=explanation.prediction.predicted,
+        target=explanation.target,
+        attributions=explanation.attributions,
+        errors=explanation.errors,
+        dropped_words=explanation.dropped_words,
+        created=str(record.get("created", "")),
+        code_version=str(record.get("code_version", "")),
+        figures=figures,
+        head=explanation.prediction.head,
+    )
+
+
+def read_explanation(record: Mapping[str, Any], label_names: tuple[str, ...]) -> Explanation:
+    """The explanation a stored record holds (a session bundle's, or an ``ExplanationResult``'s
+    JSON), checked as user input: attributions of the example's own words; a prediction of the
+    model's classes that its head could give; at most ``MAX_DROPPED_WORDS`` words cut."""
+    from core.heads import KINDS
+    from core.types import decode_json
+    from engine.explain import Explanation, Prediction
+
     example = Example.from_json(record["example"])
     attributions = {
         str(k): _attribution(str(k), v, len(example.words)) for k, v in dict(record["attributions"]).items()
     }
     for method, attribution in attributions.items():
         if attribution.words != example.words:
-            raise ValueError(f"bundle: the {method} attribution scores other words than the bundle's example")
-    probabilities = tuple(_finite(p, "probabilities") for p in record["probabilities"])
-    label_names = tuple(str(n) for n in record["label_names"])
+            raise ValueError(f"the {method} attribution scores other words than the example")
+    probabilities = tuple(_finite(decode_json(p), "probabilities") for p in record["probabilities"])
     target, predicted = int_field(record["target"], "target"), int_field(record["predicted"], "predicted")
     if len(probabilities) != len(label_names) or not (
         0 <= target < len(label_names) and 0 <= predicted < len(label_names)
     ):
-        raise ValueError("bundle: the prediction does not match the model's classes")
-    if selection["target"] is not None and not 0 <= selection["target"] < len(label_names):
-        raise ValueError(f"selection target must be a class 0 to {len(label_names) - 1}, got {selection['target']}")
-    head = str(record.get("head") or "single_label")  # bundles before the field were single-label
+        raise ValueError("the prediction does not match the model's classes")
+    head = str(record.get("head") or "single_label")  # records before the field were single-label
     if head not in KINDS:
-        raise ValueError(f"bundle: unknown head {head!r} (one of {', '.join(KINDS)})")
+        raise ValueError(f"unknown head {head!r} (one of {', '.join(KINDS)})")
     _check_outputs(probabilities, head)
     dropped_words = int_field(record.get("dropped_words") or 0, "dropped_words")
     if dropped_words < 0:
@@ -216,23 +246,8 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
         raise ValueError(
             f"dropped_words must be at most {MAX_DROPPED_WORDS:,} (the longest document explained), got {dropped_words}"
         )
-    return Bundle(
-        model=str(record["model"]),
-        label_names=label_names,
-        selection=selection,
-        params=decode_json(record["params"]),
-        example=example,
-        probabilities=probabilities,
-        predicted=predicted,
-        target=target,
-        attributions=attributions,
-        errors={str(k): str(v) for k, v in dict(record.get("errors") or {}).items()},
-        dropped_words=dropped_words,
-        created=str(record.get("created", "")),
-        code_version=str(record.get("code_version", "")),
-        figures=figures,
-        head=head,
-    )
+    errors = {str(k): str(v) for k, v in dict(record.get("errors") or {}).items()}
+    return Explanation(example, Prediction(probabilities, predicted, head), target, attributions, dropped_words, errors)
 
 
 def _attribution(method: str, record: Any, n_words: int) -> Attribution:

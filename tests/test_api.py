@@ -153,8 +153,11 @@ def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:
     assert restored.explanation.prediction.head == "regression" and restored.html() == result.html()
     with pytest.raises(ValueError, match="unknown head 'ranking'"):
         api.ExplanationResult.from_json({**record, "head": "ranking"})
-    del record["head"]  # written before the head was recorded
-    assert api.ExplanationResult.from_json(record).explanation.prediction.head == "single_label"
+    with pytest.raises(ValueError, match="probabilities must be between 0 and 1"):
+        api.ExplanationResult.from_json({**record, "head": "single_label"})  # a score is no probability
+    del record["head"]  # written before the head was recorded, when every head was single-label
+    legacy = api.ExplanationResult.from_json({**record, "probabilities": [1.0]})
+    assert legacy.explanation.prediction.head == "single_label"
 
 
 def test_errors_name_the_bad_value(toy_linear_loaded) -> None:
@@ -381,3 +384,27 @@ def test_methods_default_is_what_leaving_methods_out_runs(toy_linear_loaded) -> 
         return sorted([*result.attributions, *result.errors])
 
     assert explained() == explained("default") == explained("panel") == sorted(explainers.DEFAULT_PANEL)
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"dropped_words": 2**62}, "dropped_words must be at most 1,000,000"),
+        ({"dropped_words": -1}, "dropped_words must not be negative"),
+        ({"target": 7}, "the prediction does not match the model's classes"),
+        ({"predicted": -1}, "the prediction does not match the model's classes"),
+        ({"probabilities": [0.9, 0.9]}, "the probabilities of a single-label head sum to 1"),
+        ({"probabilities": [{"$float": "nan"}, 0.5]}, "probabilities must be finite numbers"),
+    ],
+)
+def test_a_saved_result_is_checked_as_a_session_bundle_is(toy_linear_loaded, change, refusal) -> None:
+    """``ExplanationResult.from_json`` read a saved result with bare ``int()`` and ``float()``: it
+    took 2**62 dropped words, a target outside the classes and probabilities that are none. It now
+    reads the record with the bundle's own reader (``engine.bundles.read_explanation``)."""
+    record = api.explain(toy_linear_loaded, TEXT, ["loo_empty"]).to_json()
+    assert api.ExplanationResult.from_json(record).to_json() == record
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        api.ExplanationResult.from_json({**record, **change})
+    shifted = {**record, "attributions": {"loo_empty": {**record["attributions"]["loo_empty"], "words": ["x"]}}}
+    with pytest.raises(ValueError, match="words"):
+        api.ExplanationResult.from_json(shifted)
