@@ -62,7 +62,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--methods", default="default", help="'default' (explainers.DEFAULT_PANEL) or keys")
+    parser.add_argument("--methods", default="panel", help="'panel' (explainers.DEFAULT_PANEL), 'all' or keys")
     parser.add_argument("--model", default="minilm-sst2")
     args = parser.parse_args()
     import explainers
