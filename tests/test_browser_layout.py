@@ -4,8 +4,11 @@ metrics ended in "Expe…" in five equal columns, the faithfulness page's method
 description") in an ellipsis, a curve's title ran past its chart and the agreement matrix drew its
 numbers over each other, the faithfulness curves' legend entries ("integrated_gradients (0.244") ran
 past their charts and the Removal picker showed "delete the w" ("masked-LM fill-in (Deletion_BERT)" fitted
-neither there nor in the pickers Removal A and B of the comparison view). Screenshots go to
-``test-output/layout-*.png``."""
+neither there nor in the pickers Removal A and B of the comparison view). Every select box's value
+on these pages, with their expanders opened, fits its box: the sidebar's Model and Head type, the
+heatmaps page's Measure and the method parameters ("probability", "gausslegendre") were cut. A
+multiselect's wrapped chips show without an inner scroll (the faithfulness page's five default
+methods had one). Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -34,6 +37,13 @@ OPTIONS = """(input, labels) => { const style = getComputedStyle(input), ctx = d
   ctx.font = style.font;
   const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   return labels.map(l => [l, Math.ceil(ctx.measureText(l).width), room]).filter(([, width]) => width > room) }"""
+# [label, value, width, room, scrollWidth, clientWidth] of every select box shown (its value measured in its font)
+SELECTS = """els => els.filter(e => e.checkVisibility()).map(e => { const style = getComputedStyle(e), ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = style.font;
+  const room = e.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth] })"""
+# [number of chips, scrollHeight, clientHeight] of every multiselect's chip box
+CHIPS = "els => els.map(e => [e.querySelectorAll('[data-tag]').length, e.scrollHeight, e.clientHeight])"
 # the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
 OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t => /^-?[0-9.]+$|^n\\/a$/.test(t.textContent) && t.closest('.cartesianlayer')).map(t => t.getBoundingClientRect());
   let worst = 0;
@@ -43,10 +53,31 @@ OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t
   return [boxes.length, worst] }"""
 
 
+def selects_cut(page) -> tuple[int, list]:
+    """Open every expander shown (a closed one lays its selects out at no width), then the number of
+    select boxes shown, sidebar included, and [label, value, width, room, scrollWidth, clientWidth]
+    of each whose value does not fit."""
+    closed = page.locator("details:not([open]) > summary:visible")
+    for _ in range(30):  # one at a time: opening one may show or move the others
+        if not closed.count():
+            break
+        closed.first.click()
+    page.wait_for_timeout(1000)  # the expanders' opening animation
+    shown = page.locator('[data-testid="stSelectbox"] input[role="combobox"]').evaluate_all(SELECTS)
+    return len(shown), [row for row in shown if row[2] > row[3] or row[4] > row[5]]
+
+
+def chips_scroll(page) -> list:
+    """[number of chips, scrollHeight, clientHeight] of every multiselect whose chips scroll in their box."""
+    boxes = page.locator('[data-testid="stMultiSelectTagsContainer"]').evaluate_all(CHIPS)
+    return [box for box in boxes if box[1] > box[2]]
+
+
 @pytest.mark.parametrize("present", ["0", "1"])
 def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
+    from ui.agreement import MEASURE_LABELS
     from ui.faithfulness import REMOVALS
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
@@ -63,6 +94,8 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     )
     assert labels.evaluate_all(CUT) == []
     page.locator(".st-key-im-metrics").screenshot(path=str(OUTPUT / f"layout-im-metrics-present{present}.png"))
+    shown, cut = selects_cut(page)
+    assert shown >= 10 and cut == [], (shown, cut)  # the sidebar's, the IM parameters, the word
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}")
     chips = page.locator('[data-testid="stMultiSelectTagsContainer"] span')
@@ -82,6 +115,9 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     page.locator('[data-testid="stMultiSelect"]').first.screenshot(
         path=str(OUTPUT / f"layout-chips-present{present}.png")
     )
+    assert chips_scroll(page) == []
+    shown, cut = selects_cut(page)
+    assert shown >= 14 and cut == [], (shown, cut)  # with the metric and method parameters
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}&view=Removal+modes+compared")
     pickers = [page.get_by_role("combobox", name=name, exact=True) for name in ("Metric", "Removal A", "Removal B")]
@@ -89,6 +125,8 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     shown = [picker.evaluate("e => [e.value, e.scrollWidth, e.clientWidth]") for picker in pickers]
     assert [value for value, scroll, client in shown if scroll > client] == [], shown
     assert [picker.evaluate(OPTIONS, list(REMOVALS.values())) for picker in pickers[1:]] == [[], []]
+    shown, cut = selects_cut(page)
+    assert shown >= 10 and cut == [], (shown, cut)
 
     page.goto(f"{app_url}/?{QUERY}{present}")
     expect(page.get_by_text("Do the methods agree on this example?")).to_be_visible(timeout=TIMEOUT_MS)
@@ -99,4 +137,10 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     numbers, overlap = matrix.evaluate(OVERLAP)
     assert numbers >= 4 and overlap == 0, (numbers, overlap)
     matrix.screenshot(path=str(OUTPUT / f"layout-agreement-present{present}.png"))
+    chips = page.locator('[data-testid="stMultiSelectTagsContainer"]').first.evaluate_all(CHIPS)
+    assert chips[0][0] == 7 and chips_scroll(page) == [], chips  # the default methods, all in sight
+    measure = page.get_by_role("combobox", name="Measure", exact=True)
+    assert measure.evaluate(OPTIONS, list(MEASURE_LABELS.values())) == []
+    shown, cut = selects_cut(page)
+    assert shown >= 14 and cut == [], (shown, cut)  # with the method parameters
     page.close()

@@ -22,10 +22,12 @@ def params_form(method: MethodInfo, prefix: str, link: str | None = None) -> dic
     if link:
         _params_from_link({method.key: method}, prefix, link, single=True)
     values: dict[str, Any] = {}
-    columns = st.columns(max(1, min(3, len(method.fields))))
-    for i, field in enumerate(method.fields):
-        with columns[i % len(columns)]:
-            values[field.name] = _widget(field, widget_key(prefix, method.key, field.name))
+    # the key names the block for assets/style.css, which wraps its columns where they are narrow
+    with st.container(key=f"params-form.{prefix}.{method.key}"):
+        columns = st.columns(max(1, min(3, len(method.fields))))
+        for i, field in enumerate(method.fields):
+            with columns[i % len(columns)]:
+                values[field.name] = _widget(field, widget_key(prefix, method.key, field.name))
     if link:
         _params_to_link(link, _changed({method.key: method}, {method.key: values}).get(method.key, {}))
     return values

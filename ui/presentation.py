@@ -18,11 +18,13 @@ PARAM = "present"
 _URL_READ = "presentation.url_read"
 
 # Streamlit sizes its text in rem: a larger root font scales every page; the heatmap's cells
-# get bolder text and a thicker rationale outline.
+# get bolder text and a thicker rationale outline. The sidebar keeps its width in px while its
+# padding grows with the font, so it gets less padding (its selects' values were cut).
 STYLE = f"""<style>
 html {{ font-size: {theme.PRESENTATION.root_px}px; }}
 .hm-cell {{ font-weight: 600; }}
 [data-testid="stSidebar"] {{ font-size: 0.95rem; }}
+[data-testid="stSidebarContent"] {{ padding-left: 1rem; padding-right: 1rem; }}
 </style>"""
 
 
