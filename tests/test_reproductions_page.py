@@ -269,3 +269,19 @@ def test_the_papers_loo_zero_is_not_read_as_ours(results, no_computing, monkeypa
         in notes
     )
     assert "not this app's loo_zero, another method (leave-one-out: zero the word's input embedding)" in notes
+
+
+def test_a_result_stored_before_the_new_note_is_reworded_on_the_page() -> None:
+    """The packaged results now word Table 1's note themselves; a result a run store kept from
+    before still says "LOO_zero is our loo_pad", which the page rewords the same way."""
+    from ui.reproductions import worded
+
+    descriptions = {"loo_pad": "leave-one-out: [PAD] in place of the word", "loo_zero": "zero the word's embedding"}
+    old = "LOO_zero is our loo_pad ([PAD] in place of the word, Pham et al. 2022 Sec. 4)"
+    assert worded(old, descriptions) == (
+        "the paper's LOO_zero ([PAD] in place of the word, Pham et al. 2022 Sec. 4) is the method called loo_pad"
+        " here (leave-one-out: [PAD] in place of the word); not this app's loo_zero, another method (zero the"
+        " word's embedding)"
+    )
+    new = "a dev slice (the first N examples), not all dev examples"
+    assert worded(new, descriptions) == new

@@ -72,8 +72,8 @@ CLAIMS = (
 
 
 # A difference that names the paper's method after ours: "LOO_zero is our loo_pad ([PAD] in place ...)".
-# Table 1 now words it itself; results stored before that (the packaged ones until they are
-# recomputed) still hold the old note, which ``worded`` rewords.
+# Table 1 now words it itself (and so do the packaged results); a result a user's run store kept
+# from before still holds the old note, which ``worded`` rewords.
 OUR_NAME = re.compile(r"(?P<paper>[A-Za-z_]+) is our (?P<ours>[a-z_]+)(?P<note> \(.*\))?")
 
 
