@@ -6,13 +6,18 @@ numbers over each other, the faithfulness curves' legend entries ("integrated_gr
 past their charts and the Removal picker showed "delete the w" ("masked-LM fill-in (Deletion_BERT)" fitted
 neither there nor in the pickers Removal A and B of the comparison view). Every select box's value
 on these pages, with their expanders opened, fits its box: the sidebar's Model and Head type, the
-heatmaps page's Measure and the method parameters ("probability", "gausslegendre") were cut. A
-multiselect's wrapped chips show without an inner scroll (the faithfulness page's five default
-methods had one). Screenshots go to ``test-output/layout-*.png``."""
+heatmaps page's Measure and the method parameters ("probability", "gausslegendre") were cut. So
+does every option of each, as it would show once picked (read in the opened list): the sidebar's
+hub models, "multi-label (one sigmoid per label)", the tours' titles and "riemann_trapezoid" ran
+past their boxes. The walk includes the LIME tab's parameters and the sanity page after a run. A
+method's bold name above its parameters wraps only after an underscore ("integrated_gradie" broke
+off "nts"). A multiselect's wrapped chips show without an inner scroll (the faithfulness page's
+five default methods had one). Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -37,11 +42,20 @@ OPTIONS = """(input, labels) => { const style = getComputedStyle(input), ctx = d
   ctx.font = style.font;
   const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   return labels.map(l => [l, Math.ceil(ctx.measureText(l).width), room]).filter(([, width]) => width > room) }"""
-# [label, value, width, room, scrollWidth, clientWidth] of every select box shown (its value measured in its font)
-SELECTS = """els => els.filter(e => e.checkVisibility()).map(e => { const style = getComputedStyle(e), ctx = document.createElement('canvas').getContext('2d');
+# [label, value, width, room, scrollWidth, clientWidth, shown] of every select box (its value measured in its font)
+SELECTS = """els => els.map(e => { const style = getComputedStyle(e), ctx = document.createElement('canvas').getContext('2d');
   ctx.font = style.font;
   const room = e.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth] })"""
+  return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth, e.checkVisibility()] })"""
+# [text, line] of every bold method name ("integrated_gradients") whose text goes onto a new line other than
+# after an underscore or a break opportunity: each character's line box read through a Range
+NAMES_SPLIT = """els => els.filter(e => /^[a-z0-9_\u200b]+$/.test(e.textContent)).flatMap(e => {
+  const node = e.firstChild, range = document.createRange(), text = node.textContent;
+  let top = null;
+  return [...text].flatMap((c, i) => { range.setStart(node, i); range.setEnd(node, i + 1);
+    const rect = range.getClientRects()[0], line = rect ? Math.round(rect.top) : top, broke = top !== null && line > top + 2;
+    top = line;
+    return broke && !/[_\u200b]/.test(text[i - 1]) ? [[text, text.slice(0, i)]] : [] }) })"""
 # [number of chips, scrollHeight, clientHeight] of every multiselect's chip box
 CHIPS = "els => els.map(e => [e.querySelectorAll('[data-tag]').length, e.scrollHeight, e.clientHeight])"
 # the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
@@ -53,18 +67,51 @@ OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t
   return [boxes.length, worst] }"""
 
 
-def selects_cut(page) -> tuple[int, list]:
+def option_labels(page, box) -> list[str]:
+    """The labels of a select box's options, read in its opened list, which its arrow button then
+    closes with the value kept (a key pressed or a click made while a rerun redraws the page may be
+    lost, so each is made again)."""
+    from playwright.sync_api import expect
+
+    value, closer = box.input_value(), box.locator('xpath=following-sibling::button[@aria-label="Open"]')
+    for _ in range(10):
+        box.press("ArrowDown")
+        if box.get_attribute("aria-expanded") == "true":
+            break
+        page.wait_for_timeout(100)
+    labels = page.locator(f'[id="{box.get_attribute("aria-controls")}"] [role="option"]').all_inner_texts()
+    assert labels, f"the select box {box.get_attribute('aria-label')} did not open"
+    for _ in range(10):
+        closer.click()
+        if box.get_attribute("aria-expanded") == "false":
+            break
+        page.wait_for_timeout(100)
+    expect(box).to_have_attribute("aria-expanded", "false", timeout=5000)
+    expect(box).to_have_value(value, timeout=5000)
+    return labels
+
+
+def selects_cut(page, measured: set) -> tuple[int, list]:
     """Open every expander shown (a closed one lays its selects out at no width), then the number of
     select boxes shown, sidebar included, and [label, value, width, room, scrollWidth, clientWidth]
-    of each whose value does not fit."""
+    of each whose value does not fit, and [label, option, width, room] of each option that would not
+    fit once picked. A box's options are read once per label and width (``measured``): the sidebar's
+    are the same on every page."""
     closed = page.locator("details:not([open]) > summary:visible")
     for _ in range(30):  # one at a time: opening one may show or move the others
         if not closed.count():
             break
         closed.first.click()
     page.wait_for_timeout(1000)  # the expanders' opening animation
-    shown = page.locator('[data-testid="stSelectbox"] input[role="combobox"]').evaluate_all(SELECTS)
-    return len(shown), [row for row in shown if row[2] > row[3] or row[4] > row[5]]
+    boxes = page.locator('[data-testid="stSelectbox"] input[role="combobox"]')
+    shown = [(i, row[:6]) for i, row in enumerate(boxes.evaluate_all(SELECTS)) if row[6]]
+    cut = [row for _, row in shown if row[2] > row[3] or row[4] > row[5]]
+    for i, (label, *_, client) in shown:
+        if (label, client) not in measured:
+            measured.add((label, client))
+            box = boxes.nth(i)
+            cut += [[label, *row] for row in box.evaluate(OPTIONS, option_labels(page, box))]
+    return len(shown), cut
 
 
 def chips_scroll(page) -> list:
@@ -82,7 +129,9 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{app_url}/input_marginalization?{QUERY}{present}")
+    measured: set = set()
+    # LIME on 50 samples: the LIME tab runs it at once
+    page.goto(f"{app_url}/input_marginalization?{QUERY}{present}&lime_params=" + quote('{"n_samples":50}'))
     metrics, gate = page.locator('[data-testid="stMetric"]'), page.get_by_role("button", name=re.compile("^Run IM"))
     expect(metrics.first.or_(gate).first).to_be_visible(timeout=TIMEOUT_MS)
     if gate.is_visible():
@@ -94,8 +143,10 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     )
     assert labels.evaluate_all(CUT) == []
     page.locator(".st-key-im-metrics").screenshot(path=str(OUTPUT / f"layout-im-metrics-present{present}.png"))
-    shown, cut = selects_cut(page)
-    assert shown >= 10 and cut == [], (shown, cut)  # the sidebar's, the IM parameters, the word
+    page.get_by_role("tab", name="LIME").click()  # its parameters' expander is drawn in the LIME tab
+    expect(page.get_by_text("LIME parameters")).to_be_visible()
+    shown, cut = selects_cut(page, measured)
+    assert shown >= 11 and cut == [], (shown, cut)  # the sidebar's, the IM and LIME parameters, the word
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}")
     chips = page.locator('[data-testid="stMultiSelectTagsContainer"] span')
@@ -116,7 +167,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
         path=str(OUTPUT / f"layout-chips-present{present}.png")
     )
     assert chips_scroll(page) == []
-    shown, cut = selects_cut(page)
+    shown, cut = selects_cut(page, measured)
     assert shown >= 14 and cut == [], (shown, cut)  # with the metric and method parameters
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}&view=Removal+modes+compared")
@@ -125,7 +176,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     shown = [picker.evaluate("e => [e.value, e.scrollWidth, e.clientWidth]") for picker in pickers]
     assert [value for value, scroll, client in shown if scroll > client] == [], shown
     assert [picker.evaluate(OPTIONS, list(REMOVALS.values())) for picker in pickers[1:]] == [[], []]
-    shown, cut = selects_cut(page)
+    shown, cut = selects_cut(page, measured)
     assert shown >= 10 and cut == [], (shown, cut)
 
     page.goto(f"{app_url}/?{QUERY}{present}")
@@ -141,6 +192,26 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     assert chips[0][0] == 7 and chips_scroll(page) == [], chips  # the default methods, all in sight
     measure = page.get_by_role("combobox", name="Measure", exact=True)
     assert measure.evaluate(OPTIONS, list(MEASURE_LABELS.values())) == []
-    shown, cut = selects_cut(page)
+    shown, cut = selects_cut(page, measured)
     assert shown >= 14 and cut == [], (shown, cut)  # with the method parameters
+    names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
+    assert names.count() >= 3 and names.evaluate_all(NAMES_SPLIT) == [], names.evaluate_all(NAMES_SPLIT)
+    page.locator('[data-testid="stExpander"]').filter(has_text="Method parameters").screenshot(
+        path=str(OUTPUT / f"layout-params-present{present}.png")
+    )
+
+    # one example and integrated gradients in 4 steps: a run of a few seconds
+    page.goto(f"{app_url}/sanity_checks?{QUERY}{present}&params=" + quote('{"integrated_gradients":{"n_steps":4}}'))
+    gate = page.get_by_role("button", name="Run the sanity check")
+    measure = page.get_by_role("combobox", name="Measure", exact=True)
+    expect(measure.or_(gate).first).to_be_visible(timeout=TIMEOUT_MS)
+    if gate.is_visible():
+        gate.click()
+    expect(measure).to_be_visible(timeout=TIMEOUT_MS)
+    shown, cut = selects_cut(page, measured)
+    assert shown >= 9 and cut == [], (shown, cut)  # the sidebar's, the method parameters, Measure, Method
+    assert chips_scroll(page) == []
+    labels = page.locator('[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] label *')
+    assert [row for row in labels.evaluate_all(CUT) if row[0]] == []  # a radio's or toggle's mark has no text
+    assert names.evaluate_all(NAMES_SPLIT) == [], names.evaluate_all(NAMES_SPLIT)
     page.close()

@@ -176,12 +176,15 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
     st.session_state.setdefault("sidebar.model", services.default_model())
     if st.session_state["sidebar.model"] not in choices:
         st.session_state["sidebar.model"] = services.default_model()
+    labels = model_labels(choices)
+    shortened = [choice.label for name, choice in choices.items() if labels[name] != choice.name]
+    full = f" Shortened in the list: {', '.join(shortened)}." if shortened else ""
     selected = st.selectbox(
         "Model",
         list(choices),
-        format_func=lambda name: choices[name].label,
+        format_func=labels.get,
         key="sidebar.model",
-        help="Bundled models work offline; hub models are downloaded on first use.",
+        help=f"Bundled models work offline; hub models are downloaded on first use.{full}",
         on_change=_follow_model_task,
         args=(options,),
     )
@@ -196,6 +199,25 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
             placeholder="e.g. textattack/bert-base-uncased-SST-2",
         )
     return typed.strip() or selected
+
+
+# The most characters of a model's name in the Model picker: the presentation font's sidebar fits
+# about 23 ("distilbert-base-uncased-finetuned-sst-2-english (hub)" ran past the box at either font)
+MODEL_LABEL_CHARS = 22
+
+
+def model_labels(choices: dict[str, services.ModelChoice]) -> dict[str, str]:
+    """What the Model picker shows of each model: its name without the hub owner, past
+    MODEL_LABEL_CHARS characters its start and end around an ellipsis; a model whose short name
+    another one shares shows its full label."""
+    short = {}
+    for name in choices:
+        bare = name.rsplit("/", 1)[-1]
+        head = (MODEL_LABEL_CHARS - 1) // 2
+        tail = MODEL_LABEL_CHARS - 1 - head
+        short[name] = bare if len(bare) <= MODEL_LABEL_CHARS else f"{bare[:head]}…{bare[-tail:]}"
+    taken = list(short.values())
+    return {name: label if taken.count(label) == 1 else choices[name].label for name, label in short.items()}
 
 
 def _follow_model_task(options: dict[str, list[str]]) -> None:
@@ -278,17 +300,26 @@ def _pick_random(dataset: str, split: str) -> None:
     st.session_state["sidebar.index"] = services.random_index(dataset, split)
 
 
+# The head picker's short names (the help says what each means): at the presentation font "multi-label
+# (one sigmoid per label)" ran past the sidebar's box
+HEAD_LABELS = {
+    "single_label": "single-label (softmax)",
+    "multi_label": "multi-label (sigmoids)",
+    "regression": "regression",
+}
+
+
 def _head_picker() -> str | None:
     """The head-type override (None: what the model's config says; core.heads)."""
     options: list[str | None] = [None, *services.HEAD_CHOICES]
     return st.selectbox(
         "Head type",
         options,
-        format_func=lambda h: "from the model's config" if h is None else services.HEAD_CHOICES[h],
+        format_func=lambda h: "from the model's config" if h is None else HEAD_LABELS[h],
         key="sidebar.head_type",
-        help="What the model's outputs mean: one softmax over classes, one sigmoid per label, or a "
-        "regression score. Detected from the config (problem_type, num_labels); override it for "
-        "a model whose config is wrong.",
+        help="What the model's outputs mean: one softmax over classes (single-label), one sigmoid per label "
+        "(multi-label), or a raw regression score. Detected from the config (problem_type, num_labels); "
+        "override it for a model whose config is wrong.",
     )
 
 
@@ -300,7 +331,7 @@ def _autocast_picker() -> str | None:
     return st.selectbox(
         "Perturbation scoring",
         options,
-        format_func=lambda a: "float32 (exact)" if a is None else f"{a} autocast (faster)",
+        format_func=lambda a: "float32 (exact)" if a is None else f"{a} autocast",
         key="sidebar.autocast",
         help="The precision of the model passes that score perturbations (leave-one-out, occlusion, LIME, "
         "SHAP, IM, the faithfulness metrics). bfloat16 is about 1.6 times faster on CPUs with AVX512-BF16 "

@@ -40,6 +40,7 @@ class Step:
 class Tour:
     key: str
     title: str
+    label: str  # the sidebar's tour picker (the title ran past it)
     summary: str
     steps: tuple[Step, ...]
 
@@ -50,6 +51,7 @@ TOURS = (
     Tour(
         key="double_trouble",
         title="Double Trouble",
+        label="Double Trouble",
         summary="Pham et al. 2022 (arXiv:2110.11929): Input Marginalization hides words the masked LM can restore, "
         "and the removal used to judge faithfulness decides which method wins.",
         steps=(
@@ -86,6 +88,7 @@ TOURS = (
     Tour(
         key="sanity",
         title="Do explanations pass sanity checks?",
+        label="Sanity checks",
         summary="Adebayo et al. 2018 (arXiv:1810.03292): an explanation that does not change when the model's "
         "weights are destroyed cannot be explaining the model.",
         steps=(
@@ -125,6 +128,7 @@ TOURS = (
     Tour(
         key="attacks",
         title="Explanations can be attacked",
+        label="Attacks",
         summary="Ghorbani et al. 2019 (arXiv:1710.10547), as the thesis applies it to text: a small change of the "
         "input that keeps the prediction can move the words an explanation ranks highest.",
         steps=(
@@ -148,6 +152,7 @@ TOURS = (
     Tour(
         key="plausibility",
         title="Which method agrees with people?",
+        label="Plausibility",
         summary="e-SNLI (Camburu et al. 2018, arXiv:1812.01193): annotators highlighted the words that justify the "
         "label; ERASER (DeYoung et al. 2020, arXiv:1911.03429) scores explanations against such highlights.",
         steps=(
@@ -181,6 +186,7 @@ TOURS = (
     Tour(
         key="roar",
         title="Does retraining change the verdict? (ROAR)",
+        label="ROAR",
         summary="Hooker et al. 2019 (arXiv:1806.10758), ROAR_BERT (Pham et al. 2022) and Recursive ROAR (Madsen et al. "
         "2022, arXiv:2110.08412): remove each method's top words from the training data too, retrain, and see "
         "how far accuracy falls.",

@@ -49,7 +49,13 @@ def render(pages: set[str]) -> None:
     tours = available(pages)
     st.session_state[AVAILABLE] = [tour.key for tour in tours]
     with st.sidebar.expander("Guided tours", expanded=TOUR not in st.session_state):
-        picked = st.selectbox("Tour", [t.key for t in tours], format_func=lambda k: BY_KEY[k].title, key="tour.picker")
+        picked = st.selectbox(
+            "Tour",
+            [t.key for t in tours],
+            format_func=lambda k: BY_KEY[k].label,
+            key="tour.picker",
+            help="; ".join(f"{t.label}: {t.title}" for t in tours),
+        )
         st.caption(BY_KEY[picked].summary)
         st.button("Start the tour", key="tour.start", on_click=go_to, args=(picked, 0), width="stretch")
     goto = st.session_state.pop(GOTO, None)
