@@ -12,7 +12,8 @@ hub models, "multi-label (one sigmoid per label)", the tours' titles and "rieman
 past their boxes. The walk includes the LIME tab's parameters and the sanity page after a run. A
 method's bold name above its parameters wraps only after an underscore ("integrated_gradie" broke
 off "nts"). A multiselect's wrapped chips show without an inner scroll (the faithfulness page's
-five default methods had one). Screenshots go to ``test-output/layout-*.png``."""
+five default methods had one). A sidebar box whose choice is None keeps showing that choice when
+Escape empties it. Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -214,4 +215,42 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     labels = page.locator('[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] label *')
     assert [row for row in labels.evaluate_all(CUT) if row[0]] == []  # a radio's or toggle's mark has no text
     assert names.evaluate_all(NAMES_SPLIT) == [], names.evaluate_all(NAMES_SPLIT)
+    page.close()
+
+
+def test_escape_in_a_select_whose_choice_is_none_keeps_showing_that_choice(app_url: str, browser) -> None:  # noqa: F811
+    """The sidebar's Head type, Perturbation scoring and Target class have a first choice that is
+    None ("from the model's config", "float32 (exact)", "predicted class"). Once the session holds
+    None, Streamlit draws such a box as empty and clearable: Escape in its open list emptied it."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{app_url}/?{QUERY}0")
+    boxes = {
+        "Head type": "from the model's config",
+        "Perturbation scoring": "float32 (exact)",
+        "Target class": "predicted class",
+    }
+    for name, shown in boxes.items():
+        expect(page.get_by_role("combobox", name=name, exact=True)).to_have_value(shown, timeout=TIMEOUT_MS)
+    page.get_by_text("Do the methods agree on this example?").wait_for()
+    clearable = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"] button[aria-label="Clear value"]')
+    for _ in range(10):  # a rerun (R): the session now holds each box's None
+        page.locator("body").press("r")
+        page.wait_for_timeout(1000)
+        if clearable.count() == len(boxes):
+            break
+    expect(clearable).to_have_count(len(boxes))
+    page.wait_for_timeout(2000)  # the rerun's end
+    for name, shown in boxes.items():
+        box = page.get_by_role("combobox", name=name, exact=True)
+        for _ in range(10):
+            box.press("ArrowDown")
+            if box.get_attribute("aria-expanded") == "true":
+                break
+            page.wait_for_timeout(200)
+        box.press("Escape")
+        page.wait_for_timeout(1500)
+        assert (box.input_value() or box.get_attribute("placeholder")) == shown, (name, box.input_value())
     page.close()

@@ -309,13 +309,18 @@ HEAD_LABELS = {
 }
 
 
+# Pickers with None first: Streamlit draws a box holding None as clearable, and Escape shows the placeholder.
+NONE_LABELS = {"head": "from the model's config", "autocast": "float32 (exact)"}
+
+
 def _head_picker() -> str | None:
     """The head-type override (None: what the model's config says; core.heads)."""
     options: list[str | None] = [None, *services.HEAD_CHOICES]
     return st.selectbox(
         "Head type",
         options,
-        format_func=lambda h: "from the model's config" if h is None else HEAD_LABELS[h],
+        format_func=lambda h: NONE_LABELS["head"] if h is None else HEAD_LABELS[h],
+        placeholder=NONE_LABELS["head"],
         key="sidebar.head_type",
         help="What the model's outputs mean: one softmax over classes (single-label), one sigmoid per label "
         "(multi-label), or a raw regression score. Detected from the config (problem_type, num_labels); "
@@ -331,7 +336,8 @@ def _autocast_picker() -> str | None:
     return st.selectbox(
         "Perturbation scoring",
         options,
-        format_func=lambda a: "float32 (exact)" if a is None else f"{a} autocast",
+        format_func=lambda a: NONE_LABELS["autocast"] if a is None else f"{a} autocast",
+        placeholder=NONE_LABELS["autocast"],
         key="sidebar.autocast",
         help="The precision of the model passes that score perturbations (leave-one-out, occlusion, LIME, "
         "SHAP, IM, the faithfulness metrics). bfloat16 is about 1.6 times faster on CPUs with AVX512-BF16 "
@@ -361,6 +367,7 @@ def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
         "Target label" if head == "multi_label" else "Target class",
         options,
         format_func=lambda t: default if t is None else label_names[t],
+        placeholder=default,
         key="sidebar.target",
         help="The label whose own probability the methods explain."
         if head == "multi_label"
