@@ -84,9 +84,9 @@ def slice_view(
         st.info("Pick a dataset with human rationales in the sidebar (e-SNLI dev_highlighted, movies, HateXplain).")
         return
     size = services.dataset_size(selection.dataset, selection.split)
-    columns = st.columns(5, vertical_alignment="bottom")
-    n, order, seed = slice_controls(columns, size, 50, "rationales")
-    fourth, fifth = columns[3:]
+    # three and two: five in a row left "Correct predictions only" 54 px at 1,024 px
+    n, order, seed = slice_controls(st.columns(3, vertical_alignment="bottom"), size, 50, "rationales")
+    fourth, fifth = st.columns(2, vertical_alignment="bottom")
     correct_only = fourth.checkbox(
         "Correct predictions only",
         key="rationales.correct_only",

@@ -120,8 +120,9 @@ if report.get("sparsity"):
 if report.get("examples"):
     st.subheader("What was removed")
     examples = report["examples"]
-    position = st.selectbox(
-        "Evaluation example", range(len(examples)), format_func=lambda i: " ".join(examples[i]["words"])[:90],
+    texts = [" ".join(example["words"]) for example in examples]
+    position = st.selectbox(  # 50 characters fit the box at 1,024 px in the presentation font
+        "Evaluation example", range(len(examples)), format_func=lambda i: texts[i][:49] + "…" * (len(texts[i]) > 49),
         key="roar.example", persist_state="session",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):

@@ -13,7 +13,10 @@ past their boxes. The walk includes the LIME tab's parameters and the sanity pag
 method's bold name above its parameters wraps only after an underscore ("integrated_gradie" broke
 off "nts"). A multiselect's wrapped chips show without an inner scroll (the faithfulness page's
 five default methods had one). A sidebar box whose choice is None keeps showing that choice when
-Escape empties it. Screenshots go to ``test-output/layout-*.png``."""
+Escape empties it. The other pages (adversarial, human rationales, ROAR, dataset explorer, methods,
+reproductions) are walked as they open: the ROAR page's evaluation examples ran past its box and its
+sparsity chart's title past the chart, the human rationales' Human mask and "Correct predictions
+only" had no room in their rows. Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -254,3 +257,57 @@ def test_escape_in_a_select_whose_choice_is_none_keeps_showing_that_choice(app_u
         page.wait_for_timeout(1500)
         assert (box.input_value() or box.get_attribute("placeholder")) == shown, (name, box.input_value())
     page.close()
+
+
+# the other pages, by path: a text each shows once drawn, the least number of select boxes shown (the
+# sidebar's included) once their expanders are open, and of charts; none starts a computation
+OTHER_PAGES = {
+    "adversarial": ("Adversarial attacks on explanations", 9, 0),
+    "rationales": ("Human rationales", 9, 0),
+    "rationales?view=Dataset+slice&": ("Human rationales", 9, 0),
+    "roar": ("Remove and retrain", 9, 2),  # the bundled job's curve and sparsity
+    "explorer": ("Dataset explorer", 8, 0),
+    "methods": ("Guided tours", 9, 0),
+    "reproductions": ("Reproductions", 8, 0),
+}
+KNOWN: set[str] = set()  # labels left out of the checks
+WIDGET_LABELS = '[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] label *'
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
+    """The pages the walk above leaves out, as they open (no attack, run or job started; the
+    ROAR page's bundled job and the reproductions' packaged results drawn), their expanders open."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    measured: set = set()
+    found = {}
+    for path, (text, least, charts) in OTHER_PAGES.items():
+        joiner = "" if path.endswith("&") else "?"
+        page.goto(f"{app_url}/{path}{joiner}{QUERY}{present}")
+        expect(page.get_by_text(text, exact=True).first).to_be_visible(timeout=TIMEOUT_MS)
+        if charts:
+            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+        page.wait_for_timeout(1500)  # the rest of the page's run, plotly's titles laid out
+        shown, cut = selects_cut(page, measured)
+        page.wait_for_timeout(500)
+        labels = [row for row in page.locator(WIDGET_LABELS).evaluate_all(CUT) if row[0] and row[0] not in KNOWN]
+        names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
+        entries, legend_cut = page.evaluate(LEGENDS)
+        found[path] = {
+            "shown": shown >= least and entries >= charts,
+            "selects": [row for row in cut if row[0] not in KNOWN],
+            "chips": chips_scroll(page),
+            "labels": labels,
+            "titles": page.evaluate(TITLES),
+            "legends": legend_cut,
+            "names": names.evaluate_all(NAMES_SPLIT),
+        }
+        page.screenshot(path=str(OUTPUT / f"layout-{path.split('?')[0]}-present{present}.png"), full_page=True)
+    page.close()
+    clean = {"shown": True, "selects": [], "chips": [], "labels": [], "titles": [], "legends": [], "names": []}
+    problems = {path: {k: v for k, v in checks.items() if v != clean[k]} for path, checks in found.items()}
+    problems = {path: checks for path, checks in problems.items() if checks}
+    assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())

@@ -158,7 +158,7 @@ def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
         barmode="group",
         height=320,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        title={"text": "Share of total |importance| in the top words (step 0)"},
+        title={"text": "Importance in the top words (step 0)"},  # the y axis says it is a share
         # levels such as "1 token" and "10%" are names, not numbers: plotly read "10%" ... "50%" as a
         # numeric axis with an empty place at 40
         xaxis={"type": "category", "title": {"text": "top words (a count, or a share of the example's words)"}},
