@@ -78,12 +78,16 @@ def option_labels(page, box) -> list[str]:
     from playwright.sync_api import expect
 
     value, closer = box.input_value(), box.locator('xpath=following-sibling::button[@aria-label="Open"]')
-    for _ in range(10):
-        box.press("ArrowDown")
-        if box.get_attribute("aria-expanded") == "true":
-            break
-        page.wait_for_timeout(100)
-    labels = page.locator(f'[id="{box.get_attribute("aria-controls")}"] [role="option"]').all_inner_texts()
+    labels: list[str] = []
+    for _ in range(40):  # the list is drawn a moment after the box says it is open: read it once it is there
+        if box.get_attribute("aria-expanded") != "true":
+            box.press("ArrowDown")
+        page.wait_for_timeout(150)
+        listbox = box.get_attribute("aria-controls")
+        if box.get_attribute("aria-expanded") == "true" and listbox:
+            labels = page.locator(f'[id="{listbox}"] [role="option"]').all_inner_texts()
+            if labels:
+                break
     assert labels, f"the select box {box.get_attribute('aria-label')} did not open"
     for _ in range(10):
         closer.click()
