@@ -29,10 +29,11 @@ import torch
 
 from core.types import HEAD_TYPES
 
+# Short names (the sidebar's head picker shows them in a narrow box; its help says what each means).
 HEAD_LABELS = {
     "single_label": "single-label (softmax)",
-    "multi_label": "multi-label (one sigmoid per label)",
-    "regression": "regression (raw score)",
+    "multi_label": "multi-label (sigmoids)",
+    "regression": "regression",
 }
 DEFAULT_THRESHOLD = 0.5
 # An attack keeps a regression head's prediction when the score moves by at most this much.

@@ -300,15 +300,6 @@ def _pick_random(dataset: str, split: str) -> None:
     st.session_state["sidebar.index"] = services.random_index(dataset, split)
 
 
-# The head picker's short names (the help says what each means): at the presentation font "multi-label
-# (one sigmoid per label)" ran past the sidebar's box
-HEAD_LABELS = {
-    "single_label": "single-label (softmax)",
-    "multi_label": "multi-label (sigmoids)",
-    "regression": "regression",
-}
-
-
 # Pickers with None first: Streamlit draws a box holding None as clearable, and Escape shows the placeholder.
 NONE_LABELS = {"head": "from the model's config", "autocast": "float32 (exact)"}
 
@@ -319,7 +310,7 @@ def _head_picker() -> str | None:
     return st.selectbox(
         "Head type",
         options,
-        format_func=lambda h: NONE_LABELS["head"] if h is None else HEAD_LABELS[h],
+        format_func=lambda h: NONE_LABELS["head"] if h is None else services.HEAD_CHOICES[h],
         placeholder=NONE_LABELS["head"],
         key="sidebar.head_type",
         help="What the model's outputs mean: one softmax over classes (single-label), one sigmoid per label "
