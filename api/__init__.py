@@ -1,8 +1,8 @@
 """The Python API for notebooks: the engine behind the app and ``python -m cli``, one call away.
 
-``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair)
-with any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the
-app's heatmap; ``compare(model_a, model_b, text, methods=...)`` puts two models' explanations side by side
+``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair) with
+any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the app's
+heatmap; ``compare(model_a, model_b, text, methods=...)`` puts two models' explanations side by side
 (``model_b="randomized"``: model A's randomized copy) with each method's rank correlation;
 ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
 ``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
@@ -103,14 +103,15 @@ def explain(
     autocast: str | None = None,
 ) -> ExplanationResult:
     """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
-    (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated
-    keys or a list) for ``target``: a class index or label name, the predicted class when None. ``seed`` seeds every stochastic method; ``mlm`` (a name or a
-    ``MaskedLM``) is loaded only when a method needs it. A method that refuses the text is
-    listed in the result's ``errors``; the others still run. ``head_type`` overrides the head
-    the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
-    ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or CPU) scores perturbations
-    in that type (``Classifier``); gradients stay float32. No methods, params of a method that
-    are not a mapping and a ``batch_size`` below 1 are refused (``ValueError``)."""
+    (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys
+    or a list) for ``target``: a class index or label name, the predicted class when None. ``seed``
+    seeds every stochastic method; ``mlm`` (a name or a ``MaskedLM``) is loaded only when a method
+    needs it. A method that refuses the text is listed in the result's ``errors``; the others still
+    run. ``head_type`` overrides the head the config gives (``single_label``, ``multi_label``,
+    ``regression``; core/heads.py). ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or
+    CPU) scores perturbations in that type (``Classifier``); gradients stay float32. No methods,
+    params of a method that are not a mapping and a ``batch_size`` below 1 are refused
+    (``ValueError``)."""
     example = _example(text_or_pair)
     keys = _method_keys(methods, "panel")
     overrides = _overrides(params)
@@ -304,7 +305,8 @@ def _method_keys(methods: str | Sequence[str], default: str | Sequence[str]) -> 
 
 
 def _overrides(params: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
-    """Each method's or metric's parameter overrides as a dict; overrides that are no mapping are refused."""
+    """Each method's or metric's parameter overrides as a dict; overrides that are no mapping are
+    refused."""
     overrides = {}
     for key, value in (params or {}).items():
         if not isinstance(value, Mapping):

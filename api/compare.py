@@ -34,7 +34,8 @@ class ComparisonResult:
     agreements: dict[str, MethodAgreement]
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per method: Spearman's rho of the signed and of the absolute scores, words compared."""
+        """One row per method: Spearman's rho of the signed and of the absolute scores, words
+        compared."""
         import pandas as pd
 
         rows = [
@@ -44,7 +45,8 @@ class ComparisonResult:
         return pd.DataFrame(rows, columns=["method", "spearman", "spearman_abs", "n_words"]).set_index("method")
 
     def html(self) -> str:
-        """Both models' predictions, their rows (``method · A`` above ``method · B``) and the correlations."""
+        """Both models' predictions, their rows (``method · A`` above ``method · B``) and the
+        correlations."""
         heads = []
         for label, result in zip("AB", (self.first, self.second), strict=True):
             heads.append(f"<p><b>{label}</b> = {html.escape(result.model)}: {result.prediction_html()}</p>")

@@ -126,7 +126,8 @@ class ExplanationResult:
         return frame
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (schema ``explanation/1``); ``from_json`` gives back an equal result."""
+        """A JSON-ready dict (schema ``explanation/1``); ``from_json`` gives back an equal
+        result."""
         return {
             "schema": EXPLANATION_SCHEMA,
             "model": self.model,

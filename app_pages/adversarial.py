@@ -17,6 +17,7 @@ from ui.downloads import show_figure, show_table
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
 from ui.share import setting_from_link, setting_to_link
+from ui.text import clipped
 
 selection = state.current()
 st.title("Adversarial attacks on explanations")
@@ -141,7 +142,7 @@ if len(results) > 1:
     )  # fmt: skip
     st.caption("Error bars: 95% interval (t distribution).")
     index = st.selectbox(
-        "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {' '.join(examples[i].words)[:80]}",
+        "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {clipped(' '.join(examples[i].words), 50)}",
         key="adversarial.example", persist_state="session",
     )  # fmt: skip
     per_example = [

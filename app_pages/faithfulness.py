@@ -1,10 +1,11 @@
 """Faithfulness: remove the words a method ranks highest and watch the prediction.
 
 Deletion and insertion curves (Arras et al. 2017; Pham et al.'s Deletion and Deletion_BERT),
-comprehensiveness and sufficiency (ERASER, DeYoung et al. 2020; MaRC's 19 bins, Brinner & Zarrieß 2023) and
-log-odds (AML, Barkan et al. 2024). Three views: the curves of one example, the mean curves and a method x
-metric table over a dataset slice, and two removal modes side by side (Pham et al. 2022, Table 1), which
-shows when the ranking of the methods changes with the way words are removed.
+comprehensiveness and sufficiency (ERASER, DeYoung et al. 2020; MaRC's 19 bins, Brinner & Zarrieß
+2023) and log-odds (AML, Barkan et al. 2024). Three views: the curves of one example, the mean
+curves and a method x metric table over a dataset slice, and two removal modes side by side (Pham et
+al. 2022, Table 1), which shows when the ranking of the methods changes with the way words are
+removed.
 """
 
 from __future__ import annotations

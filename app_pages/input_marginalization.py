@@ -1,5 +1,6 @@
 """Input Marginalization: each word's IM score next to leave-one-out, the masked LM's fill-ins
-behind it, and the counterfactual inputs behind LOO, IM and LIME (Pham et al. 2022, "Double Trouble").
+behind it, and the counterfactual inputs behind LOO, IM and LIME (Pham et al. 2022, "Double
+Trouble").
 
 IM replaces a word with the masked LM's fill-ins and averages the classifier's prediction over
 them, so a word the masked LM restores with high likelihood gets a score near zero whatever the

@@ -27,7 +27,7 @@ from ui.roar import (
     t_test_table,
 )
 from ui.share import setting_from_link, setting_to_link
-from ui.text import plain
+from ui.text import clipped, plain
 
 st.title("Remove and retrain")
 st.caption(
@@ -122,7 +122,7 @@ if report.get("examples"):
     examples = report["examples"]
     texts = [" ".join(example["words"]) for example in examples]
     position = st.selectbox(  # 50 characters fit the box at 1,024 px in the presentation font
-        "Evaluation example", range(len(examples)), format_func=lambda i: texts[i][:49] + "…" * (len(texts[i]) > 49),
+        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(texts[i], 50),
         key="roar.example", persist_state="session",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):

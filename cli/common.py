@@ -199,7 +199,8 @@ def methods_and_params(args: argparse.Namespace) -> tuple[list[str], dict[str, d
 
 
 def parse_params(items: list[str] | None) -> dict[str, dict[str, str]]:
-    """``["im.k=5", "lime.n_samples=200"]`` -> ``{"im": {"k": "5"}, "lime": {"n_samples": "200"}}``."""
+    """``["im.k=5", "lime.n_samples=200"]`` ->
+    ``{"im": {"k": "5"}, "lime": {"n_samples": "200"}}``."""
     out: dict[str, dict[str, str]] = {}
     for item in items or []:
         key, eq, value = item.partition("=")
@@ -238,8 +239,9 @@ def check_data_dir(explicit: str | None) -> None:
 
 
 def writable_file(path: str, flag: str) -> None:
-    """Check, before any long work, that a file can be written at ``path`` (its folder is created
-    if missing, as the writer would, and written to once); ``ValueError`` names ``flag`` and the path."""
+    """Check, before any long work, that a file can be written at ``path`` (its folder is created if
+    missing, as the writer would, and written to once); ``ValueError`` names ``flag`` and the
+    path."""
     from pathlib import Path
 
     from core.files import writable_folder_problem
@@ -295,7 +297,8 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
 
 def print_stopped(message: str) -> None:
     """The one line on stderr of a command Ctrl-C stopped, after its progress bars are closed: an
-    open bar is drawn again when tqdm cleans up at exit, below the line that should end the output."""
+    open bar is drawn again when tqdm cleans up at exit, below the line that should end the
+    output."""
     while _OPEN_BARS:
         _OPEN_BARS.pop().close()
     print(message, file=sys.stderr)

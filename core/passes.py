@@ -64,7 +64,8 @@ class PassBook:
         return None if self._shared is None else self._shared.get(key)
 
     def share_pass(self, key: tuple, value: Any) -> None:
-        """Keep a pass's result for the rest of the ``sharing_passes`` block (outside one: nothing)."""
+        """Keep a pass's result for the rest of the ``sharing_passes`` block (outside one:
+        nothing)."""
         if self._shared is not None:
             self._shared[key] = value
 

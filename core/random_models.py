@@ -40,7 +40,8 @@ def _config(name: str):
 
 
 def random_model(name: str, architecture: str):
-    """The ``random:<size>`` model with a ``sequence-classification`` or ``masked-lm`` head, in eval mode."""
+    """The ``random:<size>`` model with a ``sequence-classification`` or ``masked-lm`` head, in eval
+    mode."""
     import torch
     from transformers import BertForMaskedLM, BertForSequenceClassification
 

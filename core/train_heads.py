@@ -1,7 +1,8 @@
-"""Train the regression and multi-label demo heads on HateXplain (``python -m cli train hatexplain-score``
-and ``hatexplain-targets``), the same way as the single-label demos (``core.train``: a LoRA adapter,
-Hu et al. 2021, arXiv:2106.09685, with the head in full), on the annotations of HateXplain (Mathew
-et al. 2021, arXiv:2012.10289) that ``core.datasets.hatexplain_annotations`` reads:
+"""Train the regression and multi-label demo heads on HateXplain
+(``python -m cli train hatexplain-score`` and ``hatexplain-targets``), the same way as the
+single-label demos (``core.train``: a LoRA adapter, Hu et al. 2021, arXiv:2106.09685, with the head
+in full), on the annotations of HateXplain (Mathew et al. 2021, arXiv:2012.10289) that
+``core.datasets.hatexplain_annotations`` reads:
 
 * ``hatexplain-score``: one regression output, the share of the three annotators who marked the
   post hate speech or offensive (mean squared error; reported: MSE and Pearson r on test);

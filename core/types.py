@@ -289,7 +289,8 @@ def _array_dtype(name: Any) -> np.dtype:
 
 
 def _ndarray(inner: Any, depth: int) -> np.ndarray:
-    """The array of a ``$ndarray`` tag, its shape checked against its data before numpy sees either."""
+    """The array of a ``$ndarray`` tag, its shape checked against its data before numpy sees
+    either."""
     if not isinstance(inner, dict) or not isinstance(inner.get("data"), list):
         raise ValueError("$ndarray must be an object with dtype, shape and a list of data")  # noqa: TRY004 (a bad file)
     dtype, shape, data = _array_dtype(inner.get("dtype")), inner.get("shape"), inner["data"]
@@ -304,7 +305,8 @@ def _ndarray(inner: Any, depth: int) -> np.ndarray:
 
 
 def _numpy_scalar(inner: Any, depth: int) -> np.generic:
-    """The numpy scalar of a ``$numpy`` tag: ``[dtype, value]``, of a dtype ``encode_json`` writes."""
+    """The numpy scalar of a ``$numpy`` tag: ``[dtype, value]``, of a dtype ``encode_json``
+    writes."""
     if not isinstance(inner, list) or len(inner) != 2:
         raise ValueError("$numpy must be a list [dtype, value]")
     name, item = inner
@@ -328,9 +330,9 @@ def _float_list(values: np.ndarray) -> list[Any]:
 
 
 def _float32_array(values: list[Any], name: str) -> np.ndarray:
-    """``values`` (JSON numbers, or the tags ``encode_json`` writes for NaN and infinities) as float32,
-    refused with a ``ValueError`` naming the field and place where one is not a number or is a
-    finite number a float32 cannot hold (numpy would read 1e308 as infinity)."""
+    """``values`` (JSON numbers, or the tags ``encode_json`` writes for NaN and infinities) as
+    float32, refused with a ``ValueError`` naming the field and place where one is not a number or
+    is a finite number a float32 cannot hold (numpy would read 1e308 as infinity)."""
     try:
         decoded = [decode_json(v) for v in values]
     except (TypeError, ValueError) as error:  # a bad tag

@@ -23,7 +23,8 @@ def trace_row(trace: dict[str, list[float]], **values: float) -> None:
 
 
 def rationale_spans(mask: np.ndarray, threshold: float) -> list[tuple[int, int]]:
-    """Maximal runs of words whose mask is at least ``threshold``, as ``(start, end)`` (end exclusive)."""
+    """Maximal runs of words whose mask is at least ``threshold``, as ``(start, end)`` (end
+    exclusive)."""
     spans: list[tuple[int, int]] = []
     start: int | None = None
     for i, value in enumerate(np.asarray(mask)):
@@ -65,7 +66,8 @@ def special_embedding(clf: Classifier, choices: tuple[str, ...]) -> torch.Tensor
 
 
 def blend(embeds: torch.Tensor, fill: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """``keep * embeds + (1 - keep) * fill``; embeds (..., seq, dim), keep (..., seq), fill (dim,)."""
+    """``keep * embeds + (1 - keep) * fill``; embeds (..., seq, dim), keep (..., seq), fill
+    (dim,)."""
     keep = keep.unsqueeze(-1)
     return keep * embeds + (1 - keep) * fill
 

@@ -184,14 +184,15 @@ def run_explainers(
     progress: ProgressFn | None = None,
     resources: Any = None,
 ) -> list[Attribution]:
-    """Run one explainer on several examples and record each one's runtime and the passes it
-    spent on the classifier (a None target: the predicted label, for a method that ``predicts``). A method with a batch function explains them together: its passes
-    are counted per example (``Classifier.per_example``) and the batch's time is shared equally
-    among its examples; any other method explains them one after the other. A method that
-    ``needs_attention_weights`` runs on the eager-attention view. ``resources`` (the engine's,
-    engine/resources.py) reach the methods that take them. A gradient pass (or anything else)
-    that runs out of device memory halves ``clf.batch_size`` and runs the explainer again, down
-    to batch size 1 (the scorer retries its own chunks the same way)."""
+    """Run one explainer on several examples and record each one's runtime and the passes it spent
+    on the classifier (a None target: the predicted label, for a method that ``predicts``). A method
+    with a batch function explains them together: its passes are counted per example
+    (``Classifier.per_example``) and the batch's time is shared equally among its examples; any
+    other method explains them one after the other. A method that ``needs_attention_weights`` runs
+    on the eager-attention view. ``resources`` (the engine's, engine/resources.py) reach the methods
+    that take them. A gradient pass (or anything else) that runs out of device memory halves
+    ``clf.batch_size`` and runs the explainer again, down to batch size 1 (the scorer retries its
+    own chunks the same way)."""
     if len(examples) != len(targets):
         raise ValueError("one target per example")
     for example, target in zip(examples, targets):

@@ -1,4 +1,5 @@
-"""GradientSHAP (expected gradients) on the input word embeddings, through Captum's ``GradientShap``.
+"""GradientSHAP (expected gradients) on the input word embeddings, through Captum's
+``GradientShap``.
 
 Lundberg & Lee 2017 (arXiv:1705.07874) define SHAP values; Erion et al. 2019 (arXiv:1906.10670)
 approximate them for differentiable models by expected gradients, which Captum implements as

@@ -324,7 +324,8 @@ def _integrated_gradients_chunk(
 def padded_baselines(
     clf: Classifier, encodings: Sequence[Encoded], inputs: torch.Tensor, baseline: str
 ) -> torch.Tensor:
-    """``inputs`` (``padded_embeddings`` of ``encodings``) with each row's words set to the baseline."""
+    """``inputs`` (``padded_embeddings`` of ``encodings``) with each row's words set to the
+    baseline."""
     baselines = inputs.clone()
     for row, encoded in enumerate(encodings):
         baselines[row : row + 1, : len(encoded.input_ids)] = baseline_embeddings(clf, encoded, baseline)

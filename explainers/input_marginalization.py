@@ -1,4 +1,5 @@
-"""Input Marginalization (Kim et al. 2020; as examined in Pham et al. 2022, "Double Trouble", Eq. 3-4).
+"""Input Marginalization (Kim et al. 2020; as examined in Pham et al. 2022, "Double Trouble",
+Eq. 3-4).
 
 Each word alone is replaced by one mask token; the masked LM proposes fill-ins ``x~_j`` with
 likelihoods ``p_j``; the expected prediction is the likelihood-weighted average of the
@@ -61,7 +62,8 @@ def is_original(mlm: MaskedLM, fill: Fill, word: str) -> bool:
 
 
 def select_candidates(mlm: MaskedLM, fills: list[Fill], word: str, params: ImParams) -> list[Fill]:
-    """The fill-ins IM marginalises over (at least one: threshold selection keeps the most likely)."""
+    """The fill-ins IM marginalises over (at least one: threshold selection keeps the most
+    likely)."""
     kept = [f for f in fills if params.include_original or not is_original(mlm, f, word)]
     if params.selection == "topk":
         return kept[: params.k]
@@ -155,6 +157,7 @@ def explain(
 
 
 def passes(n_words: int, params: ImParams) -> Passes:
-    """Cost model: one masked-LM pass per word, one classifier pass per kept fill-in plus the original."""
+    """Cost model: one masked-LM pass per word, one classifier pass per kept fill-in plus the
+    original."""
     per_word = params.k if params.selection == "topk" else params.max_candidates
     return Passes(classifier=1 + n_words * per_word, mlm=n_words)

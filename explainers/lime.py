@@ -1,4 +1,5 @@
-"""LIME over words (Ribeiro et al. 2016) and LIME with masked-LM fill-ins (Pham et al. 2022, LIME_BERT).
+"""LIME over words (Ribeiro et al. 2016) and LIME with masked-LM fill-ins (Pham et al. 2022,
+LIME_BERT).
 
 The sampler is the one of the ``lime`` package's ``LimeTextExplainer``: the first sample is the
 original input; every other sample removes a number of words drawn uniformly from 1..n, chosen
@@ -66,7 +67,8 @@ class Surrogate:
 
 
 def draw_kept(n_words: int, n_samples: int, rng: np.random.Generator) -> np.ndarray:
-    """lime's text sampler: (n_samples, n_words) booleans, True where the word is kept; row 0 keeps all."""
+    """lime's text sampler: (n_samples, n_words) booleans, True where the word is kept; row 0 keeps
+    all."""
     kept = np.ones((n_samples, n_words), dtype=bool)
     sizes = rng.integers(1, n_words + 1, n_samples - 1)
     for row, size in enumerate(sizes, start=1):

@@ -1,4 +1,5 @@
-"""Leave-one-out: remove one word and watch the prediction (Pham et al. 2022, Eq. 1; Li et al. 2016).
+"""Leave-one-out: remove one word and watch the prediction (Pham et al. 2022, Eq. 1; Li et al.
+2016).
 
 ``a_i = g(f(x)) - g(f(x with word i removed))`` with ``f`` the explained output (``core.heads``)
 and ``g`` the log2-odds (Pham et al.'s default, for comparison with Input Marginalization) or the

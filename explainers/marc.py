@@ -127,7 +127,8 @@ def _complement_term(logits: torch.Tensor, target: int, score: str, complement: 
 
 
 def span_mask(weights: torch.Tensor, widths: torch.Tensor, kernel: str) -> torch.Tensor:
-    """MaRC's Gaussian span parameterisation (Eq. 5-6): (n,) weights and widths -> (n,) mask in (0, 1)."""
+    """MaRC's Gaussian span parameterisation (Eq. 5-6): (n,) weights and widths -> (n,) mask
+    in (0, 1)."""
     positions = torch.arange(len(weights), device=weights.device, dtype=weights.dtype)
     distance2 = (positions[None, :] - positions[:, None]) ** 2  # (source i, target j)
     scale = widths**2 if kernel == "sigma_squared" else widths
@@ -136,7 +137,8 @@ def span_mask(weights: torch.Tensor, widths: torch.Tensor, kernel: str) -> torch
 
 
 def _flip(mask: torch.Tensor, fraction: float, generator: torch.Generator) -> torch.Tensor:
-    """Set a random ``fraction`` of values to 0 and, independently, to 1 (a value drawn by both stays)."""
+    """Set a random ``fraction`` of values to 0 and, independently, to 1 (a value drawn by both
+    stays)."""
     if fraction == 0:
         return mask
     draws = torch.rand((2, len(mask)), generator=generator).to(mask.device)
@@ -153,7 +155,8 @@ def _should_stop(step: int, mean: float, previous: float) -> bool:
 
 @dataclass
 class _Run:
-    """One example's optimisation: its inputs, its own random stream and mask parameters, and its record."""
+    """One example's optimisation: its inputs, its own random stream and mask parameters, and its
+    record."""
 
     example: Example
     owner: int  # its position in the batched request (``Classifier.per_example``)
@@ -215,7 +218,8 @@ def explain_marc_batch(
     complement inputs of all examples still optimising as one padded forward and backward pass
     (``length_chunks``: at most ``batch_size`` rows, fewer for long texts). A row's logits do not
     depend on the other rows, so each example's result equals its single-example run to float
-    rounding; each example is charged its own passes (two per step it ran, two for the final mask)."""
+    rounding; each example is charged its own passes (two per step it ran, two for the final
+    mask)."""
     runs = [_start(clf, example, i, target, params) for i, (example, target) in enumerate(zip(examples, targets))]
     # two rows per example: half the batch size in examples (and half its tokens)
     parts = length_chunks([len(run.encoded.input_ids) for run in runs], clf.batch_size // 2)

@@ -75,7 +75,8 @@ def noise_stdev(encoded: Encoded, embeds: torch.Tensor, noise: float) -> float:
 
 
 def _tunnel(clf: Classifier, example: Example, target: int, params, nt_type: str) -> tuple[Encoded, torch.Tensor, dict]:
-    """(encoding, NoiseTunnel attributions (seq, dim), extras) of saliency or integrated gradients."""
+    """(encoding, NoiseTunnel attributions (seq, dim), extras) of saliency or integrated
+    gradients."""
     from captum.attr import IntegratedGradients, NoiseTunnel, Saliency
 
     encoded = clf.encode(example)

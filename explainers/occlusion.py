@@ -8,11 +8,11 @@ every word of the window; a word's score is the mean drop over the windows that 
 Captum's ``Occlusion`` averages (``g``: the probability of the target, or its log2-odds as
 leave-one-out uses). With ``window=1`` this is leave-one-out with the same removal.
 
-Captum sees a (1, n_words) input of ones with a baseline of zeros and slides its window over
-it; the forward function maps each 0/1 "word present" row to a variant built on token ids.
-All variants (the input and every window) are built before anything is scored and go to the
-shared scorer in one call (pooled with the other examples' in a dataset run,
-explainers/pooling.py); Captum's calls then read their values. Windows slide over the whole text: in a sentence pair one window can cover the end of
+Captum sees a (1, n_words) input of ones with a baseline of zeros and slides its window over it; the
+forward function maps each 0/1 "word present" row to a variant built on token ids. All variants (the
+input and every window) are built before anything is scored and go to the shared scorer in one call
+(pooled with the other examples' in a dataset run, explainers/pooling.py); Captum's calls then read
+their values. Windows slide over the whole text: in a sentence pair one window can cover the end of
 the premise and the start of the hypothesis. Cost: ``n_words - window + 2`` forward passes
 (``n_words + 1`` for a window of 1), duplicates scored once.
 """

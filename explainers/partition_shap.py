@@ -15,9 +15,10 @@ with a batch size of ``n_evals``, so each level is one scorer call.
 
 Owen values are Shapley values when the model is additive over words, and always sum to
 ``f(x) - f(no words)`` (efficiency). ``n_evals`` caps the evaluations (shap's ``max_evals``); a
-balanced tree of n words needs about 2 n^2 / 3 to be explored fully (then the result does not
-depend on the budget; ``extras["evaluations"]`` says how many were used). shap breaks ties in its priority queue with numpy's global generator,
-seeded with 0 (explainers/_seeding.py), so the method is deterministic. Cost: at most ``n_evals`` forward passes.
+balanced tree of n words needs about 2 n^2 / 3 to be explored fully (then the result does not depend
+on the budget; ``extras["evaluations"]`` says how many were used). shap breaks ties in its priority
+queue with numpy's global generator, seeded with 0 (explainers/_seeding.py), so the method is
+deterministic. Cost: at most ``n_evals`` forward passes.
 """
 
 from __future__ import annotations

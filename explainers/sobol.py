@@ -95,5 +95,6 @@ explain = one_example(explain_batch)
 
 
 def passes(n_words: int, params: SobolParams) -> Passes:
-    """Cost model: ``n_designs x (n_words + 2)`` masked inputs, or the 2^n distinct masks if fewer."""
+    """Cost model: ``n_designs x (n_words + 2)`` masked inputs, or the 2^n distinct masks if
+    fewer."""
     return Passes(classifier=min(params.n_designs * (n_words + 2), 2 ** min(n_words, 60)))

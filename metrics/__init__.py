@@ -1,4 +1,5 @@
-"""The metric registry: one key per metric, each a ``MetricSpec``, gathered from the family modules."""
+"""The metric registry: one key per metric, each a ``MetricSpec``, gathered from the family
+modules."""
 
 from __future__ import annotations
 

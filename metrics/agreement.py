@@ -1,9 +1,9 @@
 """Agreement between two attributions of the same words: rank correlations and top-k overlap.
 
-Used by the sanity checks (thesis, seed 002, section 2.7: Spearman's rho between the original
-and a randomised model's explanation, after Adebayo et al. 2018), by the classifier-head reset of
-Pham et al. 2022 (Table A5: the share of words whose score changes sign and the mean absolute change),
-and by the adversarial attacks (rank and top-k changes).
+Used by the sanity checks (thesis, seed 002, section 2.7: Spearman's rho between the original and a
+randomised model's explanation, after Adebayo et al. 2018), by the classifier-head reset of Pham et
+al. 2022 (Table A5: the share of words whose score changes sign and the mean absolute change), and
+by the adversarial attacks (rank and top-k changes).
 
 Every function takes two score vectors over the same words and returns a float. A correlation
 that is undefined (fewer than two words, or one vector constant) is NaN, which
@@ -77,8 +77,8 @@ def top_k_overlap(a, b, k: int, absolute: bool = False) -> float:
 
 
 def sign_change(a, b) -> float:
-    """Share of words whose score has another sign in ``b`` than in ``a`` (Pham et al. 2022, Table A5 (a));
-    a score of exactly zero counts as its own sign."""
+    """Share of words whose score has another sign in ``b`` than in ``a`` (Pham et al. 2022, Table
+    A5 (a)); a score of exactly zero counts as its own sign."""
     a, b = _pair(a, b)
     if len(a) == 0:
         return float("nan")
@@ -86,7 +86,8 @@ def sign_change(a, b) -> float:
 
 
 def mean_abs_change(a, b) -> float:
-    """Mean absolute difference of the scores (Pham et al. 2022, Table A5 (b)), in the method's own unit."""
+    """Mean absolute difference of the scores (Pham et al. 2022, Table A5 (b)), in the method's own
+    unit."""
     a, b = _pair(a, b)
     if len(a) == 0:
         return float("nan")

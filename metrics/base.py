@@ -89,7 +89,8 @@ class Summary:
     skipped: int = 0
 
     def text(self, digits: int = 3) -> str:
-        """``mean [low, high]`` as tables print it, the mean alone with no interval (``interval_text``)."""
+        """``mean [low, high]`` as tables print it, the mean alone with no interval
+        (``interval_text``)."""
         return interval_text(self.mean, self.low, self.high, self.n, digits)
 
     @classmethod

@@ -104,7 +104,8 @@ def auprc_documents(scores: np.ndarray, human: np.ndarray, segment_ids: Sequence
 
 def macro(key: str, documents: Sequence[dict[str, Any]]) -> float:
     """ERASER's macro figure over ``documents``: the mean value, or for IOU-F1 the F1 of the mean
-    precision (documents with a predicted span) and the mean recall (documents with a human span)."""
+    precision (documents with a predicted span) and the mean recall (documents with a human
+    span)."""
     if not documents:
         return 0.0
     if key == "iou_f1":
@@ -115,7 +116,8 @@ def macro(key: str, documents: Sequence[dict[str, Any]]) -> float:
 
 
 def result(key: str, documents: list[dict[str, Any]], extras: dict[str, Any]) -> MetricResult:
-    """One example's result under ERASER's convention, its documents and the convention in extras."""
+    """One example's result under ERASER's convention, its documents and the convention in
+    extras."""
     return MetricResult(macro(key, documents), extras={**extras, "convention": "eraser", "documents": documents})
 
 

@@ -77,13 +77,15 @@ def as_typed(typed: object, words: tuple[str, ...]) -> str:
 
 
 def slice_examples(dataset: str, split: str, n: int, *, random_order: bool = False, seed: int = 0) -> list[Example]:
-    """The first ``n`` examples of a split, or ``n`` drawn at random with ``seed`` (in dataset order)."""
+    """The first ``n`` examples of a split, or ``n`` drawn at random with ``seed`` (in dataset
+    order)."""
     indices = slice_indices(dataset, split, n, random_order=random_order, seed=seed)
     return to_examples(_dataset(dataset, split).select(indices))
 
 
 def slice_indices(dataset: str, split: str, n: int, *, random_order: bool = False, seed: int = 0) -> list[int]:
-    """Positions of the first ``n`` examples of a split, or of ``n`` drawn with ``seed`` (sorted)."""
+    """Positions of the first ``n`` examples of a split, or of ``n`` drawn with ``seed``
+    (sorted)."""
     from engine.evaluate import select_examples
 
     size = dataset_size(dataset, split)

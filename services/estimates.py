@@ -54,7 +54,8 @@ def _pass_units(classifier: int, mlm: int, backward: int) -> float:
 
 @dataclass(frozen=True)
 class MaskCostEstimate:
-    """Seconds a mask optimiser's run should take; ``pretrain_s`` is a one-off pre-training (AML's)."""
+    """Seconds a mask optimiser's run should take; ``pretrain_s`` is a one-off pre-training
+    (AML's)."""
 
     seconds: float
     pretrain_s: float = 0.0

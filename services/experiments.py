@@ -90,7 +90,8 @@ def randomize(
 
 @st.cache_resource
 def _attack_cache() -> store.ResultStore:
-    """Finished attacks shared by every session (not ``st.cache_data``: see ``store.ResultStore``)."""
+    """Finished attacks shared by every session (not ``st.cache_data``: see
+    ``store.ResultStore``)."""
     return store.ResultStore(max_entries=256)
 
 

@@ -1,4 +1,5 @@
-"""Cached model loading: the shared classifiers and masked LMs, one per process, and the model pickers' choices."""
+"""Cached model loading: the shared classifiers and masked LMs, one per process, and the model
+pickers' choices."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def _is_classifier(name: str) -> bool:
 
 
 def model_task(name: str) -> str | None:
-    """The catalog task of a model (``sst2``, ``esnli`` ...), None for models outside the catalog."""
+    """The catalog task of a model (``sst2``, ``esnli`` ...), None for models outside the
+    catalog."""
     entry = catalog.find(name)
     return entry.task if entry else None
 

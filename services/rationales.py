@@ -54,7 +54,8 @@ def human_rows(example: Example) -> dict[str, Attribution]:
 
 
 def human_outline(example: Example, annotator: str) -> tuple[int, ...] | None:
-    """The human mask ``annotator`` picks (see ``metrics.plausibility.human_mask``), None when empty."""
+    """The human mask ``annotator`` picks (see ``metrics.plausibility.human_mask``), None when
+    empty."""
     mask, empty = plausibility.human_mask(example, annotator)
     return None if empty else tuple(int(m) for m in mask)
 
@@ -72,7 +73,8 @@ def rationale_scores(
 
 
 def rationale_ceiling(example: Example, metric_params: dict[str, dict[str, Any]]) -> dict[str, MetricResult]:
-    """The annotators' agreement with each other under the same metrics (those defined for masks)."""
+    """The annotators' agreement with each other under the same metrics (those defined for
+    masks)."""
     resolved = _plausibility_params(metric_params)
     return {
         key: plausibility.human_ceiling(example, key, p)

@@ -25,7 +25,8 @@ from services.resources import resources
 
 @st.cache_resource
 def _slice_store() -> store.ResultStore:
-    """Finished slices shared by every session (not ``st.cache_data``: see ``store.ResultStore``)."""
+    """Finished slices shared by every session (not ``st.cache_data``: see
+    ``store.ResultStore``)."""
     return store.ResultStore(max_entries=32)
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # What the commands and pages keep in the results folder (runs, AML's pre-trained models) goes to
 # a folder of this test session's, never to the checkout's ./results.
 os.environ.setdefault("ATTRIBUTION_RESULTS_DIR", tempfile.mkdtemp(prefix="attribution-test-results-"))
+# A shell starts its background jobs (`make test &`, `nohup ... &`) with Ctrl-C ignored, and the
+# commands the tests start would inherit that: the Ctrl-C tests then saw a command run to its end.
+# The tests run with Python's own handler, as in a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

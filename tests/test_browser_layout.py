@@ -195,6 +195,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     page.wait_for_timeout(1000)
     numbers, overlap = matrix.evaluate(OVERLAP)
     assert numbers >= 4 and overlap == 0, (numbers, overlap)
+    assert page.locator("tr.hm-row th").count() >= 7 and page.locator("tr.hm-row th").evaluate_all(CUT) == []
     matrix.screenshot(path=str(OUTPUT / f"layout-agreement-present{present}.png"))
     chips = page.locator('[data-testid="stMultiSelectTagsContainer"]').first.evaluate_all(CHIPS)
     assert chips[0][0] == 7 and chips_scroll(page) == [], chips  # the default methods, all in sight
@@ -267,7 +268,7 @@ def test_escape_in_a_select_whose_choice_is_none_keeps_showing_that_choice(app_u
 # sidebar's included) once their expanders are open, and of charts; none starts a computation
 OTHER_PAGES = {
     "adversarial": ("Adversarial attacks on explanations", 9, 0),
-    "rationales": ("Human rationales", 9, 0),
+    "rationales": ("Human highlights and the words each method selects", 9, 0),  # the example's heatmaps drawn
     "rationales?view=Dataset+slice&": ("Human rationales", 9, 0),
     "roar": ("Remove and retrain", 9, 2),  # the bundled job's curve and sparsity
     "explorer": ("Dataset explorer", 8, 0),
@@ -278,10 +279,35 @@ KNOWN: set[str] = set()  # labels left out of the checks
 WIDGET_LABELS = '[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] label *'
 
 
+def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict:
+    """What the other pages' walk finds on the page shown: whether at least ``least`` select boxes
+    and ``charts`` charts' legends are there, and every select, option, widget label, chart title,
+    legend entry, method name and heatmap row label that does not fit; a screenshot as ``name``."""
+    page.wait_for_timeout(1500)  # the rest of the page's run, plotly's titles laid out
+    shown, cut = selects_cut(page, measured)
+    page.wait_for_timeout(500)
+    labels = [row for row in page.locator(WIDGET_LABELS).evaluate_all(CUT) if row[0] and row[0] not in KNOWN]
+    names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
+    entries, legend_cut = page.evaluate(LEGENDS)
+    checks = {
+        "shown": shown >= least and entries >= charts,
+        "selects": [row for row in cut if row[0] not in KNOWN],
+        "chips": chips_scroll(page),
+        "labels": labels,
+        "titles": page.evaluate(TITLES),
+        "legends": legend_cut,
+        "names": names.evaluate_all(NAMES_SPLIT),
+        "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column
+    }
+    page.screenshot(path=str(OUTPUT / f"layout-{re.sub(r'[^a-z0-9]+', '-', name).strip('-')}.png"), full_page=True)
+    return checks
+
+
 @pytest.mark.parametrize("present", ["0", "1"])
 def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
-    """The pages the walk above leaves out, as they open (no attack, run or job started; the
-    ROAR page's bundled job and the reproductions' packaged results drawn), their expanders open."""
+    """The pages the walk above leaves out, as they open (no run or job started; the ROAR page's
+    bundled job and the reproductions' packaged results drawn), their expanders open, then the
+    adversarial page after a short attack on two examples."""
     from playwright.sync_api import expect
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
@@ -294,24 +320,22 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
         expect(page.get_by_text(text, exact=True).first).to_be_visible(timeout=TIMEOUT_MS)
         if charts:
             expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
-        page.wait_for_timeout(1500)  # the rest of the page's run, plotly's titles laid out
-        shown, cut = selects_cut(page, measured)
-        page.wait_for_timeout(500)
-        labels = [row for row in page.locator(WIDGET_LABELS).evaluate_all(CUT) if row[0] and row[0] not in KNOWN]
-        names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
-        entries, legend_cut = page.evaluate(LEGENDS)
-        found[path] = {
-            "shown": shown >= least and entries >= charts,
-            "selects": [row for row in cut if row[0] not in KNOWN],
-            "chips": chips_scroll(page),
-            "labels": labels,
-            "titles": page.evaluate(TITLES),
-            "legends": legend_cut,
-            "names": names.evaluate_all(NAMES_SPLIT),
-        }
-        page.screenshot(path=str(OUTPUT / f"layout-{path.split('?')[0]}-present{present}.png"), full_page=True)
+        found[path] = page_checks(page, measured, least, charts, f"{path}-present{present}")
+    # the adversarial page after an attack on two examples: the mean over them, the example select
+    page.goto(f"{app_url}/adversarial?{QUERY}{present}&attack_params=" + quote('{"steps":3}'))
+    page.get_by_text("dataset slice", exact=True).click(timeout=TIMEOUT_MS)
+    count = page.get_by_label(re.compile("^First N examples"))
+    count.fill("2")
+    count.press("Enter")
+    expect(page.get_by_text(re.compile(r"× 2 example\(s\); cost"))).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Run the attack").click()
+    expect(page.get_by_role("combobox", name="Example shown below")).to_be_visible(timeout=TIMEOUT_MS)
+    found["adversarial, two examples attacked"] = page_checks(
+        page, measured, 10, 1, f"adversarial-attacked-present{present}"
+    )
     page.close()
-    clean = {"shown": True, "selects": [], "chips": [], "labels": [], "titles": [], "legends": [], "names": []}
+    clean = {"shown": True, "selects": [], "chips": [], "labels": [], "titles": [], "legends": [], "names": [],
+             "row labels": []}  # fmt: skip
     problems = {path: {k: v for k, v in checks.items() if v != clean[k]} for path, checks in found.items()}
     problems = {path: checks for path, checks in problems.items() if checks}
     assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())

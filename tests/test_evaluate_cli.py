@@ -342,7 +342,9 @@ def test_ctrl_c_stops_evaluate_with_one_line_and_exit_130(toy_bert_folder):
     """Ctrl-C printed a 40-line KeyboardInterrupt traceback; now it says how far it got, as ``run``
     and ``roar`` do, and exits 130."""
     argv = ["-m", "cli", "evaluate", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2"]
-    argv += ["--methods", "lime", "--param", "lime.n_samples=2000", "--group", "1"]  # about a second an example
+    # 20,000 samples: a tenth of a second or more an example on the toy model (2,000 took under 0.1 s), so the signal
+    # comes well before the slice's end
+    argv += ["--methods", "lime", "--param", "lime.n_samples=20000", "--group", "1"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, *argv], cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.PIPE,

@@ -1,4 +1,5 @@
-"""How long the app takes (issue 20, item 6): start to the first heatmap, and the same request again.
+"""How long the app takes (issue 20, item 6): start to the first heatmap, and the same request
+again.
 
 Starts ``streamlit run app.py`` on a free port, opens the heatmap page on the bundled SST-2 model
 and example 0 with the page's default methods in Debian's chromium (Playwright), and records:

@@ -1,4 +1,5 @@
-"""The shared password, asked for before any page runs (shared mode with ``ATTRIBUTION_PASSWORD``)."""
+"""The shared password, asked for before any page runs (shared mode with
+``ATTRIBUTION_PASSWORD``)."""
 
 from __future__ import annotations
 

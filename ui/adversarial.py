@@ -208,7 +208,8 @@ def rank_change_figure(rows: list[dict], summary: dict) -> go.Figure:
     theme = current()
 
     def reach(r: dict, end: str) -> float:
-        """How far the interval's ``end`` lies from the mean; none drawn without an interval (one example)."""
+        """How far the interval's ``end`` lies from the mean; none drawn without an interval (one
+        example)."""
         mean, bound = r["Rank Change"], summary[r["method"]]["rank_change"][end]
         return 0.0 if mean is None or bound is None else abs(bound - mean)
 

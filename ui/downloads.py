@@ -144,8 +144,8 @@ def download_row(
 
 
 def with_row_labels(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with an index that labels its rows turned into its first column(s) (named after
-    the index, else "row"), since the exported files carry no index; a plain 0..n-1 index is dropped."""
+    """``frame`` with an index that labels its rows turned into its first column(s) (named after the
+    index, else "row"), since the exported files carry no index; a plain 0..n-1 index is dropped."""
     if isinstance(frame.index, pd.RangeIndex):
         return frame
     return frame.rename_axis([name or "row" for name in frame.index.names]).reset_index()

@@ -141,10 +141,11 @@ def mean_curve_figure(
     summary: dict | None = None,
     head: str = "single_label",
 ) -> go.Figure:
-    """The mean ``metric`` curve of every method with its 95% band (``engine.slice_report.mean_curves``);
-    with ``summary`` (``[method][metric]`` -> ``metrics.base.Summary``) each legend entry shows the
-    method's mean value and each point its band on hover. ``head`` (``core.heads``) names the
-    explained output: a regression head's score is not clipped to a probability's range."""
+    """The mean ``metric`` curve of every method with its 95% band
+    (``engine.slice_report.mean_curves``); with ``summary`` (``[method][metric]`` ->
+    ``metrics.base.Summary``) each legend entry shows the method's mean value and each point its
+    band on hover. ``head`` (``core.heads``) names the explained output: a regression head's score
+    is not clipped to a probability's range."""
     theme = current()
     bounds = None if head == "regression" else CURVE_BOUNDS.get(metric)
     figure = go.Figure()

@@ -64,7 +64,8 @@ def hover_text(text: str, width: int = 70, lines: int = 8) -> str:
 
 def best_styles(shown: pd.DataFrame, numbers: dict[str, tuple[str, pd.Series]]) -> pd.DataFrame:
     """CSS for the cells of ``shown``: in each column named after a metric (``numbers`` maps the
-    column to the metric and its values), the best value by the metric's direction is highlighted."""
+    column to the metric and its values), the best value by the metric's direction is
+    highlighted."""
     styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
     for column, (key, values) in numbers.items():
         values = pd.to_numeric(values, errors="coerce")
@@ -92,7 +93,8 @@ def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: 
 
 
 def example_curves(runs: dict[str, services.MetricsRun], n_words: int, head: str) -> dict[str, go.Figure]:
-    """The four curves of one example, each with one line per method, for a head of kind ``head``."""
+    """The four curves of one example, each with one line per method, for a head of kind
+    ``head``."""
     return {key: layout(example_curve(runs, key, n_words), title, *curve_axes(key, head)) for key, title, _ in TITLES}
 
 
@@ -296,7 +298,8 @@ def _add_paper_pair() -> None:
 
 
 def paper_pair_button() -> None:
-    """A button that adds the pair Pham et al. 2022 compare (loo_empty and im) to the chosen methods."""
+    """A button that adds the pair Pham et al. 2022 compare (loo_empty and im) to the chosen
+    methods."""
     st.button(
         "Add loo_empty and im (the pair Pham et al. 2022 compare)", on_click=_add_paper_pair,
         key="faithfulness.compare_add_im",

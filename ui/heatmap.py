@@ -306,7 +306,8 @@ def legend_html(
 
 
 def binary_legend_html(labels: tuple[str, str], rationale: bool, palette: str | None = None) -> str:
-    """The legend of rows that are 0/1: a cell of each value with what it means (``labels``: 1, 0)."""
+    """The legend of rows that are 0/1: a cell of each value with what it means (``labels``: 1,
+    0)."""
     on, off = (f"background:{colour(v, palette)};color:{_text_colour(v, palette)};" for v in (1.0, 0.0))
     outline = _key(_RATIONALE, "human rationale compared against") if rationale else ""
     keys = _key(on, labels[0]) + _key(off + "border:1px solid #ccc;", labels[1])

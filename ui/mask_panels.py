@@ -191,7 +191,8 @@ def trace_figure(trace: dict[str, list[float]], terms: Sequence[str], selected_s
 
 
 def summary_rows(attribution: Attribution) -> list[dict[str, Any]]:
-    """What the optimisation did, as label/value rows (steps run, early stop, kept step, pre-training)."""
+    """What the optimisation did, as label/value rows (steps run, early stop, kept step,
+    pre-training)."""
     extras = attribution.extras
     trace = extras.get("trace", {})
     rows = [
@@ -218,7 +219,8 @@ def summary_rows(attribution: Attribution) -> list[dict[str, Any]]:
 
 def render_mask_extras(attribution: Attribution, segment_ids: Sequence[int] | None = None) -> None:
     """One expander for a MaRC or AML attribution: its rationale spans drawn as phrases, the input
-    with the masked words greyed out (and as the classifier sees it), the trace chart and a summary."""
+    with the masked words greyed out (and as the classifier sees it), the trace chart and a
+    summary."""
     extras = attribution.extras
     key = attribution.method
     problem = mask_extras_problem(attribution)

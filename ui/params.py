@@ -144,7 +144,8 @@ def preset_params(infos: Mapping[str, MethodInfo], params: Mapping[str, Mapping[
     """Set the widgets of ``methods_params_form(..., prefix)`` to ``params`` (by method, then
     parameter name). Call it before the widgets are drawn in this run (a callback, or before the
     page): Streamlit refuses a widget's value set after it is drawn. Returns ``method.name=value``
-    of each value the form cannot take (not one of its choices, outside its bounds, another type)."""
+    of each value the form cannot take (not one of its choices, outside its bounds, another
+    type)."""
     refused = []
     for method, values in params.items():
         for field in infos[method].fields if method in infos else ():

@@ -11,7 +11,8 @@ DEFAULT_THRESHOLD = 0.5
 
 
 def label_set(outputs: Sequence[float], threshold: float = DEFAULT_THRESHOLD) -> list[int]:
-    """The labels of a multi-label head predicted at ``threshold`` (their own probability at or above it)."""
+    """The labels of a multi-label head predicted at ``threshold`` (their own probability at or
+    above it)."""
     return [i for i, p in enumerate(outputs) if p >= threshold]
 
 

@@ -19,6 +19,7 @@ import services
 from ui.charts import style
 from ui.downloads import show_figure, show_table
 from ui.share import setting_from_link, setting_to_link
+from ui.text import clipped
 from ui.theme import current
 
 INFOS = {m.key: m for m in services.metric_infos("plausibility")}
@@ -74,8 +75,8 @@ SELECTIONS = ("top_k", "threshold")
 def settings_form(options: list[str]) -> tuple[dict, str]:
     """Threshold, human mask, selection mode and k; returns every metric's parameters and the
     human mask compared against."""
-    # two rows of two: in four columns at 1,024 px the Human mask left "majority of the annotators" 91 px
-    first, second = st.columns([2, 3])  # in halves it still lacked 3 px in the presentation font
+    # two rows: in four columns at 1,024 px the Human mask left "majority of the annotators" 91 px;
+    first, second = st.columns([2, 3])  # the first row is 2:3, as in halves it still lacked 3 px
     third, fourth = st.columns(2)
     # no defaults of their own: setting_from_link seeds them (a link sets them)
     setting_from_link("rationales.threshold", "tau", TAUS, 0.5)
@@ -172,7 +173,8 @@ def summary_table(result, threshold: float) -> None:
     examples = {m: min(result.summary[m][k].n for k in keys) for m in methods}
 
     def cell(method: str, key: str) -> str:
-        """The mean [interval], and its own n where it counts something else (ERASER's documents)."""
+        """The mean [interval], and its own n where it counts something else (ERASER's
+        documents)."""
         summary = result.summary[method][key]
         return summary.text() + (f" n={summary.n}" if summary.n != examples[method] else "")
 
@@ -270,9 +272,8 @@ def worst_examples(result, open_example, count: int = 5) -> None:
             for value, i in scored[:count]:
                 item = result.items[i]
                 words = " ".join(item.example.words)
-                preview = words if len(words) <= 70 else words[:69] + "…"
                 st.button(
-                    f"#{item.index} · {LABELS[key]} {value:.2f} · {preview}",
+                    f"#{item.index} · {LABELS[key]} {value:.2f} · {clipped(words, 70)}",
                     key=f"rationales.open.{method}.{item.index}",
                     on_click=open_example,
                     args=(item.index,),

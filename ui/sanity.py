@@ -42,7 +42,8 @@ def how_to_read() -> None:
 
 
 def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Figure:
-    """One line per method: the mean ``measure`` after each step, with 95% error bars over several examples."""
+    """One line per method: the mean ``measure`` after each step, with 95% error bars over several
+    examples."""
     theme = current()
     figure = go.Figure()
     for i, method in enumerate(result.methods):
@@ -97,7 +98,8 @@ def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
 
 def step_rows(result, names: list[str], row, measure: str) -> None:
     """One row of thumbnails per method, one card per step, wrapping onto more lines where the
-    column is narrower than the steps (the steps past the first few were hidden off to the right)."""
+    column is narrower than the steps (the steps past the first few were hidden off to the
+    right)."""
     words = row.example.words
     for method in result.methods:
         cards = "".join(

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui.text import plain
+from ui.text import clipped, plain
 
 QUOTED_MAX = 60  # characters of a link's value that a warning quotes
 
@@ -41,13 +41,13 @@ def copy_link() -> None:
 def quoted(value: str) -> str:
     """A value of the link as a warning quotes it: in quotes, cut to ``QUOTED_MAX`` characters and
     escaped for markdown (a crafted link must not put a link or markup of its own on the page)."""
-    cut = value if len(value) <= QUOTED_MAX else f"{value[:QUOTED_MAX]}…"
-    return f"“{plain(cut)}”"
+    return f"“{plain(clipped(value, QUOTED_MAX))}”"
 
 
 def link_warning(message: str) -> None:
     """Name on the page what a link asked for and does not get, and what is shown instead (never a
-    silent swap); shown on the run that reads the link. Values of the link go in through ``quoted``."""
+    silent swap); shown on the run that reads the link. Values of the link go in through
+    ``quoted``."""
     st.warning(message)
 
 

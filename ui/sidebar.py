@@ -16,7 +16,7 @@ import services
 from ui.prediction import DEFAULT_THRESHOLD
 from ui.share import copy_link, link_warning, quoted
 from ui.state import Selection, set_selection
-from ui.text import plain
+from ui.text import plain, shortened_name
 
 DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
 _URL_READ = "sidebar.url_read"
@@ -208,14 +208,9 @@ MODEL_LABEL_CHARS = 22
 
 def model_labels(choices: dict[str, services.ModelChoice]) -> dict[str, str]:
     """What the Model picker shows of each model: its name without the hub owner, past
-    MODEL_LABEL_CHARS characters its start and end around an ellipsis; a model whose short name
-    another one shares shows its full label."""
-    short = {}
-    for name in choices:
-        bare = name.rsplit("/", 1)[-1]
-        head = (MODEL_LABEL_CHARS - 1) // 2
-        tail = MODEL_LABEL_CHARS - 1 - head
-        short[name] = bare if len(bare) <= MODEL_LABEL_CHARS else f"{bare[:head]}…{bare[-tail:]}"
+    MODEL_LABEL_CHARS characters shortened around an ellipsis (``ui.text.shortened_name``); a model
+    whose short name another one shares shows its full label."""
+    short = {name: shortened_name(name.rsplit("/", 1)[-1], MODEL_LABEL_CHARS) for name in choices}
     taken = list(short.values())
     return {name: label if taken.count(label) == 1 else choices[name].label for name, label in short.items()}
 
@@ -339,7 +334,8 @@ def _autocast_picker() -> str | None:
 
 
 def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
-    """The explained class (single-label) or label (multi-label); no picker for one regression score."""
+    """The explained class (single-label) or label (multi-label); no picker for one regression
+    score."""
     asked = st.session_state.get("sidebar.target")
     if head == "regression" and len(label_names) <= 1:
         st.session_state.pop("sidebar.target", None)

@@ -16,7 +16,8 @@ class Selection:
     """What the sidebar picked: model, example and target class.
 
     ``error`` is set (and ``example`` may be None) when the model or the example cannot be used;
-    pages show it instead of their content (it is escaped for markdown: it may quote the link's model). ``target`` None means the predicted class.
+    pages show it instead of their content (it is escaped for markdown: it may quote the link's
+    model). ``target`` None means the predicted class.
     """
 
     model: str

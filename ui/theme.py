@@ -87,7 +87,8 @@ class Theme:
         return PALETTES[self.palette]
 
     def rgb(self, end: str) -> str:
-        """``"positive"``, ``"negative"`` or ``"neutral"`` of the heatmap palette as ``rgb(r, g, b)``."""
+        """``"positive"``, ``"negative"`` or ``"neutral"`` of the heatmap palette as
+        ``rgb(r, g, b)``."""
         return f"rgb{getattr(self.colours, end)}"
 
 

@@ -24,7 +24,8 @@ ROAR = "app_pages/roar.py"  # offered once app.py lists the page (ui.tours.avail
 
 @dataclass(frozen=True)
 class Step:
-    """One stop: the page, the sidebar's model and example, the page's widget values and the text."""
+    """One stop: the page, the sidebar's model and example, the page's widget values and the
+    text."""
 
     page: str
     title: str

@@ -1,5 +1,6 @@
-"""Dataset loaders behind one interface: ``load_dataset(name, split)`` returns a ``datasets.Dataset``
-(one row per example, ``core.example_dataset``) and ``load_examples`` the ``Example``s of its rows.
+"""Dataset loaders behind one interface: ``load_dataset(name, split)`` returns a
+``datasets.Dataset`` (one row per example, ``core.example_dataset``) and ``load_examples`` the
+``Example``s of its rows.
 
 Local files are read from the folder in ``ATTRIBUTION_DATA_DIR`` (formats in that folder's
 README): SST-2 TSV, e-SNLI line files with the human highlight files, ERASER movie reviews
@@ -93,7 +94,8 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
 
 def split_folder(name: str, root: str | os.PathLike | None = None) -> Path | None:
     """The folder under the data folder that holds every file of a local dataset's splits
-    (``sst2/``, ``esnli/`` ...); None for the bundled examples, the hub versions or no data folder."""
+    (``sst2/``, ``esnli/`` ...); None for the bundled examples, the hub versions or no data
+    folder."""
     folder = data_dir(root)
     if name not in _LOCAL or folder is None:
         return None

@@ -1,8 +1,9 @@
 """Fine-tune the bundled demo models from the packaged all-MiniLM-L6-v2 encoder.
 
-``python -m cli train TASK`` trains a ``peft`` LoRA adapter (Hu et al. 2021, arXiv:2106.09685;
-the task head in full as ``modules_to_save``), saves it under ``--out``, reloads it through the same loader the app uses, measures it on the task's report
-split and writes the model card. Tasks and splits:
+``python -m cli train TASK`` trains a ``peft`` LoRA adapter (Hu et al. 2021, arXiv:2106.09685; the
+task head in full as ``modules_to_save``), saves it under ``--out``, reloads it through the same
+loader the app uses, measures it on the task's report split and writes the model card. Tasks and
+splits:
 
 * ``sst2``: SST-2 train -> dev; ``esnli``: e-SNLI **test** -> dev (dev holds the highlights);
 * ``movies``: ERASER movies train -> test; ``hatexplain``: HateXplain val -> test;
@@ -77,9 +78,9 @@ def run_training(
     init_from: str | None = None,
     bf16: bool = False,
 ) -> dict:
-    """Train TASK, save the adapter and its card (``training.json`` and ``README.md``) under ``out``.
-    The model is saved and measured in a temporary folder beside ``out`` and renamed to it once
-    complete, so a stopped or failed run leaves ``out`` as it was.
+    """Train TASK, save the adapter and its card (``training.json`` and ``README.md``) under
+    ``out``. The model is saved and measured in a temporary folder beside ``out`` and renamed to it
+    once complete, so a stopped or failed run leaves ``out`` as it was.
 
         With ``init_from`` the run continues a saved adapter of the same task; the card then lists
         the earlier run(s) first, so the model can be reproduced command by command.
@@ -120,7 +121,8 @@ def run_training(
 
 
 def _check_positive(**values: float | None) -> None:
-    """Refuse a setting given as zero, a negative or a non-finite number (None: the task's default)."""
+    """Refuse a setting given as zero, a negative or a non-finite number (None: the task's
+    default)."""
     for name, value in values.items():
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ValueError(f"{name} must be above 0, got {value}")
@@ -135,7 +137,8 @@ def _check_writable(out: Path) -> None:
 
 
 def _earlier_runs(task: str, init_from: str | None) -> list[dict]:
-    """The runs a continued model went through, oldest first (read before ``out`` is overwritten)."""
+    """The runs a continued model went through, oldest first (read before ``out`` is
+    overwritten)."""
     if not init_from:
         return []
     path = Path(init_from) / "training.json"

@@ -23,7 +23,8 @@ def _schedule(optimizer: torch.optim.Optimizer, steps: int, warmup: float) -> to
 
 
 def _autocast(cfg: TrainConfig):
-    """bfloat16 autocast for the forward pass (``--bf16``); master weights and optimizer stay float32."""
+    """bfloat16 autocast for the forward pass (``--bf16``); master weights and optimizer stay
+    float32."""
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16)
 
 

@@ -36,7 +36,8 @@ def mlm_sentences(data_root: str | None, limit: int | None = None) -> list[tuple
 def mask_tokens(
     input_ids: torch.Tensor, special: torch.Tensor, tokenizer, generator: torch.Generator, rate: float = 0.15
 ):
-    """BERT masking: choose ``rate`` of the non-special wordpieces; 80% [MASK], 10% random, 10% kept."""
+    """BERT masking: choose ``rate`` of the non-special wordpieces; 80% [MASK], 10% random, 10%
+    kept."""
     labels = input_ids.clone()
     chosen = (torch.rand(input_ids.shape, generator=generator) < rate) & ~special
     labels[~chosen] = -100

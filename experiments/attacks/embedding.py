@@ -119,7 +119,8 @@ def embedding_attack(
     explainer_params: dict[str, Any] | None = None,
     progress: ProgressFn | None = None,
 ) -> AttackResult:
-    """The thesis's attack on a gradient method's explanation of the predicted class (see module)."""
+    """The thesis's attack on a gradient method's explanation of the predicted class (see
+    module)."""
     params = params or EmbeddingAttackParams()
     spec = explainers.get(method)
     if not spec.gradient:
@@ -242,7 +243,8 @@ def _ascend(
     optimizer = optimizer_cls([delta], lr=params.lr, maximize=True)
 
     def stepped(step: int, scale: float, grad: torch.Tensor) -> None:
-        """``delta`` after the optimiser's step number ``step`` at ``scale`` of its size, projected."""
+        """``delta`` after the optimiser's step number ``step`` at ``scale`` of its size,
+        projected."""
         optimizer.param_groups[0]["lr"] = params.lr * 0.5 ** (step // params.halve_every) * scale
         delta.grad = grad
         optimizer.step()

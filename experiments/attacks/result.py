@@ -115,7 +115,8 @@ class AttackResult:
 
     @property
     def prediction_kept(self) -> bool:
-        """The same class, the same label set (multi-label) or a score within ``SCORE_TOLERANCE``."""
+        """The same class, the same label set (multi-label) or a score within
+        ``SCORE_TOLERANCE``."""
         head = Head(self.head, ())
         return head.kept(np.asarray(self.original_probabilities), np.asarray(self.attacked_probabilities), self.target)
 

@@ -90,7 +90,8 @@ def _substituted(example: Example, substitutions: Sequence[tuple[int, str]]) -> 
 
 
 def _candidates(mlm: MaskedLM, example: Example, positions: list[int], n_candidates: int) -> dict[int, list[str]]:
-    """Masked-LM fill-ins per position: whole words only, never the original word or a special token."""
+    """Masked-LM fill-ins per position: whole words only, never the original word or a special
+    token."""
     specials = set(mlm.tokenizer.all_special_tokens)
     out: dict[int, list[str]] = {}
     for position, (fills, _) in zip(positions, mlm.fill_words(example.segments, positions, k=n_candidates)):

@@ -110,7 +110,8 @@ def select_components(model: nn.Module, names: Sequence[str] | None = None) -> t
 
 
 def plan(model: nn.Module, mode: str, names: Sequence[str] | None = None) -> tuple[Step, ...]:
-    """The steps of a run: ``original`` first, then one per component (cumulative when cascading)."""
+    """The steps of a run: ``original`` first, then one per component (cumulative when
+    cascading)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {MODES}")
     selected = select_components(model, names)

@@ -33,7 +33,8 @@ from metrics.base import mean_interval
 
 
 def step_classifier(clf: Classifier, model: nn.Module, label: str) -> Classifier:
-    """A ``Classifier`` on a (randomised) copy of ``clf``'s model, with the same tokenizer and batching."""
+    """A ``Classifier`` on a (randomised) copy of ``clf``'s model, with the same tokenizer and
+    batching."""
     loaded = clf.loaded
     copy_loaded = LoadedClassifier(f"{loaded.name} [{label}]", model, loaded.tokenizer, loaded.device, pair=loaded.pair)
     return Classifier(

@@ -14,8 +14,8 @@ choice, or ``predicted``, Pham et al.'s code). Rounding and order default to the
 **Units.** One unit trains one model and evaluates it: (method, level, seed) for every level
 strictly between 0% and 100%, plus, per seed, the 0% and 100% units, shared by every method
 (``scores.SHARED``). Each seed is its own chain: its 0% model explains the data for plain ROAR
-(Madsen et al.'s design, where each seed has its own step-0 model; Pham et al. 2022 explained once with
-one model), and a recursive unit is explained by the model of the previous level of the same
+(Madsen et al.'s design, where each seed has its own step-0 model; Pham et al. 2022 explained once
+with one model), and a recursive unit is explained by the model of the previous level of the same
 method and seed (``depends_on``).
 
 **Cost.** Retrains = units; explanations = examples (train + evaluation) x methods x seeds,
@@ -53,7 +53,8 @@ DEFAULT_MLM = "minilm-mlm"
 
 @dataclass(frozen=True)
 class Unit:
-    """One retrain: the model of ``method`` at ``level`` for ``seed`` (``SHARED`` at 0% and 100%)."""
+    """One retrain: the model of ``method`` at ``level`` for ``seed`` (``SHARED`` at 0% and
+    100%)."""
 
     method: str
     level: Level

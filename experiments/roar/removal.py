@@ -28,12 +28,12 @@ The default follows the paper whose removal is chosen: ``paper000`` for ``delete
 candidate word (so the 0% and 100% data are the same for every method); a level of ``k``
 tokens removes ``min(k, n)`` words.
 
-Removal is cumulative: the count at a level includes the words already removed, which stay
-removed (Madsen et al.'s code forces their importance to +inf); only the remaining words are
-ranked, most important first, ties by position. Pham et al. 2022 rank the signed scores (``signed``);
-Madsen et al.'s measures are magnitudes (``absolute``); the default follows the removal as above.
-Plain ROAR ranks the step-0 scores at every level; Recursive ROAR ranks the scores of the
-previous step's model on the previous step's view (``View.original_scores`` maps them back).
+Removal is cumulative: the count at a level includes the words already removed, which stay removed
+(Madsen et al.'s code forces their importance to +inf); only the remaining words are ranked, most
+important first, ties by position. Pham et al. 2022 rank the signed scores (``signed``); Madsen et
+al.'s measures are magnitudes (``absolute``); the default follows the removal as above. Plain ROAR
+ranks the step-0 scores at every level; Recursive ROAR ranks the scores of the previous step's model
+on the previous step's view (``View.original_scores`` maps them back).
 
 The ``mlm`` view masks every removed word of the original example and fills all of them in one
 pass (``MaskedLM.fill_masks``, the helper Pham et al.'s LIME_BERT uses here too), so the text at a
@@ -60,7 +60,8 @@ UNITS = ("percent", "tokens")
 
 
 def default_rounding(removal: str) -> str:
-    """Madsen et al.'s rule for its [MASK] removal, Pham et al.'s for deletion and masked-LM fill-ins."""
+    """Madsen et al.'s rule for its [MASK] removal, Pham et al.'s for deletion and masked-LM
+    fill-ins."""
     return "paper001" if check_choice(removal, REMOVALS, "removal") == "mask" else "paper000"
 
 
@@ -78,7 +79,8 @@ def check_choice(value: str, allowed: Sequence[str], what: str) -> str:
 
 @dataclass(frozen=True)
 class Level:
-    """How much of an example is removed: a percentage of its candidate words or a number of tokens."""
+    """How much of an example is removed: a percentage of its candidate words or a number of
+    tokens."""
 
     amount: int
     unit: str = "percent"
@@ -95,7 +97,8 @@ class Level:
 
     @classmethod
     def parse(cls, text: str) -> Level:
-        """``"10%"`` or ``"10"`` (percent), ``"3t"`` or ``"3 tokens"`` (tokens); ``label`` reads back."""
+        """``"10%"`` or ``"10"`` (percent), ``"3t"`` or ``"3 tokens"`` (tokens); ``label`` reads
+        back."""
         match = re.fullmatch(r"\s*(\d+)\s*(%|t|tok|tokens?)?\s*", text)
         if match is None:
             raise ValueError(f"cannot read {text!r} as a level; write 10% or 3t")
@@ -145,7 +148,8 @@ def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
 
 
 def candidates(example: Example, scope: str = "main") -> np.ndarray:
-    """Flat word positions that may be removed: the main (first) segment, as Madsen et al. 2022, or all words."""
+    """Flat word positions that may be removed: the main (first) segment, as Madsen et al. 2022, or
+    all words."""
     if check_choice(scope, SCOPES, "scope") == "main":
         return np.arange(len(example.segments[0]))
     return np.arange(len(example.words))

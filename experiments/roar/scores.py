@@ -1,4 +1,5 @@
-"""The maths of ROAR results: curves over seeds, Pham et al.'s t-test, Madsen et al.'s Eq. 3 and class leakage.
+"""The maths of ROAR results: curves over seeds, Pham et al.'s t-test, Madsen et al.'s Eq. 3 and
+class leakage.
 
 A job's results are ``UnitResult`` rows, one per (method, level, seed) unit: the retrained
 model's accuracy and macro-F1 on the equally-masked evaluation set. The 0% and 100% models do
@@ -15,23 +16,23 @@ not depend on the method (nothing or everything is removed); their rows carry th
   two-sided) reproduces the printed p-values from the printed means and standard deviations
   (0.0369 for 0.0370 at ROAR 10%, 0.6313 for 0.6312 at ROAR_BERT 20%; Student's test gives
   0.0328 and 0.6262), so it is the one used.
-* **Faithfulness** (``faithfulness``), Madsen et al. 2022 (arXiv:2110.08412), Eq. 3,
-  in %: with ``x_i`` the levels, ``p_i`` the method's performance, ``b_i`` the random baseline's
-  and ``b_I`` the performance at 100% removed,
+* **Faithfulness** (``faithfulness``), Madsen et al. 2022 (arXiv:2110.08412), Eq. 3, in %: with
+  ``x_i`` the levels, ``p_i`` the method's performance, ``b_i`` the random baseline's and ``b_I``
+  the performance at 100% removed,
   ``100 * sum_i 1/2 dx_i (dp_i + dp_{i+1}) / sum_i 1/2 dx_i (db_i + db_{i+1})`` with
   ``dx_i = x_{i+1} - x_i``, ``dp_i = b_i - p_i`` and ``db_i = b_i - b_I``: the trapezoidal area
-  between the random curve and the method's, over the area between the random curve and the
-  floor reached at once. 0 = no better than random, negative = above random ("not faithful"),
-  100 = the floor at once. It is computed per seed (the method, random and 100% models of
-  seed ``s``) and summarised over seeds. Over Madsen et al.'s levels 0..100% it is the paper's Eq. 3;
-  over fewer levels (Pham et al.'s 0, 10, 20, 30%) it is the same ratio over the measured range.
-  It is NaN where the random curve lies on the floor (no area to normalise by).
-* **Class leakage** (``leakage``), Madsen et al. 2022, Appendix A: explanations of the gold label can
-  leak it, and the curve then *rises* as more words are removed. Rule: a method's curve is
-  flagged between two consecutive levels where its mean over seeds rises (any rise, as the
-  paper asks to flag "any increase"); the flag is ``significant`` when the rise clears both
-  95% intervals (the lower end at the later level is above the upper end at the earlier one).
-  The random baseline is checked like any method (a rise there is noise or a dataset bias).
+  between the random curve and the method's, over the area between the random curve and the floor
+  reached at once. 0 = no better than random, negative = above random ("not faithful"), 100 = the
+  floor at once. It is computed per seed (the method, random and 100% models of seed ``s``) and
+  summarised over seeds. Over Madsen et al.'s levels 0..100% it is the paper's Eq. 3; over fewer
+  levels (Pham et al.'s 0, 10, 20, 30%) it is the same ratio over the measured range. It is NaN
+  where the random curve lies on the floor (no area to normalise by).
+* **Class leakage** (``leakage``), Madsen et al. 2022, Appendix A: explanations of the gold label
+  can leak it, and the curve then *rises* as more words are removed. Rule: a method's curve is
+  flagged between two consecutive levels where its mean over seeds rises (any rise, as the paper
+  asks to flag "any increase"); the flag is ``significant`` when the rise clears both 95% intervals
+  (the lower end at the later level is above the upper end at the earlier one). The random baseline
+  is checked like any method (a rise there is noise or a dataset bias).
 * **Sparsity** (``sparsity``), Madsen et al. 2022, Appendix E (Figs. 5 and 6): the share of an
   example's total importance held by its top-k words (k up to 10) or top-x% of words, averaged
   over examples. Importance is the absolute score (Madsen et al.'s measures are magnitudes); the
@@ -99,7 +100,8 @@ class Leak:
 
 
 def performance(gold: Sequence[int], predicted: Sequence[int], n_classes: int) -> tuple[float, float]:
-    """Accuracy and macro-F1 (every one of ``n_classes`` counts; a class never predicted scores 0)."""
+    """Accuracy and macro-F1 (every one of ``n_classes`` counts; a class never predicted scores
+    0)."""
     from sklearn.metrics import f1_score
 
     gold, predicted = np.asarray(gold), np.asarray(predicted)
@@ -128,7 +130,8 @@ def _table(rows: Iterable[UnitResult], metric: str) -> dict[tuple[str, Level], d
 
 
 def _values(table, method: str, level: Level) -> dict[int, float]:
-    """A method's values at a level by seed; the shared 0% and 100% models count for every method."""
+    """A method's values at a level by seed; the shared 0% and 100% models count for every
+    method."""
     if level.is_zero or level.is_full:
         return table.get((SHARED, level), {}) | table.get((method, level), {})
     return table.get((method, level), {})
@@ -173,8 +176,9 @@ def t_test(rows: Sequence[UnitResult], method_a: str, method_b: str, level: Leve
 
 
 def faithfulness(x: Sequence[float], p: Sequence[float], b: Sequence[float], floor: float) -> float:
-    """Madsen et al.'s Eq. 3 in %: area between the random curve ``b`` and the method's ``p`` over the
-    area between ``b`` and the ``floor`` (performance at 100% removed), trapezoids over ``x``."""
+    """Madsen et al.'s Eq. 3 in %: area between the random curve ``b`` and the method's ``p`` over
+    the area between ``b`` and the ``floor`` (performance at 100% removed), trapezoids over
+    ``x``."""
     x, p, b = (np.asarray(v, dtype=np.float64) for v in (x, p, b))
     if not (x.shape == p.shape == b.shape) or x.ndim != 1 or len(x) < 2:
         raise ValueError(f"Eq. 3 needs at least two levels with one value each, got {len(x)}, {len(p)}, {len(b)}")
@@ -198,7 +202,8 @@ def faithfulness_scores(
     """Eq. 3 per seed for every method but the baseline, over ``levels`` (which start at 0%), with
     the floor from the shared 100% model of the same seed; summarised over seeds. A seed with a
     missing unit is left out and counted in ``skipped``. ``x`` are the levels' positions on the
-    curve (``Level.x`` by default; token levels that end at 100% need the number of tokens there)."""
+    curve (``Level.x`` by default; token levels that end at 100% need the number of tokens
+    there)."""
     if not levels or not levels[0].is_zero:
         raise ValueError(f"Eq. 3 starts at 0% removed, got levels {[level.label for level in levels]}")
     if x is None:

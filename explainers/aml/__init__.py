@@ -115,7 +115,8 @@ def _stacked(p: torch.Tensor, count: int, *, transposed: bool) -> torch.Tensor:
     """``count`` trainable copies of ``p`` stacked on a first axis. A linear layer's weight is laid
     out transposed in memory, as its gradient comes back under ``vmap``: the optimiser then steps
     without re-laying out the gradient (``apply_gradients``), and the batched products run faster
-    (8.0 against 5.9 ms for a forward and backward of 8 copies of a 1536 x 384 layer, 2 CPU cores)."""
+    (8.0 against 5.9 ms for a forward and backward of 8 copies of a 1536 x 384 layer, 2 CPU
+    cores)."""
     if not transposed:
         return p.detach().expand(count, *p.shape).clone().requires_grad_(True)
     return p.detach().t().contiguous().unsqueeze(0).repeat(count, 1, 1).transpose(1, 2).requires_grad_(True)
@@ -124,12 +125,12 @@ def _stacked(p: torch.Tensor, count: int, *, transposed: bool) -> torch.Tensor:
 class _Copies:
     """``count`` copies of a pre-trained attribution model whose trainable parameters (all but the
     frozen word and class embeddings) are stacked along a first axis, run as one model with
-    ``torch.func.vmap``: copy ``i`` reads row ``i`` of the batch. A single copy (one example, as
-    the app explains) is a plain clone of those parameters called without ``vmap``, which spares
-    it the batched products and lets its attention use the fused kernel. Fine-tuning the stack with AdamW
-    (elementwise) fine-tunes every copy on its own example, as separate copies would. The
-    parameters are swapped in on a structural copy of the model that shares its tensors, so the
-    cached pre-trained model, which other requests may be reading, is never touched."""
+    ``torch.func.vmap``: copy ``i`` reads row ``i`` of the batch. A single copy (one example, as the
+    app explains) is a plain clone of those parameters called without ``vmap``, which spares it the
+    batched products and lets its attention use the fused kernel. Fine-tuning the stack with AdamW
+    (elementwise) fine-tunes every copy on its own example, as separate copies would. The parameters
+    are swapped in on a structural copy of the model that shares its tensors, so the cached
+    pre-trained model, which other requests may be reading, is never touched."""
 
     def __init__(self, model: AttributionModel, count: int) -> None:
         tensors = [*model.parameters(), *model.buffers()]
@@ -174,14 +175,14 @@ def explain_aml_batch(
     resources: AmlResources | None = None,
 ) -> list[Attribution]:
     """pAML (one forward pass of the pre-trained attribution model) or fAML (a copy fine-tuned on
-    each example for ``n_steps``, keeping the best step by ``select_by``), on several examples.
-    The pre-trained model comes from ``resources`` (``OnTheExample()`` when None: trained on each
+    each example for ``n_steps``, keeping the best step by ``select_by``), on several examples. The
+    pre-trained model comes from ``resources`` (``OnTheExample()`` when None: trained on each
     example, not cached). Examples sharing a pre-trained model are explained together, at most
-    ``_MAX_COPIES`` at a time (and two classifier rows each within ``length_chunks``), each fine-tuned on a copy of its own
-    (``_Copies``): one attribution-model pass and one classifier pass per step for the group, one
-    scorer call for the step selection, each pass charged to its example. AML's loss (Eq. 4-7) is
-    a cross-entropy over a softmax of exclusive classes, so a multi-label or regression head is
-    refused."""
+    ``_MAX_COPIES`` at a time (and two classifier rows each within ``length_chunks``), each
+    fine-tuned on a copy of its own (``_Copies``): one attribution-model pass and one classifier
+    pass per step for the group, one scorer call for the step selection, each pass charged to its
+    example. AML's loss (Eq. 4-7) is a cross-entropy over a softmax of exclusive classes, so a
+    multi-label or regression head is refused."""
     if clf.head.kind != "single_label":
         raise ValueError(
             f"AML is defined for single-label (softmax) classifiers; {clf.name} has a {clf.head.kind} head"

@@ -38,7 +38,8 @@ class EmbeddingBackbone(nn.Module):
 def own_backbone(clf: Classifier) -> tuple[nn.Module, str]:
     """An attribution-model encoder from the classifier itself, and its description: a deep copy of
     its transformer encoder, or of its input embeddings for models without one. (The engine's
-    resources prefer the packaged pre-trained encoder of the bundled models, engine/resources.py.)"""
+    resources prefer the packaged pre-trained encoder of the bundled models,
+    engine/resources.py.)"""
     base = clf.model.base_model
     if base is not clf.model:
         return copy.deepcopy(base), f"copy of {clf.name}'s encoder"
@@ -68,7 +69,8 @@ class AttributionModel(nn.Module):
         token_type_ids: torch.Tensor,
         condition: torch.Tensor,
     ) -> torch.Tensor:
-        """(batch, seq) ids, mask and types, (batch, n_labels) condition -> (batch, seq) mask in (0, 1)."""
+        """(batch, seq) ids, mask and types, (batch, n_labels) condition -> (batch, seq) mask
+        in (0, 1)."""
         embeds = self.backbone.get_input_embeddings()(input_ids)  # (batch, seq, dim)
         z = self.class_embeddings[0] + condition @ self.class_embeddings[1:]  # (batch, dim)
         n, width = input_ids.shape

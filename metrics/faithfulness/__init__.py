@@ -1,8 +1,8 @@
 """Faithfulness metrics: take away the words an explanation ranks highest and watch the prediction.
 
 * ``deletion`` (Arras et al. 2017; Pham et al. 2022, A.2): remove words one at a time in order of
-  decreasing attribution, up to ``fraction`` of the words (default 20%, Pham et al. 2022; 1.0 draws the
-  full curve). The curve is the probability of the explained class (``attribution.target``)
+  decreasing attribution, up to ``fraction`` of the words (default 20%, Pham et al. 2022; 1.0 draws
+  the full curve). The curve is the probability of the explained class (``attribution.target``)
   after each step, starting with the original input. Lower area is better.
 * ``insertion`` (Arras et al. 2017): start from the input with every word removed and put the
   words back in the same order, up to ``fraction`` of them. Higher area is better.
@@ -12,8 +12,8 @@
   averaged over the bins {1, 5, 10, 20, 50}% (ERASER's AOPC, divided by the number of bins; the
   ERASER and AML code divide by |B| + 1, counting an empty 0% bin, which is |B| / (|B| + 1) = 5/6
   of the value here) or over MaRC's 19 bins 5%, 10%, ..., 95% (Brinner & Zarrieß 2023, Eq. 10-11).
-* ``log_odds`` (Shrikumar et al. 2017, as used by AML, Barkan et al. 2024): ``ln p(x') - ln p(x)`` with
-  the top 20% words replaced by [MASK]; lower (more negative) is better.
+* ``log_odds`` (Shrikumar et al. 2017, as used by AML, Barkan et al. 2024): ``ln p(x') - ln p(x)``
+  with the top 20% words replaced by [MASK]; lower (more negative) is better.
 
 The explained output is the head's (``core.heads``, through ``Classifier.predict_proba``): the
 softmax probability of a class, the sigmoid probability of one label, or a regression head's raw

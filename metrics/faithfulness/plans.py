@@ -1,7 +1,7 @@
-"""The faithfulness metrics' parameters and, for each metric, its plan: the variants of one
-example it needs scored and how their probabilities of the explained class become its result
-(deletion and insertion curves, Arras et al. 2017 and Pham et al. 2022; ERASER's comprehensiveness and
-sufficiency bins, DeYoung et al. 2020, and MaRC's, Brinner & Zarrieß 2023; log-odds, Shrikumar et al. 2017 as
+"""The faithfulness metrics' parameters and, for each metric, its plan: the variants of one example
+it needs scored and how their probabilities of the explained class become its result (deletion and
+insertion curves, Arras et al. 2017 and Pham et al. 2022; ERASER's comprehensiveness and sufficiency
+bins, DeYoung et al. 2020, and MaRC's, Brinner & Zarrieß 2023; log-odds, Shrikumar et al. 2017 as
 AML uses it, Barkan et al. 2024). Definitions in ``metrics.faithfulness``."""
 
 from __future__ import annotations

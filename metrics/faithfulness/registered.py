@@ -1,9 +1,9 @@
 """The faithfulness metrics as registry entries (``metrics.base.MetricSpec``, read by
 ``metrics.REGISTRY``) and ``score_many`` / ``score_attributions``, which score every variant of
-every requested metric of one attribution (or of every method's attribution of one example) in
-one batch. Papers: Arras et al. 2017; Pham et al. 2022 (arXiv
-2110.11929); ERASER (DeYoung et al. 2020, arXiv 1911.03429); Brinner & Zarrieß 2023 (MaRC); Shrikumar et al.
-2017 (arXiv 1704.02685) as Barkan et al. 2024 (AML) uses it. Definitions in ``metrics.faithfulness``."""
+every requested metric of one attribution (or of every method's attribution of one example) in one
+batch. Papers: Arras et al. 2017; Pham et al. 2022 (arXiv 2110.11929); ERASER (DeYoung et al. 2020,
+arXiv 1911.03429); Brinner & Zarrieß 2023 (MaRC); Shrikumar et al. 2017 (arXiv 1704.02685) as Barkan
+et al. 2024 (AML) uses it. Definitions in ``metrics.faithfulness``."""
 
 from __future__ import annotations
 

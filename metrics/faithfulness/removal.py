@@ -147,7 +147,8 @@ class Context:
         return self._removers[key]
 
     def predicted(self) -> int:
-        """The model's class for the unperturbed input (one extra pass, asked for only when needed)."""
+        """The model's class for the unperturbed input (one extra pass, asked for only when
+        needed)."""
         if self._predicted is None:
             self._predicted = self.clf.head.predicted(self.clf.predict_proba([self.encoded.variant])[0])
         return self._predicted

@@ -9,12 +9,12 @@ Definitions, by source:
   0.95 for a slice of a dataset; ``coverage`` is the share of words selected, next to the share
   the humans selected. Empty-set rules follow the authors' code: with nothing selected,
   precision, recall, IoU and F1 are 0.
-- ERASER (DeYoung et al. 2020, arXiv:1911.03429), as used by Brinner & Zarrieß 2023 (MaRC): token F1 of
-  the top-k words (k = the human rationale's length unless given), computed per instance as ERASER's
-  ``score_hard_rationale_predictions``; IOU-F1 as ERASER's ``partial_match_score`` at IoU 0.5: a
-  predicted span (a contiguous run of selected words, never crossing from premise to hypothesis)
-  is a true positive when its best IoU with a human span is at least 0.5; precision = true
-  positives / predicted spans, recall = true positives / human spans, F1 of the two (0 when
+- ERASER (DeYoung et al. 2020, arXiv:1911.03429), as used by Brinner & Zarrieß 2023 (MaRC): token F1
+  of the top-k words (k = the human rationale's length unless given), computed per instance as
+  ERASER's ``score_hard_rationale_predictions``; IOU-F1 as ERASER's ``partial_match_score`` at IoU
+  0.5: a predicted span (a contiguous run of selected words, never crossing from premise to
+  hypothesis) is a true positive when its best IoU with a human span is at least 0.5; precision =
+  true positives / predicted spans, recall = true positives / human spans, F1 of the two (0 when
   either is 0). AUPRC is ERASER's ``_auprc``: the trapezoid area under scikit-learn's
   precision-recall curve of the signed scores; the average precision (MaRC's "mAP") is in extras.
 - Thesis 002 (§2.2.3.1, Bastings et al.'s mean rank): ground-truth overlap is the share of the

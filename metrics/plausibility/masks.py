@@ -12,7 +12,8 @@ from core.types import Example
 
 
 def human_mask(example: Example, annotator: str = "majority") -> tuple[np.ndarray, str | None]:
-    """The chosen human mask as a bool array over ``example.words``, and why it is empty (or None)."""
+    """The chosen human mask as a bool array over ``example.words``, and why it is empty (or
+    None)."""
     n = len(example.words)
     if annotator == "majority":
         if example.rationale is None:
@@ -34,7 +35,8 @@ def human_mask(example: Example, annotator: str = "majority") -> tuple[np.ndarra
 
 
 def spans(mask: np.ndarray, segment_ids: Sequence[int] | None = None) -> list[tuple[int, int]]:
-    """Contiguous runs of selected words as ``(start, end)`` (end exclusive), split at segment borders."""
+    """Contiguous runs of selected words as ``(start, end)`` (end exclusive), split at segment
+    borders."""
     mask = np.asarray(mask, dtype=bool)
     segment_ids = segment_ids if segment_ids is not None else (0,) * len(mask)
     runs: list[tuple[int, int]] = []
@@ -51,7 +53,8 @@ def spans(mask: np.ndarray, segment_ids: Sequence[int] | None = None) -> list[tu
 
 
 def binarize(scores: np.ndarray, threshold: float) -> np.ndarray:
-    """Pham et al. 2022: zero the negatives, divide by the maximum, keep words at or above ``threshold``."""
+    """Pham et al. 2022: zero the negatives, divide by the maximum, keep words at or above
+    ``threshold``."""
     positive = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
     peak = positive.max() if len(positive) else 0.0
     scaled = positive / peak if peak > 0 else positive

@@ -45,7 +45,8 @@ class RankingParams:
 
 @dataclass(frozen=True)
 class EraserSelectionParams(SelectionParams):
-    """Token F1 and IOU-F1: a selection and the document convention (metrics/eraser_documents.py)."""
+    """Token F1 and IOU-F1: a selection and the document convention
+    (metrics/eraser_documents.py)."""
 
     convention: str = param("ours", eraser_documents.CONVENTION_HELP, choices=eraser_documents.CONVENTIONS)
 
@@ -137,7 +138,8 @@ def _iou_f1(scores: np.ndarray, human: np.ndarray, example: Example, params: Era
 
 
 def _counts(matched: int, n_predicted: int, n_human: int) -> dict[str, int]:
-    """The counts behind a token or span F1, so a slice can be scored micro-averaged as ERASER does."""
+    """The counts behind a token or span F1, so a slice can be scored micro-averaged as ERASER
+    does."""
     return {"matched": matched, "n_predicted": n_predicted, "n_human": n_human}
 
 

@@ -1,7 +1,7 @@
-"""One attribution's selection or ranking against one human mask: token overlap (Pham et al. 2022, Pham
-et al. 2022; ERASER's token F1), ERASER's span partial-match F1 and AUPRC (DeYoung et al. 2020,
-arXiv 1911.03429) and the thesis's ground-truth overlap and mean rank (after Bastings
-et al.). Definitions in ``metrics.plausibility``."""
+"""One attribution's selection or ranking against one human mask: token overlap (Pham et al. 2022,
+Pham et al. 2022; ERASER's token F1), ERASER's span partial-match F1 and AUPRC (DeYoung et al. 2020,
+arXiv 1911.03429) and the thesis's ground-truth overlap and mean rank (after Bastings et al.).
+Definitions in ``metrics.plausibility``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ SPAN_IOU = 0.5
 
 
 def overlap(predicted: np.ndarray, human: np.ndarray) -> dict[str, float]:
-    """IoU, precision, recall and F1 of two word sets (Pham et al. 2022 / ERASER token-level, 0 when empty)."""
+    """IoU, precision, recall and F1 of two word sets (Pham et al. 2022 / ERASER token-level, 0 when
+    empty)."""
     both = float(np.sum(predicted & human))
     n_pred, n_human, n_union = float(predicted.sum()), float(human.sum()), float(np.sum(predicted | human))
     precision = both / n_pred if n_pred else 0.0
@@ -40,7 +41,8 @@ def span_f1(
 
 
 def auprc(scores: np.ndarray, human: np.ndarray) -> dict[str, float]:
-    """ERASER's AUPRC (trapezoid area under the precision-recall curve) and the average precision."""
+    """ERASER's AUPRC (trapezoid area under the precision-recall curve) and the average
+    precision."""
     from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 
     truth = human.astype(int)

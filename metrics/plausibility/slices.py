@@ -50,7 +50,8 @@ def micro_f1(results: Iterable[MetricResult]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class ThresholdSearch:
-    """The best tau for a slice: its ``objective`` mean at every tau tried, and the examples scored."""
+    """The best tau for a slice: its ``objective`` mean at every tau tried, and the examples
+    scored."""
 
     best: float
     objective: str
