@@ -259,7 +259,10 @@ def _example_picker(options: dict[str, list[str]]):
         )
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     index = int(left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index"))
-    right.button("Random", key="sidebar.random", on_click=_pick_random, args=(dataset, split), width="stretch")
+    right.button(  # an icon: "Random" was cut to "Ran…" in the presentation font at 1,024 px
+        ":material/shuffle:", key="sidebar.random", on_click=_pick_random, args=(dataset, split), width="stretch",
+        help="A random example of this split",
+    )  # fmt: skip
     example = services.dataset_example(dataset, split, index)
     gold = f" · gold: {example.gold_name}" if example.gold_name else ""
     rationale = " · has a human rationale" if example.rationale is not None else ""
