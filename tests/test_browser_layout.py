@@ -62,6 +62,8 @@ NAMES_SPLIT = """els => els.filter(e => /^[a-z0-9_\u200b]+$/.test(e.textContent)
     return broke && !/[_\u200b]/.test(text[i - 1]) ? [[text, text.slice(0, i)]] : [] }) })"""
 # [number of chips, scrollHeight, clientHeight] of every multiselect's chip box
 CHIPS = "els => els.map(e => [e.querySelectorAll('[data-tag]').length, e.scrollHeight, e.clientHeight])"
+# a button's label, which Streamlit cuts with an ellipsis where it does not fit ("Random" was "Ran…")
+BUTTONS = 'button [data-testid="stMarkdownContainer"]'
 # the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
 OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t => /^-?[0-9.]+$|^n\\/a$/.test(t.textContent) && t.closest('.cartesianlayer')).map(t => t.getBoundingClientRect());
   let worst = 0;
@@ -155,6 +157,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     expect(page.get_by_text("LIME parameters")).to_be_visible()
     shown, cut = selects_cut(page, measured)
     assert shown >= 11 and cut == [], (shown, cut)  # the sidebar's, the IM and LIME parameters, the word
+    assert page.locator(BUTTONS).evaluate_all(CUT) == []
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}")
     chips = page.locator('[data-testid="stMultiSelectTagsContainer"] span')
@@ -177,6 +180,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     assert chips_scroll(page) == []
     shown, cut = selects_cut(page, measured)
     assert shown >= 14 and cut == [], (shown, cut)  # with the metric and method parameters
+    assert page.locator(BUTTONS).evaluate_all(CUT) == []
 
     page.goto(f"{app_url}/faithfulness?{QUERY}{present}&view=Removal+modes+compared")
     pickers = [page.get_by_role("combobox", name=name, exact=True) for name in ("Metric", "Removal A", "Removal B")]
@@ -186,6 +190,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     assert [picker.evaluate(OPTIONS, list(REMOVALS.values())) for picker in pickers[1:]] == [[], []]
     shown, cut = selects_cut(page, measured)
     assert shown >= 10 and cut == [], (shown, cut)
+    assert page.locator(BUTTONS).evaluate_all(CUT) == []
 
     page.goto(f"{app_url}/?{QUERY}{present}")
     expect(page.get_by_text("Do the methods agree on this example?")).to_be_visible(timeout=TIMEOUT_MS)
@@ -203,6 +208,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     assert measure.evaluate(OPTIONS, list(MEASURE_LABELS.values())) == []
     shown, cut = selects_cut(page, measured)
     assert shown >= 14 and cut == [], (shown, cut)  # with the method parameters
+    assert page.locator(BUTTONS).evaluate_all(CUT) == []
     names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
     assert names.count() >= 3 and names.evaluate_all(NAMES_SPLIT) == [], names.evaluate_all(NAMES_SPLIT)
     page.locator('[data-testid="stExpander"]').filter(has_text="Method parameters").screenshot(
@@ -219,6 +225,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     expect(measure).to_be_visible(timeout=TIMEOUT_MS)
     shown, cut = selects_cut(page, measured)
     assert shown >= 9 and cut == [], (shown, cut)  # the sidebar's, the method parameters, Measure, Method
+    assert page.locator(BUTTONS).evaluate_all(CUT) == []
     assert chips_scroll(page) == []
     labels = page.locator('[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] label *')
     assert [row for row in labels.evaluate_all(CUT) if row[0]] == []  # a radio's or toggle's mark has no text
@@ -298,7 +305,7 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
         "legends": legend_cut,
         "names": names.evaluate_all(NAMES_SPLIT),
         "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column
-        "buttons": page.locator('button [data-testid="stMarkdownContainer"]').evaluate_all(CUT),  # "Ran…"
+        "buttons": page.locator(BUTTONS).evaluate_all(CUT),
     }
     page.screenshot(
         path=str(OUTPUT / f"layout-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.png"), full_page=True
