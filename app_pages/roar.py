@@ -120,9 +120,8 @@ if report.get("sparsity"):
 if report.get("examples"):
     st.subheader("What was removed")
     examples = report["examples"]
-    texts = [" ".join(example["words"]) for example in examples]
     position = st.selectbox(  # 50 characters fit the box at 1,024 px in the presentation font
-        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(texts[i], 50),
+        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(" ".join(examples[i]["words"]), 50),
         key="roar.example", persist_state="session",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):
