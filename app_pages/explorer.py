@@ -165,7 +165,7 @@ a, b = st.columns(2)
 measure = a.selectbox(
     "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure", persist_state="session"
 )
-clustered = b.toggle("Order by clustering", key="explorer.clustered", persist_state="session")
+clustered = b.toggle("Order by clustering", key="explorer.clustered", persist_state="session", wrap=True)
 names, matrix, disputes = services.runs.run_agreement(run, measure, clustered)
 title = f"mean over {len(disputes)} examples"
 agreement = agreement_figure(names, matrix, measure, title)

@@ -49,14 +49,16 @@ chosen = st.multiselect(
 st.query_params["methods"] = ",".join(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
-left, middle, right = st.columns([2, 2, 3])
+# the two settings at their own widths, the parameters below: in three columns at 1,024 px the
+# toggle's label and the Tokens control ("words | su") were cut
+settings = st.container(horizontal=True, vertical_alignment="bottom", gap="large")
 setting_from_link("heatmaps.shared_scale", "scale", [False, True], False)
-shared_scale = left.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="session")
+shared_scale = settings.toggle("One colour scale for all rows", key="heatmaps.shared_scale", persist_state="session")
 setting_to_link("scale", shared_scale, False)
 setting_from_link("heatmaps.view", "tokens", ["words", "subwords"], "words")
-view = middle.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="session")
+view = settings.segmented_control("Tokens", ["words", "subwords"], key="heatmaps.view", persist_state="session")
 setting_to_link("tokens", view, "words")
-with right.expander("Method parameters"):
+with st.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "heatmaps")
 other = compare.second_model(selection.model, selection.label_names)
 
@@ -160,7 +162,7 @@ if attributions:
             key="heatmaps.measure",
             persist_state="session",
         )
-        clustered = right.toggle("Order by clustering", key="heatmaps.clustered", persist_state="session")
+        clustered = right.toggle("Order by clustering", key="heatmaps.clustered", persist_state="session", wrap=True)
         scores = {method: attribution.scores for method, attribution in attributions.items()}
         names, matrix = services.method_agreement(scores, measure, clustered=clustered)
         figure = agreement_figure(names, matrix, measure)

@@ -56,9 +56,10 @@ other_mlm = left.text_input(
     help="Empty: the sidebar's masked LM. Or any fill-mask model: a hub id or a local folder.",
 )  # fmt: skip
 mlm_name = other_mlm.strip() or selection.mlm
-shared_scale = left.toggle("One colour scale for both rows", value=True, key="im.shared_scale", persist_state="session")
 with right.expander("IM parameters"):
     im_params = params_form(infos["im"], "im", link="im_params")
+# under the row: in its first column at 1,024 px the label was cut
+shared_scale = st.toggle("One colour scale for both rows", value=True, key="im.shared_scale", persist_state="session")
 
 # Leave-one-out first (in IM's score space): cheap (n + 1 passes) and the reference IM is compared
 # with. The longer runs' estimates use the classifier's rate timed on this text.

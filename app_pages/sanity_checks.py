@@ -42,25 +42,24 @@ chosen = st.multiselect(
     "Methods", list(infos), key="sanity.methods", persist_state="session",
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
-first, second, third, fourth = st.columns(4)
 setting_from_link("sanity.mode", "mode", ["cascading", "independent"], "cascading")
-mode = first.segmented_control(
-    "Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session"
-)
+# a row of its own: in a quarter of the page at 1,024 px it showed "cascading | indep"
+mode = st.segmented_control("Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session")
 mode = mode or "cascading"
 setting_to_link("mode", mode, "cascading")
+first, second, third = st.columns(3)
 setting_from_link("sanity.seed", "seed", SEEDS, 0)
 seed = int(
-    second.number_input(
+    first.number_input(
         "Seed", min_value=0, max_value=SEEDS.stop - 1, step=1, key="sanity.seed", persist_state="session"
     )
 )
 setting_to_link("seed", seed, 0)
 setting_from_link("sanity.top_k", "top_k", TOP_K_SHARES, 0.2)
-top_k = third.slider("Top-k share of words", 0.05, 1.0, step=0.05, key="sanity.top_k", persist_state="session")
+top_k = second.slider("Top-k share of words", 0.05, 1.0, step=0.05, key="sanity.top_k", persist_state="session")
 setting_to_link("top_k", round(top_k, 2), 0.2)
 scope, n_examples = example_scope(
-    fourth, selection, "sanity", most=50, default=10,
+    third, selection, "sanity", most=50, default=10,
     help="The thesis uses 50. Each example's target is its predicted class.",
 )  # fmt: skip
 with st.expander("Method parameters"):

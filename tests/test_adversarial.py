@@ -421,7 +421,7 @@ def test_page_shows_both_texts_and_heatmaps_for_both_attacks(toy_folders):
     assert len(texts) == 6 and all("<script>" not in b for b in texts)
     assert sum("&lt;script&gt;" in b for b in texts) >= 3
 
-    app.segmented_control(key="adversarial.attack").set_value("substitution").run()
+    app.radio(key="adversarial.attack").set_value("substitution").run()
     app.multiselect(key="adversarial.methods").set_value(["loo_unk", "grad_x_input"]).run()
     app.number_input(key="adversarial.quick.param.attack_substitution.budget").set_value(1).run()
     app.number_input(key="adversarial.quick.param.attack_substitution.n_candidates").set_value(3).run()

@@ -62,8 +62,9 @@ NAMES_SPLIT = """els => els.filter(e => /^[a-z0-9_\u200b]+$/.test(e.textContent)
     return broke && !/[_\u200b]/.test(text[i - 1]) ? [[text, text.slice(0, i)]] : [] }) })"""
 # [number of chips, scrollHeight, clientHeight] of every multiselect's chip box
 CHIPS = "els => els.map(e => [e.querySelectorAll('[data-tag]').length, e.scrollHeight, e.clientHeight])"
-# a button's label, which Streamlit cuts with an ellipsis where it does not fit ("Random" was "Ran…")
-BUTTONS = 'button [data-testid="stMarkdownContainer"]'
+# a button's label, which Streamlit cuts with an ellipsis where it does not fit ("Random" was "Ran…"), and a
+# segmented control's row of buttons, which scrolls in its box (the heatmaps' Tokens showed "words | su")
+BUTTONS = 'button [data-testid="stMarkdownContainer"], [data-testid="stButtonGroup"] [role="radiogroup"]'
 # the largest horizontal overlap (px) of two numbers drawn in the agreement matrix's cells
 OVERLAP = """plot => { const boxes = [...plot.querySelectorAll('text')].filter(t => /^-?[0-9.]+$|^n\\/a$/.test(t.textContent) && t.closest('.cartesianlayer')).map(t => t.getBoundingClientRect());
   let worst = 0;
@@ -349,3 +350,56 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
     problems = {path: {k: v for k, v in checks.items() if v != clean[k]} for path, checks in found.items()}
     problems = {path: checks for path, checks in problems.items() if checks}
     assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())
+
+
+def walk_tour(page, label: str, present: str) -> dict:
+    """Start the tour ``label`` from the sidebar and go through its steps with Next, each step
+    checked (``page_checks``) once its panel shows and the page's run has ended."""
+    from playwright.sync_api import expect
+
+    from ui.tour_steps import TOURS
+
+    tour = next(t for t in TOURS if t.label == label)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    picker = sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Tour")
+    option = page.get_by_role("option", name=label, exact=True)
+    idle = page.locator('[data-testid="stStatusWidget"]')
+    expect(idle).to_have_count(0, timeout=TIMEOUT_MS)  # the page's first run has ended
+    summary = sidebar.get_by_text(tour.summary[:40])
+    for _ in range(20):  # a rerun still drawing the page closes an open list: open it again
+        try:
+            picker.click(timeout=3000)
+            option.click(timeout=3000)
+            summary.wait_for(timeout=3000)
+            break
+        except Exception:  # noqa: BLE001 - Playwright's TimeoutError: the list closed, pick again
+            page.keyboard.press("Escape")
+    expect(summary).to_be_visible(timeout=TIMEOUT_MS)
+    sidebar.get_by_role("button", name="Start the tour").click()
+    found = {}
+    for i, step in enumerate(tour.steps):
+        if i:
+            page.get_by_role("button", name="Next").click()
+        expect(page.get_by_text(f"step {i + 1} of {len(tour.steps)}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
+        page.wait_for_timeout(500)
+        expect(idle).to_have_count(0, timeout=TIMEOUT_MS)  # the step's run has ended
+        found[f"{label}, step {i + 1}"] = page_checks(page, set(), 1, 0, f"tour-{tour.key}-{i + 1}-present{present}")
+    return found
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
+    """Every guided tour, step by step, as a teacher follows it at 1,024 px (the step's panel with its
+    four buttons above the page the step set up): nothing shown is cut."""
+    from ui.tour_steps import TOURS
+
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    found = {}
+    for tour in TOURS:
+        page.goto(f"{app_url}/?{QUERY}{present}")
+        found |= walk_tour(page, tour.label, present)
+    page.close()
+    problems = {step: {k: v for k, v in checks.items() if v not in ([], True)} for step, checks in found.items()}
+    problems = {step: checks for step, checks in problems.items() if checks}
+    assert problems == {}, "\n".join(f"{step}: {checks}" for step, checks in problems.items())

@@ -44,14 +44,16 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
     when the model picked has other classes than the first's ``label_names``: said under the
     picker, from its config, before any weights load)."""
     _read_url_once()
-    left, middle, right = st.columns([2, 3, 3], vertical_alignment="bottom")
-    on = left.toggle(
+    # the toggle and the button at their labels' widths, the picker below at the page's: in three
+    # columns at 1,024 px the toggle's label and the picker's hub names were cut
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    on = row.toggle(
         "Second model",
         key=ON,
         persist_state="session",
         help="Explain the same words with a second model, row under row.",
     )
-    right.button(  # at 1,024 px "This model vs its randomized copy" needed 200 px of 175 (145 in the presentation font)
+    row.button(
         "Randomized copy",
         key="heatmaps.compare.randomized",
         on_click=_randomized_copy,
@@ -66,9 +68,7 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
     choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
     if st.session_state.get(MODEL) not in choices:
         st.session_state[MODEL] = RANDOMIZED
-    picked = middle.selectbox(
-        "Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="session"
-    )
+    picked = st.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="session")
     typed = (
         ""
         if services.shared_mode()

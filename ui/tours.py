@@ -69,9 +69,10 @@ def render(pages: set[str]) -> None:
     with st.container(border=True, key="tour.panel"):
         st.markdown(f"**Tour: {tour.title}** · step {index + 1} of {len(tour.steps)}: **{step.title}**")
         st.markdown(step.text)
-        back, again, forward, stop = st.columns(4)
-        back.button("Back", key="tour.back", on_click=go_to, args=(key, index - 1), disabled=index == 0)
-        again.button("Set this step again", key="tour.again", on_click=go_to, args=(key, index))
-        if index + 1 < len(tour.steps):
-            forward.button("Next", key="tour.next", type="primary", on_click=go_to, args=(key, index + 1))
-        stop.button("End the tour", key="tour.end", on_click=end)
+        # each button as wide as its label (in four equal columns "Set this step again" was cut at 1,024 px)
+        with st.container(horizontal=True):
+            st.button("Back", key="tour.back", on_click=go_to, args=(key, index - 1), disabled=index == 0)
+            st.button("Set this step again", key="tour.again", on_click=go_to, args=(key, index))
+            if index + 1 < len(tour.steps):
+                st.button("Next", key="tour.next", type="primary", on_click=go_to, args=(key, index + 1))
+            st.button("End the tour", key="tour.end", on_click=end)
