@@ -32,7 +32,7 @@ with st.expander("How to read this page", expanded=False):
     A.how_to_read()
 
 infos = {m.key: m for m in services.methods()}
-first, second, third = st.columns([5, 3, 2])
+first, second, third = st.columns([4, 4, 2])  # at [5, 3, 2] "unconstrained" broke inside the word
 setting_from_link("adversarial.attack", "attack", list(A.ATTACKS), "embedding")
 attack = first.radio(  # a segmented control needed 438 px of 271 at 1,024 px (573 in the presentation font)
     "Attack", list(A.ATTACKS), format_func=A.ATTACKS.get, key="adversarial.attack", persist_state="session"
