@@ -14,9 +14,13 @@ method's bold name above its parameters wraps only after an underscore ("integra
 off "nts"). A multiselect's wrapped chips show without an inner scroll (the faithfulness page's
 five default methods had one). A sidebar box whose choice is None keeps showing that choice when
 Escape empties it. The other pages (adversarial, human rationales, ROAR, dataset explorer, methods,
-reproductions) are walked as they open: the ROAR page's evaluation examples ran past its box and its
-sparsity chart's title past the chart, the human rationales' Human mask and "Correct predictions
-only" had no room in their rows. Screenshots go to ``test-output/layout-*.png``."""
+reproductions, the faithfulness example and slice views) are walked as they open: the ROAR page's
+evaluation examples ran past its box and its sparsity chart's title past the chart, the human
+rationales' Human mask and "Correct predictions only" had no room in their rows. Every guided tour is
+followed step by step: the tour panel's "Set this step again", the second model's picker, the
+colour-scale toggles and the sanity page's "cascading | independent" were cut. No segmented control
+scrolls and no label or radio option breaks inside a word. Screenshots go to
+``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -296,6 +300,8 @@ def test_escape_in_a_select_whose_choice_is_none_keeps_showing_that_choice(app_u
 # the other pages, by path: a text each shows once drawn, the least number of select boxes shown (the
 # sidebar's included) once their expanders are open, and of charts; none starts a computation
 OTHER_PAGES = {
+    "faithfulness": ("Scores", 14, 4),  # the example's four curves drawn (their labels, unlike the walk above)
+    "faithfulness?view=Dataset+slice&": ("Run on the slice", 10, 0),
     "adversarial": ("Adversarial attacks on explanations", 9, 0),
     "rationales": ("Human highlights and the words each method selects", 9, 0),  # the example's heatmaps drawn
     "rationales?view=Dataset+slice&": ("Human rationales", 9, 0),
