@@ -380,9 +380,10 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
     assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())
 
 
-def walk_tour(page, label: str, present: str) -> dict:
+def walk_tour(page, label: str, present: str, measured: set) -> dict:
     """Start the tour ``label`` from the sidebar and go through its steps with Next, each step
-    checked (``page_checks``) once its panel shows and the page's run has ended."""
+    checked (``page_checks``, a select's options read once per label and width) once its panel
+    shows and the page's run has ended."""
     from playwright.sync_api import expect
 
     from ui.tour_steps import TOURS
@@ -411,7 +412,7 @@ def walk_tour(page, label: str, present: str) -> dict:
         expect(page.get_by_text(f"step {i + 1} of {len(tour.steps)}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
         page.wait_for_timeout(500)
         expect(idle).to_have_count(0, timeout=TIMEOUT_MS)  # the step's run has ended
-        found[f"{label}, step {i + 1}"] = page_checks(page, set(), 1, 0, f"tour-{tour.key}-{i + 1}-present{present}")
+        found[f"{label}, step {i + 1}"] = page_checks(page, measured, 1, 0, f"tour-{tour.key}-{i + 1}-present{present}")
     return found
 
 
@@ -423,10 +424,11 @@ def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> 
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
-    found = {}
+    found: dict = {}
+    measured: set = set()
     for tour in TOURS:
         page.goto(f"{app_url}/?{QUERY}{present}")
-        found |= walk_tour(page, tour.label, present)
+        found |= walk_tour(page, tour.label, present, measured)
     page.close()
     problems = {step: {k: v for k, v in checks.items() if v not in ([], True)} for step, checks in found.items()}
     problems = {step: checks for step, checks in problems.items() if checks}
