@@ -161,7 +161,7 @@ with left:
     download_row("explorer.distribution.download", name=f"{run_id}-{metric}", figure=distribution)
 
 st.subheader("Do the methods agree?")
-a, b = st.columns(2)
+a, b = st.columns([3, 2])  # in halves the Measure's "top-k overlap (absolute scores)" was cut at 1,024 px
 measure = a.selectbox(
     "Measure", list(MEASURE_LABELS), format_func=MEASURE_LABELS.get, key="explorer.measure", persist_state="session"
 )

@@ -84,3 +84,23 @@ def test_open_a_stored_run_and_land_on_its_heatmap(explorer_url: str, browser, s
 
 def _local(url: str) -> bool:
     return url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:"))
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_an_opened_run_fits_1024_px(explorer_url: str, browser, stored, present: str) -> None:  # noqa: F811
+    """The explorer with a run open (its table, filters, agreement matrix and the example's rows) at
+    1,024 px with the sidebar open, in both fonts: nothing cut (``test_browser_layout``'s checks)."""
+    from playwright.sync_api import expect
+
+    from tests.test_browser_layout import page_checks
+
+    run_id, _ = stored
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{explorer_url}/explorer?run={run_id}&model=minilm-sst2&dataset=examples&present={present}")
+    expect(page.get_by_text(f"scores stored by {run_id}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(rows(page, "loo_empty").first).to_be_visible()
+    checks = page_checks(page, set(), 9, 0, f"explorer-run-present{present}")
+    page.close()
+    assert checks["shown"], checks
+    assert {k: v for k, v in checks.items() if v not in ([], True)} == {}

@@ -27,7 +27,7 @@ import services
 from core.types import Attribution
 from metrics.base import MetricResult, Summary
 from ui import adversarial, agreement, explorer, faithfulness, mask_panels, rationales, roar, sanity, theme
-from ui.charts import band_trace, probability_chart
+from ui.charts import band_trace, curve_layout, probability_chart
 from ui.export import Heatmap, heatmap_document, heatmap_latex
 from ui.heatmap import colour, heatmap_html
 
@@ -91,7 +91,7 @@ BUILDERS: dict[str, Callable[[], go.Figure]] = {
         },
         "deletion",
     ),
-    "faithfulness curve": lambda: faithfulness.layout(
+    "faithfulness curve": lambda: curve_layout(
         faithfulness.example_curve({"loo_empty": metric_run(0.3), "random": metric_run(0.6)}, "deletion", 2),
         faithfulness.TITLES[0][1],
         *explorer.curve_axes("deletion"),

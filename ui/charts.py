@@ -55,6 +55,24 @@ def style(figure: go.Figure) -> go.Figure:
     return figure
 
 
+def curve_layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
+    """A curve's layout; a title's tail in parentheses goes on a second, smaller line (at the
+    presentation font, half the page's width holds about 20 characters of a title)."""
+    main, _, tail = title.partition(" (")
+    size = current().title_size
+    subtitle = {"text": tail.removesuffix(")"), "font": {"size": round(0.7 * size)}} if tail else {}
+    figure.update_layout(
+        title={"text": main, "subtitle": subtitle},
+        height=24 * size,  # 360 px; taller at the presentation font, where the axis title outgrew the plot
+        margin={"l": 10, "r": 10, "t": round((3.2 if tail else 2) * size) + 10, "b": 10},
+        xaxis={"title": x_title, "tickformat": x_format},
+        yaxis={"title": y_title},
+        legend={"orientation": "h", "y": -0.25},
+        hoverlabel={"align": "left"},
+    )
+    return style(figure)
+
+
 def legend_name(name: str, value: float) -> str:
     """A legend entry ``name (value)``, escaped; where one line would run past a narrow chart (two
     side by side at 1,024 px with the sidebar open, at the presentation font: "integrated_gradients

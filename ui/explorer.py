@@ -12,7 +12,7 @@ import streamlit as st
 
 import services
 from ui import sidebar
-from ui.charts import band_trace, legend_name, style
+from ui.charts import band_trace, curve_layout, legend_name, style
 from ui.heatmap import heatmap_html
 from ui.theme import current
 
@@ -140,12 +140,14 @@ def mean_curve_figure(
     metric: str,
     summary: dict | None = None,
     head: str = "single_label",
+    title: str = "",
 ) -> go.Figure:
     """The mean ``metric`` curve of every method with its 95% band
     (``engine.slice_report.mean_curves``); with ``summary`` (``[method][metric]`` ->
     ``metrics.base.Summary``) each legend entry shows the method's mean value and each point its
     band on hover. ``head`` (``core.heads``) names the explained output: a regression head's score
-    is not clipped to a probability's range."""
+    is not clipped to a probability's range. ``title``: by default "mean <metric> curve (95%
+    band)", its tail in parentheses on a line of its own (``ui.charts.curve_layout``)."""
     theme = current()
     bounds = None if head == "regression" else CURVE_BOUNDS.get(metric)
     figure = go.Figure()
@@ -175,13 +177,4 @@ def mean_curve_figure(
                 hovertemplate=hover,
             )
         )
-    x_title, y_title, x_format = curve_axes(metric, head)
-    figure.update_layout(
-        title={"text": f"mean {metric} curve (95% band)"},
-        height=380,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": x_title, "tickformat": x_format},
-        yaxis={"title": y_title},
-        legend={"orientation": "h", "y": -0.25},
-    )
-    return style(figure)
+    return curve_layout(figure, title or f"mean {metric} curve (95% band)", *curve_axes(metric, head))

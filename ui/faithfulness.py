@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import services
-from ui.charts import legend_name, style
+from ui.charts import curve_layout, legend_name
 from ui.downloads import show_figure
 from ui.explorer import curve_axes, mean_curve_figure
 from ui.params import methods_params_form, params_form
@@ -75,35 +75,17 @@ def best_styles(shown: pd.DataFrame, numbers: dict[str, tuple[str, pd.Series]]) 
     return styles
 
 
-def layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
-    """A curve's layout; a title's tail in parentheses goes on a second, smaller line."""
-    main, _, tail = title.partition(" (")
-    size = current().title_size
-    subtitle = {"text": tail.removesuffix(")"), "font": {"size": round(0.7 * size)}} if tail else {}
-    figure.update_layout(
-        title={"text": main, "subtitle": subtitle},
-        height=24 * size,  # 360 px; taller at the presentation font, where the axis title outgrew the plot
-        margin={"l": 10, "r": 10, "t": round((3.2 if tail else 2) * size) + 10, "b": 10},
-        xaxis={"title": x_title, "tickformat": x_format},
-        yaxis={"title": y_title},
-        legend={"orientation": "h", "y": -0.25},
-        hoverlabel={"align": "left"},
-    )
-    return style(figure)
-
-
 def example_curves(runs: dict[str, services.MetricsRun], n_words: int, head: str) -> dict[str, go.Figure]:
     """The four curves of one example, each with one line per method, for a head of kind
     ``head``."""
-    return {key: layout(example_curve(runs, key, n_words), title, *curve_axes(key, head)) for key, title, _ in TITLES}
+    return {
+        key: curve_layout(example_curve(runs, key, n_words), title, *curve_axes(key, head)) for key, title, _ in TITLES
+    }
 
 
 def slice_curves(result: services.SliceResult, head: str) -> dict[str, go.Figure]:
     """The four mean curves of a slice with their 95% bands, for a head of kind ``head``."""
-    return {
-        key: layout(mean_curve_figure(result.mean_curves, key, result.summary, head), title, *curve_axes(key, head))
-        for key, _, title in TITLES
-    }
+    return {key: mean_curve_figure(result.mean_curves, key, result.summary, head, title) for key, _, title in TITLES}
 
 
 def example_curve(runs: dict[str, services.MetricsRun], key: str, n_words: int) -> go.Figure:
@@ -233,7 +215,7 @@ def rank_figure(
             )
         )
     figure.update_yaxes(autorange="reversed", dtick=1)
-    figure = layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
+    figure = curve_layout(figure, "Rank of each method under the two removals", "removal", "rank (1 = best)")
     # room on both sides for the method names written beside the ends (a category axis clips them)
     names = [REMOVALS.get(mode, mode) for mode in (mode_a, mode_b)]  # as the Removal pickers name them
     return figure.update_xaxes(tickvals=[0, 1], ticktext=names, range=[-0.6, 1.6], zeroline=False)
