@@ -322,7 +322,7 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
     shown, cut = selects_cut(page, measured)
     page.wait_for_timeout(500)
     labels = [row for row in page.locator(WIDGET_LABELS).evaluate_all(CUT) if row[0] and row[0] not in KNOWN]
-    names = page.locator('[data-testid="stExpander"] [data-testid="stMarkdownContainer"] strong')
+    names = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] strong')  # in a column too
     entries, legend_cut = page.evaluate(LEGENDS)
     checks = {
         "shown": shown >= least and entries >= charts,
@@ -433,3 +433,40 @@ def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> 
     problems = {step: {k: v for k, v in checks.items() if v not in ([], True)} for step, checks in found.items()}
     problems = {step: checks for step, checks in problems.items() if checks}
     assert problems == {}, "\n".join(f"{step}: {checks}" for step, checks in problems.items())
+
+
+# a page's slice view: a text its results show once drawn, and the number of charts they draw
+SLICE_RESULTS = {
+    "faithfulness": ("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.", 4),
+    "rationales": ("At each method's optimal τ (Pham et al. 2022)", 0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("present", ["0", "1"])
+def test_slice_results_fit_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
+    """The faithfulness and human-rationale slice views after a run on three bundled examples (the
+    tables, the mean curves and their legends), as the tours' "Run on the slice" steps leave them."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    idle = page.locator('[data-testid="stStatusWidget"]')
+    measured: set = set()
+    found = {}
+    for path, (text, charts) in SLICE_RESULTS.items():
+        page.goto(f"{app_url}/{path}?view=Dataset+slice&{QUERY}{present}")
+        count = page.get_by_label(re.compile(r"^Examples \(1"))
+        count.fill("3")
+        count.press("Enter")
+        expect(page.get_by_text(re.compile("^Estimated time for the slice.* over 3 examples"))).to_be_visible()
+        expect(idle).to_have_count(0)
+        page.get_by_role("button", name="Run on the slice").click()
+        expect(page.get_by_text(text, exact=True)).to_be_visible()
+        if charts:
+            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible()
+        expect(idle).to_have_count(0)
+        found[path] = page_checks(page, measured, 10, charts, f"{path}-slice-results-present{present}")
+    page.close()
+    problems = {path: {k: v for k, v in checks.items() if v not in ([], True)} for path, checks in found.items()}
+    problems = {path: checks for path, checks in problems.items() if checks}
+    assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())

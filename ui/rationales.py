@@ -18,8 +18,9 @@ import streamlit as st
 import services
 from ui.charts import style
 from ui.downloads import show_figure, show_table
+from ui.params import breakable
 from ui.share import setting_from_link, setting_to_link
-from ui.text import clipped
+from ui.text import clipped, plain
 from ui.theme import current
 
 INFOS = {m.key: m for m in services.metric_infos("plausibility")}
@@ -257,8 +258,9 @@ def threshold_figure(result, objective: str) -> go.Figure:
 
 
 def worst_examples(result, open_example, count: int = 5) -> None:
-    """Per method, the ``count`` examples it agrees least with the humans on, each a button that
-    calls ``open_example(index)``."""
+    """Per method, the ``count`` examples it agrees least with the humans on, each its score and
+    text over a button that calls ``open_example(index)`` (in a third of the page at 1,024 px a
+    button holding the text showed "#0 · IoU 0.25 · The scr…")."""
     st.subheader("Where each method agrees least with the humans")
     keys = [k for k in METRICS if k != "coverage" and k in next(iter(result.values.values()), {})]
     key = st.selectbox("By", keys, format_func=column_name, key="rationales.worst_metric", persist_state="session")
@@ -268,15 +270,15 @@ def worst_examples(result, open_example, count: int = 5) -> None:
         scored = [(v, i) for i, v in enumerate(per[key]) if v is not None]
         scored.sort(key=lambda pair: pair[0] if higher_is_better else -pair[0])
         with columns[position % len(columns)]:
-            st.markdown(f"**{html.escape(method)}**")
+            st.markdown(f"**{breakable(method)}**")
             for value, i in scored[:count]:
                 item = result.items[i]
                 words = " ".join(item.example.words)
+                st.caption(plain(f"#{item.index} · {LABELS[key]} {value:.2f} · {clipped(words, 70)}"))
                 st.button(
-                    f"#{item.index} · {LABELS[key]} {value:.2f} · {clipped(words, 70)}",
+                    f"Open #{item.index}",
                     key=f"rationales.open.{method}.{item.index}",
                     on_click=open_example,
                     args=(item.index,),
                     help="Open this example in the example view",
-                    width="stretch",
                 )
