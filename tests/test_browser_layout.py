@@ -18,9 +18,10 @@ reproductions, the faithfulness example and slice views) are walked as they open
 evaluation examples ran past its box and its sparsity chart's title past the chart, the human
 rationales' Human mask and "Correct predictions only" had no room in their rows. Every guided tour is
 followed step by step: the tour panel's "Set this step again", the second model's picker, the
-colour-scale toggles and the sanity page's "cascading | independent" were cut. No segmented control
-scrolls and no label or radio option breaks inside a word. Screenshots go to
-``test-output/layout-*.png``."""
+colour-scale toggles and the sanity page's "cascading | independent" were cut. The faithfulness and
+rationale slice views are checked after a run on three examples: the rationales' "agrees least"
+buttons showed about 20 of their 70 characters. No segmented control scrolls and no label or radio
+option breaks inside a word. Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
