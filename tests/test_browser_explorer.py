@@ -92,7 +92,7 @@ def test_an_opened_run_fits_1024_px(explorer_url: str, browser, stored, present:
     1,024 px with the sidebar open, in both fonts: nothing cut (``test_browser_layout``'s checks)."""
     from playwright.sync_api import expect
 
-    from tests.test_browser_layout import page_checks
+    from tests.test_browser_layout import assert_nothing_cut, page_checks
 
     run_id, _ = stored
     page = browser.new_page(viewport={"width": 1024, "height": 900})
@@ -102,5 +102,4 @@ def test_an_opened_run_fits_1024_px(explorer_url: str, browser, stored, present:
     expect(rows(page, "loo_empty").first).to_be_visible()
     checks = page_checks(page, set(), 9, 0, f"explorer-run-present{present}")
     page.close()
-    assert checks["shown"], checks
-    assert {k: v for k, v in checks.items() if v not in ([], True)} == {}
+    assert_nothing_cut({"explorer with a run": checks})

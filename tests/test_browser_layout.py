@@ -343,6 +343,14 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
     return checks
 
 
+def assert_nothing_cut(found: dict[str, dict]) -> None:
+    """Fail with every check of every page (``page_checks``' results by page) that found something
+    cut, or too few selects or charts shown."""
+    problems = {where: {k: v for k, v in checks.items() if v not in ([], True)} for where, checks in found.items()}
+    problems = {where: checks for where, checks in problems.items() if checks}
+    assert problems == {}, "\n".join(f"{where}: {checks}" for where, checks in problems.items())
+
+
 @pytest.mark.parametrize("present", ["0", "1"])
 def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
     """The pages the walk above leaves out, as they open (no run or job started; the ROAR page's
@@ -374,11 +382,7 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
         page, measured, 10, 1, f"adversarial-attacked-present{present}"
     )
     page.close()
-    clean = {"shown": True, "selects": [], "chips": [], "labels": [], "words split": [], "titles": [], "legends": [],
-             "names": [], "row labels": [], "buttons": []}  # fmt: skip
-    problems = {path: {k: v for k, v in checks.items() if v != clean[k]} for path, checks in found.items()}
-    problems = {path: checks for path, checks in problems.items() if checks}
-    assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())
+    assert_nothing_cut(found)
 
 
 def walk_tour(page, label: str, present: str, measured: set) -> dict:
@@ -431,9 +435,7 @@ def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> 
         page.goto(f"{app_url}/?{QUERY}{present}")
         found |= walk_tour(page, tour.label, present, measured)
     page.close()
-    problems = {step: {k: v for k, v in checks.items() if v not in ([], True)} for step, checks in found.items()}
-    problems = {step: checks for step, checks in problems.items() if checks}
-    assert problems == {}, "\n".join(f"{step}: {checks}" for step, checks in problems.items())
+    assert_nothing_cut(found)
 
 
 # a page's slice view: a text its results show once drawn, and the number of charts they draw
@@ -468,6 +470,4 @@ def test_slice_results_fit_at_1024_px(app_url: str, browser, present: str) -> No
         expect(idle).to_have_count(0)
         found[path] = page_checks(page, measured, 10, charts, f"{path}-slice-results-present{present}")
     page.close()
-    problems = {path: {k: v for k, v in checks.items() if v not in ([], True)} for path, checks in found.items()}
-    problems = {path: checks for path, checks in problems.items() if checks}
-    assert problems == {}, "\n".join(f"{path}: {checks}" for path, checks in problems.items())
+    assert_nothing_cut(found)
