@@ -12,7 +12,7 @@ import streamlit as st
 
 from services import MethodInfo, ParamField
 from ui.share import first_read, link_warning, quoted, setting_to_link
-from ui.text import plain
+from ui.text import breakable
 
 
 def params_form(method: MethodInfo, prefix: str, link: str | None = None) -> dict[str, Any]:
@@ -51,13 +51,6 @@ def methods_params_form(infos: dict[str, MethodInfo], keys: list[str], prefix: s
             params[key] = params_form(infos[key], prefix)
     _params_to_link(LINK_PARAM, _changed(infos, params))
     return params
-
-
-def breakable(name: str) -> str:
-    """``name`` as markdown text that may wrap after each of its underscores (a zero-width space
-    follows each) rather than inside a word: at the presentation font the heatmaps page's narrow
-    expander broke "integrated_gradients" into "integrated_gradie" and "nts"."""
-    return plain(name).replace("\\_", "\\_\u200b")
 
 
 # The link's parameter holding the method parameters changed from their defaults, as JSON

@@ -18,9 +18,8 @@ import streamlit as st
 import services
 from ui.charts import style
 from ui.downloads import show_figure, show_table
-from ui.params import breakable
 from ui.share import setting_from_link, setting_to_link
-from ui.text import clipped, plain
+from ui.text import breakable, clipped, plain
 from ui.theme import current
 
 INFOS = {m.key: m for m in services.metric_infos("plausibility")}

@@ -46,3 +46,10 @@ def plain(text: str) -> str:
     Streamlit's emoji, colour or icon codes is followed by an invisible word joiner."""
     escaped = _SCHEME.sub(r"\/\/", _MARKDOWN.sub(r"\\\1", text))
     return _CODE_COLON.sub(":" + WORD_JOINER, escaped)
+
+
+def breakable(name: str) -> str:
+    """``name`` as markdown text that may wrap after each of its underscores (a zero-width space
+    follows each) rather than inside a word: at the presentation font the heatmaps page's narrow
+    expander broke "integrated_gradients" into "integrated_gradie" and "nts"."""
+    return plain(name).replace("\\_", "\\_\u200b")
