@@ -41,6 +41,13 @@ CUT = "els => els.map(e => [e.textContent, e.scrollWidth, e.clientWidth]).filter
 TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
   return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width]).filter(([, right, width]) => right > width)})"""
+# [text, room left, room right] of every text written beside a chart's points (the rank chart's method names) that
+# is cut: past its chart, or past its plot area where plotly clips it there ("ated_gradients", "integrated_gra")
+POINT_TEXTS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const chart = plot.querySelector('svg.main-svg').getBoundingClientRect(), drag = plot.querySelector('.nsewdrag');
+  const area = drag ? drag.getBoundingClientRect() : chart;
+  return [...plot.querySelectorAll('.textpoint text')].map(t => { const r = t.getBoundingClientRect(), box = t.closest('[clip-path]') ? area : chart;
+    return [t.textContent, Math.round(r.left - box.left), Math.round(box.right - r.right)] }).filter(([, left, right]) => left < 0 || right < 0) })"""
 # [number of legend entries, [text, right edge, width] of every legend entry that ends past its chart's right edge]
 LEGENDS = """() => { const entries = [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
@@ -333,6 +340,7 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
         "words split": page.locator(LABEL_TEXTS).evaluate_all(WORDS_SPLIT),
         "titles": page.evaluate(TITLES),
         "legends": legend_cut,
+        "point texts": page.evaluate(POINT_TEXTS),
         "names": names.evaluate_all(NAMES_SPLIT),
         "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column
         "buttons": page.locator(BUTTONS).evaluate_all(CUT),
@@ -442,13 +450,16 @@ def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> 
 SLICE_RESULTS = {
     "faithfulness": ("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.", 4),
     "rationales": ("At each method's optimal τ (Pham et al. 2022)", 0),
+    # the comparison table's caption, then the ranks under Removal A and B
+    "faithfulness?view=Removal+modes+compared&": (re.compile(r"is better; rank 1 = best\.$"), 1),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("present", ["0", "1"])
 def test_slice_results_fit_at_1024_px(app_url: str, browser, present: str) -> None:  # noqa: F811
-    """The faithfulness and human-rationale slice views after a run on three bundled examples (the
-    tables, the mean curves and their legends), as the tours' "Run on the slice" steps leave them."""
+    """The faithfulness and human-rationale slice views and the faithfulness page's removal modes
+    compared, each after a run on three bundled examples (the tables, the mean curves and their
+    legends, the ranks under the two removals), as the tours' "Run on the slice" steps leave them."""
     from playwright.sync_api import expect
 
     page = browser.new_page(viewport={"width": 1024, "height": 900})
@@ -457,17 +468,18 @@ def test_slice_results_fit_at_1024_px(app_url: str, browser, present: str) -> No
     measured: set = set()
     found = {}
     for path, (text, charts) in SLICE_RESULTS.items():
-        page.goto(f"{app_url}/{path}?view=Dataset+slice&{QUERY}{present}")
+        joiner = "" if path.endswith("&") else "?view=Dataset+slice&"
+        page.goto(f"{app_url}/{path}{joiner}{QUERY}{present}")
         count = page.get_by_label(re.compile(r"^Examples \(1"))
         count.fill("3")
         count.press("Enter")
         expect(page.get_by_text(re.compile("^Estimated time for the slice.* over 3 examples"))).to_be_visible()
         expect(idle).to_have_count(0)
         page.get_by_role("button", name="Run on the slice").click()
-        expect(page.get_by_text(text, exact=True)).to_be_visible()
+        expect(page.get_by_text(text, exact=True)).to_be_visible(timeout=TIMEOUT_MS)
         if charts:
-            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible()
-        expect(idle).to_have_count(0)
+            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+        expect(idle).to_have_count(0, timeout=TIMEOUT_MS)
         found[path] = page_checks(page, measured, 10, charts, f"{path}-slice-results-present{present}")
     page.close()
     assert_nothing_cut(found)

@@ -189,15 +189,32 @@ def test_a_roar_band_is_drawn_inside_zero_and_one_and_its_hover_keeps_the_interv
     assert list(band_trace([0, 1], [-2.0, 0.2], [3.0, 0.4], "#004488", "m").y) == [3.0, 0.4, 0.2, -2.0]
 
 
-def test_the_rank_chart_leaves_room_for_the_names_at_both_ends() -> None:
+def test_the_rank_chart_writes_each_name_in_a_right_margin_sized_for_the_longest() -> None:
+    """The names at the lines' right-hand ends are drawn unclipped into a right margin that grows with
+    the longest name and the font (a name at each end of a clipped axis range lost up to 47 px at
+    1,024 px, ``tests/test_browser_layout.py``); a long name is cut, and every name is escaped."""
     figure = BUILDERS["faithfulness ranks"]()
     axis = figure.layout.xaxis
-    assert list(axis.ticktext) == ["delete the words", "masked-LM fill-in"] and list(axis.tickvals) == [
-        0,
-        1,
+    assert list(axis.ticktext) == ["delete the words", "masked-LM fill-in"] and list(axis.tickvals) == [0, 1]
+    assert axis.range[0] < 0 and axis.range[1] > 1  # the markers and the ticks' labels inside the plot
+    assert [(tuple(t.text), t.textposition, t.cliponaxis) for t in figure.data] == [
+        (("", "loo_empty"), "middle right", False),
+        (("", "im"), "middle right", False),
     ]
-    assert axis.range[0] <= -0.5 and axis.range[1] >= 1.5  # the names are written outside the two ends
-    assert [tuple(t.textposition) for t in figure.data] == [("middle left", "middle right")] * 2
+
+    def margin(names: list[str]) -> int:
+        ranks = {name: i + 1 for i, name in enumerate(names)}
+        return faithfulness.rank_figure(names, ("delete", "mlm"), (ranks, ranks)).layout.margin.r
+
+    short, long = ["im", "lime"], ["im", "integrated_gradients"]
+    assert margin(short) < margin(long)
+    with theme.using(theme.PRESENTATION):
+        larger = margin(long)
+    assert larger > margin(long)
+    odd = "<b>" + "x" * 40
+    drawn = faithfulness.rank_figure([odd], ("delete", "mlm"), ({odd: 1}, {odd: 1})).data[0]
+    assert drawn.text[1] == "&lt;b&gt;" + "x" * (faithfulness.RANK_LABEL_CHARS - 4) + "…"
+    assert drawn.name == "&lt;b&gt;" + "x" * 40  # the legend names it in full
 
 
 def test_a_mean_curve_is_labelled_with_what_its_metric_plots() -> None:
