@@ -41,12 +41,13 @@ CUT = "els => els.map(e => [e.textContent, e.scrollWidth, e.clientWidth]).filter
 TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
   return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width]).filter(([, right, width]) => right > width)})"""
-# [text, room left, room right] of every text written beside a chart's points (the rank chart's method names) that
+# [text, room left, room right] of every text written beside a chart's points or bars (the rank chart's method names,
+# the prediction's percentages) that
 # is cut: past its chart, or past its plot area where plotly clips it there ("ated_gradients", "integrated_gra")
 POINT_TEXTS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect(), drag = plot.querySelector('.nsewdrag');
   const area = drag ? drag.getBoundingClientRect() : chart;
-  return [...plot.querySelectorAll('.textpoint text')].map(t => { const r = t.getBoundingClientRect(), box = t.closest('[clip-path]') ? area : chart;
+  return [...plot.querySelectorAll('.textpoint text, text.bartext')].map(t => { const r = t.getBoundingClientRect(), box = t.closest('[clip-path]') ? area : chart;
     return [t.textContent, Math.round(r.left - box.left), Math.round(box.right - r.right)] }).filter(([, left, right]) => left < 0 || right < 0) })"""
 # [number of legend entries, [text, right edge, width] of every legend entry that ends past its chart's right edge]
 LEGENDS = """() => { const entries = [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
