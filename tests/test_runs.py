@@ -106,7 +106,16 @@ def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_p
 
     assert main(["show", run_id, "--results-dir", str(tmp_path / "b")]) == 0  # the rows stored so far
     assert f"{run_id} failed (Interrupted" in capsys.readouterr().err  # why, not only "is failed"
-    assert sorted(store.read_table(run_id).column("position").to_pylist()) == [0, 1, 2, 3]
+    # The units group examples of similar length: the two done hold the four shortest.
+    from transformers import AutoTokenizer
+
+    tokenizer, order = AutoTokenizer.from_pretrained(toy_bert_folder), store.row_order(run_id)
+    lengths = [len(tokenizer(*[" ".join(s) for s in e.segments])["input_ids"]) for e in open_examples(spec)]
+    assert sorted(order) == list(range(6)) and [lengths[i] for i in order] == sorted(lengths)
+    assert sorted(store.read_table(run_id).column("position").to_pylist()) == sorted(order[:4])
+    assert [store.example(run_id, i)[0].words for i in order[:4]] == [open_examples(spec)[i].words for i in order[:4]]
+    with pytest.raises(ValueError, match=f"row {order[4]} of {run_id} is not stored"):
+        store.example(run_id, order[4])
 
     resumed = execute(open_run(resume_spec(store, run_id), store, resume=run_id), store, executor="serial")
     assert resumed.computed_units == 1 and not resumed.created
@@ -163,7 +172,7 @@ def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkey
     spec = toy_spec(toy_bert_folder, limit=2, batch_size=8)
     worker = UnitWorker(spec)
     examples = open_examples(spec)
-    _, expected = worker.run(0, 0, examples)
+    _, expected = worker.run(0, [0, 1], examples)
     real = worker_module.evaluate_slice
     calls = []
 
@@ -174,7 +183,7 @@ def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkey
         return real(*args, **kwargs)
 
     monkeypatch.setattr(worker_module, "evaluate_slice", flaky)
-    stats, table = worker.run(0, 0, examples)
+    stats, table = worker.run(0, [0, 1], examples)
     assert calls == [8, 4, 2] and worker.halvings == 2
     assert stats.n_rows == 2
     assert_close(comparable(table), comparable(expected))  # other batch sizes: equal to float rounding
@@ -184,6 +193,31 @@ def open_examples(spec: RunSpec):
     from core.datasets import load_examples
 
     return load_examples(spec.dataset, spec.split, limit=spec.limit)
+
+
+def test_a_run_made_before_length_order_resumes_in_consecutive_units(toy_bert_folder, tmp_path):
+    """A catalogue written before units were grouped by length has no ``row_orders`` table: its
+    runs resume with units of consecutive rows, and their examples are found by row range. The
+    rows equal those of a run in length order: how examples are grouped changes no number."""
+    from engine.runs.executor import OpenedRun, prepare
+
+    spec = toy_spec(toy_bert_folder)
+    ordered_store = RunStore(tmp_path / "ordered")
+    ordered = execute(open_run(spec, ordered_store), ordered_store, executor="serial")
+    assert ordered_store.row_order(ordered.info.run_id) != list(range(6))  # the bundled examples' lengths differ
+
+    store = RunStore(tmp_path / "old")
+    new, examples = prepare(spec)
+    new.row_order = None
+    info, _ = store.create_or_resume(new)
+    with store._connect() as con:
+        con.execute("DROP TABLE row_orders")
+    assert RunStore(tmp_path / "old", read_only=True).row_order(info.run_id) is None  # no table, no order
+    outcome = execute(OpenedRun(spec, info, examples, True), store, executor="serial")
+    assert outcome.info.status == "done" and store.row_order(info.run_id) is None
+    assert list(store.units(info.run_id)["first_row"]) == [0, 2, 4]
+    assert [store.example(info.run_id, i)[0].words for i in range(6)] == [e.words for e in examples]
+    assert_close(comparable(store.read_table(info.run_id)), comparable(ordered_store.read_table(info.run_id)))
 
 
 def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_bert_folder, tmp_path, capsys, monkeypatch):

@@ -102,7 +102,7 @@ def _store_import(
     from engine.runs.model_identity import label_names, model_fingerprint
     from engine.runs.records import run_id_of, run_key
     from engine.runs.rows import to_table
-    from engine.runs.worker import shift_positions
+    from engine.runs.worker import set_positions
 
     if (dataset is None) != (split is None):
         raise ValueError("give both a dataset and a split, or neither (the examples then come from the file)")
@@ -196,7 +196,7 @@ def _store_import(
                 given=[entry.attributions for entry in chunk],
             )
             evaluation.methods = list(new.methods)  # every unit has every column
-            shift_positions(evaluation, first)
+            set_positions(evaluation, range(first, first + len(chunk)))
             stats = UnitStats(
                 unit, first, len(chunk), clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
             )

@@ -1,6 +1,7 @@
 """Run a dataset evaluation as units of work, stored as they finish (``engine.runs.store``).
 
-A unit is a chunk of ``chunk_size`` consecutive examples of the selection, explained by every
+A unit is ``chunk_size`` examples of the selection of similar length (``worker.unit_order``; the
+units of a run made before that are consecutive rows), explained by every
 method and scored by every metric with ``engine.evaluate.evaluate_slice`` (the one
 implementation of dataset evaluation). Units are independent, so they run anywhere:
 
@@ -37,7 +38,7 @@ from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
 from engine.runs.spec import RunSpec, spec_of
 from engine.runs.store import RunStore
-from engine.runs.worker import Commit, Unit, UnitWorker, chunks
+from engine.runs.worker import Commit, Unit, UnitWorker, unit_order, unit_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,8 +54,8 @@ def run_serial(
     if not units:
         return
     worker = UnitWorker(spec)
-    for unit, first_row, examples in units:
-        commit(*worker.run(unit, first_row, examples, within(len(examples)) if within else None))
+    for unit, rows, examples in units:
+        commit(*worker.run(unit, rows, examples, within(len(examples)) if within else None))
 
 
 @dataclass
@@ -138,6 +139,7 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         label_names=label_names(spec.model),
         chunk_size=spec.chunk_size,
         rows_total=len(examples),
+        row_order=unit_order(spec.model, examples, spec.chunk_size),
     )
     return new, examples
 
@@ -212,6 +214,9 @@ def execute(
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     spec, examples, created = opened.spec, opened.examples, opened.created
+    order = store.row_order(opened.info.run_id) or range(len(examples))  # a run made before length order: its own
+    if len(order) != len(examples):
+        raise ValueError(f"run {opened.info.run_id} has {len(order)} rows; its selection has {len(examples)} examples")
     info = store.claim(opened.info.run_id, executor)  # refused while another process writes it
     done = _readable_units(store, info.run_id)  # a unit whose file is gone or damaged is computed again
     if info.status == "done":
@@ -219,8 +224,8 @@ def execute(
             return RunOutcome(info, created, 0)
         info = store.claim(info.run_id, executor, reopen=True)  # no longer whole: computes the rest
     units = [
-        (unit, first, examples[first : first + n])
-        for unit, (first, n) in enumerate(chunks(len(examples), info.chunk_size))
+        (unit, rows, [examples[row] for row in rows])
+        for unit, rows in enumerate(unit_rows(order, info.chunk_size))
         if unit not in done
     ]
     total = len(examples)

@@ -1,8 +1,8 @@
 """The records of the run store's catalogue: its tables (``SCHEMA``), a run's identity
 (``run_key``, ``run_id_of``), the code version it records, what creating a run needs (``NewRun``),
 a catalogue row (``RunInfo``, decoded by ``_run_info``), what the executor reports with a
-finished unit (``UnitStats``), and the statements that write a run's row and a unit's, run inside
-the store's transactions (``insert_run``, ``commit_unit_rows``)."""
+finished unit (``UnitStats``), and the statements that write a run's row (with its row order) and
+a unit's, run inside the store's transactions (``insert_run``, ``commit_unit_rows``)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,12 @@ CREATE TABLE IF NOT EXISTS units (
     metrics_s DOUBLE NOT NULL,
     finished TIMESTAMP NOT NULL,
     PRIMARY KEY (run_id, unit)
+);
+-- The order a run's rows are cut into units in, where it is not the rows' own (a dataset
+-- evaluation's units group examples of similar length: ``engine.runs.executor.unit_order``).
+CREATE TABLE IF NOT EXISTS row_orders (
+    run_id VARCHAR PRIMARY KEY,
+    row_order INTEGER[] NOT NULL
 );
 """
 
@@ -167,7 +173,7 @@ class UnitStats:
     """What the executor reports with a finished unit."""
 
     unit: int
-    first_row: int
+    first_row: int  # its first row in the run's own order (its rows need not follow on)
     n_rows: int
     forward_passes: int
     explain_s: float
@@ -194,6 +200,8 @@ class NewRun:
     label_names: Sequence[str]
     chunk_size: int
     rows_total: int
+    # The rows in the order they are cut into units of ``chunk_size``; None: in their own order.
+    row_order: Sequence[int] | None = None
 
 
 def select_run(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
@@ -294,6 +302,8 @@ def insert_run(
             now,
         ],
     )
+    if new.row_order is not None:
+        con.execute("INSERT INTO row_orders VALUES (?, ?)", [run_id, list(new.row_order)])
 
 
 def commit_unit_rows(

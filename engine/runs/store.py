@@ -174,6 +174,18 @@ class RunStore:
         """The run's finished units in row order."""
         return self._query("SELECT * FROM units WHERE run_id = ? ORDER BY first_row", [run_id])
 
+    def row_order(self, run_id: str) -> list[int] | None:
+        """The order run ``run_id``'s rows are cut into units in (``NewRun.row_order``); None where
+        it is the rows' own (runs stored whole, and every run of a catalogue made before units
+        were grouped by length, which may lack the table)."""
+        if not self.catalogue_path.exists():
+            return None
+        with self._connect() as con:
+            if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'row_orders'").fetchone():
+                return None
+            found = con.execute("SELECT row_order FROM row_orders WHERE run_id = ?", [run_id]).fetchone()
+        return None if found is None else [int(row) for row in found[0]]
+
     def done_units(self, run_id: str) -> set[int]:
         frame = self.units(run_id)
         return set() if frame.empty else {int(u) for u in frame["unit"]}
@@ -198,8 +210,12 @@ class RunStore:
         from engine.runs.rows import attribution_of, example_of
 
         info = self.get(run_id)
-        units = self.units(run_id)
-        hit = units[(units["first_row"] <= position) & (units["first_row"] + units["n_rows"] > position)]
+        units, order = self.units(run_id), self.row_order(run_id)
+        if order is None:
+            hit = units[(units["first_row"] <= position) & (units["first_row"] + units["n_rows"] > position)]
+        else:
+            unit = order.index(position) // info.chunk_size if position in order else -1
+            hit = units[units["unit"] == unit] if not units.empty else units
         if hit.empty:
             raise ValueError(f"row {position} of {run_id} is not stored (rows done: {info.rows_done})")
         row = read_unit_row(self.root, hit.iloc[0]["path"], position)
@@ -324,8 +340,8 @@ class RunStore:
         relative = write_unit_file(self.root, run_id, stats.unit, table)
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
-            con.execute("DELETE FROM units WHERE run_id = ?", [run_id])
-            con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+            for name in ("units", "row_orders", "runs"):
+                con.execute(f"DELETE FROM {name} WHERE run_id = ?", [run_id])
             insert_run(con, run_id, key, new, version, status="done")
             commit_unit_rows(con, run_id, stats, relative, wall_s)
             con.execute("COMMIT")
