@@ -139,7 +139,6 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         label_names=label_names(spec.model),
         chunk_size=spec.chunk_size,
         rows_total=len(examples),
-        row_order=unit_order(spec.model, examples, spec.chunk_size),
     )
     return new, examples
 
@@ -168,6 +167,7 @@ def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> Op
     new, examples = prepare(spec)
     if resume is not None:
         return OpenedRun(spec, _still_matching(store.get(resume), new), examples, False)
+    new.row_order = unit_order(spec.model, examples, spec.chunk_size)  # kept only where the run is new
     info, created = store.create_or_resume(new)
     return OpenedRun(spec, info, examples, created)
 

@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (run_id, unit)
 );
 -- The order a run's rows are cut into units in, where it is not the rows' own (a dataset
--- evaluation's units group examples of similar length: ``engine.runs.executor.unit_order``).
+-- evaluation's units group examples of similar length: ``engine.runs.worker.unit_order``).
 CREATE TABLE IF NOT EXISTS row_orders (
     run_id VARCHAR PRIMARY KEY,
     row_order INTEGER[] NOT NULL

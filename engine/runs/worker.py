@@ -34,9 +34,9 @@ Unit = tuple[int, list[int], list[Example]]  # unit index, its rows (positions i
 def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list[int]:
     """The run's rows in the order they are cut into units of ``chunk_size``: windows of
     ``WINDOW_GROUPS`` units in row order, each sorted by its examples' tokens under ``model``'s
-    tokenizer (``engine.evaluate.length_groups``, as a dataset slice groups them), so that the
-    units of a window come one after the other and a stopped run has done whole windows but the
-    last."""
+    tokenizer (``engine.evaluate.length_groups``, as a dataset slice groups them). A window's
+    units are handed out one after the other, so a run stopped part-way has done whole windows of
+    consecutive rows, and part of the last one: not only its shortest examples."""
     from core.models import load_tokenizer
 
     tokenizer = load_tokenizer(model)
