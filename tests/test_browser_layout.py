@@ -19,8 +19,11 @@ evaluation examples ran past its box and its sparsity chart's title past the cha
 rationales' Human mask and "Correct predictions only" had no room in their rows. Every guided tour is
 followed step by step: the tour panel's "Set this step again", the second model's picker, the
 colour-scale toggles and the sanity page's "cascading | independent" were cut. The faithfulness and
-rationale slice views are checked after a run on three examples: the rationales' "agrees least"
-buttons showed about 20 of their 70 characters. No segmented control scrolls and no label or radio
+rationale slice views and the faithfulness page's removal modes compared are checked after a run on
+three examples: the rationales' "agrees least" buttons showed about 20 of their 70 characters, and
+the rank chart's method names lost up to 47 px at the ends of its axis ("ated_gradients"); a text
+written beside a chart's points or bars must lie inside its chart, and inside the plot area where
+plotly clips it. No segmented control scrolls and no label or radio
 option breaks inside a word. Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
