@@ -450,10 +450,10 @@ def test_the_tours_steps_fit_at_1024_px(app_url: str, browser, present: str) -> 
     assert_nothing_cut(found)
 
 
-# a page's slice view: a text its results show once drawn, and the number of charts they draw
+# a page's slice view, by path as OTHER_PAGES: a text its results show once drawn, and the number of charts they draw
 SLICE_RESULTS = {
-    "faithfulness": ("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.", 4),
-    "rationales": ("At each method's optimal τ (Pham et al. 2022)", 0),
+    "faithfulness?view=Dataset+slice&": ("Mean [95% interval] over the slice; best mean per column highlighted; ↑ higher / ↓ lower is better.", 4),
+    "rationales?view=Dataset+slice&": ("At each method's optimal τ (Pham et al. 2022)", 0),
     # the comparison table's caption, then the ranks under Removal A and B
     "faithfulness?view=Removal+modes+compared&": (re.compile(r"is better; rank 1 = best\.$"), 1),
 }  # fmt: skip
@@ -472,13 +472,13 @@ def test_slice_results_fit_at_1024_px(app_url: str, browser, present: str) -> No
     measured: set = set()
     found = {}
     for path, (text, charts) in SLICE_RESULTS.items():
-        joiner = "" if path.endswith("&") else "?view=Dataset+slice&"
-        page.goto(f"{app_url}/{path}{joiner}{QUERY}{present}")
+        page.goto(f"{app_url}/{path}{QUERY}{present}")
         count = page.get_by_label(re.compile(r"^Examples \(1"))
         count.fill("3")
         count.press("Enter")
-        expect(page.get_by_text(re.compile("^Estimated time for the slice.* over 3 examples"))).to_be_visible()
-        expect(idle).to_have_count(0)
+        estimate = page.get_by_text(re.compile("^Estimated time for the slice.* over 3 examples"))
+        expect(estimate).to_be_visible(timeout=TIMEOUT_MS)
+        expect(idle).to_have_count(0, timeout=TIMEOUT_MS)
         page.get_by_role("button", name="Run on the slice").click()
         expect(page.get_by_text(text, exact=True)).to_be_visible(timeout=TIMEOUT_MS)
         if charts:
