@@ -307,19 +307,21 @@ def test_sobol_does_not_depend_on_the_batch_size(toy_linear_loaded) -> None:
     np.testing.assert_allclose(first.scores, second.scores, rtol=1e-5, atol=1e-5)
 
 
-def test_length_groups_sort_each_window_and_keep_every_example() -> None:
-    from engine.evaluate import WINDOW_GROUPS, length_groups
+def test_length_groups_are_pieces_of_the_length_order_spread_over_every_length() -> None:
+    """Every example lands in one group; the groups are consecutive pieces of the slice sorted by
+    length (only the last, the longest, may hold fewer), and the groups explained first span
+    short, middle and long examples."""
+    from engine.evaluate import length_groups
 
-    lengths = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10, 1, 2]
-    groups = length_groups(list(range(len(lengths))), lengths, 2)
-    window = 2 * WINDOW_GROUPS
+    lengths = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10, 1, 2, 12, 11, 0, 13]
+    groups = length_groups(list(range(len(lengths))), lengths, 3)
     assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
-    assert all(len(g) <= 2 for g in groups)
-    flat = [i for g in groups for i in g]
-    for start in range(0, len(flat), window):  # each window: its own examples, shortest first
-        part = flat[start : start + window]
-        assert sorted(part) == list(range(start, min(start + window, len(lengths))))
-        assert [lengths[i] for i in part] == sorted(lengths[i] for i in part)
+    assert [len(g) for g in groups] == [3, 3, 3, 3, 3, 1]
+    by_length = sorted(groups[:-1], key=lambda g: min(lengths[i] for i in g)) + groups[-1:]
+    assert [lengths[i] for g in by_length for i in g] == sorted(lengths)
+    rank = [by_length.index(g) for g in groups]
+    assert rank[-1] == 5 and set(rank[:3]) & {0, 1} and set(rank[:3]) & {3, 4}  # both ends early
+    assert length_groups([4, 2, 0], lengths, 8) == [[0, 4, 2]]  # only the indices given, shortest first
 
 
 def test_token_count_is_the_encoded_length_and_needs_no_cut(bert_clf) -> None:

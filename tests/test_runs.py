@@ -5,6 +5,7 @@ changed model file makes a new one, and ``show`` prints what ``evaluate`` prints
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -106,7 +107,8 @@ def test_rows_round_trip_and_resume_after_an_interruption(toy_bert_folder, tmp_p
 
     assert main(["show", run_id, "--results-dir", str(tmp_path / "b")]) == 0  # the rows stored so far
     assert f"{run_id} failed (Interrupted" in capsys.readouterr().err  # why, not only "is failed"
-    # The units group examples of similar length: the two done hold the four shortest.
+    # The units group examples of similar length: the two handed out first hold the four shortest
+    # (two full units of the three: ``spread`` hands them out in length order).
     from transformers import AutoTokenizer
 
     tokenizer, order = AutoTokenizer.from_pretrained(toy_bert_folder), store.row_order(run_id)
@@ -193,6 +195,39 @@ def open_examples(spec: RunSpec):
     from core.datasets import load_examples
 
     return load_examples(spec.dataset, spec.split, limit=spec.limit)
+
+
+def test_units_are_pieces_of_the_length_order_handed_out_across_every_length(toy_bert_folder):
+    """A run's units are the selection sorted by tokens and cut into ``chunk_size`` rows (only the
+    last, the longest, may hold fewer), and the units handed out first span short, middle and long
+    examples: a run stopped part-way has not done only its shortest."""
+    import random
+
+    from core.types import Example
+    from engine.runs.worker import unit_order, unit_rows
+
+    words = list(range(1, 41))
+    random.Random(0).shuffle(words)
+    examples = [Example(segments=(("good",) * n,)) for n in words]
+    units = unit_rows(unit_order(toy_bert_folder, examples, 3), 3)
+    assert sorted(row for unit in units for row in unit) == list(range(40))
+    assert [len(unit) for unit in units] == [3] * 13 + [1]
+    by_length = sorted(units[:-1], key=lambda unit: min(words[row] for row in unit)) + units[-1:]
+    assert [words[row] for unit in by_length for row in unit] == list(range(1, 41))  # pieces of the order
+    rank = {tuple(unit): k for k, unit in enumerate(by_length)}
+    assert {rank[tuple(unit)] * 3 // 13 for unit in units[:5]} == {0, 1, 2}  # the first five: every third
+
+
+def test_spread_leaves_no_gap_over_twice_the_even_spacing_in_any_prefix():
+    from engine.evaluate import spread
+
+    for count in range(1, 160):
+        order = spread(count)
+        assert sorted(order) == list(range(count))
+        for taken in range(1, count + 1):
+            chosen = sorted(order[:taken])
+            gaps = [b - a for a, b in itertools.pairwise(chosen)] + [count - chosen[-1] + chosen[0]]
+            assert max(gaps) <= 2 * count / taken, (count, taken)
 
 
 def test_a_run_made_before_length_order_resumes_in_consecutive_units(toy_bert_folder, tmp_path):

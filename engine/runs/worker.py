@@ -3,7 +3,7 @@ evaluates a unit with ``engine.evaluate.evaluate_slice``, in this process or as 
 
 A dataset evaluation's units group examples of similar length (``unit_order``): a unit's examples
 share one padded pass in the one-pass gradient and attention methods, and units of consecutive
-rows padded SST-2 dev to 1.77 times its tokens, against 1.12 in length order (BENCHMARKS.md).
+rows padded SST-2 dev to 1.77 times its tokens, against 1.02 sorted by tokens (BENCHMARKS.md).
 
 Batches are sized to the device (``batch_size`` None: 64 on a CPU, 256 on a GPU); an
 out-of-memory error halves the batch and runs the unit again (results do not depend on the batch
@@ -32,11 +32,9 @@ Unit = tuple[int, list[int], list[Example]]  # unit index, its rows (positions i
 
 
 def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list[int]:
-    """The run's rows in the order they are cut into units of ``chunk_size``: windows of
-    ``WINDOW_GROUPS`` units in row order, each sorted by its examples' tokens under ``model``'s
-    tokenizer (``engine.evaluate.length_groups``, as a dataset slice groups them). A window's
-    units are handed out one after the other, so a run stopped part-way has done whole windows of
-    consecutive rows, and part of the last one: not only its shortest examples."""
+    """The run's rows in the order they are cut into units of ``chunk_size``: a dataset slice's
+    groups (``engine.evaluate.length_groups``: sorted by tokens, here under ``model``'s tokenizer,
+    and handed out across every length), one after the other."""
     from core.models import load_tokenizer
 
     tokenizer = load_tokenizer(model)
@@ -44,7 +42,7 @@ def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list
     for example in examples:
         texts = [" ".join(segment) for segment in example.segments]  # one or two
         lengths.append(len(tokenizer(*texts, verbose=False)["input_ids"]))
-    return [row for group in length_groups(range(len(examples)), lengths, chunk_size) for row in group]
+    return [row for unit in length_groups(range(len(examples)), lengths, chunk_size) for row in unit]
 
 
 def unit_rows(order: Sequence[int], chunk_size: int) -> list[list[int]]:
