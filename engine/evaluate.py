@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 DEFAULT_METHODS = "loo_empty,saliency,integrated_gradients,attention_rollout,random"
 DEFAULT_METRICS = "deletion,insertion,comprehensiveness,sufficiency,log_odds"
-# Examples explained together: on 2 CPU cores, 16 brings the one-pass gradient methods to 1.3-1.6x
-# of their batched floor, run to run (8: 1.5-1.8x; BENCHMARKS.md). A run's units hold as many (their own group).
+# Examples explained together: on 2 CPU cores, 16 sorted by length bring the one-pass methods to
+# 1.1-1.5x of their batched floor, round to round (8: 1.5-1.8x; 32 and 64 no better beyond noise;
+# BENCHMARKS.md). A run's units hold as many (their own group).
 DEFAULT_GROUP = 16
 GOLDEN_RATIO = (1 + 5**0.5) / 2  # the step of ``spread``
 
