@@ -24,7 +24,9 @@ three examples: the rationales' "agrees least" buttons showed about 20 of their 
 the rank chart's method names lost up to 47 px at the ends of its axis ("ated_gradients"); a text
 written beside a chart's points or bars must lie inside its chart, and inside the plot area where
 plotly clips it. No segmented control scrolls and no label or radio
-option breaks inside a word. Screenshots go to ``test-output/layout-*.png``."""
+option breaks inside a word. The pages and the sidebar are walked again at 360 px, a phone's width:
+five method chips scrolled inside their box there, and the ROAR page's evaluation examples ran past
+theirs. Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -38,8 +40,10 @@ from tests.test_browser import CHROMIUM, OUTPUT, TIMEOUT_MS, app_url, browser  #
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 QUERY = "model=minilm-sst2&dataset=examples&split=sst2&index=1&present="
-# [text, scrollWidth, clientWidth] of every element whose text is wider than its box
-CUT = "els => els.map(e => [e.textContent, e.scrollWidth, e.clientWidth]).filter(([, s, c]) => s > c)"
+# [text, scrollWidth, clientWidth] of every element on screen whose text is wider than its box (a narrow
+# window's hidden sidebar lies left of the screen)
+CUT = """els => els.filter(e => e.getBoundingClientRect().right > 0).map(e => [e.textContent, e.scrollWidth, e.clientWidth])
+  .filter(([, s, c]) => s > c)"""
 # [title, right edge, width] of every chart title or subtitle that ends past its chart's right edge
 TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
@@ -62,11 +66,13 @@ OPTIONS = """(input, labels) => { const style = getComputedStyle(input), ctx = d
   ctx.font = style.font;
   const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   return labels.map(l => [l, Math.ceil(ctx.measureText(l).width), room]).filter(([, width]) => width > room) }"""
-# [label, value, width, room, scrollWidth, clientWidth, shown] of every select box (its value measured in its font)
+# [label, value, width, room, scrollWidth, clientWidth, shown] of every select box (its value measured in its font;
+# shown: visible and on screen, not in a sidebar that a narrow window hides)
 SELECTS = """els => els.map(e => { const style = getComputedStyle(e), ctx = document.createElement('canvas').getContext('2d');
   ctx.font = style.font;
   const room = e.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth, e.checkVisibility()] })"""
+  return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth,
+    e.checkVisibility() && e.getBoundingClientRect().right > 0 && e.getBoundingClientRect().left < innerWidth] })"""
 # [text, line] of every bold method name ("integrated_gradients") whose text goes onto a new line other than
 # after an underscore or a break opportunity: each character's line box read through a Range
 NAMES_SPLIT = """els => els.filter(e => /^[a-z0-9_\u200b]+$/.test(e.textContent)).flatMap(e => {
@@ -393,6 +399,43 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
     found["adversarial, two examples attacked"] = page_checks(
         page, measured, 10, 1, f"adversarial-attacked-present{present}"
     )
+    page.close()
+    assert_nothing_cut(found)
+
+
+PHONE_WIDTH = 360
+SIDEBAR_SELECTS = 8  # model, head type, perturbation scoring, dataset, split, target class, masked LM, tour
+# the page's width and the width of its content, where the content is wider: the page scrolls sideways
+SIDEWAYS = """() => [innerWidth, ...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
+  .map(e => e.scrollWidth)].filter((width, i, all) => i === 0 || width > all[0])"""
+
+
+def test_every_page_fits_a_phone_wide_window(app_url: str, browser) -> None:  # noqa: F811
+    """At 360 px, the narrowest common phone, Streamlit hides the sidebar and stacks the columns:
+    every page, as it opens and with its expanders open, has nothing cut and does not scroll
+    sideways; then the sidebar, opened over the last page, has nothing cut either."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": PHONE_WIDTH, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    measured: set = set()
+    found = {}
+    pages = {"": ("Token attribution heatmaps", SIDEBAR_SELECTS + 1, 0), **OTHER_PAGES}
+    for path, (text, least, charts) in pages.items():
+        joiner = "" if path.endswith("&") else "?"
+        page.goto(f"{app_url}/{path}{joiner}{QUERY}0")
+        expect(page.locator('[data-testid="stMain"]').get_by_text(text, exact=True).first).to_be_visible(
+            timeout=TIMEOUT_MS
+        )
+        if charts:
+            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+        checks = page_checks(page, measured, max(0, least - SIDEBAR_SELECTS), charts, f"phone-{path or 'heatmaps'}")
+        found[path or "heatmaps"] = {**checks, "sideways": page.evaluate(SIDEWAYS)[1:]}
+    page.get_by_test_id("stExpandSidebarButton").click()
+    expect(page.locator('[data-testid="stSidebar"]').get_by_text("Model", exact=True)).to_be_in_viewport(
+        timeout=TIMEOUT_MS
+    )
+    found["reproductions, the sidebar opened"] = page_checks(page, measured, SIDEBAR_SELECTS, 0, "phone-sidebar")
     page.close()
     assert_nothing_cut(found)
 
