@@ -8,6 +8,8 @@ with examples of different lengths."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -322,6 +324,18 @@ def test_length_groups_are_pieces_of_the_length_order_spread_over_every_length()
     rank = [by_length.index(g) for g in groups]
     assert rank[-1] == 5 and set(rank[:3]) & {0, 1} and set(rank[:3]) & {3, 4}  # both ends early
     assert length_groups([4, 2, 0], lengths, 8) == [[0, 4, 2]]  # only the indices given, shortest first
+
+
+def test_spread_leaves_no_gap_over_twice_the_even_spacing_in_any_prefix():
+    from engine.evaluate import spread
+
+    for count in range(1, 160):
+        order = spread(count)
+        assert sorted(order) == list(range(count))
+        for taken in range(1, count + 1):
+            chosen = sorted(order[:taken])
+            gaps = [b - a for a, b in itertools.pairwise(chosen)] + [count - chosen[-1] + chosen[0]]
+            assert max(gaps) <= 2 * count / taken, (count, taken)
 
 
 def test_token_count_is_the_encoded_length_and_needs_no_cut(bert_clf) -> None:

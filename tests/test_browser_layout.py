@@ -40,10 +40,13 @@ from tests.test_browser import CHROMIUM, OUTPUT, TIMEOUT_MS, app_url, browser  #
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 QUERY = "model=minilm-sst2&dataset=examples&split=sst2&index=1&present="
-# [text, scrollWidth, clientWidth] of every element on screen whose text is wider than its box (a narrow
-# window's hidden sidebar lies left of the screen)
-CUT = """els => els.filter(e => e.getBoundingClientRect().right > 0).map(e => [e.textContent, e.scrollWidth, e.clientWidth])
-  .filter(([, s, c]) => s > c)"""
+# whether an element lies on screen (a narrow window's hidden sidebar lies left of it)
+ON_SCREEN = "(e => e.getBoundingClientRect().right > 0 && e.getBoundingClientRect().left < innerWidth)"
+# [text, scrollWidth, clientWidth] of every element on screen whose text is wider than its box
+CUT = (
+    f"els => els.filter({ON_SCREEN}).map(e => [e.textContent, e.scrollWidth, e.clientWidth])"
+    ".filter(([, s, c]) => s > c)"
+)
 # [title, right edge, width] of every chart title or subtitle that ends past its chart's right edge
 TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
@@ -72,7 +75,7 @@ SELECTS = """els => els.map(e => { const style = getComputedStyle(e), ctx = docu
   ctx.font = style.font;
   const room = e.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   return [e.getAttribute('aria-label'), e.value, Math.ceil(ctx.measureText(e.value).width), Math.floor(room), e.scrollWidth, e.clientWidth,
-    e.checkVisibility() && e.getBoundingClientRect().right > 0 && e.getBoundingClientRect().left < innerWidth] })"""
+    e.checkVisibility() && ON_SCREEN(e)] })""".replace("ON_SCREEN", ON_SCREEN)
 # [text, line] of every bold method name ("integrated_gradients") whose text goes onto a new line other than
 # after an underscore or a break opportunity: each character's line box read through a Range
 NAMES_SPLIT = """els => els.filter(e => /^[a-z0-9_\u200b]+$/.test(e.textContent)).flatMap(e => {
@@ -361,6 +364,18 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
     return checks
 
 
+def open_page(page, base_url: str, path: str, present: str, text: str, charts: int) -> None:
+    """Open ``path`` (a page, or a page and its query ending in "&") and wait until its main column
+    shows ``text`` and its first ``charts`` charts are drawn."""
+    from playwright.sync_api import expect
+
+    joiner = "" if path.endswith("&") else "?"
+    page.goto(f"{base_url}/{path}{joiner}{QUERY}{present}")
+    expect(page.locator('[data-testid="stMain"]').get_by_text(text, exact=True).first).to_be_visible(timeout=TIMEOUT_MS)
+    if charts:
+        expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+
+
 def assert_nothing_cut(found: dict[str, dict]) -> None:
     """Fail with every check of every page (``page_checks``' results by page) that found something
     cut, or too few selects or charts shown."""
@@ -381,11 +396,7 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
     measured: set = set()
     found = {}
     for path, (text, least, charts) in OTHER_PAGES.items():
-        joiner = "" if path.endswith("&") else "?"
-        page.goto(f"{app_url}/{path}{joiner}{QUERY}{present}")
-        expect(page.get_by_text(text, exact=True).first).to_be_visible(timeout=TIMEOUT_MS)
-        if charts:
-            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+        open_page(page, app_url, path, present, text, charts)
         found[path] = page_checks(page, measured, least, charts, f"{path}-present{present}")
     # the adversarial page after an attack on two examples: the mean over them, the example select
     page.goto(f"{app_url}/adversarial?{QUERY}{present}&attack_params=" + quote('{"steps":3}'))
@@ -405,9 +416,9 @@ def test_nothing_is_cut_on_the_other_pages_at_1024_px(app_url: str, browser, pre
 
 PHONE_WIDTH = 360
 SIDEBAR_SELECTS = 8  # model, head type, perturbation scoring, dataset, split, target class, masked LM, tour
-# the page's width and the width of its content, where the content is wider: the page scrolls sideways
-SIDEWAYS = """() => [innerWidth, ...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
-  .map(e => e.scrollWidth)].filter((width, i, all) => i === 0 || width > all[0])"""
+# the width of the page's content and of its main column, where wider than the window: the page scrolls sideways
+SIDEWAYS = """() => [document.documentElement, document.querySelector('[data-testid="stMain"]')]
+  .map(e => e.scrollWidth).filter(width => width > innerWidth)"""
 
 
 def test_every_page_fits_a_phone_wide_window(app_url: str, browser) -> None:  # noqa: F811
@@ -422,15 +433,9 @@ def test_every_page_fits_a_phone_wide_window(app_url: str, browser) -> None:  # 
     found = {}
     pages = {"": ("Token attribution heatmaps", SIDEBAR_SELECTS + 1, 0), **OTHER_PAGES}
     for path, (text, least, charts) in pages.items():
-        joiner = "" if path.endswith("&") else "?"
-        page.goto(f"{app_url}/{path}{joiner}{QUERY}0")
-        expect(page.locator('[data-testid="stMain"]').get_by_text(text, exact=True).first).to_be_visible(
-            timeout=TIMEOUT_MS
-        )
-        if charts:
-            expect(page.locator(".js-plotly-plot").nth(charts - 1)).to_be_visible(timeout=TIMEOUT_MS)
+        open_page(page, app_url, path, "0", text, charts)
         checks = page_checks(page, measured, max(0, least - SIDEBAR_SELECTS), charts, f"phone-{path or 'heatmaps'}")
-        found[path or "heatmaps"] = {**checks, "sideways": page.evaluate(SIDEWAYS)[1:]}
+        found[path or "heatmaps"] = {**checks, "sideways": page.evaluate(SIDEWAYS)}
     page.get_by_test_id("stExpandSidebarButton").click()
     expect(page.locator('[data-testid="stSidebar"]').get_by_text("Model", exact=True)).to_be_in_viewport(
         timeout=TIMEOUT_MS

@@ -5,7 +5,6 @@ changed model file makes a new one, and ``show`` prints what ``evaluate`` prints
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -216,18 +215,6 @@ def test_units_are_pieces_of_the_length_order_handed_out_across_every_length(toy
     assert [words[row] for unit in by_length for row in unit] == list(range(1, 41))  # pieces of the order
     rank = {tuple(unit): k for k, unit in enumerate(by_length)}
     assert {rank[tuple(unit)] * 3 // 13 for unit in units[:5]} == {0, 1, 2}  # the first five: every third
-
-
-def test_spread_leaves_no_gap_over_twice_the_even_spacing_in_any_prefix():
-    from engine.evaluate import spread
-
-    for count in range(1, 160):
-        order = spread(count)
-        assert sorted(order) == list(range(count))
-        for taken in range(1, count + 1):
-            chosen = sorted(order[:taken])
-            gaps = [b - a for a, b in itertools.pairwise(chosen)] + [count - chosen[-1] + chosen[0]]
-            assert max(gaps) <= 2 * count / taken, (count, taken)
 
 
 def test_a_run_made_before_length_order_resumes_in_consecutive_units(toy_bert_folder, tmp_path):
