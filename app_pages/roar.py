@@ -120,8 +120,8 @@ if report.get("sparsity"):
 if report.get("examples"):
     st.subheader("What was removed")
     examples = report["examples"]
-    position = st.selectbox(  # 44 characters fit the box on a 360 px phone, and at 1,024 px in either font
-        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(" ".join(examples[i]["words"]), 44),
+    position = st.selectbox(  # 38 characters fit the box on a 320 px phone, and at 1,024 px in either font
+        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(" ".join(examples[i]["words"]), 38),
         key="roar.example", persist_state="session",
     )  # fmt: skip
     for method, level, text in removal_rows(examples[position], report["label_names"]):

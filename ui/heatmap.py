@@ -234,7 +234,8 @@ def heatmap_html(
 # Widths in CSS pixels of the heatmap's column the layouts are made for (``_layouts``), and how
 # wide a character of a word and a label are in the heatmap's font (measured in chromium with
 # Streamlit's font, rounded up: 0.41-0.44 of the font size for words, bold labels near 0.55).
-_COLUMN_PX = (1400, 1000, 760, 560, 400)  # wide, 1,440 px with the sidebar, 1,024 px without and with it, a phone
+# wide, 1,440 px with the sidebar, 1,024 px without and with it, a tablet, a phone (320 px: 288 px, less in a box)
+_COLUMN_PX = (1400, 1000, 760, 560, 400, 240)
 # The most layouts a text of more than LONG_TEXT words is drawn in: each holds the whole heatmap
 # (about 1.3 KiB per word of 7 methods), so a long review would send megabytes on every rerun.
 _LONG_TEXT, _LONG_TEXT_LAYOUTS = 60, 3
@@ -283,7 +284,7 @@ _LEGEND = (
 
 def _key(style: str, text: str) -> str:
     """One entry of a legend: a sample cell drawn in ``style``, then what it means."""
-    return f'<span style="white-space:nowrap"><span style="{_CELL}{style}">word</span> {html.escape(text)}</span>'
+    return f'<span><span style="{_CELL}{style}">word</span> {html.escape(text)}</span>'
 
 
 def legend_html(
