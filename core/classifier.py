@@ -23,6 +23,7 @@ from core.devices import chunk_rows, is_out_of_memory, release_device_memory, re
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
+from core.padding import in_parts, padded_batch, padding_rule
 from core.passes import PassBook
 from core.types import AUTOCAST_TYPES, Example, ProgressFn
 
@@ -205,30 +206,6 @@ class Classifier(PassBook):
 
     # ------------------------------------------------------------------ the batched scorer
 
-    def _batch_tensors(self, chunk: Sequence[Variant]) -> dict[str, torch.Tensor]:
-        """Padded tensors of a chunk. A variant longer than the model accepts (a text at the limit
-        whose word was replaced by a fill-in of more pieces) keeps its first ``max_length - 1``
-        tokens and its final [SEP]."""
-        limit = self.loaded.max_length
-        width = min(max(len(v.input_ids) for v in chunk), limit)
-        pad = self.tokenizer.pad_token_id or 0
-        ids, types, mask = [], [], []
-        for v in chunk:
-            row_ids, row_types = v.input_ids, v.token_type_ids
-            if len(row_ids) > limit:
-                row_ids, row_types = row_ids[: limit - 1] + row_ids[-1:], row_types[: limit - 1] + row_types[-1:]
-            padding = width - len(row_ids)
-            ids.append((*row_ids, *[pad] * padding))
-            types.append((*row_types, *[0] * padding))
-            mask.append([1] * len(row_ids) + [0] * padding)
-        batch = {"input_ids": ids, "attention_mask": mask}
-        if self._uses_token_types():
-            batch["token_type_ids"] = types
-        return {k: torch.tensor(rows, dtype=torch.long).to(self.device) for k, rows in batch.items()}
-
-    def _uses_token_types(self) -> bool:
-        return getattr(self.model.config, "type_vocab_size", 0) > 1
-
     def predict_proba(self, variants: Sequence[Variant], progress: ProgressFn | None = None) -> np.ndarray:
         """The explained output of every label for each variant, shape (n, n_labels), float64:
         softmax or sigmoid probabilities, or raw scores for a regression head (``self.head``).
@@ -279,9 +256,26 @@ class Classifier(PassBook):
                 remaining = [i for i in remaining if i not in scored]
         return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
 
+    @property
+    def padding(self) -> str:
+        """How rows of different lengths may share a pass on this model (``core.padding``; probed
+        once per loaded model)."""
+        if self.loaded.padding is None:
+            self.loaded.padding = padding_rule(self)
+        return self.loaded.padding
+
     def _outputs(self, chunk: Sequence[Variant]) -> np.ndarray:
-        """The head's outputs (float64 numpy) of one padded chunk of variants."""
-        batch = self._batch_tensors(chunk)
+        """The head's outputs (float64 numpy) of one chunk of variants, padded where the model
+        allows (``padding``)."""
+        logits = in_parts(
+            lambda: self.padding, [len(v.input_ids) for v in chunk], lambda rows: self._logits(chunk, rows)
+        )
+        return self.head.outputs(logits).numpy()
+
+    def _logits(self, chunk: Sequence[Variant], rows: list[int]) -> torch.Tensor:
+        """The float64 logits, on the CPU, of ``chunk``'s variants at ``rows``, in one padded pass."""
+        chunk = [chunk[r] for r in rows]
+        batch = padded_batch(self.loaded, chunk)
         if any(v.zero_positions for v in chunk):
             embeds = self.input_embeddings(batch.pop("input_ids"))
             for r, v in enumerate(chunk):
@@ -290,8 +284,7 @@ class Classifier(PassBook):
             batch["inputs_embeds"] = embeds
         # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps the
         # precision its log-odds need, whatever else shares the batch.
-        logits = self.logits_model(**batch).logits.float().cpu().double()
-        return self.head.outputs(logits).numpy()
+        return self.logits_model(**batch).logits.float().cpu().double()
 
     def rows_for(self, width: int) -> int:
         """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``):
@@ -346,13 +339,21 @@ class Classifier(PassBook):
         layouts = [variants] if isinstance(variants, Variant) else list(variants)
         if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
             raise ValueError("forward_embeds needs one layout per row, the longest as wide as the embeddings")
-        batch = self._batch_tensors(layouts)
-        del batch["input_ids"]
-        if len(layouts) < n:  # one layout that every row shares
-            batch = {key: t.expand(n, -1) for key, t in batch.items()}
         self._count(n if owners is None else owners, backward=embeds.requires_grad and torch.is_grad_enabled())
         model = model or (self.model if kwargs else self.logits_model)
-        return model(inputs_embeds=embeds, **batch, **kwargs).logits
+
+        def run(rows: list[int]) -> torch.Tensor:  # padded where the model allows (``padding``)
+            chosen = layouts if len(layouts) < n else [layouts[r] for r in rows]
+            batch = padded_batch(self.loaded, chosen)
+            del batch["input_ids"]
+            width = batch["attention_mask"].shape[1]
+            if len(chosen) < len(rows):  # one layout that every row shares
+                batch = {key: t.expand(len(rows), -1) for key, t in batch.items()}
+            part = embeds if len(rows) == n else embeds[rows, :width]
+            return model(inputs_embeds=part, **batch, **kwargs).logits
+
+        lengths = [len(layouts[0 if len(layouts) < n else r].input_ids) for r in range(n)]
+        return in_parts(lambda: self.padding, lengths, run)
 
     def attentions(self, variants: Sequence[Variant], owners: Sequence[int] | None = None) -> list[torch.Tensor]:
         """Attention weights of every layer for each variant, each (layers, heads, seq, seq) over
@@ -370,7 +371,7 @@ class Classifier(PassBook):
         shared = self.shared_pass(key)
         if shared is not None:
             return shared
-        batch = self._batch_tensors(list(variants))
+        batch = padded_batch(self.loaded, list(variants))
         with torch.inference_mode():
             layers = read_attention_weights(self.model, batch) if self._eager else None
             if layers is None:

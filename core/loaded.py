@@ -32,6 +32,8 @@ class LoadedClassifier:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
     _logits: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
+    # How rows of different lengths may share a pass (``core.padding``), once ``Classifier.padding`` probed it.
+    padding: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def eager_model(self) -> torch.nn.Module:

@@ -92,10 +92,6 @@ class MaskedLM:
         is not a single token of this vocabulary)."""
         words = [w for s in segments for w in s]
         split = len(segments[0])
-        vocab = self.tokenizer.get_vocab()
-        lower = getattr(self.tokenizer, "do_lower_case", False) or self.tokenizer.init_kwargs.get(
-            "do_lower_case", False
-        )
         results: list[tuple[list[Fill], float | None]] = []
         rows = []
         for position in positions:
@@ -111,9 +107,9 @@ class MaskedLM:
                 ids = top.indices[row].tolist()
                 tokens = self.tokenizer.convert_ids_to_tokens(ids)
                 fills = [Fill(t, i, float(p)) for t, i, p in zip(tokens, ids, top.values[row].tolist())]
-                original = words[position].lower() if lower else words[position]
-                original_id = vocab.get(original)
-                results.append((fills, float(probs[row, original_id]) if original_id is not None else None))
+                original = self.tokenizer([words[position]], is_split_into_words=True, add_special_tokens=False)
+                single = len(original["input_ids"]) == 1  # the word as the text's tokens would spell it
+                results.append((fills, float(probs[row, original["input_ids"][0]]) if single else None))
         return results
 
     @torch.inference_mode()

@@ -166,7 +166,25 @@ def load_tokenizer(name_or_path: str):
     tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True, **_offline_kwargs())
     if not tokenizer.is_fast:
         raise ValueError(f"{name_or_path}: a fast tokenizer is needed to map words to subwords")
+    if not reads_words_as_text(tokenizer):  # a byte-level BPE (RoBERTa, GPT-2) saved without the option
+        spaced = AutoTokenizer.from_pretrained(source, use_fast=True, add_prefix_space=True, **_offline_kwargs())
+        if reads_words_as_text(spaced):
+            return spaced
     return tokenizer
+
+
+_PROBE_WORDS = ["the", "film", "was", "good", "fun"]
+
+
+def reads_words_as_text(tokenizer) -> bool:
+    """Whether words handed over one by one (``is_split_into_words``, as every request encodes
+    them) get the tokens they get in running text, the first word aside. A byte-level BPE
+    tokenizer without ``add_prefix_space`` does not: it reads each word as the start of a text, so
+    "movie" becomes "mo" "vie" instead of "Ġmovie", pieces the model rarely saw in training."""
+    split = tokenizer(_PROBE_WORDS, is_split_into_words=True, add_special_tokens=False)
+    rest = split["input_ids"][split.word_ids().count(0) :]
+    text = tokenizer(" ".join(_PROBE_WORDS), add_special_tokens=False)["input_ids"]
+    return rest == text[len(text) - len(rest) :]
 
 
 @_one_at_a_time

@@ -24,6 +24,7 @@ import explainers
 from core.classifier import Classifier
 from core.devices import synchronize
 from core.masked_lm import MaskedLM
+from core.padding import uses_token_types
 from core.types import Example
 from engine.evaluate import length_groups
 from engine.resources import Resources
@@ -71,7 +72,7 @@ def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], 
 
     def forward(batch: int) -> None:
         inputs = {"input_ids": ids.expand(batch, -1), "attention_mask": torch.ones_like(ids).expand(batch, -1)}
-        if clf._uses_token_types():
+        if uses_token_types(clf.model):
             inputs["token_type_ids"] = types.expand(batch, -1)
         with torch.inference_mode(), clf.scorer_autocast():  # the scorer's passes, as the methods run them
             clf.logits_model(**inputs)

@@ -18,6 +18,7 @@ from core.attention_view import attention_implementation, eager_view
 from core.classifier import Classifier
 from core.datasets import split_words
 from core.loaded import LoadedClassifier, load_classifier
+from core.padding import padded_batch
 from core.types import Example
 from engine.explain import explain_example
 from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
@@ -78,7 +79,7 @@ def test_attention_methods_read_the_weights_of_the_eager_kernel() -> None:
     with clf.eager_attention():
         weights = clf.attentions([variant])[0]
     with torch.inference_mode():
-        expected = eager.model(**Classifier(eager)._batch_tensors([variant]), output_attentions=True).attentions
+        expected = eager.model(**padded_batch(eager, [variant]), output_attentions=True).attentions
     assert weights.shape == (2, 2, len(variant.input_ids), len(variant.input_ids))
     torch.testing.assert_close(weights, torch.stack([a[0] for a in expected]), rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
@@ -175,7 +176,7 @@ def test_attention_weights_stop_the_pass_after_the_last_layer_and_equal_the_whol
         handle.remove()
     assert head_calls == []  # stopped before the head
     with torch.inference_mode():
-        whole = view(**clf._batch_tensors(variants), output_attentions=True).attentions
+        whole = view(**padded_batch(clf.loaded, variants), output_attentions=True).attentions
     assert len(whole) == weights[0].shape[0] == (2 if architecture == "bert" else 3)
     for row, (variant, got) in enumerate(zip(variants, weights, strict=True)):
         n = len(variant.input_ids)
@@ -184,7 +185,7 @@ def test_attention_weights_stop_the_pass_after_the_last_layer_and_equal_the_whol
     assert clf.forward_passes == 3 and clf.model_calls == 2
     # Outside an attention request the hooks do nothing: the view's passes run whole.
     with torch.inference_mode():
-        logits = view(**clf._batch_tensors(variants)).logits
+        logits = view(**padded_batch(clf.loaded, variants)).logits
     assert logits.shape == (2, 2)
     assert hook_count(loaded.model) == 0
 
@@ -196,11 +197,11 @@ def test_a_model_whose_attention_modules_are_not_recorded_is_read_by_the_whole_p
     loaded = toy_bert(seed=5)
     clf = Classifier(loaded)
     variant = clf.encode(EXAMPLE).variant
-    assert attention_weights.read_attention_weights(loaded.eager_model, clf._batch_tensors([variant])) is None
+    assert attention_weights.read_attention_weights(loaded.eager_model, padded_batch(clf.loaded, [variant])) is None
     with clf.eager_attention():
         weights = clf.attentions([variant])[0]
     with torch.inference_mode():
-        expected = loaded.eager_model(**clf._batch_tensors([variant]), output_attentions=True).attentions
+        expected = loaded.eager_model(**padded_batch(clf.loaded, [variant]), output_attentions=True).attentions
     torch.testing.assert_close(weights, torch.stack([a[0] for a in expected]), rtol=1e-6, atol=1e-7)
 
 
@@ -214,7 +215,7 @@ def test_the_bundled_model_s_attention_weights_equal_the_whole_pass() -> None:
     from core.attention_weights import read_attention_weights
 
     with torch.inference_mode():
-        batch = clf._batch_tensors(variants)
+        batch = padded_batch(clf.loaded, variants)
         assert read_attention_weights(loaded.eager_model, batch) is not None  # read by the pass that stops early
         whole = loaded.eager_model(**batch, output_attentions=True).attentions
     assert len(whole) == 6
@@ -244,7 +245,7 @@ def test_a_model_that_shares_one_attention_module_across_layers_is_read_by_the_w
     with clf.eager_attention():
         weights = clf.attentions([variant])[0]
     with torch.inference_mode():
-        batch = clf._batch_tensors([variant])
+        batch = padded_batch(clf.loaded, [variant])
         assert read_attention_weights(loaded.eager_model, batch) is None
         whole = loaded.eager_model(**batch, output_attentions=True).attentions
     assert weights.shape[0] == len(whole) == 3

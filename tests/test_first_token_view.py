@@ -12,6 +12,7 @@ from core.attention_view import eager_view
 from core.classifier import Classifier
 from core.first_token_view import FirstTokenLayer, first_token_view
 from core.loaded import LoadedClassifier, load_classifier
+from core.padding import padded_batch
 from core.types import Example
 from tests.toy import toy_bert, toy_tokenizer
 
@@ -25,7 +26,7 @@ SENTENCES = [
 
 def _padded_batch(clf: Classifier) -> dict[str, torch.Tensor]:
     variants = [clf.encode(Example(segments=(tuple(s.split()),))).variant for s in SENTENCES]
-    return clf._batch_tensors(variants)
+    return padded_batch(clf.loaded, variants)
 
 
 def test_the_view_gives_the_full_models_logits_on_padded_real_sentences() -> None:

@@ -1,0 +1,156 @@
+"""Classifiers other than BERT: a RoBERTa with a byte-level BPE tokenizer, and a GPT-2 (a decoder
+classifier, which reads its last position).
+
+The bundled models are all BERT with a WordPiece tokenizer, where two things never show:
+- a byte-level BPE tokenizer saved without ``add_prefix_space`` (as RoBERTa's are) reads each word
+  handed over alone as the start of a text: "movie" became "mo" "vie" instead of "Ġmovie", so the
+  model read pieces it rarely saw (``core.models.reads_words_as_text``);
+- a decoder classifier reads the last position of ``inputs_embeds`` whatever it holds, so every
+  gradient method of a padded batch of examples read padding (saliency 34-71% away from the same
+  example explained alone); ``core.padding`` finds that out and runs such rows by length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import explainers
+from core.classifier import Classifier
+from core.loaded import LoadedClassifier
+from core.masked_lm import MaskedLM
+from core.models import load_tokenizer, reads_words_as_text
+from core.padding import ONE_ROW, PADS, SAME_LENGTH, padding_rule, parts
+from core.types import Example
+from tests.test_explainers import _fast_params, toy_mlm  # noqa: F401 - toy_mlm is a fixture
+from tests.toy import toy_bert, toy_tokenizer
+
+CORPUS = [
+    "the movie was good and the film was fun",
+    "a gorgeous movie that never quite lands",
+    "the acting is bad but the music is great",
+    "an overlong slog of a movie with a good cast",
+    "the film is witty , seductive and fun",
+] * 40
+EXAMPLES = [
+    Example((("the", "movie", "was", "good"),)),
+    Example((("a", "gorgeous", "film", "that", "never", "quite", "lands"),)),
+    Example((("bad", "music"),)),
+]
+LABELS = {"num_labels": 2, "id2label": {0: "negative", 1: "positive"}, "label2id": {"negative": 0, "positive": 1}}
+
+
+@pytest.fixture(scope="module")
+def bpe_folder(tmp_path_factory) -> str:
+    """A RoBERTa tokenizer (byte-level BPE trained on ``CORPUS``) saved as RoBERTa's are, without
+    ``add_prefix_space``."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizer
+
+    folder = tmp_path_factory.mktemp("roberta")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(CORPUS, vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))  # vocab.json and merges.txt
+    lines = (folder / "merges.txt").read_text().splitlines()
+    merges = [tuple(line.split()) for line in lines if line and not line.startswith("#")]
+    RobertaTokenizer(vocab=json.loads((folder / "vocab.json").read_text()), merges=merges).save_pretrained(folder)
+    return str(folder)
+
+
+def _roberta(tokenizer, masked_lm: bool = False) -> torch.nn.Module:
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaForSequenceClassification
+
+    torch.manual_seed(0)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=130, pad_token_id=tokenizer.pad_token_id, type_vocab_size=1, **LABELS,
+    )  # fmt: skip
+    return (RobertaForMaskedLM if masked_lm else RobertaForSequenceClassification)(config).eval().requires_grad_(False)
+
+
+def _gpt2(pad_token_id: int | None) -> LoadedClassifier:
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    torch.manual_seed(0)
+    tokenizer = toy_tokenizer()
+    config = GPT2Config(
+        vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64, pad_token_id=pad_token_id, **LABELS
+    )
+    model = GPT2ForSequenceClassification(config).eval().requires_grad_(False)
+    return LoadedClassifier("toy-gpt2", model, tokenizer, torch.device("cpu"))
+
+
+def test_a_bpe_tokenizer_saved_without_prefix_spaces_reads_each_word_as_running_text_does(bpe_folder: str) -> None:
+    from transformers import AutoTokenizer
+
+    as_saved = AutoTokenizer.from_pretrained(bpe_folder)
+    words = ["a", "gorgeous", "movie"]
+    split = as_saved.convert_ids_to_tokens(as_saved(words, is_split_into_words=True)["input_ids"])
+    assert "Ġmovie" not in split and not reads_words_as_text(as_saved)  # the probe sees what went wrong
+    loaded = load_tokenizer(bpe_folder)
+    assert reads_words_as_text(loaded)
+    encoded = loaded(words, is_split_into_words=True)
+    assert loaded.convert_ids_to_tokens(encoded["input_ids"])[-2:] == ["Ġmovie", "</s>"]
+    assert encoded["input_ids"] == loaded(" ".join(words))["input_ids"]  # the words as running text
+    assert encoded.word_ids()[1:-1] == sorted(encoded.word_ids()[1:-1])
+
+
+def test_the_masked_lms_original_word_probability_is_that_of_the_words_own_token(bpe_folder: str) -> None:
+    """The probability of the masked word is read at the token the word is spelled with in the text
+    ("Ġmovie"), not at a vocabulary entry of the bare word ("movie", a text's first word)."""
+    tokenizer = load_tokenizer(bpe_folder)
+    mlm = MaskedLM("toy-roberta-mlm", _roberta(tokenizer, masked_lm=True), tokenizer, torch.device("cpu"))
+    assert len(tokenizer(["movie"], is_split_into_words=True, add_special_tokens=False)["input_ids"]) == 1
+    ((fills, original),) = mlm.fill_words((("the", "movie", "was", "good"),), [1], k=len(tokenizer))
+    by_token = {fill.token: fill.probability for fill in fills}
+    assert original == pytest.approx(by_token["Ġmovie"]) and original != pytest.approx(by_token.get("movie", -1))
+
+
+@pytest.mark.parametrize(
+    ("make", "rule"),
+    [
+        (lambda: toy_bert(seed=1), PADS),
+        (lambda: _gpt2(pad_token_id=0), SAME_LENGTH),  # the toy tokenizer pads with 0: ids right, embeddings not
+        (lambda: _gpt2(pad_token_id=None), ONE_ROW),  # transformers refuses batches without a pad id
+    ],
+)
+def test_the_padding_rule_is_what_the_model_does_with_padding(make, rule: str) -> None:
+    assert padding_rule(Classifier(make())) == rule
+
+
+def test_parts_keep_every_row_once() -> None:
+    lengths = [5, 3, 5, 7, 3]
+    assert parts(PADS, lengths) == [[0, 1, 2, 3, 4]]
+    assert parts(SAME_LENGTH, lengths) == [[0, 2], [1, 4], [3]]
+    assert parts(SAME_LENGTH, [4, 4]) == [[0, 1]]
+    assert parts(ONE_ROW, lengths) == [[0], [1], [2], [3], [4]]
+
+
+@pytest.fixture(scope="module")
+def models(bpe_folder: str, toy_mlm: MaskedLM) -> dict[str, tuple[LoadedClassifier, MaskedLM]]:  # noqa: F811
+    tokenizer = load_tokenizer(bpe_folder)
+    roberta = LoadedClassifier("toy-roberta", _roberta(tokenizer), tokenizer, torch.device("cpu"))
+    roberta_mlm = MaskedLM("toy-roberta-mlm", _roberta(tokenizer, masked_lm=True), tokenizer, torch.device("cpu"))
+    return {"roberta": (roberta, roberta_mlm), "gpt2": (_gpt2(pad_token_id=0), toy_mlm)}
+
+
+@pytest.mark.parametrize("architecture", ["roberta", "gpt2"])
+@pytest.mark.parametrize("key", list(explainers.REGISTRY))
+def test_every_method_explains_examples_together_as_it_explains_each_alone(models, architecture: str, key: str) -> None:
+    """Every registered method on each architecture: one finite score per word, and three examples
+    of different lengths explained together (padded passes, pooled scorer calls) get the scores
+    each gets alone."""
+    loaded, mlm = models[architecture]
+    spec = explainers.get(key)
+    clf = Classifier(loaded)
+    params = _fast_params(spec, seed=3)
+    together = explainers.run_explainers(spec, clf, EXAMPLES, [1, 0, 1], params, mlm=mlm)
+    for example, target, found in zip(EXAMPLES, [1, 0, 1], together, strict=True):
+        alone = explainers.run_explainer(spec, clf, example, target, dataclasses.replace(params), mlm=mlm)
+        assert found.scores.shape == (len(example.words),) and np.all(np.isfinite(found.scores))
+        scale = float(np.max(np.abs(alone.scores))) or 1.0
+        np.testing.assert_allclose(found.scores, alone.scores, rtol=1e-3, atol=1e-4 * scale, err_msg=key)
