@@ -15,7 +15,7 @@ its rows alone, as token ids and as embeddings, and ``in_parts`` splits a batch 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -38,11 +38,12 @@ def padded_batch(loaded: LoadedClassifier, chunk: Sequence[Variant]) -> dict[str
     pad id and masked. A variant longer than the model accepts (a text at the limit whose word was
     replaced by a fill-in of more pieces) keeps its first ``max_length - 1`` tokens and its last."""
     limit = loaded.max_length
-    width = min(max(len(v.input_ids) for v in chunk), limit)
-    pad = loaded.tokenizer.pad_token_id or 0  # type: ignore[attr-defined]
+    tokenizer: Any = loaded.tokenizer
+    pad = tokenizer.pad_token_id or 0
+    rows = [(v.input_ids, v.token_type_ids) if v.input_ids else _no_text(tokenizer) for v in chunk]
+    width = min(max(len(row_ids) for row_ids, _ in rows), limit)
     ids, types, mask = [], [], []
-    for v in chunk:
-        row_ids, row_types = v.input_ids, v.token_type_ids
+    for row_ids, row_types in rows:
         if len(row_ids) > limit:
             row_ids, row_types = row_ids[: limit - 1] + row_ids[-1:], row_types[: limit - 1] + row_types[-1:]
         padding = width - len(row_ids)
@@ -53,6 +54,17 @@ def padded_batch(loaded: LoadedClassifier, chunk: Sequence[Variant]) -> dict[str
     if uses_token_types(loaded.model):
         batch["token_type_ids"] = types
     return {k: torch.tensor(rows, dtype=torch.long).to(loaded.device) for k, rows in batch.items()}
+
+
+def _no_text(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ids and segment ids a row without tokens is read as: one token that marks a text's
+    bounds (BOS, else EOS, pad or unknown). Only a tokenizer that adds no special tokens (GPT-2's)
+    leaves a row empty, when every word is removed (LIME's, KernelSHAP's empty samples, the end of
+    a deletion curve); BERT's keeps [CLS] [SEP]."""
+    for token_id in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.unk_token_id):
+        if token_id is not None:
+            return (token_id,), (0,)
+    raise ValueError("the tokenizer has no special token to read a text without words as")
 
 
 def uses_token_types(model: torch.nn.Module) -> bool:

@@ -7,13 +7,17 @@ The bundled models are all BERT with a WordPiece tokenizer, where two things nev
   model read pieces it rarely saw (``core.models.reads_words_as_text``);
 - a decoder classifier reads the last position of ``inputs_embeds`` whatever it holds, so every
   gradient method of a padded batch of examples read padding (saliency 34-71% away from the same
-  example explained alone); ``core.padding`` finds that out and runs such rows by length.
+  example explained alone); ``core.padding`` finds that out and runs such rows by length;
+- a tokenizer that adds no special tokens (GPT-2's) leaves no token at all once every word is
+  removed, which the model could not read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -154,3 +158,31 @@ def test_every_method_explains_examples_together_as_it_explains_each_alone(model
         assert found.scores.shape == (len(example.words),) and np.all(np.isfinite(found.scores))
         scale = float(np.max(np.abs(alone.scores))) or 1.0
         np.testing.assert_allclose(found.scores, alone.scores, rtol=1e-3, atol=1e-4 * scale, err_msg=key)
+
+
+def test_a_text_without_tokens_is_read_as_the_end_of_text_token(bpe_folder: str) -> None:
+    """GPT-2's tokenizer adds no special tokens, so removing a text's only word leaves no token: that
+    row is read as "<|endoftext|>" alone (the model refuses padded batches here: no pad id). Leave-
+    one-out of a one-word text is then the log2-odds of the word less those of <|endoftext|>, by hand."""
+    from transformers import GPT2Config, GPT2ForSequenceClassification, GPT2Tokenizer
+
+    vocab = json.loads((Path(bpe_folder) / "vocab.json").read_text())
+    end = "<|endoftext|>"
+    vocab[end] = len(vocab)
+    lines = (Path(bpe_folder) / "merges.txt").read_text().splitlines()
+    merges = [tuple(line.split()) for line in lines if line and not line.startswith("#")]
+    tokenizer = GPT2Tokenizer(vocab=vocab, merges=merges, unk_token=end, bos_token=end, eos_token=end)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64, **LABELS)
+    model = GPT2ForSequenceClassification(config).eval().requires_grad_(False)
+    clf = Classifier(LoadedClassifier("toy-gpt2-bpe", model, tokenizer, torch.device("cpu")))
+    example = Example((("movie",),))
+    found = explainers.run_explainer(explainers.get("loo_empty"), clf, example, 1)
+    assert clf.padding == ONE_ROW
+
+    def log2_odds(ids: list[int]) -> float:  # of the positive class, leave-one-out's default space
+        logits = model(torch.tensor([ids])).logits[0].double()
+        return float(logits[1] - logits[0]) / math.log(2)
+
+    word = tokenizer(["movie"], is_split_into_words=True)["input_ids"]
+    assert found.scores[0] == pytest.approx(log2_odds(word) - log2_odds([vocab[end]]), abs=1e-5)
