@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from core.devices import chunk_rows
 from core.types import Example
@@ -136,3 +137,15 @@ def cut_to_fit(example: Example, word_lengths: Sequence[int], budget: int) -> tu
         ),
         dropped,
     )
+
+
+def token_texts(tokenizer: Any, ids: Sequence[int]) -> tuple[str, ...]:
+    """The tokens of ``ids`` as the text each stands for: a byte-level BPE's "Ġgorge" and a
+    SentencePiece "▁gorge" are "gorge"; a WordPiece token stays as it is ("##ous" keeps its marks:
+    the same text for every token of BERT's vocabulary)."""
+    return tuple(token_text(tokenizer, token) for token in tokenizer.convert_ids_to_tokens(list(ids)))
+
+
+def token_text(tokenizer: Any, token: str) -> str:
+    """One token as the text it stands for (``token_texts``)."""
+    return tokenizer.convert_tokens_to_string([token]).strip() or token

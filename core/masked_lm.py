@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from core.devices import best_device, chunk_rows
+from core.encoding import token_text
 
 
 @dataclass(frozen=True)
@@ -160,4 +161,4 @@ class MaskedLM:
     def token_text(self, token: str) -> str:
         """A fill-in token as plain text (``##ing`` stays a piece; RoBERTa's ``Ġword`` ->
         ``word``)."""
-        return self.tokenizer.convert_tokens_to_string([token]).strip() or token
+        return token_text(self.tokenizer, token)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from core.classifier import Classifier
-from core.encoding import Encoded, Variant, length_chunks
+from core.encoding import Encoded, Variant, length_chunks, token_texts
 from core.params import param
 from core.types import Attribution, Example, ProgressFn
 from explainers._masking import embed_ids
@@ -169,7 +169,7 @@ def to_attribution(
         example,
         target,
         words,
-        subwords=tuple(clf.tokenizer.convert_ids_to_tokens([encoded.input_ids[t] for t in positions])),
+        subwords=token_texts(clf.tokenizer, [encoded.input_ids[t] for t in positions]),
         subword_scores=token_scores[positions],
         subword_word_ids=tuple(word_ids),
         extras=extras,

@@ -186,3 +186,21 @@ def test_a_text_without_tokens_is_read_as_the_end_of_text_token(bpe_folder: str)
 
     word = tokenizer(["movie"], is_split_into_words=True)["input_ids"]
     assert found.scores[0] == pytest.approx(log2_odds(word) - log2_odds([vocab[end]]), abs=1e-5)
+
+
+def test_subwords_are_shown_as_the_text_they_stand_for(models) -> None:
+    """The subword view's pieces: RoBERTa's "Ġgorge" "ous" show as "gorge" "ous"; BERT's pieces
+    keep their WordPiece marks."""
+    loaded, _ = models["roberta"]
+    example = Example((("a", "gorgeous", "moviegoer"),))
+    clf = Classifier(loaded)
+    found = explainers.run_explainer(explainers.get("saliency"), clf, example, 1)
+    tokens = clf.tokenizer.convert_ids_to_tokens(list(clf.encode(example).input_ids[1:-1]))
+    assert tokens[0] == "Ġa" and len(tokens) > 3 and not tokens[-1].startswith("Ġ")  # "moviegoer" in pieces
+    assert found.subwords == tuple(token.removeprefix("Ġ") for token in tokens)
+    bert = Classifier(toy_bert(seed=1))
+    found = explainers.run_explainer(explainers.get("saliency"), bert, Example((("the", "unbelievable"),)), 1)
+    expected = bert.tokenizer.convert_ids_to_tokens(
+        list(bert.encode(Example((("the", "unbelievable"),))).input_ids[1:-1])
+    )
+    assert found.subwords == tuple(expected)

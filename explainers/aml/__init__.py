@@ -28,7 +28,7 @@ from torch.func import functional_call, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from core.classifier import Classifier, ProgressFn
-from core.encoding import Encoded, Variant, length_chunks
+from core.encoding import Encoded, Variant, length_chunks, token_texts
 from core.types import Attribution, Example
 from explainers._masking import Batch, groups, span_extras, special_embedding, trace_row
 from explainers.aml.model import (
@@ -301,7 +301,7 @@ def _explain_group(
                 example,
                 target,
                 scores,
-                subwords=tuple(clf.tokenizer.convert_ids_to_tokens([encoded.input_ids[t] for t in positions])),
+                subwords=token_texts(clf.tokenizer, [encoded.input_ids[t] for t in positions]),
                 subword_scores=own[selected][positions],
                 subword_word_ids=tuple(encoded.word_ids[t] for t in positions),
                 extras=extras,
