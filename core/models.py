@@ -167,7 +167,10 @@ def load_tokenizer(name_or_path: str):
     if not tokenizer.is_fast:
         raise ValueError(f"{name_or_path}: a fast tokenizer is needed to map words to subwords")
     if not reads_words_as_text(tokenizer):  # a byte-level BPE (RoBERTa, GPT-2) saved without the option
-        spaced = AutoTokenizer.from_pretrained(source, use_fast=True, add_prefix_space=True, **_offline_kwargs())
+        try:
+            spaced = AutoTokenizer.from_pretrained(source, use_fast=True, add_prefix_space=True, **_offline_kwargs())
+        except (TypeError, ValueError, OSError):  # a tokenizer that has no such option keeps its own reading
+            return tokenizer
         if reads_words_as_text(spaced):
             return spaced
     return tokenizer

@@ -204,3 +204,17 @@ def test_subwords_are_shown_as_the_text_they_stand_for(models) -> None:
         list(bert.encode(Example((("the", "unbelievable"),))).input_ids[1:-1])
     )
     assert found.subwords == tuple(expected)
+
+
+def test_a_tokenizer_that_refuses_the_prefix_space_option_loads_as_it_is(bpe_folder: str, monkeypatch) -> None:
+    from transformers import AutoTokenizer
+
+    plain = AutoTokenizer.from_pretrained.__func__  # type: ignore[attr-defined]
+
+    def refusing(cls, source, *args, **kwargs):
+        if "add_prefix_space" in kwargs:
+            raise TypeError("unexpected keyword argument 'add_prefix_space'")
+        return plain(cls, source, *args, **kwargs)
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(refusing))
+    assert not reads_words_as_text(load_tokenizer(bpe_folder))  # loaded, words read as before
