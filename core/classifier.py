@@ -273,7 +273,7 @@ class Classifier(PassBook):
         return self.head.outputs(logits).numpy()
 
     def _logits(self, chunk: Sequence[Variant], rows: list[int]) -> torch.Tensor:
-        """The float64 logits, on the CPU, of ``chunk``'s variants at ``rows``, in one padded pass."""
+        """The float64 logits, on the CPU, of ``chunk``'s variants at ``rows``, in one pass."""
         chunk = [chunk[r] for r in rows]
         batch = padded_batch(self.loaded, chunk)
         if any(v.zero_positions for v in chunk):
