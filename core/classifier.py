@@ -20,7 +20,7 @@ import torch
 from core.attention_view import attention_implementation
 from core.attention_weights import read_attention_weights
 from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
-from core.encoding import Encoded, Variant, cut_to_fit, length_chunks
+from core.encoding import Encoded, Variant, cut_to_fit, length_chunks, word_token_ids
 from core.heads import Head, detect_head
 from core.loaded import LoadedClassifier
 from core.padding import in_parts, padded_batch, padding_rule
@@ -202,7 +202,7 @@ class Classifier(PassBook):
 
     def word_tokens(self, word: str) -> tuple[int, ...]:
         """Subword ids of one word as the tokenizer splits it inside a text."""
-        return tuple(self.tokenizer([word], is_split_into_words=True, add_special_tokens=False)["input_ids"])
+        return word_token_ids(self.tokenizer, word)
 
     # ------------------------------------------------------------------ the batched scorer
 

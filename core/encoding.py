@@ -149,3 +149,14 @@ def token_texts(tokenizer: Any, ids: Sequence[int]) -> tuple[str, ...]:
 def token_text(tokenizer: Any, token: str) -> str:
     """One token as the text it stands for (``token_texts``)."""
     return tokenizer.convert_tokens_to_string([token]).strip() or token
+
+
+def word_token_ids(tokenizer: Any, word: str) -> tuple[int, ...]:
+    """Token ids of one word as the tokenizer splits it inside a text: handed over as a word
+    (``is_split_into_words``), as every request encodes its words."""
+    return tuple(tokenizer([word], is_split_into_words=True, add_special_tokens=False)["input_ids"])
+
+
+# A short English text for probing how a tokenizer splits words (core.models) and how a model
+# reads a padded batch (core.padding).
+PROBE_WORDS = ("the", "film", "was", "good", "fun")

@@ -76,11 +76,12 @@ def load_classifier(name_or_path: str, device: str | torch.device | None = None)
     ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""
     from safetensors import SafetensorError
 
-    from core.models import load_sequence_classifier, load_tokenizer, model_info
+    from core.models import check_vocabulary, load_sequence_classifier, load_tokenizer, model_info
 
     try:
         model = load_sequence_classifier(name_or_path)
         tokenizer = load_tokenizer(name_or_path)
+        check_vocabulary(model, tokenizer)
     except SafetensorError as error:
         raise ValueError(
             f"cannot load {name_or_path!r} as a sequence classifier: the weights file is damaged ({error})"
@@ -116,6 +117,12 @@ def classifier_from_model(
     detect_head(config, name=repr(name or type(model).__name__))  # refuses a model with no head
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
+    from core.models import check_vocabulary
+
+    try:
+        check_vocabulary(model, tokenizer)
+    except ValueError as error:
+        raise ValueError(f"{name or type(model).__name__!r}: {error}") from error
     if device is not None:
         model.to(device)
     first = next(model.parameters(), None)

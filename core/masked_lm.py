@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from core.devices import best_device, chunk_rows
-from core.encoding import token_text
+from core.encoding import token_text, word_token_ids
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,12 @@ class MaskedLM:
 
     @classmethod
     def load(cls, name_or_path: str, device: str | torch.device | None = None) -> MaskedLM:
-        from core.models import load_masked_lm, load_tokenizer
+        from core.models import check_vocabulary, load_masked_lm, load_tokenizer
 
         try:
             model = load_masked_lm(name_or_path)
             tokenizer = load_tokenizer(name_or_path)
+            check_vocabulary(model, tokenizer)
         except (OSError, ValueError, KeyError) as error:
             raise ValueError(f"cannot load {name_or_path!r} as a masked language model: {error}") from error
         if tokenizer.mask_token_id is None:
@@ -108,9 +109,9 @@ class MaskedLM:
                 ids = top.indices[row].tolist()
                 tokens = self.tokenizer.convert_ids_to_tokens(ids)
                 fills = [Fill(t, i, float(p)) for t, i, p in zip(tokens, ids, top.values[row].tolist())]
-                original = self.tokenizer([words[position]], is_split_into_words=True, add_special_tokens=False)
-                single = len(original["input_ids"]) == 1  # the word as the text's tokens would spell it
-                results.append((fills, float(probs[row, original["input_ids"][0]]) if single else None))
+                original = word_token_ids(self.tokenizer, words[position])
+                single = len(original) == 1  # the word as the text's tokens would spell it
+                results.append((fills, float(probs[row, original[0]]) if single else None))
         return results
 
     @torch.inference_mode()

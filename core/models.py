@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from core.encoding import PROBE_WORDS
 from core.random_models import is_random, random_model
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
@@ -176,7 +177,26 @@ def load_tokenizer(name_or_path: str):
     return tokenizer
 
 
-_PROBE_WORDS = ["the", "film", "was", "good", "fun"]
+_SPECIAL_TOKENS = ("bos", "eos", "unk", "sep", "pad", "cls", "mask")
+
+
+def check_vocabulary(model, tokenizer) -> None:
+    """Refuse a tokenizer whose ids run past the model's token embeddings: the pair comes from
+    different models (a folder saved with another model's tokenizer), and the first pass would
+    stop with an ``IndexError`` deep inside the model. The ids checked are the vocabulary's and
+    those of the special tokens the engine puts in inputs; tokens added on top and never embedded
+    are let through, since they only matter in a text that holds them."""
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    rows = getattr(embeddings, "num_embeddings", None)
+    if rows is None:
+        return
+    specials = (getattr(tokenizer, f"{name}_token_id", None) for name in _SPECIAL_TOKENS)
+    top = max([tokenizer.vocab_size - 1, *(i for i in specials if i is not None)])
+    if top >= rows:
+        raise ValueError(
+            f"its tokenizer gives token ids up to {top} but the model embeds only {rows} tokens: "
+            "the tokenizer belongs to another model"
+        )
 
 
 def reads_words_as_text(tokenizer) -> bool:
@@ -184,9 +204,9 @@ def reads_words_as_text(tokenizer) -> bool:
     them) get the tokens they get in running text, the first word aside. A byte-level BPE
     tokenizer without ``add_prefix_space`` does not: it reads each word as the start of a text, so
     "movie" becomes "mo" "vie" instead of "Ġmovie", pieces the model rarely saw in training."""
-    split = tokenizer(_PROBE_WORDS, is_split_into_words=True, add_special_tokens=False)
+    split = tokenizer(list(PROBE_WORDS), is_split_into_words=True, add_special_tokens=False)
     rest = split["input_ids"][split.word_ids().count(0) :]
-    text = tokenizer(" ".join(_PROBE_WORDS), add_special_tokens=False)["input_ids"]
+    text = tokenizer(" ".join(PROBE_WORDS), add_special_tokens=False)["input_ids"]
     return rest == text[len(text) - len(rest) :]
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from core.encoding import PROBE_WORDS
 from core.types import Example
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from core.loaded import LoadedClassifier
 
 PADS, SAME_LENGTH, ONE_ROW = "pads", "same length", "one row"
-_PROBE_WORDS = (("good",), ("the", "film", "was", "good", "fun"))  # two lengths
+_PROBE_TEXTS = (("good",), PROBE_WORDS)  # two lengths
 # The largest difference from a row's own logits that still counts as the same (float32 rounding
 # of another summation order is about 1e-6).
 _TOLERANCE = 1e-4
@@ -76,7 +77,7 @@ def padding_rule(clf: Classifier) -> str:
     """How rows of different lengths may share a pass on ``clf``'s model (module docstring). The
     probe's passes run outside autocast and are not counted."""
     pair = clf.loaded.pair is True
-    variants = [clf.encode(Example((words, words) if pair else (words,))).variant for words in _PROBE_WORDS]
+    variants = [clf.encode(Example((words, words) if pair else (words,))).variant for words in _PROBE_TEXTS]
     model = clf.logits_model
     with torch.inference_mode(), torch.autocast(clf.device.type, enabled=False):
         alone = torch.cat([model(**padded_batch(clf.loaded, [v])).logits for v in variants])

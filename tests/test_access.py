@@ -109,3 +109,39 @@ def test_the_shared_queue_runs_one_long_request_per_session_and_bounds_the_serve
     assert order == ["alice done", "bob"]
     with queue.slot("alice"):  # alice may start again once her first request ended
         pass
+
+
+def test_a_tokenizer_of_another_model_gives_one_clear_error(tmp_path) -> None:
+    """A folder saved with another model's tokenizer (ids past the model's embeddings) is refused
+    at load in one line, not by an IndexError in the first pass; the same pair handed over as
+    objects is refused too, and so is such a masked LM."""
+    from core.loaded import classifier_from_model
+    from core.masked_lm import MaskedLM
+    from core.models import encoder_path, load_tokenizer
+    from tests.toy import save_toy_masked_lm
+
+    loaded = toy_bert()
+    other = load_tokenizer(encoder_path())  # the packaged encoder's 30,522-token vocabulary
+    loaded.model.save_pretrained(tmp_path / "clf")
+    other.save_pretrained(tmp_path / "clf")
+    with pytest.raises(ValueError, match="ids up to 30521 but the model embeds only 36 tokens") as info:
+        load_classifier(str(tmp_path / "clf"))
+    assert str(info.value).count("cannot load") == 1 and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="'toy': its tokenizer gives token ids up to 30521"):
+        classifier_from_model(loaded.model, other, name="toy")
+    save_toy_masked_lm(tmp_path / "mlm")
+    other.save_pretrained(tmp_path / "mlm")
+    with pytest.raises(ValueError, match="as a masked language model: its tokenizer gives token ids up to 30521"):
+        MaskedLM.load(str(tmp_path / "mlm"))
+
+
+def test_tokens_added_on_top_of_the_vocabulary_do_not_refuse_a_model() -> None:
+    """A tokenizer with a token added after training and never embedded still loads: only a text
+    that holds the token would need it."""
+    from core.loaded import classifier_from_model
+
+    loaded = toy_bert()
+    tokenizer = loaded.tokenizer
+    tokenizer.add_tokens(["[NEW]"])
+    assert tokenizer.convert_tokens_to_ids("[NEW]") >= loaded.model.get_input_embeddings().num_embeddings
+    assert classifier_from_model(loaded.model, tokenizer, name="toy").tokenizer is tokenizer
