@@ -529,3 +529,24 @@ def test_the_measure_tables_show_rank_change_as_the_method_lines_do():
     assert formats["Rank Change"] == "percent" and formats["success rate"] == "percent"
     assert formats["Probability Change"] == "%+.4f" and formats["Spearman ρ"] == "%+.2f"
     assert "Score Change" in measure_columns("regression")
+
+
+def test_the_attacked_line_names_the_label_its_probability_belongs_to():
+    """A multi-label attack read "Attacked — Homosexual p = 0.002" where 0.002 was the attacked
+    label's (Jewish) probability: the number now goes with its own label, and the label ranked
+    first after the attack is named beside it."""
+    from types import SimpleNamespace
+
+    from ui.adversarial import attacked_line
+
+    names = ("African", "Jewish", "Homosexual")
+    result = SimpleNamespace(target=1, attacked_probabilities=(0.1, 0.002, 0.6), attacked_predicted=2)
+    line = attacked_line(result, names.__getitem__, "multi_label")
+    assert line == "**Attacked** — Jewish p = 0.002 (the most probable label is now Homosexual)"
+    flipped = attacked_line(SimpleNamespace(target=0, attacked_probabilities=(0.3, 0.7), attacked_predicted=1),
+                            ("negative", "positive").__getitem__)  # fmt: skip
+    assert flipped == "**Attacked** — negative p = 0.300 (the predicted class is now positive)"
+    kept = SimpleNamespace(target=0, attacked_probabilities=(0.8, 0.2), attacked_predicted=0)
+    assert attacked_line(kept, ("negative", "positive").__getitem__) == "**Attacked** — negative p = 0.800"
+    score = SimpleNamespace(target=0, attacked_probabilities=(2.5,), attacked_predicted=0)
+    assert attacked_line(score, ("toxicity",).__getitem__, "regression") == "**Attacked** — toxicity f = 2.500"

@@ -91,6 +91,31 @@ def test_head_override_in_the_sidebar(head_dirs) -> None:
     assert summary.startswith("**Predicted labels**")  # the one output read as a sigmoid
 
 
+@pytest.mark.parametrize(
+    ("shown", "head", "explained"),
+    [("predicted class", "multi_label", None), ("insult", "multi_label", "insult"), ("toxic", "regression", None)],
+)
+def test_the_target_box_text_read_back_after_a_model_switch_is_no_link_request(shown, head, explained, head_dirs):
+    """Right after the model changes, the target box's state reads back as the text it showed for
+    the last model ("predicted class", a label name), not a class index. That text was taken for a
+    link's request and warned about ("The model has no label most probable label (0–6)"): it now
+    keeps a label the new model has, else the default, and warns of nothing."""
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = head_dirs[head]
+    at.session_state["sidebar.dataset"] = "free text"
+    at.session_state["sidebar.text"] = TEXT
+    at.session_state["heatmaps.methods"] = ["loo_empty"]
+    at.session_state["sidebar.target"] = shown
+    at.run()
+    assert_clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
+    if explained:
+        assert f"**Explaining:** {explained}" in summary
+    if head == "multi_label":
+        assert at.selectbox(key="sidebar.target").value == (None if explained is None else 1)
+
+
 PAGES = {
     "app_pages/faithfulness.py": None,
     "app_pages/rationales.py": None,

@@ -136,13 +136,20 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
             if result.attack == "embedding"
             else "substituted words"
         )
-        st.markdown(
-            f"**Attacked** — {plain(label(result.attacked_predicted))} {symbol} = "
-            f"{result.attacked_probabilities[result.target]:.3f}; "
-            f"marked: {note}"
-        )
+        st.markdown(f"{attacked_line(result, label, head)}; marked: {note}")
         st.html(text_html(result.attacked.words, result.changed, _MARK, "changed by the attack"))
         st.html(heatmap_html(result.attacked.words, segment_ids, {"attacked": result.attacked}))
+
+
+def attacked_line(result, label: Callable[[int], str], head: str = "single_label") -> str:
+    """The attacked text's explained output, named by the label it belongs to (the attacked
+    label), and the label the model now ranks first where that changed."""
+    symbol = output_names(head)[0]
+    line = f"**Attacked** — {plain(label(result.target))} {symbol} = {result.attacked_probabilities[result.target]:.3f}"
+    if head != "regression" and result.attacked_predicted != result.target:
+        first = "predicted class" if head == "single_label" else "most probable label"
+        line += f" (the {first} is now {plain(label(result.attacked_predicted))})"
+    return line
 
 
 def trace_figure(per_method: dict, head: str = "single_label") -> go.Figure:

@@ -340,6 +340,9 @@ def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
     """The explained class (single-label) or label (multi-label); no picker for one regression
     score."""
     asked = st.session_state.get("sidebar.target")
+    if isinstance(asked, str):  # the text the box showed for the last model, read back after a switch
+        asked = label_names.index(asked) if asked in label_names else None
+        st.session_state["sidebar.target"] = asked
     if head == "regression" and len(label_names) <= 1:
         st.session_state.pop("sidebar.target", None)
         if asked is not None:  # a link's or the last model's target: say so, never drop it silently
