@@ -43,7 +43,8 @@ st.title("Input Marginalization")
 st.caption(
     "Input Marginalization (Kim et al. 2020) replaces each word with a masked language model's fill-ins and "
     "averages the classifier's prediction over them, weighted by their likelihood: "
-    "IM = log-odds(f(x)) − log-odds(E[f]). Pham et al. 2022 (“Double Trouble”) show that a word the masked LM "
+    "IM = log-odds(f(x)) − log-odds(E[f]), or f(x) − E[f] in probability space (the score space parameter) "
+    "and for a regression head's score. Pham et al. 2022 (“Double Trouble”) show that a word the masked LM "
     "can predict gets an IM score near zero, however much the classifier relies on it."
 )
 if selection.error:
@@ -118,11 +119,11 @@ word = st.selectbox(
     format_func=lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
 )  # fmt: skip
 setting_to_link("word", word, most_important)
-table = services.im_candidate_rows(im, word, labels)
+table = services.im_candidate_rows(im, word, labels, selection.head)
 candidates = pd.DataFrame(table)
-config = numbers(("likelihood", "weight", f"P({labels[target]})", "contribution"))
+config = numbers(("likelihood", "weight", services.output_column(labels[target], selection.head), "contribution"))
 show_table(candidates, key="im.candidates", name=f"im-fill-ins-{word}", hide_index=True, column_config=config)
-word_panel(example, im, word_rows[word], word, table, labels, target)
+word_panel(example, im, word_rows[word], word, table, services.output_column(labels[target], selection.head))
 
 costs = {"loo_empty": loo, "im": im}
 st.subheader("Counterfactual gallery")
@@ -130,13 +131,13 @@ st.caption("The perturbed inputs behind each method, with the classifier's predi
 loo_tab, im_tab, lime_tab = st.tabs(["Leave-one-out", "Input Marginalization", "LIME"])
 with loo_tab:
     st.caption(f"Each word deleted in turn: {n_words} inputs.")
-    gallery = pd.DataFrame(services.loo_counterfactual_rows(selection.model, example, target, labels))
+    gallery = pd.DataFrame(services.loo_counterfactual_rows(selection.model, example, target, labels, selection.head))
     show_table(gallery, key="im.gallery.loo", name="im-gallery-loo", hide_index=True)
 with im_tab:
     only_word = st.toggle(
         f"Only the fill-ins of “{example.words[word]}”", key="im.gallery.only_word", persist_state="session"
     )
-    gallery_rows = services.im_counterfactual_rows(example, im, labels)
+    gallery_rows = services.im_counterfactual_rows(example, im, labels, selection.head)
     gallery_rows = [r for r in gallery_rows if r["#"] == word] if only_word else gallery_rows
     show_table(pd.DataFrame(gallery_rows), key="im.gallery.im", name="im-gallery-im", hide_index=True)
 with lime_tab:
@@ -152,7 +153,7 @@ with lime_tab:
             st.html(
                 heatmap_html(example.words, example.segment_ids, {**rows, "lime": lime}, rationale=example.rationale)
             )
-            gallery = pd.DataFrame(services.lime_counterfactual_rows(lime, labels))
+            gallery = pd.DataFrame(services.lime_counterfactual_rows(lime, labels, selection.head))
             show_table(gallery, key="im.gallery.lime", name="im-gallery-lime", hide_index=True)
         else:
             st.error(plain(f"LIME: {lime_result.errors.get('lime', 'failed')}"))

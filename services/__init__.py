@@ -54,6 +54,7 @@ from services.im_tables import (
     im_word_rows,
     lime_counterfactual_rows,
     loo_counterfactual_rows,
+    output_column,
 )
 from services.imports import with_imports
 from services.methods import MethodInfo, MetricInfo, ParamField, attack_info, methods, metric_infos
@@ -160,6 +161,7 @@ __all__ = [
     "model_info",
     "model_ref",
     "model_task",
+    "output_column",
     "passes_text",
     "predict_example",
     "random_index",

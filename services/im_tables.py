@@ -12,6 +12,12 @@ from core.types import Attribution, Example
 from services import models, store
 
 
+def output_column(label: str, head: str) -> str:
+    """The column of the explained output: a probability ``P(label)``, or a regression head's
+    score ``f(label)``."""
+    return f"f({label})" if head == "regression" else f"P({label})"
+
+
 def im_word_rows(example: Example, im: Attribution, loo: Attribution) -> list[dict[str, Any]]:
     """One row per word: IM and leave-one-out scores and what the masked LM made of the word."""
     extras = im.extras
@@ -32,38 +38,47 @@ def im_word_rows(example: Example, im: Attribution, loo: Attribution) -> list[di
     ]
 
 
-def im_candidate_rows(im: Attribution, word: int, label_names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The candidate table of one word: fill-in, likelihood, the target probability with it in
-    place, its weight and weighted contribution to the expectation."""
-    return [
-        {
+def im_candidate_rows(
+    im: Attribution, word: int, label_names: tuple[str, ...], head: str = "single_label"
+) -> list[dict[str, Any]]:
+    """The candidate table of one word: fill-in, likelihood, the explained output with it in
+    place, its weight and weighted contribution to the expectation, and the class the model
+    predicts (none for a regression head)."""
+    rows = []
+    for rank, row in enumerate(im.extras["candidates"][word], start=1):
+        shown = {
             "rank": rank,
             "fill-in": row["text"],
             "original word": row["is_original"],
             "likelihood": row["likelihood"],
             "weight": row["weight"],
-            f"P({label_names[im.target]})": row["probability"],
+            output_column(label_names[im.target], head): row["probability"],
             "contribution": row["contribution"],
-            "predicted": label_names[row["predicted"]],
         }
-        for rank, row in enumerate(im.extras["candidates"][word], start=1)
-    ]
+        rows.append(shown if head == "regression" else {**shown, "predicted": label_names[row["predicted"]]})
+    return rows
 
 
 def _counterfactual(
-    where: dict[str, Any], text: str, probabilities: Sequence[float], target: int, label_names: tuple[str, ...]
+    where: dict[str, Any],
+    text: str,
+    probabilities: Sequence[float],
+    target: int,
+    label_names: tuple[str, ...],
+    head: str,
 ) -> dict[str, Any]:
-    predicted = max(range(len(probabilities)), key=probabilities.__getitem__)
-    return {
-        **where,
-        "counterfactual": text,
-        "predicted": label_names[predicted],
-        "P(predicted)": float(probabilities[predicted]),
-        f"P({label_names[target]})": float(probabilities[target]),
-    }
+    """One perturbed input, the class the model predicts on it (not for a regression head's score)
+    and the explained output."""
+    row = {**where, "counterfactual": text}
+    if head != "regression":
+        predicted = max(range(len(probabilities)), key=probabilities.__getitem__)
+        row |= {"predicted": label_names[predicted], "P(predicted)": float(probabilities[predicted])}
+    return row | {output_column(label_names[target], head): float(probabilities[target])}
 
 
-def im_counterfactual_rows(example: Example, im: Attribution, label_names: tuple[str, ...]) -> list[dict[str, Any]]:
+def im_counterfactual_rows(
+    example: Example, im: Attribution, label_names: tuple[str, ...], head: str = "single_label"
+) -> list[dict[str, Any]]:
     """Every input IM scored: one word replaced by one of its fill-ins."""
     return [
         _counterfactual(
@@ -72,17 +87,25 @@ def im_counterfactual_rows(example: Example, im: Attribution, label_names: tuple
             row["probabilities"],
             im.target,
             label_names,
+            head,
         )
         for i, table in enumerate(im.extras["candidates"])
         for row in table
     ]
 
 
-def lime_counterfactual_rows(lime: Attribution, label_names: tuple[str, ...]) -> list[dict[str, Any]]:
+def lime_counterfactual_rows(
+    lime: Attribution, label_names: tuple[str, ...], head: str = "single_label"
+) -> list[dict[str, Any]]:
     """The first samples LIME scored (the original first), with their kernel weights."""
     return [
         _counterfactual(
-            {"words kept": s["kept"], "weight": s["weight"]}, s["text"], s["probabilities"], lime.target, label_names
+            {"words kept": s["kept"], "weight": s["weight"]},
+            s["text"],
+            s["probabilities"],
+            lime.target,
+            label_names,
+            head,
         )
         for s in lime.extras["samples"]
     ]
@@ -97,7 +120,7 @@ def _loo_probabilities(model: str, example_key: str, _example: Example) -> list[
 
 
 def loo_counterfactual_rows(
-    model: str, example: Example, target: int, label_names: tuple[str, ...]
+    model: str, example: Example, target: int, label_names: tuple[str, ...], head: str = "single_label"
 ) -> list[dict[str, Any]]:
     """Every input leave-one-out (delete) scored: one word deleted (all class probabilities,
     n forward passes, cached)."""
@@ -109,6 +132,7 @@ def loo_counterfactual_rows(
             probabilities,
             target,
             label_names,
+            head,
         )
         for i, (word, probabilities) in enumerate(zip(example.words, rows))
     ]

@@ -147,6 +147,13 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         columns = set(next(d.value for d in at.dataframe if "Spearman ρ" in d.value.columns).columns)
         symbol, change = ("f", "Score Change") if head == "regression" else ("p", "Probability Change")
         assert {f"{symbol} before", f"{symbol} after", change} <= columns, columns
+    if page == "app_pages/input_marginalization.py":  # a score f, and no predicted class, for a regression head
+        outputs = ["f(sentiment score)"] if head == "regression" else ["P(toxic)", "P(insult)", "P(threat)"]
+        output = next(o for o in outputs if any(m.label == f"{o} of the input" for m in at.metric))
+        tables = [t.value for t in at.dataframe if {"counterfactual", "fill-in"} & set(t.value.columns)]
+        assert len(tables) >= 3  # the fill-ins, the leave-one-out and the IM galleries
+        for table in tables:
+            assert output in table.columns and ("predicted" in table.columns) == (head != "regression")
     if page in ("app_pages/input_marginalization.py", "app_pages/faithfulness.py"):  # as the head defines it
         summary = next(m.value for m in at.markdown if "**Explaining:**" in m.value)
         assert summary.startswith("**Score:**" if head == "regression" else "**Predicted labels**"), summary

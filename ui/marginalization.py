@@ -58,14 +58,15 @@ def words_shown(words: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return words.assign(**{column: text}), note
 
 
-def word_panel(example, im, row: dict, word: int, table: list, labels, target: int) -> None:
-    """The numbers behind one word's IM score and whether the masked LM restores it."""
+def word_panel(example, im, row: dict, word: int, table: list, output: str) -> None:
+    """The numbers behind one word's IM score and whether the masked LM restores it; ``output``
+    names the explained output (``services.output_column``)."""
     # Each metric as wide as its label, wrapping onto a second line where the column is narrow: five
     # equal columns cut the labels at 1,024 px with the sidebar open ("Expe…")
     metrics = st.container(horizontal=True, gap="large", key="im.metrics")
-    metrics.metric(f"P({labels[target]}) of the input", f"{im.extras['original_probability']:.4f}", width="content")
+    metrics.metric(f"{output} of the input", f"{im.extras['original_probability']:.4f}", width="content")
     metrics.metric(
-        "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × probability over the candidates",
+        "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × output over the candidates",
         width="content",
     )  # fmt: skip
     metrics.metric("IM score", f"{row['IM']:+.4f}", width="content")
