@@ -302,6 +302,16 @@ def test_split_words_makes_each_cjk_ideograph_a_word_as_berts_tokenizer_does():
     assert split_words("naïve x² 東京's") == ("naïve", "x²", "東", "京", "'", "s")
 
 
+def test_split_words_keeps_combining_marks_and_emoji_sequences_in_their_word():
+    """Hindi fell apart into vowel signs and viramas (\\w has no combining marks), and an emoji
+    family into three faces and two invisible joiners, each a heatmap cell with a score."""
+    assert split_words("फ़िल्म अच्छी थी") == ("फ़िल्म", "अच्छी", "थी")
+    assert split_words("e\u0301te\u0301 👨\u200d👩\u200d👧 👍🏽 🇫🇷!") == (
+        "e\u0301te\u0301", "👨\u200d👩\u200d👧", "👍🏽", "🇫🇷", "!",
+    )  # fmt: skip
+    assert split_words("क्\u200dष") == ("क्\u200dष",)  # a joiner inside a word (Indic half forms) stays in it
+
+
 # --------------------------------------------------------------------------- hub converters
 
 

@@ -4,22 +4,28 @@ for free text and the majority of several annotators' masks."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
+
+import regex
 
 DATA_DIR_ENV = "ATTRIBUTION_DATA_DIR"
 
 # The CJK ideograph blocks BERT's basic tokenizer splits into one token per character
 # (``BasicTokenizer._is_chinese_char``): text written without spaces would otherwise be one word.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
-_LETTERS = rf"(?:(?![{_CJK}])\w)+"
-_WORD_RE = re.compile(rf"[{_CJK}]|{_LETTERS}(?:['’]{_LETTERS})*|[^\w\s]")
+# A word's letters keep their combining marks (Devanagari's vowel signs and viramas, a combining
+# accent): with \w alone "फ़िल्म" fell apart into six words.
+_LETTERS = rf"(?:(?![{_CJK}])[\w\p{{M}}\p{{N}}])+"
+# Any other mark is one grapheme cluster (``\X``): an emoji with its skin tone, a flag, a family
+# joined by zero-width joiners stays one word instead of pieces and empty-looking joiners.
+_WORD_RE = regex.compile(rf"[{_CJK}]|{_LETTERS}(?:['’]{_LETTERS})*|(?![\w\s])\X")
 
 
 def split_words(text: str) -> tuple[str, ...]:
     """Split free text into words and punctuation marks (the app's tokenizer for typed text); each
-    CJK ideograph is a word of its own, as BERT's tokenizer makes it a token of its own."""
+    CJK ideograph is a word of its own, as BERT's tokenizer makes it a token of its own, and a
+    word keeps its combining marks."""
     return tuple(_WORD_RE.findall(text))
 
 
