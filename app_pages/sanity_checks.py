@@ -102,6 +102,11 @@ st.caption(
 measure = st.selectbox(
     "Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure", persist_state="session"
 )
+if all(len(row.example.words) < 2 for row in result.examples):
+    st.info(
+        "Rank correlations need at least two words and this text has one: Spearman ρ is n/a (no curve), and the "
+        "top-k overlap of one word is 1 at every step. The sign changes and mean |change| still say how its score moved."
+    )
 figure = S.curve_figure(result, summary, names, measure)
 show_figure(figure, key="sanity.curves", name=f"sanity-{mode}-{measure}", config={"displayModeBar": False})
 if len(result.examples) > 1:

@@ -297,3 +297,23 @@ def test_page_runs_over_the_first_examples_of_a_dataset_slice(toy_bert_folder: s
     app.button(key="sanity.run").click().run()
     assert not app.exception and not app.error
     assert any(c.value.startswith("3 example(s)") for c in app.caption)
+
+
+@pytest.mark.slow  # AppTest imports the whole app
+def test_a_one_word_text_says_why_its_correlations_are_missing(toy_bert_folder: str) -> None:
+    """A one-word text drew an empty chart and a column of "None" with nothing saying why."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui.state import Selection
+
+    app = AppTest.from_file("../app_pages/sanity_checks.py", default_timeout=180)
+    app.session_state["selection"] = Selection(
+        model=toy_bert_folder, label_names=("negative", "positive"), example=Example(segments=(("great",),), id="one")
+    )
+    app.run()
+    app.multiselect(key="sanity.methods").set_value(["grad_x_input", "attention_mean"]).run()
+    app.button(key="sanity.run").click().run()
+    assert not app.exception and not app.error
+    assert any("Rank correlations need at least two words" in i.value for i in app.info)
+    head = app.dataframe[0].value.set_index("method")
+    assert head["Spearman ρ"].dtype.kind == "f" and head["Spearman ρ"].isna().all()

@@ -114,8 +114,9 @@ def step_rows(result, names: list[str], row, measure: str) -> None:
 
 
 def head_table(result, summary: list, head: int) -> pd.DataFrame:
-    """Pham et al.'s Table A5 measures after the classifier head is re-drawn."""
-    return pd.DataFrame(
+    """Pham et al.'s Table A5 measures after the classifier head is re-drawn (as numbers: an
+    undefined ρ, of a one-word text, is NaN rather than a column of ``None``)."""
+    frame = pd.DataFrame(
         [
             {
                 "method": method,
@@ -126,6 +127,7 @@ def head_table(result, summary: list, head: int) -> pd.DataFrame:
             for method in result.methods
         ]
     )
+    return frame.astype({"Spearman ρ": float})
 
 
 def number_columns(frame: pd.DataFrame) -> dict:
