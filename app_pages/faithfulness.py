@@ -35,7 +35,9 @@ def example_view(selection, methods: list[str], imported: list, metric_params: d
     prediction, target = result.heatmap.prediction, result.heatmap.target
     n_words = len(prediction.example.words)
     st.markdown(result_markdown(prediction, target, selection.threshold))
-    st.caption(f"The whole input has {n_words} words. Hover a point to see the input at that step.")
+    st.caption(
+        f"The whole input has {n_words} word{'' if n_words == 1 else 's'}. Hover a point to see the input at that step."
+    )
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
     F.show_curves(F.example_curves(result.runs, n_words, selection.head), "faithfulness.example")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import services
@@ -10,9 +9,10 @@ from ui import compare, state
 from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.bundles import bundle_data, bundle_opener, opened_for, show_opened
 from ui.charts import probability_chart
+from ui.costs import show_costs
 from ui.downloads import download_row
 from ui.export import Heatmap
-from ui.heatmap import cost_rows, heatmap_html
+from ui.heatmap import heatmap_html
 from ui.imports import imported_picker
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
@@ -169,14 +169,6 @@ if attributions:
         st.plotly_chart(figure, key="heatmaps.agreement")
         download_row("heatmaps.agreement.download", name="method-agreement", figure=figure)
     st.subheader("Cost per method")
-    costs = pd.DataFrame(cost_rows(attributions))
-    narrow = {c: st.column_config.NumberColumn(c, width="small") for c in costs.columns if c not in ("method", "notes")}
-    st.dataframe(
-        costs,
-        hide_index=True,
-        key="heatmaps.costs",
-        column_config=narrow | {"notes": st.column_config.TextColumn("notes", width="large")},
-    )
-    download_row("heatmaps.costs.download", name="cost-per-method", table=costs)
+    show_costs(attributions, key="heatmaps.costs", name="cost-per-method")
     if other is not None:  # last: a second model that cannot be used stops only this part
         compare.render(selection, result, other, chosen, params)

@@ -14,8 +14,9 @@ import streamlit as st
 
 import services
 from ui import state
+from ui.costs import show_costs
 from ui.downloads import show_table
-from ui.heatmap import cost_rows, heatmap_html
+from ui.heatmap import heatmap_html
 from ui.marginalization import cost_line, duration, estimate_line, word_panel, words_shown
 from ui.params import params_form
 from ui.prediction import result_markdown
@@ -159,4 +160,4 @@ with lime_tab:
             st.error(plain(f"LIME: {lime_result.errors.get('lime', 'failed')}"))
 
 st.subheader("Cost")
-show_table(pd.DataFrame(cost_rows(costs)), key="im.costs", name="im-costs", hide_index=True)
+show_costs(costs, key="im.costs", name="im-costs")

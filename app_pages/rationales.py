@@ -10,14 +10,13 @@ ceiling, and the examples where each method agrees least with the humans.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import services
 from ui import rationales as R
 from ui import state
-from ui.downloads import show_table
-from ui.heatmap import cost_rows, heatmap_html
+from ui.costs import show_costs
+from ui.heatmap import heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
@@ -73,8 +72,7 @@ def example_view(
     st.subheader("Agreement with the humans")
     scores = services.rationale_scores(fitted, result.attributions, metric_params)
     R.example_table(scores, services.rationale_ceiling(fitted, metric_params))
-    costs = pd.DataFrame(cost_rows(result.attributions))
-    show_table(costs, key="rationales.example.costs", name="rationales-costs", hide_index=True)
+    show_costs(result.attributions, key="rationales.example.costs", name="rationales-costs")
 
 
 def slice_view(

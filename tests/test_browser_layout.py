@@ -65,6 +65,18 @@ LEGENDS = """() => { const entries = [...document.querySelectorAll('.js-plotly-p
   const chart = plot.querySelector('svg.main-svg').getBoundingClientRect();
   return [...plot.querySelectorAll('.legend .legendtext')].map(t => [t.textContent, t.getBoundingClientRect().right - chart.left, chart.width])});
   return [entries.length, entries.filter(([, right, width]) => right > width)] }"""
+# [chart title, legend top, axis title bottom, legend bottom, chart bottom] of every chart whose legend runs over
+# its x axis's title or past the chart's bottom (with five entries under a half-width faithfulness curve it did)
+LEGEND_ROOM = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const chart = plot.querySelector('svg.main-svg').getBoundingClientRect(), legend = plot.querySelector('.legend');
+  if (!legend) return [];
+  const box = legend.getBoundingClientRect(), title = plot.querySelector('.g-xtitle text');
+  const axis = title ? title.getBoundingClientRect() : null;
+  const over = axis && axis.height > 0 && box.top < axis.bottom && box.bottom > axis.top
+    && box.left < axis.right && box.right > axis.left;
+  const past = box.bottom > chart.bottom + 1;
+  return over || past ? [[(plot.querySelector('.gtitle') || {}).textContent || '', Math.round(box.top),
+    axis ? Math.round(axis.bottom) : null, Math.round(box.bottom), Math.round(chart.bottom)]] : [] })"""
 # [label, width, room] of every label that would not fit the select's text box (its font, less its padding)
 OPTIONS = """(input, labels) => { const style = getComputedStyle(input), ctx = document.createElement('canvas').getContext('2d');
   ctx.font = style.font;
@@ -222,6 +234,7 @@ def test_nothing_is_cut_at_1024_px(app_url: str, browser, present: str) -> None:
     options_cut = removal.evaluate(OPTIONS, list(REMOVALS.values()))  # each one once picked, not only the one shown
     assert entries >= 20, entries  # five methods in each of the four curves
     assert (legend_cut, shown[1] > shown[2], options_cut) == ([], False, []), (legend_cut, shown, options_cut)
+    assert page.evaluate(LEGEND_ROOM) == []
     page.locator('[data-testid="stMultiSelect"]').first.screenshot(
         path=str(OUTPUT / f"layout-chips-present{present}.png")
     )
@@ -354,6 +367,7 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
         "words split": page.locator(LABEL_TEXTS).evaluate_all(WORDS_SPLIT),
         "titles": page.evaluate(TITLES),
         "legends": legend_cut,
+        "legend room": page.evaluate(LEGEND_ROOM),
         "point texts": page.evaluate(POINT_TEXTS),
         "names": names.evaluate_all(NAMES_SPLIT),
         "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column

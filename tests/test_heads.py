@@ -274,3 +274,14 @@ def test_cli_refuses_a_model_with_no_head_in_one_line(tmp_path, capsys) -> None:
     assert code == 2
     assert "no classification head to explain: num_labels=0" in err
     assert len(err.splitlines()) == 1
+
+
+def test_a_gold_label_the_model_does_not_have_is_named_the_datasets_label():
+    """A HateXplain example's class ("normal") was shown as the gold label under the model of its
+    target groups, whose labels are communities."""
+    from ui.prediction import prediction_markdown
+
+    classes = prediction_markdown(("normal", "offensive"), (0.7, 0.3), "single_label", 0, 0, gold="normal")
+    assert classes.endswith("**Gold label:** normal")
+    groups = prediction_markdown(("African", "Jewish"), (0.2, 0.9), "multi_label", 1, 1, gold="normal")
+    assert groups.endswith("**Dataset label:** normal (not one of the model's labels)")

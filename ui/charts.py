@@ -59,18 +59,36 @@ def curve_layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_fo
     """A curve's layout; a title's tail in parentheses goes on a second, smaller line (at the
     presentation font, half the page's width holds about 20 characters of a title)."""
     main, _, tail = title.partition(" (")
-    size = current().title_size
+    theme = current()
+    size = theme.title_size
     subtitle = {"text": tail.removesuffix(")"), "font": {"size": round(0.7 * size)}} if tail else {}
+    top = round((3.2 if tail else 2) * size) + 10
+    height, legend_y = _room_for_legend(figure, top, size, theme.font_size or 14)
     figure.update_layout(
         title={"text": main, "subtitle": subtitle},
-        height=24 * size,  # 360 px; taller at the presentation font, where the axis title outgrew the plot
-        margin={"l": 10, "r": 10, "t": round((3.2 if tail else 2) * size) + 10, "b": 10},
+        height=height,
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
         xaxis={"title": x_title, "tickformat": x_format},
         yaxis={"title": y_title},
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "y": legend_y},
         hoverlabel={"align": "left"},
     )
     return style(figure)
+
+
+def _room_for_legend(figure: go.Figure, top: int, size: int, text: int) -> tuple[int, float]:
+    """A curve's height and its legend's place under the x axis's ticks and title.
+
+    The legend's top is given as a share of the plot's height, and the legend pushes the bottom
+    margin down to fit, so the more entries, the shorter the plot and the nearer the legend came
+    to the axis (from 5 entries on a half-width chart it ran over the axis title). The share is
+    taken of the plot's height with every entry on a line of its own (a narrow chart), and the
+    figure grows past its 24 title sizes (360 px) where the plot would get shorter than 10."""
+    entries = sum(trace.showlegend is not False for trace in figure.data)
+    axis = round(4.5 * text)  # tick labels, axis title and a gap
+    legend = entries * round(1.5 * text) + 8
+    height = max(24 * size, top + 10 + axis + legend + 10 * size)
+    return height, -axis / (height - top - 10 - axis - legend)
 
 
 def legend_name(name: str, value: float) -> str:

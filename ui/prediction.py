@@ -27,9 +27,16 @@ def prediction_markdown(
 ) -> str:
     """Two markdown lines: what the model predicts, and the output the methods explain; a third
     with the example's ``gold`` label when it has one (names escaped, as a model's config or a
-    dataset may name them anything)."""
+    dataset may name them anything). A gold label that is none of the model's (a dataset's class
+    under a model of its target groups, or of a score) is named the dataset's label."""
     names = [plain(n) for n in label_names]
-    gold_line = f"  \n**Gold label:** {plain(gold)}" if gold else ""
+    gold_line = ""
+    if gold:
+        gold_line = (
+            f"  \n**Gold label:** {plain(gold)}"
+            if gold in label_names
+            else f"  \n**Dataset label:** {plain(gold)} (not one of the model's labels)"
+        )
     if head == "regression":
         return (
             f"**Score:** {names[target]} = {outputs[target]:.4f}  \n**Explaining:** the score of {names[target]}"
