@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.page_text import errors
 from tests.toy import toy_bert_head
+from ui.sidebar import DEFAULT_TARGET
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TEXT = "the movie was great but the plot was bad ."
@@ -113,7 +114,7 @@ def test_the_target_box_text_read_back_after_a_model_switch_is_no_link_request(s
     if explained:
         assert f"**Explaining:** {explained}" in summary
     if head == "multi_label":
-        assert at.selectbox(key="sidebar.target").value == (None if explained is None else 1)
+        assert at.selectbox(key="sidebar.target").value == (DEFAULT_TARGET if explained is None else 1)
 
 
 PAGES = {

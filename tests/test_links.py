@@ -27,6 +27,10 @@ BAD = {
         "The link's dataset “<b>bad</b>” is not one of this app's (examples",
     ),
     "unknown split": ({"split": "nosuch"}, "examples has no split “nosuch”: showing sst2."),
+    "unknown dataset, its split and index": (  # the split and index were dropped without a word
+        {"dataset": "nope", "split": "x", "index": "-3"},
+        "showing examples (its split “x” and index “-3” are left out too).",
+    ),
     "target not a class": ({"target": "7"}, "The model has no class 7 (0–1): explaining the predicted class."),
     "target not a number": ({"target": "<i>x"}, "The link's target “<i>x” is not a class number"),
     "target of one score": (
@@ -193,6 +197,14 @@ def test_a_page_setting_the_link_cannot_take_is_named_and_the_default_shown() ->
     assert not UNESCAPED.search(next(w for w in warnings(at) if "sideways" in w))
     assert at.segmented_control(key="sanity.mode").value == "cascading"
     assert not [w for w in at.run().warning if "sideways" in w.value]  # said once
+
+
+def test_a_toggle_the_link_cannot_take_is_named_as_on_and_off() -> None:
+    """``scale=maybe`` was answered "which is none of 0, 1: “0” is shown", the toggle's own values."""
+    at = open_link({**EXAMPLE, "scale": "maybe"})
+    assert [as_read(w) for w in warnings(at) if "scale" in as_read(w)] == [
+        "The link asks for scale “maybe”, which is none of 0 (off), 1 (on): 0 (off) is shown."
+    ]
 
 
 def test_the_link_carries_the_rationale_settings() -> None:

@@ -75,10 +75,10 @@ def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any
     if found:
         st.session_state[key] = found[0]
     else:
-        known = _range_text(choices) if isinstance(choices, range) else ", ".join(map(_link_text, choices))
+        known = _range_text(choices) if isinstance(choices, range) else ", ".join(map(_choice_text, choices))
         link_warning(
             f"The link asks for {param} {quoted(asked)}, which is none of {plain(known)}: "
-            f"{quoted(_link_text(default))} is shown."
+            f"{_choice_text(default) if isinstance(default, bool) else quoted(_link_text(default))} is shown."
         )
 
 
@@ -108,3 +108,8 @@ def _range_text(choices: range) -> str:
 
 def _link_text(value: Any) -> str:
     return ("1" if value else "0") if isinstance(value, bool) else str(value)
+
+
+def _choice_text(value: Any) -> str:
+    """A choice as a warning names it: a toggle's "1 (on)" or "0 (off)", else its link text."""
+    return f"{_link_text(value)} ({'on' if value else 'off'})" if isinstance(value, bool) else _link_text(value)

@@ -10,6 +10,8 @@ silently.
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 import services
@@ -103,7 +105,9 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
         return []
     if dataset is not None and dataset not in options:
         names = ", ".join([*options, services.FREE_TEXT])
-        return [f"The link's dataset {quoted(dataset)} is not one of this app's ({names}): showing examples."]
+        left = [f"{name} {quoted(params[name])}" for name in ("split", "index") if name in params]
+        also = f" (its {' and '.join(left)} {'are' if len(left) > 1 else 'is'} left out too)" if left else ""
+        return [f"The link's dataset {quoted(dataset)} is not one of this app's ({names}): showing examples{also}."]
     notes = []
     if dataset is not None:
         st.session_state["sidebar.dataset"] = dataset
@@ -298,74 +302,79 @@ def _pick_random(dataset: str, split: str) -> None:
     st.session_state["sidebar.index"] = services.random_index(dataset, split)
 
 
-# Pickers with None first: Streamlit draws a box holding None as clearable, and Escape shows the placeholder.
-NONE_LABELS = {"head": "from the model's config", "autocast": "float32 (exact)"}
+def _default_first_box(label: str, key: str, first: Any, default: str, choices: dict, help: str) -> Any:
+    """A select box whose first option, ``first``, stands for the default (None to the callers, as
+    a bundle or a link may set the session's value). Not None itself: Streamlit sends None to the
+    browser as "no choice", so a box holding None was drawn empty and clearable (Escape emptied it),
+    and after a model switch the target box kept the last model's text ("predicted class" under a
+    model whose default is "most probable label")."""
+    if st.session_state.get(key) not in (first, *choices):
+        st.session_state[key] = first
+    chosen = st.selectbox(
+        label, [first, *choices], format_func=lambda c: default if c == first else choices[c], key=key, help=help
+    )
+    return None if chosen == first else chosen
 
 
 def _head_picker() -> str | None:
     """The head-type override (None: what the model's config says; core.heads)."""
-    options: list[str | None] = [None, *services.HEAD_CHOICES]
-    return st.selectbox(
-        "Head type",
-        options,
-        format_func=lambda h: NONE_LABELS["head"] if h is None else services.HEAD_CHOICES[h],
-        placeholder=NONE_LABELS["head"],
-        key="sidebar.head_type",
+    return _default_first_box(
+        "Head type", "sidebar.head_type", "config", "from the model's config", services.HEAD_CHOICES,
         help="What the model's outputs mean: one softmax over classes (single-label), one sigmoid per label "
         "(multi-label), or a raw regression score. Detected from the config (problem_type, num_labels); "
         "override it for a model whose config is wrong.",
-    )
+    )  # fmt: skip
 
 
 def _autocast_picker() -> str | None:
     """The scorer's autocast type (None: float32; ``Classifier``)."""
-    options: list[str | None] = [None, *services.autocast_choices()]
-    if st.session_state.get("sidebar.autocast") not in options:
-        st.session_state["sidebar.autocast"] = None
-    return st.selectbox(
-        "Perturbation scoring",
-        options,
-        format_func=lambda a: NONE_LABELS["autocast"] if a is None else f"{a} autocast",
-        placeholder=NONE_LABELS["autocast"],
-        key="sidebar.autocast",
+    return _default_first_box(
+        "Perturbation scoring", "sidebar.autocast", "float32", "float32 (exact)",
+        {a: f"{a} autocast" for a in services.autocast_choices()},
         help="The precision of the model passes that score perturbations (leave-one-out, occlusion, LIME, "
         "SHAP, IM, the faithfulness metrics). bfloat16 is about 1.6 times faster on CPUs with AVX512-BF16 "
         "or AMX and slower on others; on a GPU half precision pays on large batches (dataset slices, many "
         "samples), not on one sentence's few variants. Scores move by rounding: LIME and SHAP barely, "
         "leave-one-out's top word changed on 2 of 30 SST-2 sentences (BENCHMARKS.md). Gradients stay float32.",
-    )
+    )  # fmt: skip
+
+
+DEFAULT_TARGET = -1  # the target box's first option, the head's default target (``_default_first_box``)
 
 
 def _target_picker(label_names: tuple[str, ...], head: str) -> int | None:
     """The explained class (single-label) or label (multi-label); no picker for one regression
-    score."""
+    score. A link or a bundle asks for a class index (None: the default)."""
     asked = st.session_state.get("sidebar.target")
     if isinstance(asked, str):  # the text the box showed for the last model, read back after a switch
         asked = label_names.index(asked) if asked in label_names else None
-        st.session_state["sidebar.target"] = asked
+    if asked == DEFAULT_TARGET:
+        asked = None
     if head == "regression" and len(label_names) <= 1:
         st.session_state.pop("sidebar.target", None)
         if asked is not None:  # a link's or the last model's target: say so, never drop it silently
             link_warning(f"The model gives one score, not classes: target {asked} is left out.")
         return None
-    options: list[int | None] = [None, *range(len(label_names))]
     default = {"multi_label": "most probable label", "regression": "first score"}.get(head, "predicted class")
-    if asked not in options:
-        st.session_state["sidebar.target"] = None
+    if asked is not None and asked not in range(len(label_names)):
         if label_names:  # without them the model's error is the page's message
             kind = "label" if head == "multi_label" else "class"
             last = len(label_names) - 1
             link_warning(f"The model has no {kind} {asked} (0–{last}): explaining the {default}.")
-    return st.selectbox(
-        "Target label" if head == "multi_label" else "Target class",
-        options,
-        format_func=lambda t: default if t is None else label_names[t],
-        placeholder=default,
-        key="sidebar.target",
+        asked = None
+    # Set again whenever the box's texts change (another model), equal or not: the browser keeps showing
+    # the text it has until the script sets the box's value.
+    shown, texts = DEFAULT_TARGET if asked is None else asked, (default, *label_names)
+    if st.session_state.get("sidebar.target") != shown or st.session_state.get("sidebar.target_texts") != texts:
+        st.session_state["sidebar.target"] = shown
+        st.session_state["sidebar.target_texts"] = texts
+    return _default_first_box(
+        "Target label" if head == "multi_label" else "Target class", "sidebar.target", DEFAULT_TARGET, default,
+        dict(enumerate(label_names)),
         help="The label whose own probability the methods explain."
         if head == "multi_label"
         else "The class whose score the methods explain.",
-    )
+    )  # fmt: skip
 
 
 def _threshold_picker() -> float:
