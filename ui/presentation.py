@@ -64,8 +64,8 @@ def render() -> bool:
     )
     theme.use(theme.PRESENTATION if on else theme.DEFAULT)
     if on:
-        st.query_params[PARAM] = "1"
+        share.set_link_param(PARAM, "1")
         st.html(STYLE)
     else:
-        st.query_params.pop(PARAM, None)
+        share.set_link_param(PARAM, None)
     return on

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 import services
+from ui.share import stop_page
 from ui.text import plain
 
 T = TypeVar("T")
@@ -79,7 +80,7 @@ def run_all_or_stop(
     except ValueError as error:
         bar.empty()
         st.error(plain(str(error)))
-        st.stop()
+        stop_page()
     bar.empty()
     return results
 
