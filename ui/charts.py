@@ -63,32 +63,33 @@ def curve_layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_fo
     size = theme.title_size
     subtitle = {"text": tail.removesuffix(")"), "font": {"size": round(0.7 * size)}} if tail else {}
     top = round((3.2 if tail else 2) * size) + 10
-    height, legend_y = _room_for_legend(figure, top, size, theme.font_size or 14)
     figure.update_layout(
         title={"text": main, "subtitle": subtitle},
-        height=height,
         margin={"l": 10, "r": 10, "t": top, "b": 10},
         xaxis={"title": x_title, "tickformat": x_format},
         yaxis={"title": y_title},
-        legend={"orientation": "h", "y": legend_y},
         hoverlabel={"align": "left"},
     )
+    legend_under_axis(figure, 24 * size, top)  # 360 px; taller at the presentation font
     return style(figure)
 
 
-def _room_for_legend(figure: go.Figure, top: int, size: int, text: int) -> tuple[int, float]:
-    """A curve's height and its legend's place under the x axis's ticks and title.
+def legend_under_axis(figure: go.Figure, height: int, top: int) -> go.Figure:
+    """A horizontal legend under the x axis's ticks and title, the figure ``height`` px high (more
+    where the plot would get shorter than 10 title sizes) with a top margin of ``top`` px.
 
-    The legend's top is given as a share of the plot's height, and the legend pushes the bottom
+    A legend's top is given as a share of the plot's height, and the legend pushes the bottom
     margin down to fit, so the more entries, the shorter the plot and the nearer the legend came
     to the axis (from 5 entries on a half-width chart it ran over the axis title). The share is
-    taken of the plot's height with every entry on a line of its own (a narrow chart), and the
-    figure grows past its 24 title sizes (360 px) where the plot would get shorter than 10."""
+    taken of the plot's height with every entry on a line of its own (a narrow chart)."""
+    theme = current()
+    text = theme.font_size or 14
     entries = sum(trace.showlegend is not False for trace in figure.data)
     axis = round(4.5 * text)  # tick labels, axis title and a gap
     legend = entries * round(1.5 * text) + 8
-    height = max(24 * size, top + 10 + axis + legend + 10 * size)
-    return height, -axis / (height - top - 10 - axis - legend)
+    height = max(height, top + 10 + axis + legend + 10 * theme.title_size)
+    figure.update_layout(height=height, legend={"orientation": "h", "y": -axis / (height - top - 10 - axis - legend)})
+    return figure
 
 
 def legend_name(name: str, value: float) -> str:

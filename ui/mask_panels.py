@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 
 import services
 from core.types import Attribution
-from ui.charts import style
+from ui.charts import legend_under_axis, style
 from ui.text import plain
 from ui.theme import current
 
@@ -183,9 +183,8 @@ def trace_figure(trace: dict[str, list[float]], terms: Sequence[str], selected_s
     if selected_step is not None and len(steps) > 1:
         for row in (1, 2):
             figure.add_vline(x=selected_step, line={"dash": "dot", "color": theme.muted}, row=row, col=1)
-    figure.update_layout(
-        height=460, margin={"l": 0, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.12}
-    )
+    figure.update_layout(margin={"l": 0, "r": 10, "t": 30, "b": 10})
+    legend_under_axis(figure, 460, 30)
     figure.update_xaxes(title_text="step", row=2, col=1)
     return style(figure)
 

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import services
-from ui.charts import style
+from ui.charts import legend_under_axis, style
 from ui.downloads import show_figure, show_table
 from ui.share import setting_from_link, setting_to_link
 from ui.text import breakable, clipped, plain
@@ -247,12 +247,11 @@ def threshold_figure(result, objective: str) -> go.Figure:
             )
         )
     figure.update_layout(
-        height=340,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"title": "threshold τ"},
         yaxis={"title": f"mean {LABELS[objective]}"},
-        legend={"orientation": "h", "y": -0.3},
     )
+    legend_under_axis(figure, 340, 30)
     return style(figure)
 
 

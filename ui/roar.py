@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import band_trace, style
+from ui.charts import band_trace, legend_under_axis, style
 from ui.theme import current
 
 SHARED = "*"
@@ -92,12 +92,11 @@ def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of w
     percent = all(c["level"].endswith("%") for cells in summary["curves"].values() for c in cells)
     figure.update_layout(
         title={"text": html.escape(title)},
-        height=400,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": x_title, "tickformat": ".0%" if percent else None},
         yaxis={"title": summary["metric"]},
-        legend={"orientation": "h", "y": -0.2},
     )
+    legend_under_axis(figure, 400, 40)
     return style(figure)
 
 
