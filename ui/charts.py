@@ -84,9 +84,9 @@ def legend_under_axis(figure: go.Figure, height: int, top: int) -> go.Figure:
     taken of the plot's height with every entry on a line of its own (a narrow chart)."""
     theme = current()
     text = theme.font_size or 14
-    entries = sum(trace.showlegend is not False for trace in figure.data)
+    lines = sum(1 + (trace.name or "").count("<br>") for trace in figure.data if trace.showlegend is not False)
     axis = round(4.5 * text)  # tick labels, axis title and a gap
-    legend = entries * round(1.5 * text) + 8
+    legend = lines * round(1.5 * text) + 8
     height = max(height, top + 10 + axis + legend + 10 * theme.title_size)
     figure.update_layout(height=height, legend={"orientation": "h", "y": -axis / (height - top - 10 - axis - legend)})
     return figure

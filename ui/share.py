@@ -66,14 +66,15 @@ def stop_page() -> NoReturn:
 
 
 def _write_changes() -> None:
+    """Send the link with the waiting changes, even where the server's copy already holds them:
+    after a page switch (a tour's step) the browser's address has lost its query while that copy
+    has not. The browser adds no history entry for an address it already shows."""
     changes = st.session_state.pop(_CHANGES, None)
     if not changes:
         return
     written = st.query_params.to_dict()
     wanted = {name: value for name, value in written.items() if changes.get(name, value) is not None}
-    wanted |= {name: value for name, value in changes.items() if value is not None}
-    if wanted != written:
-        st.query_params.from_dict(wanted)
+    st.query_params.from_dict(wanted | {name: value for name, value in changes.items() if value is not None})
 
 
 def copy_link() -> None:
