@@ -12,7 +12,6 @@ import streamlit as st
 from ui import presentation, sidebar, tours
 from ui.access import require_password
 from ui.bundles import open_startup_bundle
-from ui.share import link_written_once
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
@@ -38,9 +37,8 @@ pages = [
 ]
 router = st.navigation(pages)
 require_password()
-with link_written_once():  # the selection's parameters and the page's settings: one history entry
-    open_startup_bundle()
-    sidebar.render()
-    presentation.render()
-    tours.render({path for path, _, _ in PAGES})
-    router.run()
+open_startup_bundle()
+sidebar.render()
+presentation.render()
+tours.render({path for path, _, _ in PAGES})
+router.run()

@@ -16,7 +16,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import clipped
 
 selection = state.current()
@@ -27,7 +27,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 with st.expander("How to read this page", expanded=False):
     A.how_to_read()
 
@@ -85,7 +85,7 @@ with st.expander("Method parameters"):
 
 if not chosen:
     st.info("Choose at least one method.")
-    stop_page()
+    st.stop()
 examples = (
     services.slice_examples(selection.dataset, selection.split, n_examples) if scope == SLICE else [selection.example]
 )
@@ -101,7 +101,7 @@ st.caption(
 request = [selection.model, chosen, attack, attack_params, preset, scope, n_examples, params, repr(selection.example),
            selection.mlm]  # fmt: skip
 if not gate("adversarial.run", request, "Run the attack", memory="adversarial.requested"):
-    stop_page()
+    st.stop()
 results = run_or_stop(
     services.attack, selection.model, examples, chosen, attack=attack, attack_params=attack_params, preset=preset,
     params=params, mlm_name=selection.mlm,

@@ -26,7 +26,6 @@ from ui.explorer import (
 )
 from ui.imports import import_box
 from ui.runs import started_note
-from ui.share import set_link_param, stop_page
 from ui.text import plain
 
 selection = state.current()
@@ -73,10 +72,10 @@ if st.session_state.get("explorer.starting") in stored:
     del st.session_state["explorer.starting"]
 elif starting := st.session_state.get("explorer.starting"):
     waiting_for_run(starting)  # its process loads the model before it stores the run's entry
-    stop_page()
+    st.stop()
 if catalogue.empty:
     st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
-    stop_page()
+    st.stop()
 labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
 if st.session_state.get("explorer.run_picker") not in labels:  # seeded, not an index: a start or an import sets it
     wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
@@ -85,7 +84,7 @@ run_id = st.selectbox(
     "Stored run", list(labels), format_func=labels.get, key="explorer.run_picker", persist_state="session"
 )
 st.session_state["explorer.run"] = run_id
-set_link_param("run", run_id)
+st.query_params["run"] = run_id
 
 
 @st.fragment(run_every=2.0)
@@ -104,13 +103,13 @@ live_progress(run_id)
 info = services.runs.info(run_id)
 if info.rows_done == 0:
     st.info("No example of this run is finished yet.")
-    stop_page()
+    st.stop()
 
 try:
     run = services.runs.snapshot(run_id)  # one read: every table and figure below shows the same rows
 except OSError as error:  # a unit file gone or damaged since the run was stored
     st.error(plain(str(error)))
-    stop_page()
+    st.stop()
 info = run.info
 if run.head_unknown:
     st.warning(

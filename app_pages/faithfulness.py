@@ -19,7 +19,7 @@ from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import gate, run_all_or_stop, run_or_stop, slice_controls, slice_estimate, stopped_note
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -154,7 +154,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 infos = {m.key: m for m in services.methods()}
 setting_from_link("faithfulness.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="faithfulness.view", persist_state="session") or VIEWS[0]
@@ -172,6 +172,6 @@ if selection.head == "regression":  # log-odds need probabilities; a regression 
     st.caption("Log-odds are not defined for a regression head: the other metrics measure the change in score.")
 if not methods and not imported:
     st.info("Choose at least one method.")
-    stop_page()
+    st.stop()
 view_of = {VIEWS[0]: example_view, VIEWS[1]: slice_view, VIEWS[2]: compare_view}
 view_of[view](selection, methods, imported, metric_params, method_params)

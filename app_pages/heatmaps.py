@@ -18,7 +18,7 @@ from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
 from ui.runs import coverage_note, explain_selected, long_text_toggle
-from ui.share import link_warning, quoted, set_link_param, setting_from_link, setting_to_link, stop_page
+from ui.share import link_warning, quoted, setting_from_link, setting_to_link
 from ui.text import plain
 
 selection = state.current()
@@ -29,7 +29,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 
 infos = {m.key: m for m in services.methods()}
 if "heatmaps.methods" not in st.session_state:
@@ -46,7 +46,7 @@ chosen = st.multiselect(
     placeholder="Choose attribution methods",
     help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
 )
-set_link_param("methods", ",".join(chosen))
+st.query_params["methods"] = ",".join(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
 # the two settings at their own widths, the parameters below: in three columns at 1,024 px the
@@ -66,7 +66,7 @@ bundle_opener()
 opened = opened_for(selection)
 if not chosen and not imported and opened is None and not st.session_state.get("heatmaps.stored"):
     st.info("Choose at least one method.")
-    stop_page()
+    st.stop()
 
 
 def cost_captions() -> None:

@@ -21,7 +21,7 @@ from ui.marginalization import cost_line, duration, estimate_line, word_panel, w
 from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
@@ -50,7 +50,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 infos = {m.key: m for m in services.methods()}
 left, right = st.columns([1, 2])
 other_mlm = left.text_input(
@@ -68,7 +68,7 @@ shared_scale = st.toggle("One colour scale for both rows", value=True, key="im.s
 base = explain_selected(selection, ["loo_empty"], {"loo_empty": {"output": im_params["output"]}}, mlm_name)
 if "loo_empty" not in base.attributions:
     st.error(plain(base.errors.get("loo_empty", "leave-one-out failed")))
-    stop_page()
+    st.stop()
 prediction, target, loo = base.prediction, base.target, base.attributions["loo_empty"]
 example, labels = prediction.example, prediction.label_names
 rate = services.measured_rate(selection.model, example)
@@ -81,11 +81,11 @@ if prediction.dropped_words:
 im_estimate = services.estimate_cost("im", len(example.words), im_params, rate)
 st.caption(estimate_line("IM", im_estimate, rate))
 if not approved("IM", [*run_base, "im", im_params], im_estimate):
-    stop_page()
+    st.stop()
 result = explain_selected(selection, ["im"], {"im": im_params}, mlm_name)
 if "im" not in result.attributions:
     st.error(plain(f"IM: {result.errors.get('im', 'failed')}"))
-    stop_page()
+    st.stop()
 im = result.attributions["im"]
 st.caption(f"{cost_line('IM', im)} {cost_line('LOO_empty', loo)}")
 

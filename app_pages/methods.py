@@ -8,7 +8,7 @@ import streamlit as st
 
 import services
 from ui import method_cards, tours
-from ui.share import link_warning, quoted, set_link_param
+from ui.share import link_warning, quoted
 
 st.title("Methods")
 st.caption(
@@ -33,7 +33,7 @@ key = st.selectbox(
     key="methods.method",
     persist_state="session",
 )
-set_link_param("method", key)
+st.query_params["method"] = key
 method_cards.render(cards[key], model)
 
 st.subheader("All methods")

@@ -20,7 +20,7 @@ from ui.heatmap import heatmap_html
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
@@ -133,7 +133,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 infos = {m.key: m for m in services.methods()}
 setting_from_link("rationales.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="session") or VIEWS[0]
@@ -153,5 +153,5 @@ options = ["majority", "any", *(str(i) for i in range(annotators if annotators >
 metric_params, annotator = R.settings_form(options)
 if not methods and not imported:
     st.info("Choose at least one method.")
-    stop_page()
+    st.stop()
 (example_view if view == VIEWS[0] else slice_view)(selection, methods, imported, metric_params, annotator)

@@ -26,7 +26,7 @@ from ui.roar import (
     sparsity_figure,
     t_test_table,
 )
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import clipped, plain
 
 st.title("Remove and retrain")
@@ -93,7 +93,7 @@ def job_view(report: dict, key: str) -> None:
 
 if source == SYNTHETIC_SOURCE:
     synthetic_view()
-    stop_page()
+    st.stop()
 
 if source.startswith("bundled:"):
     report = roar.bundled_report(source.removeprefix("bundled:"))
@@ -111,7 +111,7 @@ else:
 
 if not report["units"]:
     st.info("No unit of this job has finished yet.")
-    stop_page()
+    st.stop()
 job_view(report, "job")
 
 if report.get("sparsity"):

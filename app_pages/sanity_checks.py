@@ -15,7 +15,7 @@ from ui.downloads import show_figure, show_table
 from ui.heatmap import heatmap_html
 from ui.params import methods_params_form
 from ui.runs import SLICE, example_scope, explain_selected, gate, run_or_stop
-from ui.share import setting_from_link, setting_to_link, stop_page
+from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
@@ -31,7 +31,7 @@ st.caption(
 )
 if selection.error:
     st.error(selection.error)
-    stop_page()
+    st.stop()
 with st.expander("How to read this page", expanded=False):
     S.how_to_read()
 
@@ -66,17 +66,17 @@ with st.expander("Method parameters"):
     params = methods_params_form(infos, chosen, "sanity")
 if not chosen:
     st.info("Choose at least one method.")
-    stop_page()
+    st.stop()
 try:
     step_names = services.randomization_steps(selection.model, mode)
 except ValueError as error:
     st.error(plain(str(error)))
-    stop_page()
+    st.stop()
 timing = explain_selected(selection, chosen, params)  # one step of the run, timed
 for key, message in timing.errors.items():
     st.error(plain(f"{key}: {message}"))
 if timing.errors:
-    stop_page()
+    st.stop()
 one_step = sum(a.runtime_s for a in timing.attributions.values())
 st.caption(
     f"Estimated time: about {services.duration_text(one_step * len(step_names) * n_examples)} on this machine "
@@ -85,7 +85,7 @@ st.caption(
 )
 request = [selection.model, chosen, mode, seed, top_k, scope, n_examples, params, repr(selection.example)]
 if not gate("sanity.run", request, "Run the sanity check", memory="sanity.requested"):
-    stop_page()
+    st.stop()
 single = scope != SLICE
 examples = [selection.example] if single else services.slice_examples(selection.dataset, selection.split, n_examples)
 result = run_or_stop(

@@ -14,7 +14,6 @@ import services
 from ui.heatmap import heatmap_html, side_by_side
 from ui.prediction import result_markdown
 from ui.runs import run_or_stop
-from ui.share import set_link_param
 from ui.text import plain
 
 ON, MODEL, PATH = "heatmaps.compare.on", "heatmaps.compare.model", "heatmaps.compare.path"
@@ -63,7 +62,7 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
         "depend on what the model learned.",
     )
     if not on:
-        set_link_param(PARAM, None)
+        st.query_params.pop(PARAM, None)
         return None
     choices = {RANDOMIZED: f"{model} randomized (every layer)"}
     choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
@@ -76,7 +75,7 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
         else st.text_input("…or a hub id or local folder", key=PATH, persist_state="session")
     )
     chosen = typed.strip() or picked
-    set_link_param(PARAM, chosen)
+    st.query_params[PARAM] = chosen
     other = services.randomized_name(model) if chosen == RANDOMIZED else chosen
     refusal = services.label_refusal(label_names, other) if label_names else None
     if refusal is not None:

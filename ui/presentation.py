@@ -64,8 +64,8 @@ def render() -> bool:
     )
     theme.use(theme.PRESENTATION if on else theme.DEFAULT)
     if on:
-        share.set_link_param(PARAM, "1")
+        st.query_params[PARAM] = "1"
         st.html(STYLE)
     else:
-        share.set_link_param(PARAM, None)
+        st.query_params.pop(PARAM, None)
     return on

@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 import streamlit as st
 
 import services
-from ui.share import stop_page
 from ui.text import plain
 
 T = TypeVar("T")
@@ -80,7 +79,7 @@ def run_all_or_stop(
     except ValueError as error:
         bar.empty()
         st.error(plain(str(error)))
-        stop_page()
+        st.stop()
     bar.empty()
     return results
 

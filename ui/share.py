@@ -11,9 +11,8 @@ button puts it on the clipboard (no script of our own, nothing fetched).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -29,52 +28,6 @@ def view_url() -> str:
     base = st.context.url or ""
     query = urlencode(sorted(st.query_params.to_dict().items()))
     return f"{base}?{query}" if query else base
-
-
-_CHANGES = "share.link_changes"  # the link's changes of this run, written at its end (``link_written_once``)
-
-
-def set_link_param(name: str, value: str | None) -> None:
-    """Put ``name`` in the view's link (None: take it out). Inside ``link_written_once`` the change
-    waits for the run's end; elsewhere (a page run alone, in a test) it is written at once."""
-    changes = st.session_state.get(_CHANGES)
-    if changes is not None:
-        changes[name] = value
-    elif value is None:
-        st.query_params.pop(name, None)
-    else:
-        st.query_params[name] = value
-
-
-@contextmanager
-def link_written_once() -> Iterator[None]:
-    """Every link change of the block written in one go at its end, or where a page stops
-    (``stop_page``). The browser makes each change of the address a history entry: the sidebar's
-    model, dataset, split and example and the page's settings, written one by one, took Back six
-    presses to leave a page. A block cut short by a rerun or a page switch writes nothing: the next
-    run writes the link again."""
-    st.session_state[_CHANGES] = {}
-    yield
-    _write_changes()
-
-
-def stop_page() -> NoReturn:
-    """``st.stop()`` once the link's waiting changes are written: a stopping run sends nothing
-    more."""
-    _write_changes()
-    st.stop()
-
-
-def _write_changes() -> None:
-    """Send the link with the waiting changes, even where the server's copy already holds them:
-    after a page switch (a tour's step) the browser's address has lost its query while that copy
-    has not. The browser adds no history entry for an address it already shows."""
-    changes = st.session_state.pop(_CHANGES, None)
-    if not changes:
-        return
-    written = st.query_params.to_dict()
-    wanted = {name: value for name, value in written.items() if changes.get(name, value) is not None}
-    st.query_params.from_dict(wanted | {name: value for name, value in changes.items() if value is not None})
 
 
 def copy_link() -> None:
@@ -131,7 +84,10 @@ def setting_from_link(key: str, param: str, choices: Sequence[Any], default: Any
 
 def setting_to_link(param: str, value: Any, default: Any) -> None:
     """A page setting in the URL (so Copy link carries it), left out while it is the default."""
-    set_link_param(param, None if value is None or value == default else _link_text(value))
+    if value is None or value == default:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = _link_text(value)
 
 
 def _found(choices: Sequence[Any], asked: str) -> list[Any]:

@@ -16,7 +16,7 @@ import streamlit as st
 
 import services
 from ui.prediction import DEFAULT_THRESHOLD
-from ui.share import copy_link, link_warning, quoted, set_link_param
+from ui.share import copy_link, link_warning, quoted
 from ui.state import Selection, set_selection
 from ui.text import plain, shortened_name
 
@@ -167,7 +167,10 @@ def _link_texts(dataset: str) -> dict[str, str | None]:
 def _write_url(values: dict[str, str | int | None]) -> None:
     """Mirror the selection into the query parameters; a None value removes its parameter."""
     for key, value in values.items():
-        set_link_param(key, None if value is None else str(value))
+        if value is None:
+            st.query_params.pop(key, None)
+        else:
+            st.query_params[key] = str(value)
 
 
 # --------------------------------------------------------------------------- widgets
