@@ -365,7 +365,6 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
         "words split": page.locator(LABEL_TEXTS).evaluate_all(WORDS_SPLIT),
         "titles": page.evaluate(TITLES),
         "legends": legend_cut,
-        "legend room": page.evaluate(LEGEND_ROOM),
         "point texts": page.evaluate(POINT_TEXTS),
         "names": names.evaluate_all(NAMES_SPLIT),
         "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column
