@@ -19,7 +19,7 @@ import pytest
 from core.types import Attribution, Example, decode_json
 from engine.bundles import MAX_DROPPED_WORDS, check_bundle, read_bundle, write_bundle
 from tests.test_bundles import toy_bundle, zipped
-from ui.sidebar import url_index
+from ui.sidebar_link import url_index
 
 
 def nested(depth: int) -> Any:

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import services
 from tests.page_text import as_read
-from ui.sidebar import LINK_TEXT_MAX
+from ui.sidebar_link import LINK_TEXT_MAX
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 EXAMPLE = {"model": "minilm-sst2", "dataset": "examples", "split": "sst2", "index": "3"}
