@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import presentation, sidebar, tours
+from ui import history, presentation, sidebar, tours
 from ui.access import require_password
 from ui.bundles import open_startup_bundle
 
@@ -32,6 +32,7 @@ st.set_page_config(page_title="Attribution explorer", page_icon=str(ROOT / "asse
 style = ROOT / "assets" / "style.css"
 if style.is_file():
     st.html(style)
+history.render()
 pages = [
     st.Page(str(ROOT / path), title=title, icon=icon, default=(i == 0)) for i, (path, title, icon) in enumerate(PAGES)
 ]
