@@ -27,7 +27,8 @@ plotly clips it. No segmented control scrolls and no label or radio
 option breaks inside a word. The pages and the sidebar are walked again at 320 px, a phone's width:
 five method chips scrolled inside their box there, the ROAR page's evaluation examples ran past
 theirs, and the rationales page's heatmaps scrolled in their boxes (no layout was narrow enough) and
-its legend made the page scroll sideways. On every walk no heatmap scrolls in its box. Screenshots go to ``test-output/layout-*.png``."""
+its legend made the page scroll sideways. On every walk no heatmap scrolls in its box, and no chart's legend runs over its x axis's title
+(in the presentation font a slice view's share axis stood its ticks upright under it). Screenshots go to ``test-output/layout-*.png``."""
 
 from __future__ import annotations
 
@@ -367,6 +368,7 @@ def page_checks(page, measured: set, least: int, charts: int, name: str) -> dict
         "words split": page.locator(LABEL_TEXTS).evaluate_all(WORDS_SPLIT),
         "titles": page.evaluate(TITLES),
         "legends": legend_cut,
+        "legend room": page.evaluate(LEGEND_ROOM),
         "point texts": page.evaluate(POINT_TEXTS),
         "names": names.evaluate_all(NAMES_SPLIT),
         "row labels": page.locator("tr.hm-row th").evaluate_all(CUT),  # a heatmap row's label past its column
