@@ -57,10 +57,7 @@ def style(figure: go.Figure) -> go.Figure:
 
 def curve_layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_format: str = "") -> go.Figure:
     """A curve's layout; a title's tail in parentheses goes on a second, smaller line (at the
-    presentation font, half the page's width holds about 20 characters of a title). A share axis
-    (``x_format`` ending in ``%``) gets at most 4 ticks: six labels ("10%") did not fit the 131 px
-    of a slice view's curve at 1,024 px at the presentation font, and plotly stood them upright,
-    which ran the legend over the axis title."""
+    presentation font, half the page's width holds about 20 characters of a title)."""
     main, _, tail = title.partition(" (")
     theme = current()
     size = theme.title_size
@@ -69,7 +66,7 @@ def curve_layout(figure: go.Figure, title: str, x_title: str, y_title: str, x_fo
     figure.update_layout(
         title={"text": main, "subtitle": subtitle},
         margin={"l": 10, "r": 10, "t": top, "b": 10},
-        xaxis={"title": x_title, "tickformat": x_format, "nticks": 4 if x_format.endswith("%") else 0},
+        xaxis={"title": x_title, "tickformat": x_format},
         yaxis={"title": y_title},
         hoverlabel={"align": "left"},
     )
@@ -84,7 +81,12 @@ def legend_under_axis(figure: go.Figure, height: int, top: int) -> go.Figure:
     A legend's top is given as a share of the plot's height, and the legend pushes the bottom
     margin down to fit, so the more entries, the shorter the plot and the nearer the legend came
     to the axis (from 5 entries on a half-width chart it ran over the axis title). The share is
-    taken of the plot's height with every entry on a line of its own (a narrow chart)."""
+    taken of the plot's height with every entry on a line of its own (a narrow chart). The room
+    counts the ticks level, so a share axis (a tick format ending in ``%``) gets at most 4 ticks:
+    six labels ("10%") did not fit the 131 px of a slice view's curve at 1,024 px at the
+    presentation font, and plotly stood them upright, which ran the legend over the axis title."""
+    if (figure.layout.xaxis.tickformat or "").endswith("%"):
+        figure.update_xaxes(nticks=4)
     theme = current()
     text = theme.font_size or 14
     lines = sum(1 + (trace.name or "").count("<br>") for trace in figure.data if trace.showlegend is not False)
