@@ -14,6 +14,7 @@ import services
 from ui import adversarial as A
 from ui import state
 from ui.downloads import show_figure, show_table
+from ui.live_labels import live_selectbox
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
 from ui.share import setting_from_link, setting_to_link
@@ -134,10 +135,12 @@ if len(results) > 1:
         config={"displayModeBar": False},
     )  # fmt: skip
     st.caption("Error bars: 95% interval (t distribution).")
-    index = st.selectbox(
-        "Example shown below", range(len(results)), format_func=lambda i: f"{i}: {clipped(' '.join(examples[i].words), 50)}",
-        key="adversarial.example", persist_state="session",
-    )  # fmt: skip
+    index = live_selectbox(
+        "Example shown below",
+        range(len(results)),
+        lambda i: f"{i}: {clipped(' '.join(examples[i].words), 50)}",
+        "adversarial.example",
+    )
     per_example = [
         {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)
     ]

@@ -25,6 +25,7 @@ from ui.explorer import (
     waiting_for_run,
 )
 from ui.imports import import_box
+from ui.live_labels import live_selectbox
 from ui.runs import started_note
 from ui.text import plain
 
@@ -77,12 +78,8 @@ if catalogue.empty:
     st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()
 labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
-if st.session_state.get("explorer.run_picker") not in labels:  # seeded, not an index: a start or an import sets it
-    wanted = st.session_state.get("explorer.run") or st.query_params.get("run")
-    st.session_state["explorer.run_picker"] = wanted if wanted in labels else next(iter(labels))
-run_id = st.selectbox(
-    "Stored run", list(labels), format_func=labels.get, key="explorer.run_picker", persist_state="session"
-)
+wanted = [run for run in (st.session_state.get("explorer.run"), st.query_params.get("run")) if run in labels]
+run_id = live_selectbox("Stored run", list(labels), labels.get, "explorer.run_picker", next(iter(wanted), None))
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
 

@@ -17,6 +17,7 @@ from ui import state
 from ui.costs import show_costs
 from ui.downloads import show_table
 from ui.heatmap import heatmap_html
+from ui.live_labels import live_selectbox
 from ui.marginalization import cost_line, duration, estimate_line, word_panel, words_shown
 from ui.params import params_form
 from ui.prediction import result_markdown
@@ -112,12 +113,10 @@ if notes:
 st.subheader("Fill-ins of one word")
 n_words = len(example.words)
 most_important = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
-if st.session_state.get("im.word") not in range(n_words):
-    st.session_state["im.word"] = most_important
 setting_from_link("im.word", "word", range(n_words), most_important)
-word = st.selectbox(
-    "Word", list(range(n_words)), key="im.word", persist_state="session", help="Preselected: the word leave-one-out finds most important.",
-    format_func=lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
+word = live_selectbox(  # a label carries the word's scores, which change with the parameters
+    "Word", range(n_words), lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
+    "im.word", most_important, help="Preselected: the word leave-one-out finds most important.",
 )  # fmt: skip
 setting_to_link("word", word, most_important)
 table = services.im_candidate_rows(im, word, labels, selection.head)

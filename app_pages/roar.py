@@ -15,6 +15,7 @@ from services import roar
 from ui import runs as ui_runs
 from ui.downloads import download_row
 from ui.explorer import progress_line
+from ui.live_labels import live_selectbox
 from ui.roar import (
     REMOVALS,
     SYNTHETIC_SOURCE,
@@ -39,7 +40,7 @@ st.caption(
 bundled = roar.bundled()
 labels = source_labels(bundled, roar.stored_jobs())
 setting_from_link("roar.source", "job", list(labels), next(iter(labels)))
-source = st.selectbox("Job", list(labels), format_func=labels.__getitem__, key="roar.source", persist_state="session")
+source = live_selectbox("Job", list(labels), labels.__getitem__, "roar.source")  # a stored job's label: its progress
 setting_to_link("job", source, next(iter(labels)))
 metric = st.radio("Performance", ["accuracy", "macro_f1"], horizontal=True, key="roar.metric", persist_state="session")
 
@@ -120,10 +121,12 @@ if report.get("sparsity"):
 if report.get("examples"):
     st.subheader("What was removed")
     examples = report["examples"]
-    position = st.selectbox(  # 38 characters fit the box on a 320 px phone, and at 1,024 px in either font
-        "Evaluation example", range(len(examples)), format_func=lambda i: clipped(" ".join(examples[i]["words"]), 38),
-        key="roar.example", persist_state="session",
-    )  # fmt: skip
+    position = live_selectbox(  # 38 characters fit the box on a 320 px phone, and at 1,024 px in either font
+        "Evaluation example",
+        range(len(examples)),
+        lambda i: clipped(" ".join(examples[i]["words"]), 38),
+        "roar.example",
+    )
     for method, level, text in removal_rows(examples[position], report["label_names"]):
         st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)
 

@@ -13,6 +13,7 @@ from ui import sanity as S
 from ui import state
 from ui.downloads import show_figure, show_table
 from ui.heatmap import heatmap_html
+from ui.live_labels import live_selectbox
 from ui.params import methods_params_form
 from ui.runs import SLICE, example_scope, explain_selected, gate, run_or_stop
 from ui.share import setting_from_link, setting_to_link
@@ -114,9 +115,9 @@ if len(result.examples) > 1:
 
 row_index = 0
 if len(result.examples) > 1:
-    row_index = st.selectbox(
+    row_index = live_selectbox(
         "Example shown in the heatmaps", range(len(result.examples)),
-        format_func=lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", key="sanity.example", persist_state="session",
+        lambda i: f"{i}: {' '.join(result.examples[i].example.words)[:80]}", "sanity.example",
     )  # fmt: skip
 row = result.examples[row_index]
 st.subheader("Heatmap after each step")

@@ -103,3 +103,38 @@ def test_an_opened_run_fits_1024_px(explorer_url: str, browser, stored, present:
     checks = page_checks(page, set(), 9, 0, f"explorer-run-present{present}")
     page.close()
     assert_nothing_cut({"explorer with a run": checks})
+
+
+def test_the_run_picker_shows_its_runs_current_label_and_keeps_it(explorer_url: str, browser, stored) -> None:  # noqa: F811
+    """The picker's label carries the run's progress and status, which change while it is shown.
+    Streamlit sends a keyed selectbox's value back as its label, so the box kept showing the label
+    it was first drawn with ("0/40 · running" beside a finished run's "40 of 40 · done"), and a
+    page without a fallback lost the choice to its first option (``ui.live_labels``)."""
+    from playwright.sync_api import expect
+
+    from engine.runs.store import RunStore
+
+    run_id, results = stored
+    page = open_page(browser, f"{explorer_url}/explorer?run={run_id}&model=minilm-sst2&dataset=examples", 1600)
+    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Stored run").locator("input")
+    expect(page.get_by_text(f"scores stored by {run_id}", exact=False)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(picker).to_have_value(re.compile(rf"^{run_id} .* · done$"))
+    clustered = page.get_by_text("Order by clustering", exact=True)
+    store = RunStore(results)
+    wall_s = store.get(run_id).wall_s
+    try:
+        for status in ("running", "done"):  # another process takes the run up again, then finishes it
+            if status == "running":
+                store.claim(run_id, "serial", reopen=True)
+            else:
+                store.finish(run_id, "done", wall_s)
+            for _ in range(2):  # two reruns: the second is the one that read no option
+                clustered.click()
+                page.wait_for_timeout(1500)
+                expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=TIMEOUT_MS)
+                expect(page.get_by_text(f"scores stored by {run_id}", exact=False)).to_be_visible()
+    finally:
+        if store.get(run_id).status != "done":
+            store.finish(run_id, "done", wall_s)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()

@@ -12,6 +12,7 @@ import streamlit as st
 
 import services
 from ui.heatmap import heatmap_html, side_by_side
+from ui.live_labels import live_selectbox
 from ui.prediction import result_markdown
 from ui.runs import run_or_stop
 from ui.text import plain
@@ -66,9 +67,7 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
         return None
     choices = {RANDOMIZED: f"{model} randomized (every layer)"}
     choices |= {c.name: c.label for c in services.model_choices() if c.name != model}
-    if st.session_state.get(MODEL) not in choices:
-        st.session_state[MODEL] = RANDOMIZED
-    picked = st.selectbox("Second model", list(choices), format_func=choices.get, key=MODEL, persist_state="session")
+    picked = live_selectbox("Second model", list(choices), choices.get, MODEL, RANDOMIZED)  # a label names the model
     typed = (
         ""
         if services.shared_mode()
