@@ -86,14 +86,16 @@ st.query_params["run"] = run_id
 
 @st.fragment(run_every=2.0)
 def live_progress(run_id: str) -> None:
-    """The run's progress, read from the store every two seconds while it is being written."""
+    """The run's progress, read from the store every two seconds while it is being written; the
+    page is drawn again when a unit is stored or the status changes (the picker's label)."""
     info = services.runs.info(run_id)
     st.progress(info.fraction, text=progress_line(info))
-    seen = st.session_state.setdefault("explorer.rows_seen", {})
-    if seen.get(run_id) not in (None, info.rows_done):
-        seen[run_id] = info.rows_done
+    seen = st.session_state.setdefault("explorer.progress_seen", {})
+    now = (info.rows_done, info.status)
+    if seen.get(run_id) not in (None, now):
+        seen[run_id] = now
         st.rerun(scope="app")
-    seen[run_id] = info.rows_done
+    seen[run_id] = now
 
 
 live_progress(run_id)

@@ -107,7 +107,8 @@ def test_an_opened_run_fits_1024_px(explorer_url: str, browser, stored, present:
 
 def test_the_run_picker_shows_its_runs_current_label_and_keeps_it(explorer_url: str, browser, stored) -> None:  # noqa: F811
     """The picker's label carries the run's progress and status, which change while it is shown.
-    Streamlit sends a keyed selectbox's value back as its label, so the box kept showing the label
+    The progress fragment drew the page again only when rows were added, not when the status changed;
+    and Streamlit sends a keyed selectbox's value back as its label, so the box kept showing the label
     it was first drawn with ("0/40 · running" beside a finished run's "40 of 40 · done"), and a
     page without a fallback lost the choice to its first option (``ui.live_labels``)."""
     from playwright.sync_api import expect
@@ -128,10 +129,12 @@ def test_the_run_picker_shows_its_runs_current_label_and_keeps_it(explorer_url: 
                 store.claim(run_id, "serial", reopen=True)
             else:
                 store.finish(run_id, "done", wall_s)
-            for _ in range(2):  # two reruns: the second is the one that read no option
+            # the page's progress fragment draws the page again when the status changes
+            expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=20_000)
+            for _ in range(2):  # two reruns more: the second is the one that read no option
                 clustered.click()
                 page.wait_for_timeout(1500)
-                expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=TIMEOUT_MS)
+                expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=20_000)
                 expect(page.get_by_text(f"scores stored by {run_id}", exact=False)).to_be_visible()
     finally:
         if store.get(run_id).status != "done":
