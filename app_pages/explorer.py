@@ -20,12 +20,12 @@ from ui.explorer import (
     filtered,
     graded,
     mean_curve_figure,
-    progress_line,
     stored_example,
     waiting_for_run,
 )
 from ui.imports import import_box
 from ui.live_labels import live_selectbox
+from ui.run_progress import live_progress
 from ui.runs import started_note
 from ui.text import plain
 
@@ -83,22 +83,7 @@ run_id = live_selectbox("Stored run", list(labels), labels.get, "explorer.run_pi
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
 
-
-@st.fragment(run_every=2.0)
-def live_progress(run_id: str) -> None:
-    """The run's progress, read from the store every two seconds while it is being written; the
-    page is drawn again when a unit is stored or the status changes (the picker's label)."""
-    info = services.runs.info(run_id)
-    st.progress(info.fraction, text=progress_line(info))
-    seen = st.session_state.setdefault("explorer.progress_seen", {})
-    now = (info.rows_done, info.status)
-    if seen.get(run_id) not in (None, now):
-        seen[run_id] = now
-        st.rerun(scope="app")
-    seen[run_id] = now
-
-
-live_progress(run_id)
+live_progress(run_id, services.runs.info)
 info = services.runs.info(run_id)
 if info.rows_done == 0:
     st.info("No example of this run is finished yet.")

@@ -14,7 +14,6 @@ import streamlit as st
 from services import roar
 from ui import runs as ui_runs
 from ui.downloads import download_row
-from ui.explorer import progress_line
 from ui.live_labels import live_selectbox
 from ui.roar import (
     REMOVALS,
@@ -27,6 +26,7 @@ from ui.roar import (
     sparsity_figure,
     t_test_table,
 )
+from ui.run_progress import live_progress
 from ui.share import setting_from_link, setting_to_link
 from ui.text import clipped, plain
 
@@ -100,14 +100,7 @@ if source.startswith("bundled:"):
     report = roar.bundled_report(source.removeprefix("bundled:"))
 else:
     run_id = source.removeprefix("stored:")
-
-    @st.fragment(run_every=3.0)
-    def live_progress(run_id: str) -> None:
-        """The job's progress, read from the store while it is being written."""
-        info = roar.info(run_id)
-        st.progress(info.fraction, text=progress_line(info).replace("examples", "units"))
-
-    live_progress(run_id)
+    live_progress(run_id, roar.info, "units", "job")
     report = roar.stored_report(run_id)
 
 if not report["units"]:

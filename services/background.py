@@ -1,11 +1,14 @@
 """Background processes started by the app: a dataset run (``python -m cli run``) or a ROAR job
 (``python -m cli roar``) in its own session, so it outlives the page and the tab, its output
-appended to a log in the run store's folder. In shared mode the server starts one at a time."""
+appended to a log in the run store's folder; stopped as Ctrl-C stops it, and continued with
+``--resume``. In shared mode the server starts one at a time."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +19,9 @@ from engine.runs.store import results_dir
 from services.access import shared_mode
 
 ROOT = Path(__file__).resolve().parents[1]
+STOPPED_CODE = 130  # the exit status of a command stopped by Ctrl-C (``cli.main``)
+# The command that continues a stored run of each kind, with the run's own settings
+RESUME_COMMANDS = {"evaluate": ["run", "--executor", "serial"], "roar": ["roar", "--no-estimate"]}
 
 
 @dataclass
@@ -75,10 +81,37 @@ def start_background(run_id: str, command: list[str]) -> None:
             )
 
 
+def is_running(run_id: str) -> bool:
+    """Whether a process this server started for ``run_id`` still runs."""
+    return background().is_running(run_id)
+
+
+def stop_background(run_id: str) -> bool:
+    """Stop this server's process for ``run_id`` as Ctrl-C does (SIGINT): the run keeps every unit
+    it stored and is marked stopped, to be continued with ``resume_background``. False when this
+    server runs no process for it."""
+    started = background()
+    with started.lock:
+        if not started.is_running(run_id):
+            return False
+        started.processes[run_id].send_signal(signal.SIGINT)
+    return True
+
+
+def resume_background(run_id: str, kind: str) -> None:
+    """Continue a stored run (``kind`` "evaluate") or ROAR job ("roar") that is stopped, failed or
+    whose process is gone, in a background process with its own settings (``--resume``): it
+    computes only the units not stored yet."""
+    if kind not in RESUME_COMMANDS:
+        raise ValueError(f"a {kind} run is not continued from the app")
+    command, *options = RESUME_COMMANDS[kind]
+    start_background(run_id, [sys.executable, "-m", "cli", command, "--resume", run_id, *options, "--quiet", "--json"])
+
+
 def early_failure(run_id: str, wait_s: float = 0.5, lines: int = 8) -> str | None:
     """The last ``lines`` of the log when the process this server started for ``run_id`` exited
-    with an error within ``wait_s`` seconds (bad arguments); None while it runs, after a success,
-    or when this server started none."""
+    with an error within ``wait_s`` seconds (bad arguments); None while it runs, after a success
+    or a stop (``stop_background``), or when this server started none."""
     process = background().processes.get(run_id)
     if process is None:
         return None
@@ -86,7 +119,7 @@ def early_failure(run_id: str, wait_s: float = 0.5, lines: int = 8) -> str | Non
         code = process.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:
         return None
-    if code == 0:
+    if code in (0, STOPPED_CODE):
         return None
     tail = log_path(run_id).read_text(errors="replace").splitlines()[-lines:]
     return "\n".join(tail) or f"exit status {code}, nothing logged"

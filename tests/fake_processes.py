@@ -16,6 +16,7 @@ class Process:
     def __init__(self, command: list[str], stdout=None, **kwargs) -> None:
         self.command = command
         self.code = type(self).code
+        self.signals: list[int] = []
         if stdout is not None:
             stdout.write(self.line)
 
@@ -26,6 +27,9 @@ class Process:
         if self.code is None:
             raise subprocess.TimeoutExpired(self.command, timeout)
         return self.code
+
+    def send_signal(self, number: int) -> None:
+        self.signals.append(number)
 
     def finish(self) -> None:
         self.code = 0

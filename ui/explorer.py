@@ -1,5 +1,5 @@
 """Figures of the dataset explorer: metric distributions per method, mean curves with 95% bands,
-the one-line progress of a stored run, the correct/wrong filter of its table and one stored
+the correct/wrong filter of its table and one stored
 example's heatmap."""
 
 from __future__ import annotations
@@ -17,12 +17,6 @@ from ui.heatmap import heatmap_html
 from ui.theme import current
 
 FILTERS = ("all", "correct", "wrong")  # the examples the table shows
-
-
-def progress_line(info) -> str:
-    """ "412 of 872 examples · running · 95 s" for a stored run's catalogue entry."""
-    status = "stopped (its process is gone: resume it)" if info.writer_gone else info.status
-    return f"{info.rows_done:,} of {info.rows_total:,} examples · {status} · {info.wall_s:.0f} s"
 
 
 @st.fragment(run_every=2.0)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 import services
+from ui.run_progress import remember_started
 from ui.text import plain
 
 T = TypeVar("T")
@@ -212,7 +213,9 @@ def stopped_note(stopped: list[tuple[int, int] | None]) -> None:
 
 def started_note(what: str, run_id: str, follow: str = "") -> None:
     """The line after a background run or ROAR job was started: where its log is, or the end of
-    the log when the process stopped at once (``services.background.early_failure``)."""
+    the log when the process stopped at once (``services.background.early_failure``). The session
+    is noted as the one that started it (its Stop button, ``ui.run_progress``)."""
+    remember_started(run_id)
     log = services.background.log_name(run_id)
     failure = services.background.early_failure(run_id)
     if failure is None:
