@@ -21,6 +21,7 @@ COMMANDS = (
     "evaluate",
     "run",
     "runs",
+    "delete",
     "show",
     "randomize",
     "attack",

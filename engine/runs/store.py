@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import threading
 import time
@@ -65,6 +66,7 @@ from engine.runs.writers import (
     start_heartbeat,
     stop_heartbeat,
     utc_now,
+    writer_gone,
     writer_values,
 )
 
@@ -340,9 +342,38 @@ class RunStore:
         relative = write_unit_file(self.root, run_id, stats.unit, table)
         with self._connect() as con:
             con.execute("BEGIN TRANSACTION")
-            for name in ("units", "row_orders", "runs"):
-                con.execute(f"DELETE FROM {name} WHERE run_id = ?", [run_id])
+            _delete_rows(con, run_id)
             insert_run(con, run_id, key, new, version, status="done")
             commit_unit_rows(con, run_id, stats, relative, wall_s)
             con.execute("COMMIT")
         return self.get(run_id)
+
+    def delete(self, run_id: str) -> RunInfo:
+        """Remove a stored run and return its last row: its catalogue rows in one transaction (no
+        reader sees it after that), then its unit files and its log (``logs/<run_id>.log``, where
+        the app's background processes write). Refused (ValueError) while a live process writes
+        it; a process still computing it when its writer was judged gone stops at its next commit
+        (``writers.lost_writer``)."""
+        self._require_writer()
+        with self._connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            info = select_run(con, run_id)
+            if info is None:
+                refusal: str | None = f"no run {run_id!r} in {self.root}"
+            elif info.status == "running" and not writer_gone(info):
+                refusal = f"run {run_id} is being written by process {info.pid} on {info.host}: stop it first"
+            else:
+                refusal = None
+                _delete_rows(con, run_id)
+            con.execute("ROLLBACK" if refusal else "COMMIT")
+        if refusal is not None or info is None:
+            raise ValueError(refusal)
+        shutil.rmtree(self.root / "runs" / run_id, ignore_errors=True)
+        (self.root / "logs" / f"{run_id}.log").unlink(missing_ok=True)
+        return info
+
+
+def _delete_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Delete a run's rows from every catalogue table on ``con`` (inside the caller's transaction)."""
+    for name in ("units", "row_orders", "runs"):
+        con.execute(f"DELETE FROM {name} WHERE run_id = ?", [run_id])
