@@ -25,7 +25,7 @@ from ui.explorer import (
 )
 from ui.imports import import_box
 from ui.live_labels import live_selectbox
-from ui.run_progress import live_progress
+from ui.run_progress import delete_control, live_progress
 from ui.runs import started_note
 from ui.text import plain
 
@@ -85,6 +85,7 @@ st.query_params["run"] = run_id
 
 live_progress(run_id, services.runs.info)
 info = services.runs.info(run_id)
+delete_control(info)
 if info.rows_done == 0:
     st.info("No example of this run is finished yet.")
     st.stop()

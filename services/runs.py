@@ -23,6 +23,7 @@ from engine.runs import executor
 from engine.runs.records import RunInfo, run_id_of, run_key
 from engine.runs.store import RunStore
 from services import agreement as _agreement
+from services.access import shared_mode
 from services.background import start_background
 from services.explain import HeatmapResult, PredictionResult
 
@@ -308,6 +309,17 @@ def start_run(
     command += ["--executor", "serial", "--quiet", "--json"] + (["--seed", str(seed)] if seed is not None else [])
     start_background(run_id, command)
     return run_id
+
+
+def delete_run(run_id: str) -> None:
+    """Remove a stored run (``RunStore.delete``: refused while a live process writes it), and the
+    cached reads of its rows, which a run with the same id computed again must not meet. Refused
+    in shared mode: the store is every visitor's."""
+    if shared_mode():
+        raise ValueError("runs are not deleted on a shared server (`python -m cli delete` on the server does it)")
+    RunStore().delete(run_id)
+    for cached in (_rows, _mean_curves, _run_agreement):
+        cached.clear()
 
 
 def run_label(row: dict[str, Any]) -> str:

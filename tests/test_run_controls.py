@@ -1,7 +1,7 @@
-"""Stop and Resume of a background run from its page (``ui.run_progress``): Stop sends the process
-this server started the signal Ctrl-C sends, Resume starts ``python -m cli run --resume`` with the
-run's own settings; and, with real processes, a stopped run keeps its stored examples and a resumed
-one computes only the rest."""
+"""Stop, Resume and Delete of a stored run from its page (``ui.run_progress``): Stop sends the
+process this server started the signal Ctrl-C sends, Resume starts ``python -m cli run --resume``
+with the run's own settings, Delete removes the run and the page goes on with another; and, with
+real processes, a stopped run keeps its stored examples and a resumed one computes only the rest."""
 
 from __future__ import annotations
 
@@ -99,6 +99,44 @@ def test_shared_mode_resume_waits_for_another_process(model, tmp_path, started, 
     assert refusal.startswith("This server runs one background job at a time and run\\-other is still running")
     at.run()  # drawn again (the fragment's tick): the refusal stays
     assert [e.value for e in at.error] == [refusal]
+
+
+def test_delete_removes_the_picked_run_and_the_page_shows_another(model, tmp_path, monkeypatch) -> None:  # noqa: F811
+    older = stored(toy_spec(model, limit=2, seed=8), tmp_path)
+    newer = stored(toy_spec(model, limit=2, seed=9), tmp_path)
+    at = open_explorer(model, tmp_path, monkeypatch, **{"explorer.run": older})
+    assert at.selectbox(key="explorer.run_picker").value == older
+    at.button(key=f"runs.delete.{older}").click().run()
+    assert not at.exception, at.exception
+    assert [i.run_id for i in RunStore(tmp_path, read_only=True).infos()] == [newer]
+    assert not (tmp_path / "runs" / older).exists()
+    picker = at.selectbox(key="explorer.run_picker")
+    assert picker.value == newer and picker.options == [services.runs.run_label(_row(tmp_path, newer))]
+    assert at.query_params["run"] == newer
+    assert [t.value for t in at.toast] == [f"Deleted `{older}`"]
+    at.button(key=f"runs.delete.{newer}").click().run()
+    assert not at.exception, at.exception
+    assert "No stored run yet" in at.info[-1].value
+
+
+def test_no_delete_in_shared_mode(model, tmp_path, shared, monkeypatch) -> None:  # noqa: F811
+    done = stored(toy_spec(model, limit=2, seed=10), tmp_path)
+    at = open_explorer("", tmp_path, monkeypatch)
+    assert not [b for b in at.button if b.key == f"runs.delete.{done}"]
+    with pytest.raises(ValueError, match="not deleted on a shared server"):
+        services.runs.delete_run(done)
+    assert RunStore(tmp_path, read_only=True).find(done) is not None
+
+
+def test_no_delete_while_a_process_writes_the_run(model, tmp_path, monkeypatch) -> None:  # noqa: F811
+    run_id = half_done(model, tmp_path, seed=11, claim=True)
+    at = open_explorer(model, tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    assert not [b for b in at.button if b.key == f"runs.delete.{run_id}"]
+
+
+def _row(results: Path, run_id: str) -> dict:
+    return RunStore(results, read_only=True).list_runs().set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
 
 
 @pytest.mark.slow  # two real `python -m cli run` processes on the toy model

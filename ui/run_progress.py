@@ -1,6 +1,7 @@
 """A stored run's or ROAR job's live progress on its page, with a Stop button while the process
 this server started for it runs and a Resume button once it is stopped, failed or its process is
-gone (``services.background``): the units stored are kept, and Resume computes only the rest."""
+gone (``services.background``): the units stored are kept, and Resume computes only the rest. And
+the explorer's Delete of a stored run."""
 
 from __future__ import annotations
 
@@ -86,3 +87,23 @@ def _resume(run_id: str, kind: str, key: str) -> None:
     else:
         st.session_state.pop(f"{key}.refused", None)
         remember_started(run_id)
+
+
+def delete_control(info: Any) -> None:
+    """A popover whose button deletes the stored run ``info`` (the popover is the confirmation);
+    absent in shared mode (the store is every visitor's) and while a live process writes it."""
+    if services.shared_mode() or (info.status == "running" and not info.writer_gone):
+        return
+    with st.popover("Delete this run", icon=":material/delete:"):
+        st.markdown(f"`{info.run_id}` goes for good: its {info.rows_done:,} stored examples, their files and its log.")
+        st.button("Delete", key=f"runs.delete.{info.run_id}", type="primary", on_click=_delete, args=(info.run_id,))
+
+
+def _delete(run_id: str) -> None:
+    """The Delete button's callback: the run removed, or why not, in a toast."""
+    try:
+        services.runs.delete_run(run_id)
+    except ValueError as error:  # a process took it up meanwhile
+        st.toast(plain(str(error)), icon=":material/error:", duration="long")
+    else:
+        st.toast(f"Deleted `{run_id}`", icon=":material/delete:")

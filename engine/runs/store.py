@@ -374,6 +374,6 @@ class RunStore:
 
 
 def _delete_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Delete a run's rows from every catalogue table on ``con`` (inside the caller's transaction)."""
+    """Delete a run's rows from every catalogue table on ``con``, in the caller's transaction."""
     for name in ("units", "row_orders", "runs"):
         con.execute(f"DELETE FROM {name} WHERE run_id = ?", [run_id])
