@@ -90,6 +90,30 @@ def test_a_stored_job_stays_picked_while_its_progress_moves(monkeypatch, tmp_pat
     assert "Stored: run-job (running, 2/4 units)" in picker.options
 
 
+def test_a_stopped_job_resumes_from_the_page(monkeypatch, tmp_path, started) -> None:
+    """A stopped stored job offers "Resume the job", which starts `cli roar --resume` with the
+    job's own settings (``ui.run_progress``)."""
+    from types import SimpleNamespace
+
+    from services import roar
+
+    report = load_report(min(BUNDLED_DIR.glob("*.json")))
+    job = SimpleNamespace(
+        run_id="run-job", kind="roar", status="stopped", error=None, units_done=1, units_total=4, fraction=0.25,
+        writer_gone=False, rows_done=1, rows_total=4, wall_s=1.0,
+    )  # fmt: skip
+    monkeypatch.setattr(roar, "stored_jobs", lambda: [job])
+    monkeypatch.setattr(roar, "info", lambda run_id: job)
+    monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
+    at = open_page(monkeypatch, tmp_path)
+    at.selectbox(key="roar.source").select("stored:run-job").run()
+    assert at.get("progress")[0].proto.text == "1 of 4 units · stopped · 1 s"
+    at.button(key="runs.resume.run-job").click().run()
+    assert not at.exception, at.exception
+    [process] = started
+    assert process.command[1:] == ["-m", "cli", "roar", "--resume", "run-job", "--no-estimate", "--quiet", "--json"]
+
+
 def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> None:
     """The reading said "below random" for every positive mean, even with an interval from -285
     to 444, and read as a failure to a newcomer; it now says faithful only where the whole
