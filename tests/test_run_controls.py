@@ -56,6 +56,7 @@ def test_a_stopped_run_resumes_with_its_own_settings(model, tmp_path, started, m
     assert not at.exception, at.exception
     assert "Stop the run" not in buttons(at) and "Resume the run" in buttons(at)
     assert any(c.value.startswith("It ended with: Stop") for c in at.caption)
+    assert [b for b in at.button if b.key == f"runs.delete.{run_id}"]
     monkeypatch.setattr(Process, "code", None)  # the resumed process runs on
     at.button(key=f"runs.resume.{run_id}").click().run()
     assert not at.exception, at.exception
@@ -63,6 +64,7 @@ def test_a_stopped_run_resumes_with_its_own_settings(model, tmp_path, started, m
     assert process.command[1:] == ["-m", "cli", "run", "--resume", run_id, "--executor", "serial", "--quiet", "--json"]
     assert "Resume the run" not in buttons(at)
     assert any("Its process is starting" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == f"runs.delete.{run_id}"]  # not while its process starts
 
 
 def test_stop_signals_the_process_this_server_started(model, tmp_path, started, monkeypatch) -> None:  # noqa: F811

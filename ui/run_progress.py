@@ -91,8 +91,10 @@ def _resume(run_id: str, kind: str, key: str) -> None:
 
 def delete_control(info: Any) -> None:
     """A popover whose button deletes the stored run ``info`` (the popover is the confirmation);
-    absent in shared mode (the store is every visitor's) and while a live process writes it."""
-    if services.shared_mode() or (info.status == "running" and not info.writer_gone):
+    absent in shared mode (the store is every visitor's), while a live process writes it, and while
+    the process this server started for it runs (a resumed run loading its model)."""
+    writing = info.status == "running" and not info.writer_gone
+    if services.shared_mode() or writing or services.background.is_running(info.run_id):
         return
     with st.popover("Delete this run", icon=":material/delete:"):
         st.markdown(f"`{info.run_id}` goes for good: its {info.rows_done:,} stored examples, their files and its log.")
