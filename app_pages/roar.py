@@ -26,7 +26,7 @@ from ui.roar import (
     sparsity_figure,
     t_test_table,
 )
-from ui.run_progress import live_progress
+from ui.run_progress import delete_control, live_progress
 from ui.share import setting_from_link, setting_to_link
 from ui.text import clipped, plain
 
@@ -101,6 +101,7 @@ if source.startswith("bundled:"):
 else:
     run_id = source.removeprefix("stored:")
     live_progress(run_id, roar.info, "units", "job")
+    delete_control(roar.info(run_id), roar.delete_job, "job", "units")
     report = roar.stored_report(run_id)
 
 if not report["units"]:

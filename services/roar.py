@@ -54,6 +54,15 @@ def info(run_id: str) -> RunInfo:
     return _store().get(run_id)
 
 
+def delete_job(run_id: str) -> None:
+    """Remove a stored job (``services.runs.delete_run``: not in shared mode, nor while a live
+    process writes it) and the cached reads of its report."""
+    from services.runs import delete_run
+
+    delete_run(run_id)
+    _stored_report.clear()
+
+
 @st.cache_data(show_spinner="Reading the job…", max_entries=16)
 def _stored_report(run_id: str, units_done: int) -> dict[str, Any]:  # units_done: a growing job is read again
     return _report.job_report(_store(), run_id)

@@ -114,6 +114,32 @@ def test_a_stopped_job_resumes_from_the_page(monkeypatch, tmp_path, started) -> 
     assert process.command[1:] == ["-m", "cli", "roar", "--resume", "run-job", "--no-estimate", "--quiet", "--json"]
 
 
+def test_a_deleted_job_leaves_the_picker(monkeypatch, tmp_path) -> None:
+    """ "Delete this job" removes the stored job through ``services.roar.delete_job`` and the page
+    goes back to the first job."""
+    from types import SimpleNamespace
+
+    from services import roar
+
+    report = load_report(min(BUNDLED_DIR.glob("*.json")))
+    job = SimpleNamespace(
+        run_id="run-job", kind="roar", status="done", error=None, units_done=4, units_total=4, fraction=1.0,
+        writer_gone=False, rows_done=4, rows_total=4, wall_s=1.0,
+    )  # fmt: skip
+    jobs, deleted = [job], []
+    monkeypatch.setattr(roar, "stored_jobs", lambda: list(jobs))
+    monkeypatch.setattr(roar, "info", lambda run_id: job)
+    monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
+    monkeypatch.setattr(roar, "delete_job", lambda run_id: deleted.append(run_id) or jobs.clear())
+    at = open_page(monkeypatch, tmp_path)
+    at.selectbox(key="roar.source").select("stored:run-job").run()
+    at.button(key="runs.delete.run-job").click().run()
+    assert not at.exception, at.exception
+    assert deleted == ["run-job"]
+    picker = at.selectbox(key="roar.source")
+    assert picker.value.startswith("bundled:") and not [o for o in picker.options if "run-job" in o]
+
+
 def test_the_faithfulness_reading_follows_the_interval_not_the_mean_alone() -> None:
     """The reading said "below random" for every positive mean, even with an interval from -285
     to 444, and read as a failure to a newcomer; it now says faithful only where the whole

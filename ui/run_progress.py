@@ -89,22 +89,26 @@ def _resume(run_id: str, kind: str, key: str) -> None:
         remember_started(run_id)
 
 
-def delete_control(info: Any) -> None:
-    """A popover whose button deletes the stored run ``info`` (the popover is the confirmation);
-    absent in shared mode (the store is every visitor's), while a live process writes it, and while
-    the process this server started for it runs (a resumed run loading its model)."""
+def delete_control(
+    info: Any, delete: Callable[[str], None] = services.runs.delete_run, what: str = "run", noun: str = "examples"
+) -> None:
+    """A popover whose button deletes the stored run ``info`` with ``delete`` (the popover is the
+    confirmation); absent in shared mode (the store is every visitor's), while a live process writes
+    it, and while the process this server started for it runs (a resumed run loading its model)."""
     writing = info.status == "running" and not info.writer_gone
     if services.shared_mode() or writing or services.background.is_running(info.run_id):
         return
-    with st.popover("Delete this run", icon=":material/delete:"):
-        st.markdown(f"`{info.run_id}` goes for good: its {info.rows_done:,} stored examples, their files and its log.")
-        st.button("Delete", key=f"runs.delete.{info.run_id}", type="primary", on_click=_delete, args=(info.run_id,))
+    with st.popover(f"Delete this {what}", icon=":material/delete:"):
+        st.markdown(f"`{info.run_id}` goes for good: its {info.rows_done:,} stored {noun}, their files and its log.")
+        st.button(
+            "Delete", key=f"runs.delete.{info.run_id}", type="primary", on_click=_delete, args=(delete, info.run_id)
+        )
 
 
-def _delete(run_id: str) -> None:
+def _delete(delete: Callable[[str], None], run_id: str) -> None:
     """The Delete button's callback: the run removed, or why not, in a toast."""
     try:
-        services.runs.delete_run(run_id)
+        delete(run_id)
     except ValueError as error:  # a process took it up meanwhile
         st.toast(plain(str(error)), icon=":material/error:", duration="long")
     else:
