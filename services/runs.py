@@ -46,6 +46,11 @@ def info(run_id: str) -> RunInfo:
     return _store().get(run_id)
 
 
+def find(run_id: str) -> RunInfo | None:
+    """The run's catalogue entry; None when it is not stored (yet)."""
+    return _store().find(run_id) if _store().catalogue_path.exists() else None
+
+
 @st.cache_data(show_spinner="Reading the run…", max_entries=16)
 def _rows(run_id: str, rows_done: int) -> pd.DataFrame:  # rows_done: a growing run is read again
     return _store().rows(run_id)

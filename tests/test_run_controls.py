@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 import services
+from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
 from services import access
 from tests.fake_processes import Process
-from tests.test_explorer_runs import model, open_explorer, stored, toy_spec  # noqa: F401 - the model fixture
+from tests.test_explorer_runs import model, open_explorer, start_form, stored, toy_spec  # noqa: F401 - the model fixture
 
 POPEN = subprocess.Popen  # the real one, while ``started`` fakes the app's
 
@@ -135,6 +136,26 @@ def test_no_delete_while_a_process_writes_the_run(model, tmp_path, monkeypatch) 
     at = open_explorer(model, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert not [b for b in at.button if b.key == f"runs.delete.{run_id}"]
+
+
+def test_starting_a_stored_run_again_says_so_and_starts_nothing(model, tmp_path, started, monkeypatch) -> None:  # noqa: F811
+    """ "Start the run" with the settings of a run stored already said the run "goes on in the
+    background" though no process started; it now says the run is stored already."""
+    at = open_explorer(model, tmp_path, monkeypatch, **{"sidebar.dataset": "examples", "sidebar.split": "sst2"})
+    start_form(at, ["deletion"])
+    run_id = at.session_state["explorer.starting"]
+    assert "goes on in the background" in at.success[0].value and len(started) == 1
+    spec = RunSpec(model=model, dataset="examples", split="sst2", limit=1, methods=("random",), metrics=("deletion",))
+    with pytest.MonkeyPatch.context() as real:
+        real.setattr(subprocess, "Popen", POPEN)
+        assert stored(spec, tmp_path) == run_id  # what the process would have stored
+    started[0].finish()
+    start_form(at, ["deletion"])
+    assert not at.exception, at.exception
+    assert len(started) == 1 and not at.success
+    assert f"Run `{run_id}` is stored already with these settings: nothing was computed again." in [
+        i.value for i in at.info
+    ]
 
 
 def _row(results: Path, run_id: str) -> dict:

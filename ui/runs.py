@@ -212,9 +212,18 @@ def stopped_note(stopped: list[tuple[int, int] | None]) -> None:
 
 
 def started_note(what: str, run_id: str, follow: str = "") -> None:
-    """The line after a background run or ROAR job was started: where its log is, or the end of
-    the log when the process stopped at once (``services.background.early_failure``). The session
-    is noted as the one that started it (its Stop button, ``ui.run_progress``)."""
+    """The line after a background run or ROAR job was asked for: where its log is, or the end of
+    the log when the process stopped at once (``services.background.early_failure``); or, when no
+    process was started, that the same settings are stored already or written by another process.
+    The session is noted as the one that started it (its Stop button, ``ui.run_progress``)."""
+    found = services.runs.find(run_id)
+    written = found is not None and found.status == "running" and not found.writer_gone
+    if found is not None and (found.status == "done" or written) and not services.background.is_running(run_id):
+        if found.status == "done":
+            st.info(f"{what} `{run_id}` is stored already with these settings: nothing was computed again.")
+        else:
+            st.info(f"{what} `{run_id}` is being written by another process{follow}: stop it there.")
+        return
     remember_started(run_id)
     log = services.background.log_name(run_id)
     failure = services.background.early_failure(run_id)
