@@ -58,7 +58,7 @@ def state_text(info) -> str:
 def next_step(info, where: str = "") -> str:
     """What to do about a dataset evaluation or import ``info`` that is not done (``where``: the
     store's ``--results-dir`` option, ``cli.common.store_option``)."""
-    if info.status == "running" and not info.writer_gone:
+    if info.being_written:
         return f"process {info.pid} on {info.host} is writing it"
     if info.kind == "import":
         return _import_again(info)

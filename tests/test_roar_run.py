@@ -1,8 +1,8 @@
 """ROAR jobs on the run store with the real bundled recipe at a tiny budget (SST-2, 8 training
-and 8 evaluation examples, two training steps per model): a job killed with SIGKILL resumes
-through ``python -m cli roar --resume`` with the same results as an uninterrupted job; the stored
-curves give Eq. 3 and the t-test when recomputed by hand; Recursive ROAR with masked-LM removal
-keeps removed words removed and removes the paper's count."""
+and 8 evaluation examples, two training steps per model): a job killed with SIGKILL, or stopped
+and resumed as the app does, resumes through ``python -m cli roar --resume`` with the same results
+as an uninterrupted job; the stored curves give Eq. 3 and the t-test when recomputed by hand;
+Recursive ROAR with masked-LM removal keeps removed words removed and removes the paper's count."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,35 @@ def test_a_job_killed_with_sigkill_resumes_with_identical_results(reference, tmp
     assert unit_results(store, run_id) == unit_results(*reference)
     assert unit_tables(store, run_id) == unit_tables(*reference)
     assert set(result["faithfulness"]) == {"loo_empty"} and set(result["curves"]) == {"loo_empty", RANDOM}
+
+
+def test_a_job_stopped_from_the_app_keeps_its_units_and_resumes_to_identical_results(reference, tmp_path, monkeypatch):
+    """The ROAR page's Stop (``services.background.stop_background``: SIGINT) marks the job stopped
+    with its units kept; its Resume (``resume_background``: ``cli roar --resume``) trains only the
+    rest, to the uninterrupted job's results."""
+    from services import background
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    background.background.clear()
+    background.start_background(
+        "first", [sys.executable, "-m", "cli", "roar", *ARGS, "--no-estimate", "--quiet", "--json"]
+    )
+    store, deadline = RunStore(tmp_path, read_only=True), time.monotonic() + 600
+    while not (store.catalogue_path.exists() and store.infos() and store.infos()[0].units_done >= 2):
+        assert time.monotonic() < deadline and background.is_running("first"), "no second unit"
+        time.sleep(0.05)
+    assert background.stop_background("first")
+    assert background.background().processes["first"].wait(timeout=120) == background.STOPPED_CODE
+    stopped = store.infos()[0]
+    assert stopped.status == "stopped" and not stopped.being_written and 2 <= stopped.units_done < 8
+    assert stopped.run_id == reference[1]
+    kept = unit_tables(store, stopped.run_id)
+    background.resume_background(stopped.run_id, "roar")
+    assert background.background().processes[stopped.run_id].wait(timeout=600) == 0
+    assert store.get(stopped.run_id).status == "done"
+    assert kept.items() <= unit_tables(store, stopped.run_id).items()  # the stored units were kept as they were
+    assert unit_results(store, stopped.run_id) == unit_results(*reference)
+    assert unit_tables(store, stopped.run_id) == unit_tables(*reference)
 
 
 def test_stored_curves_give_eq3_and_the_t_test_recomputed_by_hand(reference):

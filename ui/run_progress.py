@@ -49,7 +49,7 @@ def _controls(info: Any, noun: str, what: str) -> None:
     run_id, ours = info.run_id, services.background.is_running(info.run_id)
     if info.status == "done":
         return
-    if info.status == "running" and not info.writer_gone:
+    if info.being_written:
         if ours and (not services.shared_mode() or run_id in st.session_state.get(STARTED, ())):
             st.button(
                 f"Stop the {what}", key=f"runs.stop.{run_id}", on_click=services.background.stop_background, args=(run_id,),
@@ -95,8 +95,7 @@ def delete_control(
     """A popover whose button deletes the stored run ``info`` with ``delete`` (the popover is the
     confirmation); absent in shared mode (the store is every visitor's), while a live process writes
     it, and while the process this server started for it runs (a resumed run loading its model)."""
-    writing = info.status == "running" and not info.writer_gone
-    if services.shared_mode() or writing or services.background.is_running(info.run_id):
+    if services.shared_mode() or info.being_written or services.background.is_running(info.run_id):
         return
     with st.popover(f"Delete this {what}", icon=":material/delete:"):
         st.markdown(f"`{info.run_id}` goes for good: its {info.rows_done:,} stored {noun}, their files and its log.")

@@ -4,7 +4,7 @@ Reading runs (what the app's explorer and the command line use):
 
 - ``RunStore(root=None, read_only=True)`` (``engine.runs.store``): ``list_runs()`` -> the
   catalogue as a pandas DataFrame; ``get(run_id)`` / ``progress(run_id)`` -> ``RunInfo``
-  (status, rows done / total, ``fraction``, wall time, passes, ``writer_gone``);
+  (status, rows done / total, ``fraction``, wall time, passes, ``writer_gone``, ``being_written``);
   ``read_table(run_id)`` -> the finished rows as an Arrow table.
 - ``engine.runs.rows``: ``to_frame(table)`` -> one pandas row per example (columns in that
   module's docstring); ``example_of(row, ...)`` and ``attribution_of(row, method, example)`` ->

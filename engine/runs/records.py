@@ -167,6 +167,12 @@ class RunInfo:
 
         return writer_gone(self)
 
+    @property
+    def being_written(self) -> bool:
+        """Marked ``running`` by a writer that still exists: no other process may write, resume or
+        delete it."""
+        return self.status == "running" and not self.writer_gone
+
 
 @dataclass(frozen=True)
 class UnitStats:

@@ -66,7 +66,6 @@ from engine.runs.writers import (
     start_heartbeat,
     stop_heartbeat,
     utc_now,
-    writer_gone,
     writer_values,
 )
 
@@ -360,7 +359,7 @@ class RunStore:
             info = select_run(con, run_id)
             if info is None:
                 refusal: str | None = f"no run {run_id!r} in {self.root}"
-            elif info.status == "running" and not writer_gone(info):
+            elif info.being_written:
                 refusal = f"run {run_id} is being written by process {info.pid} on {info.host}: stop it first"
             else:
                 refusal = None

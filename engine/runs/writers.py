@@ -52,7 +52,7 @@ def claim_refusal(run_id: str, root: Path, info: RunInfo | None) -> str | None:
     if info is None:
         return f"no run {run_id!r} in {root}"
     here = (socket.gethostname(), os.getpid())
-    if info.status == "running" and not writer_gone(info) and (info.host, info.pid) != here:
+    if info.being_written and (info.host, info.pid) != here:
         return f"run {run_id} is being written by process {info.pid} on {info.host}"
     return None
 
