@@ -2,8 +2,10 @@
 
 ``explain(model, text_or_pair, methods=...)`` attributes one text (or premise/hypothesis pair) with
 any registered methods and returns an ``ExplanationResult``, which Jupyter shows as the app's
-heatmap; ``compare(model_a, model_b, text, methods=...)`` puts two models' explanations side by side
-(``model_b="randomized"``: model A's randomized copy) with each method's rank correlation;
+heatmap; ``explain_many(model, dataset, methods=...)`` does so for every example of a dataset or
+list of texts, explaining examples of similar length together; ``compare(model_a, model_b, text,
+methods=...)`` puts two models' explanations side by side (``model_b="randomized"``: model A's
+randomized copy) with each method's rank correlation;
 ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
 ``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
 
@@ -23,7 +25,6 @@ Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics
 
 from __future__ import annotations
 
-import itertools
 import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,23 +32,24 @@ from typing import TYPE_CHECKING, Any
 
 import explainers
 from api.compare import ComparisonResult, compare
+from api.inputs import examples_from_dataset, is_count, one_example, read_examples
 from api.results import EvaluationResult, ExplanationResult
 from core.classifier import Classifier, autocast_options
-from core.datasets import load_examples, split_words
-from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
-from core.example_dataset import to_examples
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
 from engine.evaluate import (
+    DEFAULT_GROUP,
     DEFAULT_METHODS,
     DEFAULT_METRICS,
+    check_target,
     evaluate_slice,
+    length_groups,
     metric_params,
     needs_mlm,
     resolve_metrics,
 )
-from engine.explain import explain_example
+from engine.explain import Explanation, explain_example, explain_examples
 from engine.resources import Resources
 
 if TYPE_CHECKING:
@@ -112,16 +114,10 @@ def explain(
     CPU) scores perturbations in that type (``Classifier``); gradients stay float32. No methods,
     params of a method that are not a mapping and a ``batch_size`` below 1 are refused
     (``ValueError``)."""
-    example = _example(text_or_pair)
-    keys = _method_keys(methods, "panel")
-    overrides = _overrides(params)
-    unknown = set(overrides) - set(keys)
-    if unknown:
-        raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
-    _check_batch_size(batch_size)
+    example = one_example(text_or_pair)
+    keys, overrides = _checked_methods(methods, params, batch_size)
     loaded = load(model, tokenizer, device=device)
-    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
-    masked_lm = _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
+    clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
     result = explain_example(
         clf,
         example,
@@ -134,6 +130,63 @@ def explain(
         resources=Resources.saved(),
     )
     return ExplanationResult(loaded.name, loaded.label_names, result)
+
+
+def explain_many(
+    model: Any,
+    dataset: Dataset | str | Iterable[Example | str],
+    methods: str | Sequence[str] = "panel",
+    *,
+    target: int | str = "predicted",
+    split: str | None = None,
+    limit: int | None = None,
+    text_column: str = "text",
+    text_pair_column: str | None = None,
+    label_column: str | None = "label",
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: str | MaskedLM = DEFAULT_MLM,
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    batch_size: int = 64,
+    progress: ProgressFn | None = None,
+    head_type: str | None = None,
+    autocast: str | None = None,
+) -> list[ExplanationResult]:
+    """``explain`` for every example of ``dataset`` (read as ``evaluate`` reads it), without
+    metrics: one result per example, in the dataset's order, each equal to ``explain`` of its text.
+    Examples of similar length are explained together, ``DEFAULT_GROUP`` at a time
+    (``engine.evaluate.length_groups``; ``engine.explain.explain_examples``: the gradient and
+    attention methods in one padded pass, the perturbation methods' variants pooled in the
+    scorer's batches), several times faster than one ``explain`` call per text for the one-pass
+    methods. ``target``: ``"predicted"``, ``"gold"`` (each example's label; the predicted class
+    where an example has none) or one class, an index or label name, for every example.
+    ``progress(fraction, message)`` is called as the groups go."""
+    keys, overrides = _checked_methods(methods, params, batch_size)
+    loaded = load(model, tokenizer, device=device)
+    examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
+    if target in ("predicted", "gold"):
+        check_target(examples, str(target))
+        targets = [example.label if target == "gold" else None for example in examples]
+    else:
+        targets = [_class_index(target, loaded.label_names)] * len(examples)
+    clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
+    resources, found = Resources.saved(), dict[int, Explanation]()
+    lengths = [clf.token_count(example) for example in examples]
+    for indices in length_groups(range(len(examples)), lengths, DEFAULT_GROUP):
+        done, size = len(found), len(indices)
+
+        def step(fraction: float, message: str, done: int = done, size: int = size) -> None:
+            if progress is not None:
+                where = f"examples {done + 1}-{done + size} of {len(examples)}"
+                progress((done + fraction * size) / len(examples), f"{where}: {message}")
+
+        explained = explain_examples(
+            clf, [examples[i] for i in indices], keys, targets=[targets[i] for i in indices], params=overrides,
+            seed=seed, mlm=masked_lm, progress=step, resources=resources,
+        )  # fmt: skip
+        found.update(zip(indices, explained, strict=True))
+    return [ExplanationResult(loaded.name, loaded.label_names, found[i]) for i in range(len(examples))]
 
 
 def evaluate(
@@ -172,8 +225,6 @@ def evaluate(
     ``explain``. No methods or no metrics are refused (``ValueError``), as ``explain`` refuses."""
     if target not in ("predicted", "gold"):
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
-    if limit is not None and not _is_count(limit):
-        raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     _check_batch_size(batch_size)
     keys = _method_keys(methods, DEFAULT_METHODS)
     metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
@@ -184,18 +235,7 @@ def evaluate(
     if unknown:
         raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
     loaded = load(model, tokenizer, device=device)
-    if isinstance(dataset, str):
-        if split is None:
-            raise ValueError(f"give split= with the dataset name {dataset!r}")
-        examples = load_examples(dataset, split, limit=limit, exact=True)
-    elif split is not None:
-        raise ValueError("split= is for a dataset name; select the split of a Dataset yourself")
-    elif _is_hf_dataset(dataset):
-        examples = examples_from_dataset(dataset, text_column, text_pair_column, label_column, limit=limit)
-    else:
-        examples = _examples(dataset, limit)
-    if not examples:
-        raise ValueError("the dataset has no examples")
+    examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
@@ -213,86 +253,33 @@ def evaluate(
     return EvaluationResult(loaded.name, evaluation)
 
 
-def examples_from_dataset(
-    dataset: Dataset,
-    text_column: str = "text",
-    text_pair_column: str | None = None,
-    label_column: str | None = "label",
-    *,
-    limit: int | None = None,
-) -> list[Example]:
-    """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
-    typed text (a column holding a list of words is taken as it is), the label's names from a
-    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``. A split loaded by
-    ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
-    rationales and ids."""
-    if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
-        return to_examples(dataset if limit is None else dataset.select(range(min(limit, len(dataset)))))
-    columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
-    missing = [c for c in columns if c not in dataset.column_names]
-    if missing:
-        raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
-    feature = dataset.features.get(label_column) if label_column is not None else None
-    names = tuple(getattr(feature, "names", None) or ())
-    prefix = str(dataset.split) if dataset.split is not None else "dataset"
-    rows = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
-    examples = []
-    for index, row in enumerate(rows):
-        segments = [_words(row[text_column])]
-        if text_pair_column is not None:
-            segments.append(_words(row[text_pair_column]))
-        label = row[label_column] if label_column is not None else None
-        if label is not None and (isinstance(label, bool) or not isinstance(label, int)):
-            raise ValueError(f"label {label!r} of row {index} in {label_column!r} is not a class index")
-        examples.append(
-            Example(
-                segments=tuple(segments),
-                label=None if label is None or label < 0 else label,
-                label_names=names,
-                dataset="dataset",
-                split=prefix,
-                id=f"{prefix}/{index}",
-            )
-        )
-    return examples
+def _checked_methods(
+    methods: str | Sequence[str], params: Mapping[str, Mapping[str, Any]] | None, batch_size: Any
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The method keys and their parameter overrides of ``explain`` and ``explain_many``, checked
+    before any model is loaded: params of methods not requested and a bad batch size are refused."""
+    keys = _method_keys(methods, "panel")
+    overrides = _overrides(params)
+    unknown = set(overrides) - set(keys)
+    if unknown:
+        raise ValueError(f"params for methods not requested: {', '.join(sorted(unknown))}")
+    _check_batch_size(batch_size)
+    return keys, overrides
 
 
-def _words(value: Any) -> tuple[str, ...]:
-    return tuple(str(w) for w in value) if isinstance(value, (list, tuple)) else split_words(str(value))
-
-
-def _is_hf_dataset(value: Any) -> bool:
-    from datasets import Dataset
-
-    return isinstance(value, Dataset)
-
-
-def _examples(items: Iterable[Example | str], limit: int | None) -> list[Example]:
-    """The first ``limit`` items: Examples as they are, texts as ``explain`` reads them; anything
-    else is refused with a ``ValueError``, as every bad argument of the API is."""
-    accepted = "give Examples, texts, a datasets.Dataset or a dataset name"
-    if not isinstance(items, Iterable):
-        raise ValueError(f"the dataset is {items!r:.80} ({type(items).__name__}); {accepted}")  # noqa: TRY004
-    examples = []
-    for index, item in enumerate(itertools.islice(items, limit)):
-        if not isinstance(item, (Example, str)):
-            given = f"{item!r:.80} ({type(item).__name__})"
-            raise ValueError(f"item {index} of the dataset is {given}; {accepted}")  # noqa: TRY004
-        examples.append(_example(item, f"text/{index}"))
-    return examples
-
-
-def _example(text_or_pair: str | Sequence[str] | Example, example_id: str = "text") -> Example:
-    """An Example as it is; a text or a pair of texts split into words as the app splits them."""
-    if isinstance(text_or_pair, Example):
-        return text_or_pair
-    if isinstance(text_or_pair, str):
-        texts = [text_or_pair]
-    else:
-        texts = list(text_or_pair) if isinstance(text_or_pair, Iterable) else []
-    if not 1 <= len(texts) <= 2 or not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"give a text, a (premise, hypothesis) pair of texts or an Example, got {text_or_pair!r:.80}")
-    return Example(segments=tuple(split_words(t) for t in texts), id=example_id)
+def _explainer(
+    loaded: LoadedClassifier,
+    keys: Sequence[str],
+    mlm: str | MaskedLM,
+    batch_size: int,
+    head_type: str | None,
+    autocast: str | None,
+    device: str | torch.device | None,
+) -> tuple[Classifier, MaskedLM | None]:
+    """This request's classifier over the shared model, and the masked LM when a method needs
+    one."""
+    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
+    return clf, _masked_lm(mlm, device) if any(explainers.get(k).needs_mlm for k in keys) else None
 
 
 def _method_keys(methods: str | Sequence[str], default: str | Sequence[str]) -> list[str]:
@@ -318,13 +305,8 @@ def _overrides(params: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict
     return overrides
 
 
-def _is_count(value: Any) -> bool:
-    """A whole number (numpy's too) of 1 or more; True is none."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1
-
-
 def _check_batch_size(batch_size: Any) -> None:
-    if not _is_count(batch_size):
+    if not is_count(batch_size):
         raise ValueError(f"batch_size must be a whole number of 1 or more, got {batch_size!r}")
 
 
@@ -354,5 +336,6 @@ __all__ = [
     "evaluate",
     "examples_from_dataset",
     "explain",
+    "explain_many",
     "load",
 ]

@@ -1,0 +1,72 @@
+"""``api.explain_many``: every example of a dataset or list of texts explained, examples of similar
+length together, each result equal to ``api.explain`` of its text, in the dataset's order; the
+explained class (predicted, gold or one class) and the refusals as ``evaluate`` has them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import api
+from core.types import Example
+from tests.test_api import toy_dataset
+
+SENTENCE = "the movie was great but the plot was bad and it was not fun , very boring ."
+# 20 texts of 2 to 17 words, longest and shortest mixed, so that the groups of 16 of similar length
+# (two groups) reorder them.
+TEXTS = [" ".join(SENTENCE.split()[: 2 + (7 * i) % 16]) for i in range(20)]
+METHODS = ["loo_empty", "saliency", "grad_x_input", "integrated_gradients", "attention_rollout", "lime"]
+
+
+def test_each_result_equals_explain_of_its_text_in_the_datasets_order(toy_bert_loaded) -> None:
+    calls: list[tuple[float, str]] = []
+    many = api.explain_many(
+        toy_bert_loaded, TEXTS, METHODS, seed=4, params={"lime": {"n_samples": 40}},
+        progress=lambda fraction, message: calls.append((fraction, message)),
+    )  # fmt: skip
+    assert len(many) == len(TEXTS) and len({len(t.split()) for t in TEXTS}) > 8
+    for text, result in zip(TEXTS, many, strict=True):
+        alone = api.explain(toy_bert_loaded, text, METHODS, seed=4, params={"lime": {"n_samples": 40}})
+        assert result.words == alone.words == tuple(text.split())
+        assert result.target == alone.target and result.errors == alone.errors == {}
+        np.testing.assert_allclose(result.probabilities, alone.probabilities, atol=1e-6)
+        for method in METHODS:
+            np.testing.assert_allclose(result[method].scores, alone[method].scores, atol=1e-5, err_msg=method)
+    fractions = [fraction for fraction, _ in calls]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    assert any(message.startswith("examples 17-20 of 20: ") for _, message in calls)
+
+
+def test_the_explained_class_is_predicted_gold_or_one_class(toy_linear_loaded) -> None:
+    dataset = toy_dataset()  # labels 1, 0, 1, 0
+    predicted = api.explain_many(toy_linear_loaded, dataset, ["loo_empty"], text_column="sentence")
+    assert [r.target for r in predicted] == [r.predicted for r in predicted]
+    gold = api.explain_many(toy_linear_loaded, dataset, ["loo_empty"], text_column="sentence", target="gold")
+    assert [r.target for r in gold] == [1, 0, 1, 0]
+    named = api.explain_many(toy_linear_loaded, dataset, ["loo_empty"], text_column="sentence", target="negative")
+    assert [r.target for r in named] == [0, 0, 0, 0]
+    for by_gold, by_name, row in zip(gold, named, dataset, strict=True):
+        alone = api.explain(toy_linear_loaded, row["sentence"], ["loo_empty"], target=row["label"])
+        assert by_gold["loo_empty"].scores.tobytes() == alone["loo_empty"].scores.tobytes()
+        if row["label"] == 0:
+            assert by_name["loo_empty"].scores.tobytes() == alone["loo_empty"].scores.tobytes()
+    # An example without a label is explained for its predicted class, as ``evaluate`` does.
+    mixed = [Example(segments=(("great",),), label=0, id="a"), Example(segments=(("bad",),), id="b")]
+    explained = api.explain_many(toy_linear_loaded, mixed, ["random"], target="gold")
+    assert [r.target for r in explained] == [0, explained[1].predicted]
+
+
+def test_bad_arguments_are_refused_before_any_work(toy_linear_loaded) -> None:
+    with pytest.raises(ValueError, match="target 'gold' needs gold labels"):
+        api.explain_many(toy_linear_loaded, ["great", "bad"], ["random"], target="gold")
+    with pytest.raises(ValueError, match="unknown class 'neutral'; the model's classes: negative, positive"):
+        api.explain_many(toy_linear_loaded, ["great"], ["random"], target="neutral")
+    with pytest.raises(ValueError, match="the dataset has no examples"):
+        api.explain_many(toy_linear_loaded, [], ["random"])
+    with pytest.raises(ValueError, match="limit must be a whole number of 1 or more"):
+        api.explain_many(toy_linear_loaded, ["great"], ["random"], limit=0)
+    with pytest.raises(ValueError, match="params for methods not requested: lime"):
+        api.explain_many(toy_linear_loaded, ["great"], ["random"], params={"lime": {"n_samples": 10}})
+    with pytest.raises(ValueError, match="give split= with the dataset name 'examples'"):
+        api.explain_many(toy_linear_loaded, "examples", ["random"])
+    assert len(api.explain_many(toy_linear_loaded, "examples", ["random"], split="sst2", limit=3)) == 3
