@@ -163,8 +163,8 @@ def explain_many(
     where an example has none) or one class, an index or label name, for every example.
     ``progress(fraction, message)`` is called as the groups go."""
     keys, overrides = _checked_methods(methods, params, batch_size)
-    loaded = load(model, tokenizer, device=device)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
+    loaded = load(model, tokenizer, device=device)
     if target in ("predicted", "gold"):
         check_target(examples, str(target))
         targets = [example.label if target == "gold" else None for example in examples]
@@ -234,8 +234,8 @@ def evaluate(
     unknown = set(overrides) - set(keys) - set(metric_keys)
     if unknown:
         raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
-    loaded = load(model, tokenizer, device=device)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
+    loaded = load(model, tokenizer, device=device)
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
