@@ -158,8 +158,8 @@ def explain_many(
     Examples of similar length are explained together, ``DEFAULT_GROUP`` at a time
     (``engine.evaluate.length_groups``; ``engine.explain.explain_examples``: the gradient and
     attention methods in one padded pass, the perturbation methods' variants pooled in the
-    scorer's batches), several times faster than one ``explain`` call per text for the one-pass
-    methods. ``target``: ``"predicted"``, ``"gold"`` (each example's label; the predicted class
+    scorer's batches): the one-pass methods take about 40% of the time of one ``explain`` call per
+    text (BENCHMARKS.md). ``target``: ``"predicted"``, ``"gold"`` (each example's label; the predicted class
     where an example has none) or one class, an index or label name, for every example.
     ``progress(fraction, message)`` is called as the groups go."""
     keys, overrides = _checked_methods(methods, params, batch_size)
