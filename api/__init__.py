@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import explainers
 from api.compare import ComparisonResult, compare
 from api.inputs import examples_from_dataset, is_count, one_example, read_examples
-from api.results import EvaluationResult, ExplanationResult
+from api.results import EvaluationResult, ExplanationResult, ExplanationResults
 from core.classifier import Classifier, autocast_options
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
@@ -152,15 +152,17 @@ def explain_many(
     progress: ProgressFn | None = None,
     head_type: str | None = None,
     autocast: str | None = None,
-) -> list[ExplanationResult]:
+) -> ExplanationResults:
     """``explain`` for every example of ``dataset`` (read as ``evaluate`` reads it), without
-    metrics: one result per example, in the dataset's order, each equal to ``explain`` of its text.
+    metrics: one result per example, in the dataset's order (``ExplanationResults``: a list that
+    Jupyter shows as heatmaps, with ``to_pandas``), each equal to ``explain`` of its text.
     Examples of similar length are explained together, ``DEFAULT_GROUP`` at a time
     (``engine.evaluate.length_groups``; ``engine.explain.explain_examples``: the gradient and
     attention methods in one padded pass, the perturbation methods' variants pooled in the
-    scorer's batches): the one-pass methods take about 40% of the time of one ``explain`` call per
-    text (BENCHMARKS.md). ``target``: ``"predicted"``, ``"gold"`` (each example's label; the predicted class
-    where an example has none) or one class, an index or label name, for every example.
+    scorer's batches): the one-pass methods take about 40% of the time of one ``explain`` call
+    per text (BENCHMARKS.md). ``target``: ``"predicted"``, ``"gold"`` (each example's label; the
+    predicted class where an example has none) or one class, an index or label name, for every
+    example.
     ``progress(fraction, message)`` is called as the groups go."""
     keys, overrides = _checked_methods(methods, params, batch_size)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
@@ -186,7 +188,9 @@ def explain_many(
             seed=seed, mlm=masked_lm, progress=step, resources=resources,
         )  # fmt: skip
         found.update(zip(indices, explained, strict=True))
-    return [ExplanationResult(loaded.name, loaded.label_names, found[i]) for i in range(len(examples))]
+    return ExplanationResults(
+        ExplanationResult(loaded.name, loaded.label_names, found[i]) for i in range(len(examples))
+    )
 
 
 def evaluate(
@@ -332,6 +336,7 @@ __all__ = [
     "EvaluationResult",
     "Example",
     "ExplanationResult",
+    "ExplanationResults",
     "compare",
     "evaluate",
     "examples_from_dataset",

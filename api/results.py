@@ -3,7 +3,8 @@
 ``ExplanationResult`` renders in Jupyter as the app's heatmap (``ui.heatmap``, every token
 escaped), converts to pandas (one row per word, one column per method) and round-trips through
 JSON without loss (schema ``explanation/1``, docs/attribution-schema.md). ``EvaluationResult``
-gives the slice's summary as a DataFrame and its mean curves.
+gives the slice's summary as a DataFrame and its mean curves. ``ExplanationResults`` is the list of
+explanations ``explain_many`` returns.
 """
 
 from __future__ import annotations
@@ -155,6 +156,33 @@ class ExplanationResult:
     def _from_record(cls, record: Mapping[str, Any]) -> ExplanationResult:
         label_names = tuple(str(name) for name in record["label_names"])
         return cls(str(record["model"]), label_names, read_explanation(record, label_names))
+
+
+class ExplanationResults(list[ExplanationResult]):
+    """``explain_many``'s results: a list of ``ExplanationResult`` in the dataset's order, which
+    Jupyter shows as their heatmaps (the first ``SHOWN``) and which converts to one pandas table."""
+
+    SHOWN = 20
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per word of every example: ``example`` (its index in the list), ``id``,
+        ``target``, ``position``, ``word``, ``segment`` and one column of scores per method (NaN
+        where a method failed on the example)."""
+        import pandas as pd
+
+        frames = []
+        for index, result in enumerate(self):
+            frame = result.to_pandas().reset_index()
+            frame.insert(0, "example", index)
+            frame.insert(1, "id", result.example.id)
+            frame.insert(2, "target", result.target)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _repr_html_(self) -> str:
+        shown = "".join(result.html() for result in self[: self.SHOWN])
+        rest = len(self) - self.SHOWN
+        return shown + (f"<p>and {rest} more: index the list to see one</p>" if rest > 0 else "")
 
 
 @dataclass(frozen=True)

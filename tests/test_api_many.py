@@ -70,3 +70,25 @@ def test_bad_arguments_are_refused_before_any_work(toy_linear_loaded) -> None:
     with pytest.raises(ValueError, match="give split= with the dataset name 'examples'"):
         api.explain_many(toy_linear_loaded, "examples", ["random"])
     assert len(api.explain_many(toy_linear_loaded, "examples", ["random"], split="sst2", limit=3)) == 3
+
+
+def test_the_results_show_as_escaped_heatmaps_and_make_one_table(toy_linear_loaded) -> None:
+    hostile = Example(segments=(("it", "was", "<script>", "bad", "."),), id="text/1")  # an Example keeps its words
+    many = api.explain_many(toy_linear_loaded, ["the movie was great", hostile], ["loo_empty", "grad_x_input"])
+    frame = many.to_pandas()
+    columns = ["example", "id", "target", "position", "word", "segment", "loo_empty", "grad_x_input"]
+    assert list(frame.columns) == columns
+    sizes = [len(result.words) for result in many]
+    assert sizes == [4, 5]
+    assert frame["example"].tolist() == [0] * sizes[0] + [1] * sizes[1]
+    assert frame["id"].tolist() == ["text/0"] * sizes[0] + ["text/1"] * sizes[1]
+    assert frame["word"].tolist() == [*many[0].words, *many[1].words]
+    assert frame["position"].tolist() == [*range(sizes[0]), *range(sizes[1])]
+    assert frame["target"].tolist() == [many[0].target] * sizes[0] + [many[1].target] * sizes[1]
+    second = frame[frame["example"] == 1]["grad_x_input"].to_numpy()
+    assert second.tobytes() == many[1]["grad_x_input"].scores.tobytes()
+    shown = many._repr_html_()
+    assert shown.count('class="attrx-explanation"') == 2 and "<script>" not in shown and "&lt;script&gt;" in shown
+    longer = api.explain_many(toy_linear_loaded, [f"{word} film" for word in ["great", "bad", "fun"] * 8], ["random"])
+    shown = longer._repr_html_()
+    assert shown.count('class="attrx-explanation"') == longer.SHOWN == 20 and "and 4 more" in shown
