@@ -242,8 +242,9 @@ def evaluate(
     loaded = load(model, tokenizer, device=device)
     params_by_metric = metric_params(metric_keys, overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
+    clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
     evaluation = evaluate_slice(
-        Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast)),
+        clf,
         examples,
         keys,
         params_by_metric,
@@ -254,7 +255,8 @@ def evaluate(
         resources=Resources.saved(),
         target=target,
     )
-    return EvaluationResult(loaded.name, evaluation)
+    dropped = tuple(len(examples[r.position].words) - len(r.example.words) for r in evaluation.results)
+    return EvaluationResult(loaded.name, evaluation, loaded.label_names, clf.head.kind, dropped)
 
 
 def _checked_methods(

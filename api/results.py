@@ -3,8 +3,9 @@
 ``ExplanationResult`` renders in Jupyter as the app's heatmap (``ui.heatmap``, every token
 escaped), converts to pandas (one row per word, one column per method) and round-trips through
 JSON without loss (schema ``explanation/1``, docs/attribution-schema.md). ``EvaluationResult``
-gives the slice's summary as a DataFrame and its mean curves. ``ExplanationResults`` is the list of
-explanations ``explain_many`` returns.
+gives the slice's summary and each example's metric values as DataFrames, its mean curves, and
+each example's explanation. ``ExplanationResults`` is the list of explanations ``explain_many``
+returns.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from core.types import Attribution, Example, encode_json, read_record
 from engine.bundles import read_explanation
 from engine.evaluate import SliceEvaluation
 from engine.explain import Explanation
-from engine.slice_report import mean_curves, metric_summaries
+from engine.slice_report import mean_curves, metric_summaries, metric_values
 from ui.heatmap import heatmap_html
 
 if TYPE_CHECKING:
@@ -187,10 +188,52 @@ class ExplanationResults(list[ExplanationResult]):
 
 @dataclass(frozen=True)
 class EvaluationResult:
-    """Metrics of several methods over a slice (``evaluation`` is the engine's full record)."""
+    """Metrics of several methods over a slice (``evaluation`` is the engine's full record), with
+    the model's class names, its head and the words cut from each example's end."""
 
     model: str
     evaluation: SliceEvaluation
+    label_names: tuple[str, ...] = ()
+    head: str = "single_label"
+    dropped_words: tuple[int, ...] = ()  # one per example, in slice order
+
+    def per_example(self) -> pd.DataFrame:
+        """One row per example and method: ``example`` (its index in the slice), ``id``,
+        ``method``, ``target``, ``predicted`` and one column per metric (NaN where the metric
+        skipped the example or the method failed on it), to find the examples behind a mean."""
+        import pandas as pd
+
+        values = metric_values(self.evaluation)
+        rows = [
+            {
+                "example": result.position,
+                "id": result.example.id,
+                "method": method,
+                "target": result.target,
+                "predicted": result.predicted,
+                **{metric: values[method][metric][index] for metric in self.evaluation.metric_keys},
+            }
+            for index, result in enumerate(self.evaluation.results)
+            for method in self.evaluation.methods
+        ]
+        return pd.DataFrame(rows).astype(dict.fromkeys(self.evaluation.metric_keys, float))
+
+    def explanation(self, index: int) -> ExplanationResult:
+        """Example ``index`` of the slice as ``explain`` shows one: its heatmap (every method's
+        attribution), prediction and explained class, and the methods that failed on it."""
+        from engine.explain import Prediction
+
+        result = self.evaluation.results[index]
+        errors = {
+            method: found["error"]
+            for method, failures in self.evaluation.errors.items()
+            for found in failures
+            if found["index"] == result.position
+        }
+        prediction = Prediction(tuple(result.probabilities), result.predicted, self.head)
+        dropped = self.dropped_words[index] if self.dropped_words else 0
+        explanation = Explanation(result.example, prediction, result.target, dict(result.attributions), dropped, errors)
+        return ExplanationResult(self.model, self.label_names, explanation)
 
     def summary(self) -> pd.DataFrame:
         """One row per method and metric: mean, 95% t interval (``low``, ``high``), the number of

@@ -1,6 +1,7 @@
 """``api.explain_many``: every example of a dataset or list of texts explained, examples of similar
 length together, each result equal to ``api.explain`` of its text, in the dataset's order; the
-explained class (predicted, gold or one class) and the refusals as ``evaluate`` has them."""
+explained class (predicted, gold or one class) and the refusals as ``evaluate`` has them; the
+results as one table and as heatmaps, and an evaluation's examples likewise."""
 
 from __future__ import annotations
 
@@ -92,3 +93,30 @@ def test_the_results_show_as_escaped_heatmaps_and_make_one_table(toy_linear_load
     longer = api.explain_many(toy_linear_loaded, [f"{word} film" for word in ["great", "bad", "fun"] * 8], ["random"])
     shown = longer._repr_html_()
     assert shown.count('class="attrx-explanation"') == longer.SHOWN == 20 and "and 4 more" in shown
+
+
+def test_an_evaluations_examples_as_a_table_and_as_heatmaps(toy_linear_loaded) -> None:
+    """``EvaluationResult.per_example`` gives the values behind the summary's means, and
+    ``explanation(i)`` example i as ``explain`` gives it, the words cut from a long text counted."""
+    dataset = toy_dataset()
+    methods, metrics = ["loo_empty", "random"], ["deletion", "comprehensiveness"]
+    result = api.evaluate(toy_linear_loaded, dataset, methods, metrics, text_column="sentence", target="gold", seed=2)
+    table = result.per_example()
+    assert list(table.columns) == ["example", "id", "method", "target", "predicted", *metrics] and len(table) == 8
+    row = table[(table["example"] == 1) & (table["method"] == "loo_empty")].iloc[0]
+    assert row["id"] == "validation/1" and row["target"] == 0
+    assert row["deletion"] == result.evaluation.results[1].metrics["loo_empty"]["deletion"].value
+    summary = result.summary()
+    for method in methods:
+        for metric in metrics:
+            mean = table[table["method"] == method][metric].mean()
+            assert mean == pytest.approx(summary.loc[(method, metric), "mean"], abs=1e-12)
+    shown = result.explanation(1)
+    alone = api.explain(toy_linear_loaded, dataset[1]["sentence"], ["loo_empty"], target=0)
+    assert shown.words == alone.words and shown.target == 0 and shown.label_names == ("negative", "positive")
+    assert shown["loo_empty"].scores.tobytes() == alone["loo_empty"].scores.tobytes()
+    np.testing.assert_allclose(shown.probabilities, alone.probabilities, atol=1e-12)
+    assert shown.errors == {} and 'class="attrx-explanation"' in shown._repr_html_()
+    long_text = " ".join(["great", "film"] * 40)  # 80 words, past the toy model's 64 positions
+    cut = api.evaluate(toy_linear_loaded, [long_text], ["loo_empty"], ["deletion"]).explanation(0)
+    assert cut.dropped_words == api.explain(toy_linear_loaded, long_text, ["loo_empty"]).dropped_words > 0
