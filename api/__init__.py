@@ -104,16 +104,16 @@ def explain(
     head_type: str | None = None,
     autocast: str | None = None,
 ) -> ExplanationResult:
-    """Attribute one text, a (premise, hypothesis) pair or an ``Example`` with ``methods``
-    (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys
-    or a list) for ``target``: a class index or label name, the predicted class when None. ``seed``
-    seeds every stochastic method; ``mlm`` (a name or a ``MaskedLM``) is loaded only when a method
-    needs it. A method that refuses the text is listed in the result's ``errors``; the others still
-    run. ``head_type`` overrides the head the config gives (``single_label``, ``multi_label``,
-    ``regression``; core/heads.py). ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or
-    CPU) scores perturbations in that type (``Classifier``); gradients stay float32. No methods,
-    params of a method that are not a mapping and a ``batch_size`` below 1 are refused
-    (``ValueError``)."""
+    """Attribute one text, a (premise, hypothesis) pair (any two texts; several texts go to
+    ``explain_many``) or an ``Example`` with ``methods`` (``"panel"``, also ``"default"``:
+    ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys or a list) for ``target``: a class
+    index or label name, the predicted class when None. ``seed`` seeds every stochastic method;
+    ``mlm`` (a name or a ``MaskedLM``) is loaded only when a method needs it. A method that refuses
+    the text is listed in the result's ``errors``; the others still run. ``head_type`` overrides the
+    head the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
+    ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or CPU) scores perturbations in
+    that type (``Classifier``); gradients stay float32. No methods, params of a method that are not
+    a mapping and a ``batch_size`` below 1 are refused (``ValueError``)."""
     example = one_example(text_or_pair)
     keys, overrides = _checked_methods(methods, params, batch_size)
     loaded = load(model, tokenizer, device=device)

@@ -123,7 +123,10 @@ def one_example(text_or_pair: str | Sequence[str] | Example, example_id: str = "
     else:
         texts = list(text_or_pair) if isinstance(text_or_pair, Iterable) else []
     if not 1 <= len(texts) <= 2 or not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"give a text, a (premise, hypothesis) pair of texts or an Example, got {text_or_pair!r:.80}")
+        raise ValueError(
+            "give a text, a (premise, hypothesis) pair of texts or an Example (several texts: explain_many), "
+            f"got {text_or_pair!r:.80}"
+        )
     return Example(segments=tuple(split_words(t) for t in texts), id=example_id)
 
 

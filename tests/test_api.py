@@ -189,10 +189,9 @@ def test_bad_model_text_params_and_batch_size_are_refused(toy_linear_loaded) -> 
             api.load(model)
     with pytest.raises(ValueError, match=f"{accepted}.*, got None"):
         api.explain(None, TEXT, ["loo_empty"])
-    for text in (None, 42):
-        with pytest.raises(
-            ValueError, match=rf"give a text, a \(premise, hypothesis\) pair of texts or an Example, got {text}"
-        ):
+    for text in (None, 42, ["one", "two", "three"]):
+        accepted = r"give a text, a \(premise, hypothesis\) pair of texts or an Example \(several texts: explain_many\)"
+        with pytest.raises(ValueError, match=rf"{accepted}, got {re.escape(repr(text))}"):
             api.explain(toy_linear_loaded, text, ["loo_empty"])
     mapping = "each method's \\(or metric's\\) params must be a mapping of parameter names to values, got"
     with pytest.raises(ValueError, match=f"{mapping} params\\['lime'\\] = 5"):
