@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core.types import Attribution, Example, encode_json, read_record
 from engine.bundles import read_explanation
 from engine.evaluate import SliceEvaluation
-from engine.explain import Explanation
+from engine.explain import Explanation, Prediction
 from engine.slice_report import mean_curves, metric_summaries, metric_values
 from ui.heatmap import heatmap_html
 
@@ -221,8 +221,6 @@ class EvaluationResult:
     def explanation(self, index: int) -> ExplanationResult:
         """Example ``index`` of the slice as ``explain`` shows one: its heatmap (every method's
         attribution), prediction and explained class, and the methods that failed on it."""
-        from engine.explain import Prediction
-
         result = self.evaluation.results[index]
         errors = {
             method: found["error"]

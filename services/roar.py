@@ -113,7 +113,7 @@ def start_job(settings: dict[str, Any]) -> str:
     job = _job(settings)
     run_id = run_id_of(run_key(new_run(job, load_data(job, results_dir())).key_fields))
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
-    if found is not None and (found.status == "done" or found.being_written):
+    if found is not None and found.nothing_to_start:
         return run_id
     arguments = command_of(job).split()[3:]  # after "python -m cli roar"
     start_background(run_id, [sys.executable, "-m", "cli", "roar", *arguments, "--no-estimate", "--quiet", "--json"])

@@ -305,7 +305,7 @@ def start_run(
     new, _ = executor.prepare(spec)
     run_id = run_id_of(run_key(new.key_fields))
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
-    if found is not None and (found.status == "done" or found.being_written):
+    if found is not None and found.nothing_to_start:
         return run_id
     command = [sys.executable, "-m", "cli", "run", "--model", name, "--dataset", dataset, "--split", split]
     command += ["--autocast", autocast] if autocast is not None else []

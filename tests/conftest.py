@@ -22,27 +22,6 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_heartbeat_at_exit():
-    """Stop the heartbeat threads of the runs tests claimed and left running (``engine.runs.writers``)
-    before the interpreter shuts down, and wait for a stamp under way. A daemon thread that opens the
-    DuckDB catalogue during shutdown raises from inside DuckDB, and with Ray loaded that aborts the
-    process: once, every test had passed and pytest still exited 134."""
-    yield
-    import threading
-
-    from engine.runs import writers
-
-    with writers._beating_lock:
-        stops = list(writers._beating.values())
-        writers._beating.clear()
-    for stop in stops:
-        stop.set()
-    for thread in threading.enumerate():
-        if thread.name.startswith("heartbeat "):
-            thread.join(timeout=30)
-
-
 @pytest.fixture(scope="session")
 def toy_linear_loaded():
     return toy_linear()

@@ -219,3 +219,34 @@ def test_a_writer_whose_run_was_taken_over_stops_and_leaves_the_new_writers_row(
     info = store.get(run_id)
     assert (info.status, info.host, info.pid, info.error, info.rows_done) == ("running", "elsewhere", 4242, None, 1)
     assert len(store.units(run_id)) == 1
+
+
+EXIT_HOLDING = """
+import sys, threading, time
+import ray  # noqa: F401  (its terminate handler turned a stamp during shutdown into an abort)
+from engine.runs import writers
+from engine.runs.store import RunStore
+writers.HEARTBEAT_S = 0.01
+store = RunStore(sys.argv[1])
+store.claim(sys.argv[2], "serial")
+time.sleep(0.2)
+print(sum(thread.name.startswith("heartbeat ") for thread in threading.enumerate()), flush=True)
+writers.stop_all_heartbeats()
+print(sum(thread.name.startswith("heartbeat ") for thread in threading.enumerate()), flush=True)
+writers.start_heartbeat(store, sys.argv[2])  # left beating: the exit hook stops it
+"""
+
+
+def test_a_process_that_exits_holding_a_claim_stops_its_heartbeat_first(stopped_run) -> None:
+    """The heartbeat is a daemon thread. A stamp during interpreter shutdown opened DuckDB and,
+    with Ray loaded, aborted the process (exit 134). An exit hook stops the threads and waits for
+    a stamp under way. The run stays marked running, and its gone writer frees it."""
+    store, run_id = stopped_run
+    done = subprocess.run([sys.executable, "-c", EXIT_HOLDING, str(store.root), run_id], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "0"]
+    left = store.get(run_id)
+    assert left.status == "running" and left.writer_gone and not left.being_written
+    store.claim(run_id, "serial")
+    store.finish(run_id, "stopped", 1.0)

@@ -217,11 +217,7 @@ def started_note(what: str, run_id: str, follow: str = "") -> None:
     process was started, that the same settings are stored already or written by another process.
     The session is noted as the one that started it (its Stop button, ``ui.run_progress``)."""
     found = services.runs.find(run_id)
-    if (
-        found is not None
-        and (found.status == "done" or found.being_written)
-        and not services.background.is_running(run_id)
-    ):
+    if found is not None and found.nothing_to_start and not services.background.is_running(run_id):
         if found.status == "done":
             st.info(f"{what} `{run_id}` is stored already with these settings: nothing was computed again.")
         else:

@@ -173,6 +173,11 @@ class RunInfo:
         delete it."""
         return self.status == "running" and not self.writer_gone
 
+    @property
+    def nothing_to_start(self) -> bool:
+        """Done, or being written by a live process: starting it again would compute nothing."""
+        return self.status == "done" or self.being_written
+
 
 @dataclass(frozen=True)
 class UnitStats:

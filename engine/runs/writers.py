@@ -15,6 +15,7 @@ the new writer's row: the two never write the run together.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import os
 import socket
@@ -30,6 +31,7 @@ HEARTBEAT_S = 60.0
 STALE_S = 600.0  # ten missed heartbeats: the writer on another host is taken to be gone
 
 _beating: dict[tuple[str, str], threading.Event] = {}  # (results folder, run id) -> stops its thread
+_threads: set[threading.Thread] = set()  # the heartbeat threads still running, stopped ones included
 _beating_lock = threading.Lock()
 
 
@@ -98,10 +100,7 @@ def start_heartbeat(store: RunStore, run_id: str) -> None:
     """Stamp ``run_id``'s heartbeat every ``HEARTBEAT_S`` seconds until ``stop_heartbeat``, or
     until the run is no longer this process's (``RunStore.beat`` finds no row to stamp)."""
     key = (str(store.root), run_id)
-    with _beating_lock:
-        if key in _beating:
-            return
-        stop = _beating[key] = threading.Event()
+    stop = threading.Event()
 
     def beat() -> None:
         try:
@@ -115,8 +114,15 @@ def start_heartbeat(store: RunStore, run_id: str) -> None:
             with _beating_lock:
                 if _beating.get(key) is stop:
                     del _beating[key]
+                _threads.discard(threading.current_thread())
 
-    threading.Thread(target=beat, name=f"heartbeat {run_id}", daemon=True).start()
+    thread = threading.Thread(target=beat, name=f"heartbeat {run_id}", daemon=True)
+    with _beating_lock:
+        if key in _beating:
+            return
+        _beating[key] = stop
+        _threads.add(thread)
+    thread.start()
 
 
 def stop_heartbeat(store: RunStore, run_id: str) -> None:
@@ -124,6 +130,21 @@ def stop_heartbeat(store: RunStore, run_id: str) -> None:
         stop = _beating.pop((str(store.root), run_id), None)
     if stop is not None:
         stop.set()
+
+
+@atexit.register
+def stop_all_heartbeats() -> None:
+    """Stop every heartbeat thread and wait for a stamp under way, before the interpreter shuts
+    down. A daemon thread that opens the DuckDB catalogue during shutdown raises from inside
+    DuckDB, and with Ray loaded that aborts the process. A claim left running by an exiting
+    process is then judged by its pid (``writer_gone``), as after a kill."""
+    with _beating_lock:
+        stops, threads = list(_beating.values()), list(_threads)
+        _beating.clear()
+    for stop in stops:
+        stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
 
 
 def utc_now() -> dt.datetime:
