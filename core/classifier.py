@@ -22,6 +22,7 @@ from core.attention_weights import read_attention_weights
 from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks, word_token_ids
 from core.heads import Head, detect_head
+from core.last_token import last_token_logits
 from core.loaded import LoadedClassifier
 from core.padding import in_parts, padded_batch, padding_rule
 from core.passes import PassBook
@@ -264,6 +265,13 @@ class Classifier(PassBook):
             self.loaded.padding = padding_rule(self)
         return self.loaded.padding
 
+    def logits_of(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The logits of ``model`` (the shared model or a view) for a padded ``batch``; a decoder's
+        read at each row's last real token (``core.last_token``), so that padded rows get their own."""
+        if self.loaded.reads_last_token:
+            return last_token_logits(model, **batch)
+        return model(**batch).logits
+
     def _outputs(self, chunk: Sequence[Variant]) -> np.ndarray:
         """The head's outputs (float64 numpy) of one chunk of variants, padded where the model
         allows (``padding``)."""
@@ -284,7 +292,7 @@ class Classifier(PassBook):
             batch["inputs_embeds"] = embeds
         # The outputs in float64 (on the CPU: MPS has none): a probability near 1 keeps the
         # precision its log-odds need, whatever else shares the batch.
-        return self.logits_model(**batch).logits.float().cpu().double()
+        return self.logits_of(self.logits_model, batch).float().cpu().double()
 
     def rows_for(self, width: int) -> int:
         """Rows per pass for inputs ``width`` tokens wide (``core.devices.chunk_rows``):
@@ -323,7 +331,6 @@ class Classifier(PassBook):
         *,
         owners: Sequence[int] | None = None,
         model: torch.nn.Module | None = None,
-        **kwargs,
     ) -> torch.Tensor:
         """Logits for a batch of input-embedding tensors (counted; a pass on embeddings that
         require a gradient, with gradients enabled, counts as a backward pass too).
@@ -331,16 +338,14 @@ class Classifier(PassBook):
         ``variants`` gives each row's layout (length, segments): one variant that every row
         shares, or one per row, the rows right-padded to ``embeds.shape[1]`` and masked, so a row
         gets the logits it would get alone. ``owners``: the example of each row in a batched
-        request (``per_example``). ``model``: a view of the shared model to run instead (its own
-        modules over the same weights, ``core.attention_view.module_view``), for a caller that
-        hooks modules; by default ``logits_model``, or ``model`` when ``kwargs`` ask the model
-        for more than logits."""
+        request (``per_example``). ``model``: a view of the shared model to run instead, for a
+        caller that hooks modules (``core.attention_view.module_view``), else ``logits_model``."""
         n = embeds.shape[0]
         layouts = [variants] if isinstance(variants, Variant) else list(variants)
         if len(layouts) not in (1, n) or max(len(v.input_ids) for v in layouts) != embeds.shape[1]:
             raise ValueError("forward_embeds needs one layout per row, the longest as wide as the embeddings")
         self._count(n if owners is None else owners, backward=embeds.requires_grad and torch.is_grad_enabled())
-        model = model or (self.model if kwargs else self.logits_model)
+        model = model or self.logits_model
 
         def run(rows: list[int]) -> torch.Tensor:  # padded where the model allows (``padding``)
             chosen = layouts if len(layouts) < n else [layouts[r] for r in rows]
@@ -350,7 +355,7 @@ class Classifier(PassBook):
             if len(chosen) < len(rows):  # one layout that every row shares
                 batch = {key: t.expand(len(rows), -1) for key, t in batch.items()}
             part = embeds if len(rows) == n else embeds[rows, :width]
-            return model(inputs_embeds=part, **batch, **kwargs).logits
+            return self.logits_of(model, {"inputs_embeds": part, **batch})
 
         lengths = [len(layouts[0 if len(layouts) < n else r].input_ids) for r in range(n)]
         return in_parts(lambda: self.padding, lengths, run)
@@ -372,10 +377,12 @@ class Classifier(PassBook):
         if shared is not None:
             return shared
         batch = padded_batch(self.loaded, list(variants))
+        # A decoder's head refuses padded rows without a pad id: its weights come from the decoder.
+        model = self.model.base_model if self.loaded.reads_last_token else self.model
         with torch.inference_mode():
-            layers = read_attention_weights(self.model, batch) if self._eager else None
+            layers = read_attention_weights(model, batch) if self._eager else None
             if layers is None:
-                layers = list(self.model(**batch, output_attentions=True).attentions or ())
+                layers = list(model(**batch, output_attentions=True).attentions or ())
         self._count(len(variants) if owners is None else owners)
         if not layers or any(a is None for a in layers):
             hint = (

@@ -13,6 +13,7 @@ from core.attention_view import eager_view
 from core.devices import best_device
 from core.first_token_view import first_token_view
 from core.heads import detect_head
+from core.last_token import reads_last_token
 
 
 @dataclass
@@ -28,10 +29,11 @@ class LoadedClassifier:
     # for a model object handed over (``classifier_from_model``), whose weights may differ from
     # any files of that name.
     from_files: bool = False
-    # Guards the one-off construction of the views (``eager_model``, ``logits_model``).
+    # Guards the one-off construction of the views (``eager_model``, ``logits_model``) and probes.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eager: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
     _logits: torch.nn.Module | None = field(default=None, init=False, repr=False, compare=False)
+    _last_token: bool | None = field(default=None, init=False, repr=False, compare=False)
     # How rows of different lengths may share a pass (``core.padding``), once ``Classifier.padding`` probed it.
     padding: str | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -54,6 +56,16 @@ class LoadedClassifier:
                 if self._logits is None:
                     self._logits = first_token_view(self.model) or self.model
         return self._logits
+
+    @property
+    def reads_last_token(self) -> bool:
+        """Whether the model is a decoder classifier whose logits are read at each row's last real
+        token by ``core.last_token`` (probed on first use)."""
+        if self._last_token is None:
+            with self.lock:
+                if self._last_token is None:
+                    self._last_token = reads_last_token(self.model)
+        return self._last_token
 
     @property
     def label_names(self) -> tuple[str, ...]:

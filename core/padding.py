@@ -5,12 +5,13 @@ encoder classifier (BERT, RoBERTa, ELECTRA, ...) then gives each row the logits 
 decoder classifier (GPT-2, Llama, ... ``ForSequenceClassification``) reads its last real position
 instead, which transformers finds through the config's ``pad_token_id``: in ``input_ids`` only when
 the tokenizer pads with that id, and in ``inputs_embeds`` never (it reads the last position, padding
-or not). Without a ``pad_token_id`` it refuses batches of more than one row.
+or not). Without a ``pad_token_id`` it refuses batches of more than one row. The classifier reads
+such a model's logits at each row's last real token itself (``core.last_token``), which pads safely.
 
 ``padding_rule`` finds out once per loaded model by running a padded probe batch against each of
-its rows alone, as token ids and as embeddings, and ``in_parts`` splits a batch by that rule:
-``PADS`` (one pass), ``SAME_LENGTH`` (one pass per length, no padding) or ``ONE_ROW``.
-"""
+its rows alone, as token ids and as embeddings, through ``Classifier.logits_of``, and ``in_parts``
+splits a batch by that rule: ``PADS`` (one pass), ``SAME_LENGTH`` (one pass per length, no
+padding) or ``ONE_ROW``; the last two remain for a model of another structure that fails the probe."""
 
 from __future__ import annotations
 
@@ -80,13 +81,13 @@ def padding_rule(clf: Classifier) -> str:
     variants = [clf.encode(Example((words, words) if pair else (words,))).variant for words in _PROBE_TEXTS]
     model = clf.logits_model
     with torch.inference_mode(), torch.autocast(clf.device.type, enabled=False):
-        alone = torch.cat([model(**padded_batch(clf.loaded, [v])).logits for v in variants])
+        alone = torch.cat([clf.logits_of(model, padded_batch(clf.loaded, [v])) for v in variants])
         batch = padded_batch(clf.loaded, variants)
         rest = {key: t for key, t in batch.items() if key != "input_ids"}
         try:
             found = [
-                model(**batch).logits,
-                model(inputs_embeds=clf.input_embeddings(batch["input_ids"]), **rest).logits,
+                clf.logits_of(model, batch),
+                clf.logits_of(model, {"inputs_embeds": clf.input_embeddings(batch["input_ids"]), **rest}),
             ]
         except ValueError:  # transformers: "Cannot handle batch sizes > 1 if no padding token is defined."
             return ONE_ROW

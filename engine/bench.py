@@ -75,7 +75,7 @@ def _runners(clf: Classifier, example: Example) -> tuple[Callable[[int], None], 
         if uses_token_types(clf.model):
             inputs["token_type_ids"] = types.expand(batch, -1)
         with torch.inference_mode(), clf.scorer_autocast():  # the scorer's passes, as the methods run them
-            clf.logits_model(**inputs)
+            clf.logits_of(clf.logits_model, inputs)
         synchronize(clf.device)
 
     def forward_backward(batch: int) -> None:

@@ -118,12 +118,42 @@ def test_the_masked_lms_original_word_probability_is_that_of_the_words_own_token
     ("make", "rule"),
     [
         (lambda: toy_bert(seed=1), PADS),
-        (lambda: _gpt2(pad_token_id=0), SAME_LENGTH),  # the toy tokenizer pads with 0: ids right, embeddings not
-        (lambda: _gpt2(pad_token_id=None), ONE_ROW),  # transformers refuses batches without a pad id
+        # Read at the last real token (core.last_token): transformers reads embeddings at the last
+        # position, padding or not, and refuses batches without a pad id.
+        (lambda: _gpt2(pad_token_id=0), PADS),
+        (lambda: _gpt2(pad_token_id=None), PADS),
     ],
 )
 def test_the_padding_rule_is_what_the_model_does_with_padding(make, rule: str) -> None:
     assert padding_rule(Classifier(make())) == rule
+
+
+@pytest.mark.parametrize(("pad_token_id", "rule"), [(0, SAME_LENGTH), (None, ONE_ROW)])
+def test_a_decoder_read_through_transformers_head_pads_by_length_or_not_at_all(pad_token_id, rule: str) -> None:
+    """Without the last-token reading (a model of another structure fails its probe), transformers'
+    head reads ids right but embeddings at the last position, and refuses batches without a pad id."""
+    loaded = _gpt2(pad_token_id)
+    assert loaded.reads_last_token
+    loaded._last_token = False
+    assert padding_rule(Classifier(loaded)) == rule
+
+
+def test_the_last_token_logits_are_transformers_own_for_each_row_alone() -> None:
+    """GPT-2's logits read at each row's last real token, three rows padded together, as ids and as
+    embeddings, equal transformers' logits of each row alone; an encoder is not read that way."""
+    from core.last_token import last_token_logits
+
+    assert not toy_bert(seed=1).reads_last_token
+    model = _gpt2(pad_token_id=0).model
+    lengths = [3, 6, 1]
+    ids = torch.arange(18).reshape(3, 6) % 50 + 5
+    mask = (torch.arange(6) < torch.tensor(lengths)[:, None]).long()
+    alone = torch.cat([model(input_ids=row[None, :n]).logits for row, n in zip(ids, lengths, strict=True)])
+    embeds = model.get_input_embeddings()(ids)
+    torch.testing.assert_close(last_token_logits(model, mask, input_ids=ids), alone, atol=1e-5, rtol=0)
+    torch.testing.assert_close(last_token_logits(model, mask, inputs_embeds=embeds), alone, atol=1e-5, rtol=0)
+    transformers_own = model(inputs_embeds=embeds, attention_mask=mask).logits  # the last position, padding or not
+    assert not torch.allclose(transformers_own, alone, atol=1e-3)
 
 
 def test_parts_keep_every_row_once() -> None:
@@ -139,10 +169,11 @@ def models(bpe_folder: str, toy_mlm: MaskedLM) -> dict[str, tuple[LoadedClassifi
     tokenizer = load_tokenizer(bpe_folder)
     roberta = LoadedClassifier("toy-roberta", _roberta(tokenizer), tokenizer, torch.device("cpu"))
     roberta_mlm = MaskedLM("toy-roberta-mlm", _roberta(tokenizer, masked_lm=True), tokenizer, torch.device("cpu"))
-    return {"roberta": (roberta, roberta_mlm), "gpt2": (_gpt2(pad_token_id=0), toy_mlm)}
+    models = {"roberta": (roberta, roberta_mlm), "gpt2": (_gpt2(pad_token_id=0), toy_mlm)}
+    return models | {"gpt2 without a pad id": (_gpt2(pad_token_id=None), toy_mlm)}
 
 
-@pytest.mark.parametrize("architecture", ["roberta", "gpt2"])
+@pytest.mark.parametrize("architecture", ["roberta", "gpt2", "gpt2 without a pad id"])
 @pytest.mark.parametrize("key", list(explainers.REGISTRY))
 def test_every_method_explains_examples_together_as_it_explains_each_alone(models, architecture: str, key: str) -> None:
     """Every registered method on each architecture: one finite score per word, and three examples
@@ -162,7 +193,7 @@ def test_every_method_explains_examples_together_as_it_explains_each_alone(model
 
 def test_a_text_without_tokens_is_read_as_the_end_of_text_token(bpe_folder: str) -> None:
     """GPT-2's tokenizer adds no special tokens, so removing a text's only word leaves no token: that
-    row is read as "<|endoftext|>" alone (the model refuses padded batches here: no pad id). Leave-
+    row is read as "<|endoftext|>" alone (padded with the rows of other lengths: no pad id). Leave-
     one-out of a one-word text is then the log2-odds of the word less those of <|endoftext|>, by hand."""
     from transformers import GPT2Config, GPT2ForSequenceClassification, GPT2Tokenizer
 
@@ -178,7 +209,7 @@ def test_a_text_without_tokens_is_read_as_the_end_of_text_token(bpe_folder: str)
     clf = Classifier(LoadedClassifier("toy-gpt2-bpe", model, tokenizer, torch.device("cpu")))
     example = Example((("movie",),))
     found = explainers.run_explainer(explainers.get("loo_empty"), clf, example, 1)
-    assert clf.padding == ONE_ROW
+    assert clf.padding == PADS
 
     def log2_odds(ids: list[int]) -> float:  # of the positive class, leave-one-out's default space
         logits = model(torch.tensor([ids])).logits[0].double()
