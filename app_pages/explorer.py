@@ -83,7 +83,7 @@ run_id = live_selectbox("Stored run", list(labels), labels.get, "explorer.run_pi
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id
 
-live_progress(run_id, services.runs.info)
+live_progress(run_id, services.runs.info, within=services.runs.within_unit)
 info = services.runs.info(run_id)
 delete_control(info)
 if info.rows_done == 0:

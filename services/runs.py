@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.runs import executor
+from engine.runs.live import LiveProgress, read_live
 from engine.runs.records import RunInfo, run_id_of, run_key
 from engine.runs.store import RunStore
 from services import agreement as _agreement
@@ -44,6 +45,12 @@ def catalogue() -> pd.DataFrame:
 
 def info(run_id: str) -> RunInfo:
     return _store().get(run_id)
+
+
+def within_unit(run: RunInfo) -> LiveProgress | None:
+    """How far the process writing ``run`` is inside the unit it computes (``engine.runs.live``);
+    None when no live process writes it, or it reports nothing."""
+    return read_live(_store().root, run)
 
 
 def find(run_id: str) -> RunInfo | None:

@@ -28,12 +28,25 @@ def remember_started(run_id: str) -> None:
 
 
 @st.fragment(run_every=2.0)
-def live_progress(run_id: str, read: Callable[[str], Any], noun: str = "examples", what: str = "run") -> None:
+def live_progress(
+    run_id: str,
+    read: Callable[[str], Any],
+    noun: str = "examples",
+    what: str = "run",
+    within: Callable[[Any], Any] | None = None,
+) -> None:
     """The progress of ``run_id`` (its catalogue entry, ``read``) every two seconds, with its Stop
     or Resume button ("Stop the run": Streamlit's own "Stop" stops the page's script); the whole
-    page is drawn again when a unit is stored or the status changes."""
+    page is drawn again when a unit is stored or the status changes. ``within`` (the entry's
+    progress inside the unit its process computes, ``engine.runs.live``, or None) moves the bar
+    between units and says where the process is."""
     info = read(run_id)
-    st.progress(info.fraction, text=progress_line(info, noun))
+    inside = within(info) if within is not None else None
+    if inside is None:
+        st.progress(info.fraction, text=progress_line(info, noun))
+    else:
+        line = f"{progress_line(info, noun)} · now {inside.message}"
+        st.progress(max(info.fraction, min(1.0, inside.fraction)), text=plain(line))
     _controls(info, noun, what)
     seen = st.session_state.setdefault("runs.progress_seen", {})
     now = (info.rows_done, info.status)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, check_target
+from engine.runs.live import LiveWriter
 from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
@@ -69,14 +70,18 @@ class RunOutcome:
 
 
 class _Tracker:
-    """The run's progress: (rows finished + the current unit's share) / rows in the run."""
+    """The run's progress: (rows finished + the current unit's share) / rows in the run, to the
+    caller's ``progress`` and to the run's live file (``engine.runs.live``), where the line also
+    says what the unit is doing."""
 
-    def __init__(self, progress: ProgressFn | None, done: int, total: int) -> None:
-        self.progress, self.done, self.total = progress, done, total
+    def __init__(self, progress: ProgressFn | None, live: ProgressFn, done: int, total: int) -> None:
+        self.progress, self.live, self.done, self.total = progress, live, done, total
 
-    def report(self, message: str, extra: float = 0.0) -> None:
+    def report(self, message: str, extra: float = 0.0, stage: str = "") -> None:
+        fraction = min(1.0, (self.done + extra) / self.total)
         if self.progress is not None:
-            self.progress(min(1.0, (self.done + extra) / self.total), message)
+            self.progress(fraction, message)
+        self.live(fraction, f"{message} · {stage}" if stage else message)
 
     def finished(self, n_rows: int) -> None:
         self.done += n_rows
@@ -86,9 +91,10 @@ class _Tracker:
         """The progress callback of a unit of ``n_rows`` examples run in this process."""
 
         def report(fraction: float, message: str) -> None:
-            self.report(
-                f"example {self.done + min(n_rows, int(fraction * n_rows) + 1)} of {self.total}", fraction * n_rows
-            )
+            example = self.done + min(n_rows, int(fraction * n_rows) + 1)
+            head, _, stage = message.partition(": ")  # "explaining examples 1-16 of 16: lime: ..."
+            stage = f"{head.split(' ')[0]} {stage}" if stage else ""
+            self.report(f"example {example} of {self.total}", fraction * n_rows, stage)
 
         return report
 
@@ -229,7 +235,8 @@ def execute(
         if unit not in done
     ]
     total = len(examples)
-    tracker = _Tracker(progress, info.rows_done, total)
+    live = LiveWriter(store.root, info.run_id)
+    tracker = _Tracker(progress, live.report, info.rows_done, total)
     base_wall = info.wall_s
     start = time.perf_counter()
 
@@ -241,7 +248,7 @@ def execute(
     used: dict[str, Any] = {}
     try:
         if executor == "serial":
-            run_serial(spec, units, commit, tracker.within if progress is not None else None)
+            run_serial(spec, units, commit, tracker.within)
         else:
             used = run_ray(spec, units, commit, progress, address=address, actors=actors)
         _check_complete(store, info, executor)
@@ -252,6 +259,8 @@ def execute(
         message = redact(f"{type(error).__name__}: {error}", address)
         store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
+    finally:
+        live.close()
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{total} examples done")
     return RunOutcome(store.get(info.run_id), created, len(units), used)

@@ -1,0 +1,73 @@
+"""A run's progress inside its units (``engine.runs.live``): the serial executor reports where it
+is in a unit through the run's live file, readers trust it only while the catalogue names its
+writer as live, and the file is gone once the run is let go."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from engine.runs import live as live_module
+from engine.runs.executor import execute, open_run
+from engine.runs.live import LiveWriter, live_path, read_live
+from engine.runs.store import RunStore
+from tests.test_runs import toy_spec
+
+
+def test_a_serial_run_reports_inside_its_units_and_removes_the_file_at_the_end(toy_bert_folder, tmp_path, monkeypatch):
+    monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # every report is written
+    store = RunStore(tmp_path)
+    opened = open_run(toy_spec(toy_bert_folder, limit=4), store)
+    run_id = opened.info.run_id
+    seen = []
+    report = LiveWriter.report
+
+    def read_back(self, fraction: float, message: str) -> None:
+        report(self, fraction, message)
+        if not self.closed:
+            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).rows_done))
+
+    monkeypatch.setattr(LiveWriter, "report", read_back)
+    execute(opened, store, executor="serial")  # no progress callback: quiet, as the app's runs
+    assert seen and all(found is not None and found.pid == os.getpid() for found, _ in seen)
+    inside = [(found, done) for found, done in seen if "explaining" in found.message or "scoring" in found.message]
+    assert inside, [found.message for found, _ in seen]
+    assert any("explaining loo_empty" in found.message for found, _ in inside)
+    # Between the units' commits the bar moves past the rows the catalogue counts, never back.
+    assert any(found.fraction * 4 > done for found, done in inside)
+    fractions = [found.fraction for found, _ in seen]
+    assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] <= 1.0
+    assert not live_path(store.root, run_id).exists()
+    assert store.get(run_id).status == "done" and read_live(store.root, store.get(run_id)) is None
+
+
+def test_the_live_file_is_read_only_for_its_runs_live_writer(toy_bert_folder, tmp_path):
+    store = RunStore(tmp_path)
+    run_id = execute(open_run(toy_spec(toy_bert_folder, limit=2), store), store, executor="serial").info.run_id
+    writer = LiveWriter(store.root, run_id)
+    writer.report(0.5, "example 2 of 2 · explaining lime: 40%")
+    done = store.get(run_id)
+    assert read_live(store.root, done) is None  # done: the catalogue is the truth, not a left file
+    claimed = store.claim(run_id, "serial", reopen=True)  # this process writes it again
+    found = read_live(store.root, claimed)
+    assert found is not None and (found.fraction, found.message) == (0.5, "example 2 of 2 · explaining lime: 40%")
+    assert read_live(store.root, dataclasses.replace(claimed, pid=claimed.pid + 1)) is None  # another writer's
+    live_path(store.root, run_id).write_text('{"fraction": 0.5, "mess')  # damaged
+    assert read_live(store.root, claimed) is None
+    writer.close()
+    writer.report(0.9, "after the end")
+    assert not live_path(store.root, run_id).exists()
+    store.finish(run_id, "done", 1.0)
+
+
+def test_reports_are_written_at_most_once_a_second(tmp_path, monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(live_module.time, "time", lambda: now[0])
+    writer = LiveWriter(tmp_path, "run-x")
+    writer.report(0.1, "first")
+    writer.report(0.2, "too soon")
+    assert '"first"' in live_path(tmp_path, "run-x").read_text()
+    now[0] += 1.0
+    writer.report(0.3, "a second later")
+    assert '"a second later"' in live_path(tmp_path, "run-x").read_text()
+    assert [p.name for p in live_path(tmp_path, "run-x").parent.iterdir()] == ["live.json"]  # no temporary left
