@@ -206,12 +206,12 @@ def test_the_bar_moves_inside_a_unit_with_where_the_writer_is(model, tmp_path, m
     from engine.runs.live import LiveWriter
 
     run_id = half_done(model, tmp_path, seed=5, claim=True)  # 2 of 4 stored; this process writes it
-    LiveWriter(tmp_path, run_id).report(0.75, "example 4 of 4 · explaining integrated_gradients: 40%")
+    LiveWriter(tmp_path, run_id, lambda: 61.4).report(0.75, "example 4 of 4 · explaining integrated_gradients: 40%")
     at = open_explorer(model, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     [bar] = at.get("progress")
     assert bar.proto.value == 75
-    assert bar.proto.text.startswith("2 of 4 examples · running · ")
+    assert bar.proto.text.startswith("2 of 4 examples · running · 61 s · ")  # the writer's seconds
     assert bar.proto.text.endswith(r" · now example 4 of 4 · explaining integrated\_gradients: 40%")
     RunStore(tmp_path).finish(run_id, "stopped", 1.0)
     at.run()

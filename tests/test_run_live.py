@@ -37,6 +37,8 @@ def test_a_serial_run_reports_inside_its_units_and_removes_the_file_at_the_end(t
     assert any(found.fraction * 4 > done for found, done in inside)
     fractions = [found.fraction for found, _ in seen]
     assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] <= 1.0
+    walls = [found.wall_s for found, _ in seen]  # the writer's seconds, which the catalogue has per unit
+    assert walls == sorted(walls) and walls[-1] > 0.0
     assert not live_path(store.root, run_id).exists()
     assert store.get(run_id).status == "done" and read_live(store.root, store.get(run_id)) is None
 
@@ -44,13 +46,14 @@ def test_a_serial_run_reports_inside_its_units_and_removes_the_file_at_the_end(t
 def test_the_live_file_is_read_only_for_its_runs_live_writer(toy_bert_folder, tmp_path):
     store = RunStore(tmp_path)
     run_id = execute(open_run(toy_spec(toy_bert_folder, limit=2), store), store, executor="serial").info.run_id
-    writer = LiveWriter(store.root, run_id)
+    writer = LiveWriter(store.root, run_id, lambda: 42.0)
     writer.report(0.5, "example 2 of 2 · explaining lime: 40%")
     done = store.get(run_id)
     assert read_live(store.root, done) is None  # done: the catalogue is the truth, not a left file
     claimed = store.claim(run_id, "serial", reopen=True)  # this process writes it again
     found = read_live(store.root, claimed)
-    assert found is not None and (found.fraction, found.message) == (0.5, "example 2 of 2 · explaining lime: 40%")
+    assert found is not None and (found.fraction, found.wall_s) == (0.5, 42.0)
+    assert found.message == "example 2 of 2 · explaining lime: 40%"
     assert read_live(store.root, dataclasses.replace(claimed, pid=claimed.pid + 1)) is None  # another writer's
     live_path(store.root, run_id).write_text('{"fraction": 0.5, "mess')  # damaged
     assert read_live(store.root, claimed) is None
@@ -63,7 +66,7 @@ def test_the_live_file_is_read_only_for_its_runs_live_writer(toy_bert_folder, tm
 def test_reports_are_written_at_most_once_a_second(tmp_path, monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(live_module.time, "time", lambda: now[0])
-    writer = LiveWriter(tmp_path, "run-x")
+    writer = LiveWriter(tmp_path, "run-x", lambda: 1.0)
     writer.report(0.1, "first")
     writer.report(0.2, "too soon")
     assert '"first"' in live_path(tmp_path, "run-x").read_text()

@@ -16,10 +16,12 @@ from ui.text import plain
 STARTED = "runs.started"  # the run ids this session started (its Stop buttons in shared mode)
 
 
-def progress_line(info: Any, noun: str = "examples") -> str:
-    """ "412 of 872 examples · running · 95 s" for a stored run's catalogue entry."""
+def progress_line(info: Any, noun: str = "examples", wall_s: float | None = None) -> str:
+    """ "412 of 872 examples · running · 95 s" for a stored run's catalogue entry (``wall_s``: the
+    writer's own count of seconds, newer than the catalogue's)."""
     status = "stopped (its process is gone)" if info.writer_gone else info.status
-    return f"{info.rows_done:,} of {info.rows_total:,} {noun} · {status} · {info.wall_s:.0f} s"
+    wall = info.wall_s if wall_s is None else wall_s
+    return f"{info.rows_done:,} of {info.rows_total:,} {noun} · {status} · {wall:.0f} s"
 
 
 def remember_started(run_id: str) -> None:
@@ -45,7 +47,7 @@ def live_progress(
     if inside is None:
         st.progress(info.fraction, text=progress_line(info, noun))
     else:
-        line = f"{progress_line(info, noun)} · now {inside.message}"
+        line = f"{progress_line(info, noun, inside.wall_s)} · now {inside.message}"
         st.progress(max(info.fraction, min(1.0, inside.fraction)), text=plain(line))
     _controls(info, noun, what)
     seen = st.session_state.setdefault("runs.progress_seen", {})

@@ -235,10 +235,10 @@ def execute(
         if unit not in done
     ]
     total = len(examples)
-    live = LiveWriter(store.root, info.run_id)
-    tracker = _Tracker(progress, live.report, info.rows_done, total)
     base_wall = info.wall_s
     start = time.perf_counter()
+    live = LiveWriter(store.root, info.run_id, lambda: base_wall + time.perf_counter() - start)
+    tracker = _Tracker(progress, live.report, info.rows_done, total)
 
     def commit(stats: UnitStats, table: pa.Table) -> None:
         store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)

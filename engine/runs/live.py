@@ -4,7 +4,7 @@ The catalogue moves once a unit is stored. A unit of 16 long documents explained
 runs for minutes, and a page that reads only the catalogue shows nothing moving in that time. The
 writer of a run computed in its own process (the ``serial`` executor, as the app's background runs
 are) therefore keeps ``runs/<run_id>/live.json``: the run's fraction done with the current unit's
-share, a line saying where it is, its pid and when it wrote. It is written at most once a second,
+share, a line saying where it is, its pid and the run's wall time so far. It is written at most once a second,
 under a temporary name renamed into place (a reader never sees half a file), not synced (it is
 worth nothing after a crash), and removed when the writer lets the run go. A reader trusts it only
 while the catalogue names that pid as the run's live writer (``read_live``).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,14 +37,15 @@ class LiveProgress:
     fraction: float  # of the run's rows, the current unit's share included
     message: str  # e.g. "example 7 of 200"
     pid: int
-    written: float  # seconds since the epoch
+    wall_s: float  # the run's wall time so far, its earlier sessions included
 
 
 class LiveWriter:
     """Writes a run's ``live.json`` from its progress reports, at most every ``EVERY_S`` seconds."""
 
-    def __init__(self, root: Path, run_id: str) -> None:
+    def __init__(self, root: Path, run_id: str, wall: Callable[[], float]) -> None:
         self.path = live_path(root, run_id)
+        self.wall = wall
         self.last = 0.0
         self.closed = False
 
@@ -56,7 +58,7 @@ class LiveWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(
-                json.dumps({"fraction": fraction, "message": message, "pid": os.getpid(), "written": now})
+                json.dumps({"fraction": fraction, "message": message, "pid": os.getpid(), "wall_s": self.wall()})
             )
             os.replace(temporary, self.path)
         except OSError:  # a full or read-only disk costs the readers a moving bar, not the run
@@ -75,7 +77,7 @@ def read_live(root: Path, info: RunInfo) -> LiveProgress | None:
         return None
     try:
         found = json.loads(live_path(root, info.run_id).read_text())
-        live = LiveProgress(float(found["fraction"]), str(found["message"]), int(found["pid"]), float(found["written"]))
+        live = LiveProgress(float(found["fraction"]), str(found["message"]), int(found["pid"]), float(found["wall_s"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return live if live.pid == info.pid else None
