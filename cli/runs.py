@@ -7,12 +7,12 @@ import argparse
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json, printable, stored_runs
-    from cli.show import run_json, status_of
+    from cli.show import now_text, run_json, status_of
 
     store = stored_runs(args.results_dir)
     infos = store.infos()
     if args.json:
-        print_json([run_json(info) for info in infos])
+        print_json([run_json(info, store.root) for info in infos])
         return 0
     if not infos:
         print(f"no runs in {store.root}")
@@ -30,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
             f"  {info.created:%Y-%m-%d %H:%M:%S}  {info.model} / {data} / {','.join(info.methods)}{note}"
         )
         print(printable(line))
+        now = now_text(info, store.root)
+        if now:
+            print(printable(f"{'':16}  now {now}"))
     return 0
 
 

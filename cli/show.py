@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset evaluation, as `evaluate` prints
 
@@ -30,14 +31,15 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     }
     params_by_metric = metric_params(info.metrics, info.overrides)
     payload = slice_report(evaluation, params_by_metric, header, info.wall_s, per_example=per_example)
-    payload["run"] = run_json(info)
+    payload["run"] = run_json(info, store.root)
     if as_json:
         print_json(payload)
     else:
         print(printable(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples"))
         print_summary_table(payload)
     if info.status != "done":
-        print(printable(f"{info.run_id} {state_text(info)}: {next_step(info, store_option(store))}"), file=sys.stderr)
+        step = next_step(info, store_option(store), store.root)
+        print(printable(f"{info.run_id} {state_text(info)}: {step}"), file=sys.stderr)
     return 0
 
 
@@ -55,11 +57,13 @@ def state_text(info) -> str:
     return f"is {status_of(info)}"
 
 
-def next_step(info, where: str = "") -> str:
+def next_step(info, where: str = "", root: Path | None = None) -> str:
     """What to do about a dataset evaluation or import ``info`` that is not done (``where``: the
-    store's ``--results-dir`` option, ``cli.common.store_option``)."""
+    store's ``--results-dir`` option, ``cli.common.store_option``; ``root``: the store's folder,
+    where a live writer says how far it is inside its unit)."""
     if info.being_written:
-        return f"process {info.pid} on {info.host} is writing it"
+        now = now_text(info, root)
+        return f"process {info.pid} on {info.host} is writing it" + (f" (now {now})" if now else "")
     if info.kind == "import":
         return _import_again(info)
     return f"resume it with `python -m cli run --resume {info.run_id}{where}`"
@@ -90,8 +94,21 @@ def _import_again(info) -> str:
     return f"import its file ({info.selection['import']['file']}) again with `python -m cli import`"
 
 
-def run_json(info) -> dict:
-    """A catalogue entry as JSON."""
+def now_text(info, root: Path | None) -> str | None:
+    """Where the live writer of ``info`` is inside its unit, "example 7 of 200 · explaining lime,
+    61 s in" (``engine.runs.live``), or None."""
+    from engine.runs.live import read_live
+
+    live = read_live(root, info) if root is not None else None
+    return f"{live.message}, {live.wall_s:.0f} s in" if live is not None else None
+
+
+def run_json(info, root: Path | None = None) -> dict:
+    """A catalogue entry as JSON, with ``now`` (the live writer's fraction, line and seconds, or
+    None) when the store's folder ``root`` is given."""
+    from engine.runs.live import read_live
+
+    live = read_live(root, info) if root is not None else None
     return {
         "run_id": info.run_id,
         "status": info.status,
@@ -119,6 +136,7 @@ def run_json(info) -> dict:
         "forward_passes": info.forward_passes,
         "executor": info.executor,
         "imported": info.selection.get("import"),
+        "now": {"fraction": live.fraction, "line": live.message, "wall_s": live.wall_s} if live is not None else None,
     }
 
 

@@ -74,3 +74,25 @@ def test_reports_are_written_at_most_once_a_second(tmp_path, monkeypatch):
     writer.report(0.3, "a second later")
     assert '"a second later"' in live_path(tmp_path, "run-x").read_text()
     assert [p.name for p in live_path(tmp_path, "run-x").parent.iterdir()] == ["live.json"]  # no temporary left
+
+
+def test_runs_and_show_say_where_a_live_writer_is(toy_bert_folder, tmp_path, capsys):
+    import json
+
+    from cli.main import main
+
+    store = RunStore(tmp_path)
+    run_id = execute(open_run(toy_spec(toy_bert_folder, limit=2), store), store, executor="serial").info.run_id
+    store.claim(run_id, "serial", reopen=True)  # this process writes it again
+    LiveWriter(store.root, run_id, lambda: 61.4).report(0.75, "example 2 of 2 · explaining lime: 40%")
+    assert main(["runs", "--results-dir", str(tmp_path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[-1].strip() == "now example 2 of 2 · explaining lime: 40%, 61 s in"
+    assert main(["runs", "--results-dir", str(tmp_path), "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)
+    assert entry["now"] == {"fraction": 0.75, "line": "example 2 of 2 · explaining lime: 40%", "wall_s": 61.4}
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
+    assert "is writing it (now example 2 of 2 · explaining lime: 40%, 61 s in)" in capsys.readouterr().err
+    store.finish(run_id, "done", 1.0)
+    assert main(["runs", "--results-dir", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["now"] is None
