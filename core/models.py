@@ -311,6 +311,26 @@ def config_label_names(name_or_path: str) -> tuple[str, ...] | None:
         return None
 
 
+def config_head_kind(name_or_path: str) -> str | None:
+    """The head kind (``core.heads``: single_label, multi_label, regression) a classifier's
+    ``task.json`` (adapters) or ``config.json`` gives, before any weights; None where it cannot be
+    read. A dataset run explains that head, so this says what a stored run's outputs are."""
+    from types import SimpleNamespace
+
+    from core.heads import detect_head
+
+    folder = delta_folder(name_or_path)
+    try:
+        if folder is not None:
+            task = read_task(folder)
+            config: object = SimpleNamespace(num_labels=len(task["label_names"]), problem_type=task.get("problem_type"))
+        else:
+            config = _hub_config(name_or_path)
+        return detect_head(config, name=name_or_path).kind
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @_one_at_a_time
 def model_info(name_or_path: str) -> dict:
     """The adapter's ``task.json`` (task, label names, pair input, dataset) for bundled models, else
