@@ -7,7 +7,10 @@ list of texts, explaining examples of similar length together; ``compare(model_a
 methods=...)`` puts two models' explanations side by side (``model_b="randomized"``: model A's
 randomized copy) with each method's rank correlation;
 ``evaluate(model, dataset, methods=..., metrics=...)`` scores the methods over a
-``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``.
+``datasets.Dataset`` (or a bundled dataset name and split) and returns an ``EvaluationResult``;
+``run(model, dataset, split, ...)`` does so in the run store, as ``python -m cli run`` does
+(resumable, read back when stored), ``runs()`` lists the store and ``open_run(run_id)`` reads a
+stored run back (``api/runs.py``).
 
 ``model`` is any of: a bundled name (``"minilm-sst2"``), a hub id, a local folder, an
 already-loaded ``transformers`` sequence classifier with ``tokenizer=`` (a fast tokenizer), a
@@ -34,6 +37,7 @@ import explainers
 from api.compare import ComparisonResult, compare
 from api.inputs import examples_from_dataset, is_count, one_example, read_examples
 from api.results import EvaluationResult, ExplanationResult, ExplanationResults
+from api.runs import open_run, run, runs
 from core.classifier import Classifier, autocast_options
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
@@ -345,4 +349,7 @@ __all__ = [
     "explain",
     "explain_many",
     "load",
+    "open_run",
+    "run",
+    "runs",
 ]

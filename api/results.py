@@ -195,7 +195,7 @@ class EvaluationResult:
     evaluation: SliceEvaluation
     label_names: tuple[str, ...] = ()
     head: str = "single_label"
-    dropped_words: tuple[int, ...] = ()  # one per example, in slice order
+    dropped_words: tuple[int, ...] = ()  # one per result, in the order of evaluation.results
 
     def per_example(self) -> pd.DataFrame:
         """One row per example and method: ``example`` (its index in the slice), ``id``,
@@ -218,9 +218,13 @@ class EvaluationResult:
         ]
         return pd.DataFrame(rows).astype(dict.fromkeys(self.evaluation.metric_keys, float))
 
-    def explanation(self, index: int) -> ExplanationResult:
-        """Example ``index`` of the slice as ``explain`` shows one: its heatmap (every method's
-        attribution), prediction and explained class, and the methods that failed on it."""
+    def explanation(self, position: int) -> ExplanationResult:
+        """The example at ``position`` (``per_example``'s ``example``: its index in the slice, or
+        in a stored run) as ``explain`` shows one: its heatmap (every method's attribution),
+        prediction and explained class, and the methods that failed on it."""
+        index = next((i for i, r in enumerate(self.evaluation.results) if r.position == position), None)
+        if index is None:
+            raise IndexError(f"no example at position {position} (the examples scored are the per_example() rows)")
         result = self.evaluation.results[index]
         errors = {
             method: found["error"]

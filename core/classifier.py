@@ -266,8 +266,8 @@ class Classifier(PassBook):
         return self.loaded.padding
 
     def logits_of(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The logits of ``model`` (the shared model or a view) for a padded ``batch``; a decoder's
-        read at each row's last real token (``core.last_token``), so that padded rows get their own."""
+        """The logits of ``model`` (the shared model or a view) for a padded ``batch``; a
+        decoder's read at each row's last real token (``core.last_token``), padding or not."""
         if self.loaded.reads_last_token:
             return last_token_logits(model, **batch)
         return model(**batch).logits

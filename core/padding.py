@@ -11,7 +11,8 @@ such a model's logits at each row's last real token itself (``core.last_token``)
 ``padding_rule`` finds out once per loaded model by running a padded probe batch against each of
 its rows alone, as token ids and as embeddings, through ``Classifier.logits_of``, and ``in_parts``
 splits a batch by that rule: ``PADS`` (one pass), ``SAME_LENGTH`` (one pass per length, no
-padding) or ``ONE_ROW``; the last two remain for a model of another structure that fails the probe."""
+padding) or ``ONE_ROW``; the last two remain for a model of another structure that fails the
+probe."""
 
 from __future__ import annotations
 

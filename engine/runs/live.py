@@ -4,10 +4,10 @@ The catalogue moves once a unit is stored. A unit of 16 long documents explained
 runs for minutes, and a page that reads only the catalogue shows nothing moving in that time. The
 writer of a run computed in its own process (the ``serial`` executor, as the app's background runs
 are) therefore keeps ``runs/<run_id>/live.json``: the run's fraction done with the current unit's
-share, a line saying where it is, its pid and the run's wall time so far. It is written at most once a second,
-under a temporary name renamed into place (a reader never sees half a file), not synced (it is
-worth nothing after a crash), and removed when the writer lets the run go. A reader trusts it only
-while the catalogue names that pid as the run's live writer (``read_live``).
+share, a line saying where it is, its pid and the run's wall time so far. It is written at most
+once a second, under a temporary name renamed into place (a reader never sees half a file), not
+synced (it is worth nothing after a crash), and removed when the writer lets the run go. A reader
+trusts it only while the catalogue names that pid as the run's live writer (``read_live``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,148 @@
+"""Dataset runs kept in the run store, from a notebook: the runs ``python -m cli run`` and the
+Dataset explorer page compute, under the same ids.
+
+``run`` computes a run (or reads back the stored one with the same settings, or continues an
+interrupted one); ``runs`` lists the store's catalogue; ``open_run`` reads a stored run back as
+the ``EvaluationResult`` that ``api.evaluate`` returns, its finished units only while a process
+still writes it. The store is ``results_dir``, else ``$ATTRIBUTION_RESULTS_DIR``, else
+``./results``, as for the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from api.results import EvaluationResult
+from core.models import config_head_kind
+from core.types import ProgressFn
+from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
+from engine.runs.spec import DEFAULT_CHUNK_SIZE
+
+if TYPE_CHECKING:
+    import os
+
+    import pandas as pd
+
+EVALUATION_KINDS = ("evaluate", "import")  # the kinds whose rows are a dataset evaluation
+
+
+def run(
+    model: str,
+    dataset: str,
+    split: str,
+    methods: str | Sequence[str] = DEFAULT_METHODS,
+    metrics: str | Sequence[str] = DEFAULT_METRICS,
+    *,
+    limit: int | None = None,
+    target: str = "predicted",
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int | None = None,
+    mlm: str = "minilm-mlm",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    batch_size: int | None = None,
+    autocast: str | None = None,
+    executor: str = "serial",
+    results_dir: str | os.PathLike | None = None,
+    progress: ProgressFn | None = None,
+) -> EvaluationResult:
+    """``api.evaluate`` over a bundled dataset's split, kept in the run store as ``python -m cli
+    run`` keeps it: the same settings are the same run id, a stored run is read back without
+    computing anything, and a stopped or killed one computes only its missing units.
+
+    ``model`` is a bundled name, hub id or folder (a run fingerprints its files); ``limit`` None
+    is the whole split. ``methods``, ``metrics``, ``target``, ``params`` and ``autocast`` as for
+    ``evaluate``. ``executor`` is ``"serial"`` (this process, the default here) or ``"ray"`` (an
+    embedded local Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the
+    run's examples done, message)."""
+    from api import _method_keys, _overrides
+    from engine.evaluate import resolve_metrics
+    from engine.runs.executor import execute
+    from engine.runs.executor import open_run as open_stored_run
+    from engine.runs.spec import RunSpec
+    from engine.runs.store import RunStore
+
+    if not isinstance(model, str):
+        raise ValueError(  # noqa: TRY004 - the API's refusals are ValueErrors, as evaluate's
+            "a stored run names its model: give a bundled name, hub id or folder, not a model object"
+        )
+    metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
+    if not metric_keys:
+        raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
+    spec = RunSpec(
+        model=model,
+        dataset=dataset,
+        split=split,
+        limit=limit,
+        methods=tuple(_method_keys(methods, DEFAULT_METHODS)),
+        metrics=tuple(metric_keys),
+        overrides=_overrides(params),
+        seed=seed,
+        target=target,
+        mlm=mlm,
+        chunk_size=chunk_size,
+        batch_size=batch_size,
+        autocast=autocast,
+    )
+    store = RunStore(results_dir)
+    outcome = execute(open_stored_run(spec, store), store, executor=executor, progress=progress)
+    return open_run(outcome.info.run_id, results_dir)
+
+
+def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The store's runs, newest first: one row per run (id, kind, status, rows done and total,
+    model, dataset, split, methods, metrics, wall time, ...), as ``python -m cli runs --json``
+    lists them; an empty frame when nothing is stored."""
+    import pandas as pd
+
+    from engine.runs.store import RunStore
+
+    store = RunStore(results_dir, read_only=True)
+    return pd.DataFrame(
+        [
+            {
+                "run_id": info.run_id,
+                "kind": info.kind,
+                "status": "killed" if info.writer_gone else info.status,
+                "rows_done": info.rows_done,
+                "rows_total": info.rows_total,
+                "model": info.model,
+                "dataset": info.dataset,
+                "split": info.split,
+                "methods": list(info.methods),
+                "metrics": list(info.metrics),
+                "target": info.target,
+                "seed": info.seed,
+                "wall_s": info.wall_s,
+                "created": info.created,
+            }
+            for info in store.infos()
+        ]
+    )
+
+
+def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> EvaluationResult:
+    """A stored dataset evaluation (a run, or attributions imported as one) read back as
+    ``evaluate`` returns one: its summary, mean curves, per-example values and each example's
+    heatmap (``explanation(position)``, by the example's position in the run). A run still being
+    written, or stopped part-way, gives its finished examples. The head (probability or raw
+    score) is the one the model's config gives, as the run explained it."""
+    from engine.runs.executor import read_evaluation
+    from engine.runs.store import RunStore
+
+    store = RunStore(results_dir, read_only=True)
+    found = store.get(run_id)
+    if found.kind not in EVALUATION_KINDS:
+        raise ValueError(
+            f"{run_id} is a {found.kind} run, not a dataset evaluation: the command line's `{found.kind}` reads it"
+        )
+    info, evaluation = read_evaluation(store, run_id)
+    stored = store.rows(run_id, columns=["position", "dropped_words"])
+    dropped = dict(zip(stored["position"], stored["dropped_words"], strict=True))
+    return EvaluationResult(
+        info.model,
+        evaluation,
+        info.label_names,
+        config_head_kind(info.model) or "single_label",
+        tuple(int(dropped[result.position]) for result in evaluation.results),
+    )

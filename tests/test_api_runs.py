@@ -1,0 +1,89 @@
+"""``api.run``, ``api.runs`` and ``api.open_run``: dataset runs kept in the run store from a
+notebook, under the ids the command line gives them, read back as ``api.evaluate`` returns a slice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import api
+from core.models import config_head_kind
+from engine.runs.store import RunStore
+
+METHODS = ["loo_empty", "saliency", "random"]
+METRICS = ["deletion", "comprehensiveness"]
+
+
+def assert_same_scores(found, expected) -> None:
+    """To float rounding: a run groups its examples otherwise than ``evaluate`` (length order), and
+    the toy model's leave-one-out scores (about 1e-5) are differences of float32 log-odds, each
+    rounded to about 1e-8."""
+    np.testing.assert_allclose(found, expected, rtol=1e-4, atol=1e-7)
+
+
+def test_a_run_equals_evaluate_and_the_same_settings_read_it_back(toy_bert_folder, tmp_path):
+    first = api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
+                    results_dir=tmp_path)  # fmt: skip
+    direct = api.evaluate(toy_bert_folder, "examples", METHODS, METRICS, split="sst2", limit=5, seed=3)
+    ours, theirs = first.per_example(), direct.per_example()
+    pd.testing.assert_frame_equal(ours.drop(columns="id"), theirs.drop(columns="id"), rtol=1e-5)
+    summary = first.summary()
+    assert np.allclose(summary["mean"], direct.summary()["mean"], rtol=1e-5, equal_nan=True)
+    [listed] = api.runs(tmp_path).to_dict("records")
+    assert (listed["status"], listed["rows_done"], listed["rows_total"]) == ("done", 5, 5)
+    assert listed["methods"] == METHODS and listed["metrics"] == METRICS
+    passes = RunStore(tmp_path).get(listed["run_id"]).forward_passes
+    again = api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
+                    results_dir=tmp_path)  # fmt: skip
+    assert len(api.runs(tmp_path)) == 1 and RunStore(tmp_path).get(listed["run_id"]).forward_passes == passes
+    pd.testing.assert_frame_equal(again.per_example(), ours)
+    shown = api.open_run(listed["run_id"], tmp_path).explanation(2)
+    expected = direct.explanation(2)
+    assert shown.words == expected.words and shown.target == expected.target
+    assert_same_scores(shown["loo_empty"].scores, expected["loo_empty"].scores)
+
+
+def test_a_run_stopped_part_way_opens_with_its_finished_examples_by_position(toy_bert_folder, tmp_path):
+    class Stop(Exception):
+        pass
+
+    def stop_after_one_unit(fraction: float, message: str) -> None:
+        if message == "2 of 5 examples":
+            raise Stop
+
+    with pytest.raises(Stop):
+        api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
+                results_dir=tmp_path, progress=stop_after_one_unit)  # fmt: skip
+    [listed] = api.runs(tmp_path).to_dict("records")
+    assert (listed["status"], listed["rows_done"]) == ("failed", 2)
+    partial = api.open_run(listed["run_id"], tmp_path)
+    positions = sorted(partial.per_example()["example"].unique())
+    assert len(positions) == 2
+    whole = api.evaluate(toy_bert_folder, "examples", METHODS, METRICS, split="sst2", limit=5, seed=3)
+    for position in positions:  # the run's order is by length: the positions need not be 0 and 1
+        shown, expected = partial.explanation(position), whole.explanation(position)
+        assert shown.words == expected.words
+        assert_same_scores(shown["loo_empty"].scores, expected["loo_empty"].scores)
+    missing = next(p for p in range(5) if p not in positions)
+    with pytest.raises(IndexError, match=f"no example at position {missing}"):
+        partial.explanation(missing)
+    finished = api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
+                       results_dir=tmp_path)  # fmt: skip
+    assert len(finished.per_example()) == 5 * len(METHODS) and len(api.runs(tmp_path)) == 1
+
+
+def test_refusals_name_the_problem(toy_bert_folder, tmp_path):
+    with pytest.raises(ValueError, match="no run 'run-nothing'"):
+        api.open_run("run-nothing", tmp_path)
+    with pytest.raises(ValueError, match="give a bundled name, hub id or folder"):
+        api.run(api.load(toy_bert_folder), "examples", "sst2", METHODS, METRICS, results_dir=tmp_path)
+    with pytest.raises(ValueError, match="no metrics"):
+        api.run(toy_bert_folder, "examples", "sst2", METHODS, [], results_dir=tmp_path)
+    assert api.runs(tmp_path).empty
+
+
+def test_the_head_of_a_stored_run_comes_from_the_models_config():
+    kinds = [config_head_kind(m) for m in ("minilm-sst2", "minilm-hatexplain-score", "minilm-hatexplain-targets")]
+    assert kinds == ["single_label", "regression", "multi_label"]
+    assert config_head_kind("no/such-model-anywhere") is None
