@@ -198,7 +198,7 @@ class EvaluationResult:
     dropped_words: tuple[int, ...] = ()  # one per result, in the order of evaluation.results
 
     def per_example(self) -> pd.DataFrame:
-        """One row per example and method: ``example`` (its index in the slice), ``id``,
+        """One row per example and method: ``example`` (its position in the slice or run), ``id``,
         ``method``, ``target``, ``predicted`` and one column per metric (NaN where the metric
         skipped the example or the method failed on it), to find the examples behind a mean."""
         import pandas as pd
@@ -216,7 +216,8 @@ class EvaluationResult:
             for index, result in enumerate(self.evaluation.results)
             for method in self.evaluation.methods
         ]
-        return pd.DataFrame(rows).astype(dict.fromkeys(self.evaluation.metric_keys, float))
+        columns = ["example", "id", "method", "target", "predicted", *self.evaluation.metric_keys]
+        return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(self.evaluation.metric_keys, float))
 
     def explanation(self, position: int) -> ExplanationResult:
         """The example at ``position`` (``per_example``'s ``example``: its index in the slice, or

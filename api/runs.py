@@ -91,8 +91,8 @@ def run(
 
 def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """The store's runs, newest first: one row per run (id, kind, status, rows done and total,
-    model, dataset, split, methods, metrics, wall time, ...), as ``python -m cli runs --json``
-    lists them; an empty frame when nothing is stored."""
+    model, dataset, split, methods, metrics, wall time, ...), the catalogue ``python -m cli runs``
+    prints; an empty frame when nothing is stored."""
     import pandas as pd
 
     from engine.runs.store import RunStore
@@ -137,8 +137,8 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
             f"{run_id} is a {found.kind} run, not a dataset evaluation: the command line's `{found.kind}` reads it"
         )
     info, evaluation = read_evaluation(store, run_id)
-    stored = store.rows(run_id, columns=["position", "dropped_words"])
-    dropped = dict(zip(stored["position"], stored["dropped_words"], strict=True))
+    stored = store.rows(run_id, columns=["position", "dropped_words"])  # no columns before a unit is stored
+    dropped = dict(zip(stored["position"], stored["dropped_words"], strict=True)) if len(stored) else {}
     return EvaluationResult(
         info.model,
         evaluation,

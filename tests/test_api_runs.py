@@ -73,6 +73,19 @@ def test_a_run_stopped_part_way_opens_with_its_finished_examples_by_position(toy
     assert len(finished.per_example()) == 5 * len(METHODS) and len(api.runs(tmp_path)) == 1
 
 
+def test_a_run_with_no_unit_stored_yet_opens_empty(toy_bert_folder, tmp_path):
+    from engine.runs.executor import open_run as open_stored_run
+    from tests.test_runs import toy_spec
+
+    store = RunStore(tmp_path)
+    run_id = open_stored_run(toy_spec(toy_bert_folder, limit=4), store).info.run_id  # created, nothing computed
+    empty = api.open_run(run_id, tmp_path)
+    assert empty.evaluation.results == [] and empty.per_example().empty
+    assert list(empty.per_example().columns) == ["example", "id", "method", "target", "predicted", "deletion",
+                                                 "comprehensiveness", "iou"]  # fmt: skip
+    assert (empty.summary()["n"] == 0).all()
+
+
 def test_refusals_name_the_problem(toy_bert_folder, tmp_path):
     with pytest.raises(ValueError, match="no run 'run-nothing'"):
         api.open_run("run-nothing", tmp_path)
