@@ -103,7 +103,7 @@ def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
             {
                 "run_id": info.run_id,
                 "kind": info.kind,
-                "status": "killed" if info.writer_gone else info.status,
+                "status": info.shown_status,
                 "rows_done": info.rows_done,
                 "rows_total": info.rows_total,
                 "model": info.model,

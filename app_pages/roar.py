@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import services
 from services import roar
 from ui import runs as ui_runs
 from ui.downloads import download_row
@@ -100,7 +101,7 @@ if source.startswith("bundled:"):
     report = roar.bundled_report(source.removeprefix("bundled:"))
 else:
     run_id = source.removeprefix("stored:")
-    live_progress(run_id, roar.info, "units", "job")
+    live_progress(run_id, roar.info, "units", "job", within=services.runs.within_unit)
     delete_control(roar.info(run_id), roar.delete_job, "job", "units")
     report = roar.stored_report(run_id)
 

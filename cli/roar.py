@@ -50,7 +50,6 @@ def job_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_stopped, progress_bar, store_option
-    from cli.show import status_of
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
     from engine.roar.run import execute_job, job_of, open_job, prepare_job
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(refusal)
     if not args.quiet:
         new = "not stored: an estimate only)" if args.estimate_only else "new)"
-        stored = f"{status_of(found)}): {found.units_done} of {found.units_total} units stored" if found else new
+        stored = f"{found.shown_status}): {found.units_done} of {found.units_total} units stored" if found else new
         print(f"job {run_id} ({stored}", file=sys.stderr)
     if not args.no_estimate and (found is None or found.status != "done"):  # nothing stored before the go-ahead
         cost, rates = estimate(prepared.data)

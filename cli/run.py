@@ -13,7 +13,7 @@ from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_stopped, progress_bar, store_option
-    from cli.show import print_run, status_of
+    from cli.show import print_run
     from engine.runs.executor import execute, open_run
     from engine.runs.ray_executor import check_reachable
     from engine.runs.store import RunStore
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.
     stored = opened.info
     found = (
-        "new" if opened.created else f"{status_of(stored)}, {stored.rows_done} of {stored.rows_total} examples stored"
+        "new" if opened.created else f"{stored.shown_status}, {stored.rows_done} of {stored.rows_total} examples stored"
     )
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
     executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")

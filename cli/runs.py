@@ -7,7 +7,7 @@ import argparse
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json, printable, stored_runs
-    from cli.show import now_text, run_json, status_of
+    from cli.show import now_text, run_json
 
     store = stored_runs(args.results_dir)
     infos = store.infos()
@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{'run':<16}  {'status':<8}  {'rows':>11}  {'wall':>8}  {'created (UTC)':<19}  model / data / methods")
     for info in infos:
-        status = status_of(info)
+        status = info.shown_status
         origin = info.selection.get("import")
         note = f" (imported from {origin['file']}, {origin['format']})" if origin else ""
         if info.kind == "reproduce":  # engine.reproduce.stored: a reproduction's result

@@ -35,7 +35,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     if as_json:
         print_json(payload)
     else:
-        print(printable(f"{info.run_id}: {status_of(info)}, {info.rows_done} of {info.rows_total} examples"))
+        print(printable(f"{info.run_id}: {info.shown_status}, {info.rows_done} of {info.rows_total} examples"))
         print_summary_table(payload)
     if info.status != "done":
         step = next_step(info, store_option(store), store.root)
@@ -43,18 +43,12 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     return 0
 
 
-def status_of(info) -> str:
-    """A run's status as the commands print it: ``killed`` for a run marked running whose
-    process is gone."""
-    return "killed" if info.writer_gone else info.status
-
-
 def state_text(info) -> str:
     """How a run that is not done stands, for a sentence: ``is running`` (``killed``, ``stopped``),
     or ``failed (its stored error)``."""
     if info.status == "failed":
         return f"failed ({info.error})" if info.error else "failed"
-    return f"is {status_of(info)}"
+    return f"is {info.shown_status}"
 
 
 def next_step(info, where: str = "", root: Path | None = None) -> str:

@@ -221,3 +221,39 @@ def test_a_resume_of_a_job_another_process_writes_is_refused_before_its_cost_is_
         assert f"error: run {run_id} is being written by process {other.pid} on " in capsys.readouterr().err
     finally:
         release(other)
+
+
+def test_a_serial_job_reports_inside_its_units_through_the_live_file(tmp_path, monkeypatch):
+    """A ROAR unit explains and retrains for minutes at a real budget: the job's live file says
+    which unit and stage it is at (``engine.runs.live``), and the bar moves between commits."""
+    from engine.runs import live as live_module
+    from engine.runs.live import LiveWriter, live_path, read_live
+
+    monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # every report is written
+    store = RunStore(tmp_path)
+    opened = open_job(RoarJob(methods=("loo_empty",), levels=(Level(10),), seeds=1, **TINY), store)
+    run_id = opened.info.run_id
+    seen, report = [], LiveWriter.report
+
+    def read_back(self, fraction: float, message: str) -> None:
+        report(self, fraction, message)
+        if not self.closed:
+            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).units_done))
+
+    monkeypatch.setattr(LiveWriter, "report", read_back)
+    progress = []
+    info = execute_job(opened, store, progress=lambda fraction, message: progress.append(message))
+    assert info.status == "done" and info.units_total == 4
+    messages = [found.message for found, _ in seen]
+    assert all(found is not None and found.pid == os.getpid() for found, _ in seen)
+    assert any(
+        re.fullmatch(r"unit \d of 4 \(loo_empty/10%/0\) · explaining train example \d of 8", m) for m in messages
+    )
+    assert any(re.fullmatch(r"unit \d of 4 \(loo_empty/10%/0\) · retraining step 2 of 2", m) for m in messages)
+    assert not any("explaining" in m for m in messages if "(*/" in m)  # the 0% and 100% units explain nothing
+    assert any(found.fraction * 4 > done for found, done in seen if "retraining" in found.message)
+    fractions = [found.fraction for found, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] <= 1.0
+    assert progress[0] == "4 of 4 units to run" and progress[-1].endswith("done: 4 of 4 units")
+    assert any(m.startswith("loo_empty/10%/0 done: ") for m in progress)
+    assert not live_path(store.root, run_id).exists()

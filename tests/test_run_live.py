@@ -1,11 +1,13 @@
-"""A run's progress inside its units (``engine.runs.live``): the serial executor reports where it
-is in a unit through the run's live file, readers trust it only while the catalogue names its
+"""A run's progress inside its units (``engine.runs.live``): the serial executor, and Ray's actors
+through the driver, report where they are in a unit through the run's live file, readers trust it only while the catalogue names its
 writer as live, and the file is gone once the run is let go."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+
+import pytest
 
 from engine.runs import live as live_module
 from engine.runs.executor import execute, open_run
@@ -96,3 +98,33 @@ def test_runs_and_show_say_where_a_live_writer_is(toy_bert_folder, tmp_path, cap
     store.finish(run_id, "done", 1.0)
     assert main(["runs", "--results-dir", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["now"] is None
+
+
+@pytest.mark.slow
+def test_a_ray_run_reports_its_actors_progress_inside_their_units(toy_bert_folder, tmp_path, monkeypatch):
+    """Ray's actors send their progress inside a unit through a queue that the driver reads while
+    it waits: the live file moves between commits, as in a serial run."""
+    from engine.runs import ray_executor
+
+    monkeypatch.setattr(live_module, "EVERY_S", 0.0)
+    monkeypatch.setattr(ray_executor, "REPORT_EVERY_S", 0.0)  # the actors send every report
+    store = RunStore(tmp_path)
+    opened = open_run(toy_spec(toy_bert_folder, limit=6, chunk_size=2), store)
+    run_id = opened.info.run_id
+    seen = []
+    report = LiveWriter.report
+
+    def read_back(self, fraction: float, message: str) -> None:
+        report(self, fraction, message)
+        if not self.closed:
+            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).rows_done))
+
+    monkeypatch.setattr(LiveWriter, "report", read_back)
+    outcome = execute(opened, store, executor="ray", actors=2)
+    assert outcome.info.status == "done" and outcome.executor["actors"] == 2
+    inside = [(found, done) for found, done in seen if " · explaining " in found.message]
+    assert inside, [found.message for found, _ in seen]
+    assert all(found.pid == os.getpid() for found, _ in seen)  # the driver writes the file, not the actors
+    fractions = [found.fraction for found, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] <= 1.0
+    assert not live_path(store.root, run_id).exists()

@@ -50,7 +50,7 @@ def one_error_line(capsys) -> str:
 
 
 def test_an_executor_that_returns_with_units_missing_fails_the_run(toy_bert_folder, tmp_path, monkeypatch) -> None:
-    def lost_units(spec, units, commit, progress=None, *, address=None, actors=None):
+    def lost_units(spec, units, commit, progress=None, *, within=None, address=None, actors=None):
         return {}  # as Ray's ActorPool with no actors (--actors -1 on a GPU cluster): no unit comes back
 
     store = RunStore(tmp_path)

@@ -15,7 +15,7 @@ from core.models import base_model, base_source, encoder_path, load_sequence_cla
 from core.train.adapter import BASE, _adapt, save_adapter
 from core.train.loop import _autocast, _batches, _encode, _log, _optimize, _schedule
 from core.train.tasks import TASKS, TrainConfig
-from core.types import Example
+from core.types import Example, ProgressFn
 
 
 def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
@@ -51,13 +51,19 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
 
 
 def fit_classifier(
-    cfg: TrainConfig, train: list[Example], info: dict, log: bool = True, base: nn.Module | None = None
+    cfg: TrainConfig,
+    train: list[Example],
+    info: dict,
+    log: bool = True,
+    base: nn.Module | None = None,
+    progress: ProgressFn | None = None,
 ) -> nn.Module:
     """The bundled recipe on ``train`` (labelled examples): a fresh LoRA adapter (or ``init_from``)
     over the starting encoder (``core.models.base_source``: the packaged one unless ``info`` names
     a ``base_model``) with the head ``info`` asks for (``base``, copied, when the caller
     keeps one: loading it costs more than a few steps), ``cfg.steps`` AdamW steps; returns the
-    ``peft`` model (``save_adapter`` writes it). The same seed gives the same model."""
+    ``peft`` model (``save_adapter`` writes it). The same seed gives the same model. ``progress``
+    gets (fraction of the steps done, "step i of n") after each step."""
     import copy
 
     torch.manual_seed(cfg.seed)
@@ -80,6 +86,8 @@ def fit_classifier(
         with _autocast(cfg):
             loss = model(**enc, labels=torch.tensor([e.label for e in batch])).loss
         _optimize(loss, trainable, optimizer, scheduler)
+        if progress is not None:
+            progress(step / cfg.steps, f"step {step} of {cfg.steps}")
         if log and (step % 50 == 0 or step == cfg.steps):
             _log(f"step {step}/{cfg.steps} loss {loss.item():.4f} {time.time() - start:.0f}s")
     return model.eval()

@@ -30,6 +30,7 @@ import numpy as np
 from core.types import ProgressFn
 from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
+from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.records import NewRun, RunInfo, UnitStats
 from engine.runs.secrets import redact
 from engine.runs.store import RunStore
@@ -228,7 +229,8 @@ def execute_job(
         todo = todo[:stop_after] if executor == "serial" else todo
     n_classes = len(data.info["label_names"])
     base_wall, start = info.wall_s, time.perf_counter()
-    finished = [len(done)]
+    live = LiveWriter(store.root, info.run_id, lambda: base_wall + time.perf_counter() - start)
+    tracker = RunTracker(progress, live, len(done), len(job.units), noun="unit")
 
     def commit(outcome: UnitOutcome) -> None:
         import pyarrow as pa
@@ -236,17 +238,14 @@ def execute_job(
         table = outcome.table.replace_schema_metadata({b"roar_unit": pa.py_buffer(_json(outcome.meta())).to_pybytes()})
         stats = UnitStats(outcome.index, outcome.index, 1, outcome.forward_passes, outcome.explain_s, outcome.train_s)
         store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)
-        finished[0] += 1
-        if progress is not None:
-            progress(finished[0] / len(job.units), f"{outcome.unit.key} done ({finished[0]} of {len(job.units)} units)")
+        tracker.finished(1, outcome.index, outcome.unit.key)
 
-    if progress is not None:
-        progress(len(done) / len(job.units), f"{len(todo)} of {len(job.units)} units to run")
+    tracker.report(f"{len(todo)} of {len(job.units)} units to run")
     try:
         if executor == "serial":
             removed_of = _removed_reader(store, info.run_id, data)
             for index in todo:
-                commit(run_unit(data, index, removed_of, n_classes))
+                commit(run_unit(data, index, removed_of, n_classes, tracker.within(1, index, job.units[index].key)))
         else:
             _run_ray(job, todo, done, store, info.run_id, data_dir, n_classes, commit, stop_after)
     except KeyboardInterrupt:
@@ -256,6 +255,8 @@ def execute_job(
         message = redact(f"{type(error).__name__}: {error}", os.environ.get("RAY_ADDRESS"))
         store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
+    finally:
+        live.close()
     complete = len(store.done_units(info.run_id)) == len(job.units)
     store.finish(info.run_id, "done" if complete else "stopped", base_wall + time.perf_counter() - start)
     return store.get(info.run_id)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.files import replaced_atomically, write_text_atomic
-from core.types import Example
+from core.types import Example, ProgressFn
 from engine.roar.recipe import Recipe
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import FULL, View, candidates, n_to_remove, remove_top, removed_views
@@ -143,11 +143,19 @@ def _pad_scores(scores: np.ndarray, n_words: int, order: str) -> np.ndarray:
 
 
 def explain_views(
-    data: JobData, clf: Classifier, views: Sequence[View], level, removed: Sequence[np.ndarray], method: str, seed: int
+    data: JobData,
+    clf: Classifier,
+    views: Sequence[View],
+    level,
+    removed: Sequence[np.ndarray],
+    method: str,
+    seed: int,
+    progress: ProgressFn | None = None,
 ) -> tuple[list[np.ndarray], int]:
     """Scores over the original words of every view's example (NaN where nothing needs ranking),
     by ``method`` with ``clf`` on the view; only examples that still need words removed at
-    ``level`` are explained. Returns the scores and the number of explanations."""
+    ``level`` are explained. Returns the scores and the number of explanations. ``progress``
+    gets (fraction of the views done, "example i of n")."""
     import explainers
     from engine.explain import explain_example
 
@@ -155,7 +163,9 @@ def explain_views(
     mlm = data.masked_lm() if explainers.get(method).needs_mlm else None
     out: list[np.ndarray] = []
     count = 0
-    for view, mask in zip(views, removed, strict=True):
+    for number, (view, mask) in enumerate(zip(views, removed, strict=True), 1):
+        if progress is not None:
+            progress((number - 1) / len(views), f"example {number} of {len(views)}")
         pool = candidates(view.original, job.scope)
         need = n_to_remove(len(pool), level, rounding_of(job)) - int(mask[pool].sum())
         if need <= 0 or not view.example.words:
@@ -175,9 +185,12 @@ def _scores_path(data: JobData, method: str, seed: int, split: str) -> Path:
     return data.folder / "scores" / f"{method}-seed{seed}-{split}.json"
 
 
-def step0_scores(data: JobData, method: str, seed: int, zero_index: int) -> tuple[dict[str, list], int]:
+def step0_scores(
+    data: JobData, method: str, seed: int, zero_index: int, progress: Callable[[str], ProgressFn] | None = None
+) -> tuple[dict[str, list], int]:
     """Plain ROAR's ranking: ``method``'s scores of every example with the seed's 0% model, kept
-    on disk (written atomically) so the levels of one method and seed explain once."""
+    on disk (written atomically) so the levels of one method and seed explain once.
+    ``progress(split)`` gives the progress callback of a split's explanations."""
     out: dict[str, list] = {}
     count = 0
     for split in SPLITS:
@@ -188,7 +201,9 @@ def step0_scores(data: JobData, method: str, seed: int, zero_index: int) -> tupl
         examples = data.examples(split)
         none = [np.zeros(len(e.words), dtype=bool) for e in examples]
         views = removed_views(examples, none, "delete")
-        scores, n = explain_views(data, data.classifier(zero_index), views, FULL, none, method, seed)
+        scores, n = explain_views(
+            data, data.classifier(zero_index), views, FULL, none, method, seed, progress(split) if progress else None
+        )
         count += n
         write_text_atomic(path, json.dumps([[None if np.isnan(v) else float(v) for v in s] for s in scores]))
         out[split] = scores
@@ -237,13 +252,38 @@ def _variant(clf: Classifier, example: Example):
     return Variant(tuple(ids), tuple(encoded.get("token_type_ids", [0] * len(ids))))
 
 
-def run_unit(data: JobData, index: int, removed_of, n_classes: int) -> UnitOutcome:
+def _stages(data: JobData, unit: Unit, progress: ProgressFn | None) -> Callable[[str], ProgressFn]:
+    """``stage(name)``: the progress callback of one of a unit's stages (``train`` and ``eval``:
+    explaining that split; ``retraining``), which reports its share of the unit to ``progress``
+    ("explaining: train example 3 of 8"). A unit that explains gives the explanations half
+    of its bar, by the splits' sizes, and retraining the other half; evaluating is one batched
+    pass, counted with retraining."""
+    sizes = {split: len(data.examples(split)) for split in SPLITS}
+    explains = 0.0 if unit.method == SHARED else 0.5
+    low = {"train": 0.0, "eval": explains * sizes["train"] / max(1, sum(sizes.values())), "retraining": explains}
+    high = {"train": low["eval"], "eval": explains, "retraining": 1.0}
+
+    def stage(name: str) -> ProgressFn:
+        what = "retraining: {}" if name == "retraining" else f"explaining: {name} {{}}"
+
+        def report(fraction: float, message: str) -> None:
+            if progress is not None:
+                progress(low[name] + (high[name] - low[name]) * fraction, what.format(message))
+
+        return report
+
+    return stage
+
+
+def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: ProgressFn | None = None) -> UnitOutcome:
     """Compute unit ``index`` of the job. ``removed_of(unit)`` gives a stored unit's removed words
-    per split (``{"train": [...], "eval": [...]}``, booleans over each example's words)."""
+    per split (``{"train": [...], "eval": [...]}``, booleans over each example's words).
+    ``progress`` gets (fraction of the unit done, where it is: ``_stages``)."""
     from core.train import fit_classifier
 
     job = data.job
     unit = job.units[index]
+    stage = _stages(data, unit, progress)
     count = 0
     start = time.perf_counter()
     removed: dict[str, list[np.ndarray]] = {}
@@ -265,12 +305,14 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int) -> UnitOutco
             clf = data.classifier(dep_index)
             for split in SPLITS:
                 views = _views(data, before[split], split)
-                scores, n = explain_views(data, clf, views, unit.level, before[split], unit.method, unit.seed)
+                scores, n = explain_views(
+                    data, clf, views, unit.level, before[split], unit.method, unit.seed, stage(split)
+                )
                 scores_by_split[split] = scores
                 count += n
         else:
             before = {split: [np.zeros(len(e.words), dtype=bool) for e in data.examples(split)] for split in SPLITS}
-            scores_by_split, count = step0_scores(data, unit.method, unit.seed, dep_index)
+            scores_by_split, count = step0_scores(data, unit.method, unit.seed, dep_index, stage)
         for split in SPLITS:
             removed[split] = [
                 remove_top(
@@ -288,7 +330,9 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int) -> UnitOutco
     shown = {split: _views(data, removed[split], split) for split in SPLITS}
     start = time.perf_counter()
     train = [v.example for v in shown["train"]]
-    model = fit_classifier(train_config(data, unit.seed), train, data.info, log=False, base=data.base())
+    model = fit_classifier(
+        train_config(data, unit.seed), train, data.info, log=False, base=data.base(), progress=stage("retraining")
+    )
     _save_model(model, data.model_folder(index), data.info)
     train_s = time.perf_counter() - start
     start = time.perf_counter()

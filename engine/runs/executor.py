@@ -26,20 +26,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, check_target
-from engine.runs.live import LiveWriter
+from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
 from engine.runs.spec import RunSpec, spec_of
 from engine.runs.store import RunStore
-from engine.runs.worker import Commit, Unit, UnitWorker, unit_order, unit_rows
+from engine.runs.worker import Commit, Unit, UnitWorker, Within, unit_order, unit_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,16 +47,14 @@ if TYPE_CHECKING:
 EXECUTORS = ("ray", "serial")
 
 
-def run_serial(
-    spec: RunSpec, units: Sequence[Unit], commit: Commit, within: Callable[[int], ProgressFn | None] | None = None
-) -> None:
-    """Every unit in this process, one after the other; ``within(n_rows)`` gives the progress
-    callback of a unit's examples."""
+def run_serial(spec: RunSpec, units: Sequence[Unit], commit: Commit, within: Within | None = None) -> None:
+    """Every unit in this process, one after the other; ``within(n_rows, unit)`` gives the
+    progress callback of a unit's examples."""
     if not units:
         return
     worker = UnitWorker(spec)
     for unit, rows, examples in units:
-        commit(*worker.run(unit, rows, examples, within(len(examples)) if within else None))
+        commit(*worker.run(unit, rows, examples, within(len(examples), unit) if within else None))
 
 
 @dataclass
@@ -67,36 +65,6 @@ class RunOutcome:
     created: bool  # a new run (else: found by its key, or resumed)
     computed_units: int  # units computed by this call (0: the run was already done)
     executor: dict[str, Any] = field(default_factory=dict)
-
-
-class _Tracker:
-    """The run's progress: (rows finished + the current unit's share) / rows in the run, to the
-    caller's ``progress`` and to the run's live file (``engine.runs.live``), where the line also
-    says what the unit is doing."""
-
-    def __init__(self, progress: ProgressFn | None, live: ProgressFn, done: int, total: int) -> None:
-        self.progress, self.live, self.done, self.total = progress, live, done, total
-
-    def report(self, message: str, extra: float = 0.0, stage: str = "") -> None:
-        fraction = min(1.0, (self.done + extra) / self.total)
-        if self.progress is not None:
-            self.progress(fraction, message)
-        self.live(fraction, f"{message} · {stage}" if stage else message)
-
-    def finished(self, n_rows: int) -> None:
-        self.done += n_rows
-        self.report(f"{self.done} of {self.total} examples")
-
-    def within(self, n_rows: int) -> ProgressFn:
-        """The progress callback of a unit of ``n_rows`` examples run in this process."""
-
-        def report(fraction: float, message: str) -> None:
-            example = self.done + min(n_rows, int(fraction * n_rows) + 1)
-            head, _, stage = message.partition(": ")  # "explaining examples 1-16 of 16: lime: ..."
-            stage = f"{head.split(' ')[0]} {stage}" if stage else ""
-            self.report(f"example {example} of {self.total}", fraction * n_rows, stage)
-
-        return report
 
 
 def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
@@ -238,11 +206,11 @@ def execute(
     base_wall = info.wall_s
     start = time.perf_counter()
     live = LiveWriter(store.root, info.run_id, lambda: base_wall + time.perf_counter() - start)
-    tracker = _Tracker(progress, live.report, info.rows_done, total)
+    tracker = RunTracker(progress, live, info.rows_done, total)
 
     def commit(stats: UnitStats, table: pa.Table) -> None:
         store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)
-        tracker.finished(stats.n_rows)
+        tracker.finished(stats.n_rows, stats.unit)
 
     tracker.report(f"{len(units)} of {info.units_total} units to run")
     used: dict[str, Any] = {}
@@ -250,7 +218,7 @@ def execute(
         if executor == "serial":
             run_serial(spec, units, commit, tracker.within)
         else:
-            used = run_ray(spec, units, commit, progress, address=address, actors=actors)
+            used = run_ray(spec, units, commit, progress, within=tracker.within, address=address, actors=actors)
         _check_complete(store, info, executor)
     except KeyboardInterrupt:
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)

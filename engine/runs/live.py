@@ -1,13 +1,15 @@
 """A run's progress inside the unit it is computing, for readers in other processes.
 
-The catalogue moves once a unit is stored. A unit of 16 long documents explained by slow methods
-runs for minutes, and a page that reads only the catalogue shows nothing moving in that time. The
-writer of a run computed in its own process (the ``serial`` executor, as the app's background runs
-are) therefore keeps ``runs/<run_id>/live.json``: the run's fraction done with the current unit's
-share, a line saying where it is, its pid and the run's wall time so far. It is written at most
-once a second, under a temporary name renamed into place (a reader never sees half a file), not
-synced (it is worth nothing after a crash), and removed when the writer lets the run go. A reader
-trusts it only while the catalogue names that pid as the run's live writer (``read_live``).
+The catalogue moves once a unit is stored. A unit of 16 long documents explained by slow methods,
+or a ROAR unit that explains and retrains, runs for minutes, and a page that reads only the
+catalogue shows nothing moving in that time. The writer of a run computed in its own process (the
+``serial`` executor, as the app's background runs and ROAR jobs are) therefore keeps
+``runs/<run_id>/live.json``: the run's fraction done with the current unit's share, a line saying
+where it is, its pid and the run's wall time so far. It is written at most once a second, under a
+temporary name renamed into place (a reader never sees half a file), not synced (it is worth
+nothing after a crash), and removed when the writer lets the run go. A reader trusts it only
+while the catalogue names that pid as the run's live writer (``read_live``). ``RunTracker`` turns
+a run's progress reports into the caller's and the file's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.files import TEMPORARY_SUFFIX
+from core.types import ProgressFn
 
 if TYPE_CHECKING:
     from engine.runs.records import RunInfo
@@ -68,6 +71,49 @@ class LiveWriter:
         """Remove the file; later reports write nothing."""
         self.closed = True
         self.path.unlink(missing_ok=True)
+
+
+class RunTracker:
+    """A run's progress in its rows (a dataset run's examples, a ROAR job's units): (rows finished
+    + the shares of the units under way) / rows in the run, to the caller's ``progress`` and to the
+    run's live file, where the line also says what a unit is doing."""
+
+    def __init__(
+        self, progress: ProgressFn | None, live: LiveWriter, done: int, total: int, noun: str = "example"
+    ) -> None:
+        self.progress, self.live, self.done, self.total, self.noun = progress, live, done, total, noun
+        self.shares: dict[int, float] = {}  # rows' worth done of each unit under way
+
+    def report(self, message: str, stage: str = "") -> None:
+        fraction = min(1.0, (self.done + sum(self.shares.values())) / self.total)
+        if self.progress is not None:
+            self.progress(fraction, message)
+        self.live.report(fraction, f"{message} · {stage}" if stage else message)
+
+    def finished(self, n_rows: int, unit: int, what: str = "") -> None:
+        """Unit ``unit``'s ``n_rows`` rows are stored (``what``: the unit, for the message)."""
+        self.shares.pop(unit, None)
+        self.done += n_rows
+        self.report(f"{what + ' done: ' if what else ''}{self.done} of {self.total} {self.noun}s")
+
+    def within(self, n_rows: int, unit: int, what: str = "") -> ProgressFn:
+        """The progress callback of unit ``unit`` of ``n_rows`` rows (``what``: the unit, for the
+        line); its messages read "explaining examples 1-16 of 16: lime: 40%" (the stage's verb, a
+        colon, where it is). With several units under way (Ray's actors), the line counts them."""
+
+        def report(fraction: float, message: str) -> None:
+            self.shares[unit] = fraction * n_rows
+            verb, _, where = message.partition(": ")
+            stage = f"{verb.split(' ')[0]} {where}" if where else ""
+            if len(self.shares) > 1:
+                done = self.done + int(sum(self.shares.values()))
+                head = f"{done} of {self.total} {self.noun}s · {len(self.shares)} units under way"
+            else:
+                row = self.done + min(n_rows, int(fraction * n_rows) + 1)
+                head = f"{self.noun} {row} of {self.total}{f' ({what})' if what else ''}"
+            self.report(head, stage)
+
+        return report
 
 
 def read_live(root: Path, info: RunInfo) -> LiveProgress | None:

@@ -6,7 +6,8 @@ embedded local Ray (dashboard off, bound to 127.0.0.1, shut down at the end); ``
 (``runtime_env`` ``working_dir``; the cluster's Python needs requirements.txt installed); an
 address whose port takes no connection within ``CONNECT_TIMEOUT_S`` is refused at once
 (``check_reachable``). Each actor loads the model once; the driver commits each unit as it comes
-back.
+back. While units run, each actor sends its progress inside its unit, at most once a second, to a
+Ray queue that the driver reads every ``POLL_S`` seconds (``within``: the run's live file).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from typing import Any
 
 from core.types import ProgressFn
 from engine.runs.spec import RunSpec
-from engine.runs.worker import Commit, Unit, UnitWorker
+from engine.runs.worker import Commit, Unit, UnitWorker, Within
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONNECT_TIMEOUT_S = 10.0  # a cluster address that takes no TCP connection in this time is refused
+POLL_S = 1.0  # the driver reads the actors' progress this often while it waits for a unit
+REPORT_EVERY_S = 1.0  # an actor sends its unit's progress at most this often
 
 
 def run_ray(
@@ -32,13 +35,16 @@ def run_ray(
     commit: Commit,
     progress: ProgressFn | None = None,
     *,
+    within: Within | None = None,
     address: str | None = None,
     actors: int | None = None,
 ) -> dict[str, Any]:
     """The units on Ray actors (see the module docstring); returns what was used: ``actors``,
-    ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models)."""
+    ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models). ``within(n_rows,
+    unit)`` gives the driver's callback for the progress of a unit under way."""
     import ray
     from ray.util import ActorPool
+    from ray.util.queue import Queue
 
     start = time.perf_counter()
     started_here = not ray.is_initialized()
@@ -53,13 +59,51 @@ def run_ray(
         startup_s = time.perf_counter() - start
         if progress is not None:
             progress(0.0, f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
-        pool = ActorPool(workers)
-        for stats, table in pool.map_unordered(lambda w, u: w.run.remote(*u), list(units)):
-            commit(stats, table)
+        queue = Queue(actor_options={"num_cpus": 0})  # scheduled beside actors that take every CPU
+        try:
+            _run_pool(ActorPool(workers), units, commit, queue, within)
+        finally:
+            queue.shutdown()
         return {"actors": shape.actors, "gpus": shape.gpus, "startup_s": startup_s}
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _run_pool(pool, units: Sequence[Unit], commit: Commit, queue, within: Within | None) -> None:
+    """Every unit on the pool's actors, committing each as it comes back, with the actors'
+    progress reports (from ``queue``) passed to ``within`` meanwhile."""
+    n_rows = {unit: len(rows) for unit, rows, _ in units}
+    for unit in units:
+        pool.submit(lambda worker, u: worker.run.remote(*u, QueueProgress(queue, u[0], REPORT_EVERY_S)), unit)
+
+    def forward_reports() -> None:
+        for unit, fraction, message in queue.get_nowait_batch(queue.qsize()):
+            if within is not None:
+                within(n_rows[unit], unit)(fraction, message)
+
+    while pool.has_next():
+        try:
+            stats, table = pool.get_next_unordered(timeout=POLL_S)
+        except TimeoutError:
+            forward_reports()
+            continue
+        forward_reports()  # the unit's last reports before its commit
+        commit(stats, table)
+
+
+class QueueProgress:
+    """A unit's progress callback inside an actor: (unit, fraction, message) into the run's queue,
+    at most once every ``every_s`` seconds."""
+
+    def __init__(self, queue, unit: int, every_s: float) -> None:
+        self.queue, self.unit, self.every_s, self.last = queue, unit, every_s, 0.0
+
+    def __call__(self, fraction: float, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every_s:
+            self.last = now
+            self.queue.put_nowait((self.unit, fraction, message))
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,12 @@ class RunInfo:
         return writer_gone(self)
 
     @property
+    def shown_status(self) -> str:
+        """The status as the commands and the API report it: ``killed`` for a run marked
+        ``running`` whose writer is gone."""
+        return "killed" if self.writer_gone else self.status
+
+    @property
     def being_written(self) -> bool:
         """Marked ``running`` by a writer that still exists: no other process may write, resume or
         delete it."""

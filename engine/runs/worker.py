@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 Commit = Callable[[UnitStats, "pa.Table"], None]
 Unit = tuple[int, list[int], list[Example]]  # unit index, its rows (positions in the run), their examples
+Within = Callable[[int, int], ProgressFn]  # (n_rows, unit index) -> the progress callback of that unit
 
 
 def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list[int]:
