@@ -55,12 +55,12 @@ def run_ray(
         remote = ray.remote(UnitWorker)
         options = {"num_cpus": shape.cpus_each, "num_gpus": 1 if shape.gpus else 0}
         workers = [remote.options(**options).remote(spec, shape.device, shape.cpus_each) for _ in range(shape.actors)]
-        ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
-        startup_s = time.perf_counter() - start
-        if progress is not None:
-            progress(0.0, f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
-        queue = Queue(actor_options={"num_cpus": 0})  # scheduled beside actors that take every CPU
+        queue = Queue(actor_options={"num_cpus": 0})  # started while the models load; fits beside them
         try:
+            ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
+            startup_s = time.perf_counter() - start
+            if progress is not None:
+                progress(0.0, f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
             _run_pool(ActorPool(workers), units, commit, queue, within)
         finally:
             queue.shutdown()
