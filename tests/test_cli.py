@@ -181,3 +181,29 @@ def test_methods_default_means_leaving_the_option_out_in_every_command(command, 
     with pytest.raises(SystemExit):
         parser.parse_args([command, "--help"])
     assert "'panel' (the heatmap page's seven fast methods)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_datasets_counts_local_splits_and_lists_the_hubs_without_loading_them(capsys, monkeypatch) -> None:
+    """Online, the hub versions are listed by their splits only: counting them would download
+    every split (e-SNLI's train split is 550,000 pairs)."""
+    import core.datasets as datasets_module
+    from core.datasets import available_datasets, load_examples
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    loaded = []
+    original = datasets_module.load_examples
+
+    def counted(name, split, *args, **kwargs):
+        assert not name.startswith("hub:"), f"{name}/{split} was loaded"
+        loaded.append((name, split))
+        return original(name, split, *args, **kwargs)
+
+    monkeypatch.setattr(datasets_module, "load_examples", counted)
+    listed = run_json(capsys, "datasets", "--json")["datasets"]
+    assert listed["hub:sst2"] == {"train": None, "validation": None, "test": None}
+    assert listed["examples"]["sst2"] == len(load_examples("examples", "sst2")) > 0
+    assert {name for name, _ in loaded} == {n for n in available_datasets() if not n.startswith("hub:")}
+    assert main(["datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "hub:sst2: train, validation, test (downloaded when first used)" in lines
+    assert any(line.startswith("examples: all (") for line in lines)
