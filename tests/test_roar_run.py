@@ -226,26 +226,18 @@ def test_a_resume_of_a_job_another_process_writes_is_refused_before_its_cost_is_
 def test_a_serial_job_reports_inside_its_units_through_the_live_file(tmp_path, monkeypatch):
     """A ROAR unit explains and retrains for minutes at a real budget: the job's live file says
     which unit and stage it is at (``engine.runs.live``), and the bar moves between commits."""
-    from engine.runs import live as live_module
-    from engine.runs.live import LiveWriter, live_path, read_live
+    from engine.runs.live import live_path
+    from tests.test_run_live import recorded_live
 
-    monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # every report is written
     store = RunStore(tmp_path)
     opened = open_job(RoarJob(methods=("loo_empty",), levels=(Level(10),), seeds=1, **TINY), store)
     run_id = opened.info.run_id
-    seen, report = [], LiveWriter.report
-
-    def read_back(self, fraction: float, message: str) -> None:
-        report(self, fraction, message)
-        if not self.closed:
-            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).units_done))
-
-    monkeypatch.setattr(LiveWriter, "report", read_back)
+    seen = recorded_live(monkeypatch, store, run_id)  # a ROAR job's rows are its units
     progress = []
     info = execute_job(opened, store, progress=lambda fraction, message: progress.append(message))
     assert info.status == "done" and info.units_total == 4
     messages = [found.message for found, _ in seen]
-    assert all(found is not None and found.pid == os.getpid() for found, _ in seen)
+    assert all(found.pid == os.getpid() for found, _ in seen)
     assert any(
         re.fullmatch(r"unit \d of 4 \(loo_empty/10%/0\) · explaining train example \d of 8", m) for m in messages
     )

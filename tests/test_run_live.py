@@ -11,27 +11,37 @@ import pytest
 
 from engine.runs import live as live_module
 from engine.runs.executor import execute, open_run
-from engine.runs.live import LiveWriter, live_path, read_live
+from engine.runs.live import LiveProgress, LiveWriter, live_path, read_live
 from engine.runs.store import RunStore
 from tests.test_runs import toy_spec
 
 
-def test_a_serial_run_reports_inside_its_units_and_removes_the_file_at_the_end(toy_bert_folder, tmp_path, monkeypatch):
-    monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # every report is written
-    store = RunStore(tmp_path)
-    opened = open_run(toy_spec(toy_bert_folder, limit=4), store)
-    run_id = opened.info.run_id
-    seen = []
+def recorded_live(monkeypatch, store: RunStore, run_id: str) -> list[tuple[LiveProgress, int]]:
+    """Every write of the run's live file from now on (each report written), read back at once,
+    with the catalogue's count of stored rows at that moment."""
+    monkeypatch.setattr(live_module, "EVERY_S", 0.0)
+    seen: list[tuple[LiveProgress, int]] = []
     report = LiveWriter.report
 
     def read_back(self, fraction: float, message: str) -> None:
         report(self, fraction, message)
         if not self.closed:
-            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).rows_done))
+            info = store.get(run_id)
+            found = read_live(store.root, info)
+            assert found is not None, message
+            seen.append((found, info.rows_done))
 
     monkeypatch.setattr(LiveWriter, "report", read_back)
+    return seen
+
+
+def test_a_serial_run_reports_inside_its_units_and_removes_the_file_at_the_end(toy_bert_folder, tmp_path, monkeypatch):
+    store = RunStore(tmp_path)
+    opened = open_run(toy_spec(toy_bert_folder, limit=4), store)
+    run_id = opened.info.run_id
+    seen = recorded_live(monkeypatch, store, run_id)
     execute(opened, store, executor="serial")  # no progress callback: quiet, as the app's runs
-    assert seen and all(found is not None and found.pid == os.getpid() for found, _ in seen)
+    assert seen and all(found.pid == os.getpid() for found, _ in seen)
     inside = [(found, done) for found, done in seen if "explaining" in found.message or "scoring" in found.message]
     assert inside, [found.message for found, _ in seen]
     assert any("explaining loo_empty" in found.message for found, _ in inside)
@@ -106,20 +116,11 @@ def test_a_ray_run_reports_its_actors_progress_inside_their_units(toy_bert_folde
     it waits: the live file moves between commits, as in a serial run."""
     from engine.runs import ray_executor
 
-    monkeypatch.setattr(live_module, "EVERY_S", 0.0)
     monkeypatch.setattr(ray_executor, "REPORT_EVERY_S", 0.0)  # the actors send every report
     store = RunStore(tmp_path)
     opened = open_run(toy_spec(toy_bert_folder, limit=6, chunk_size=2), store)
     run_id = opened.info.run_id
-    seen = []
-    report = LiveWriter.report
-
-    def read_back(self, fraction: float, message: str) -> None:
-        report(self, fraction, message)
-        if not self.closed:
-            seen.append((read_live(store.root, store.get(run_id)), store.get(run_id).rows_done))
-
-    monkeypatch.setattr(LiveWriter, "report", read_back)
+    seen = recorded_live(monkeypatch, store, run_id)
     outcome = execute(opened, store, executor="ray", actors=2)
     assert outcome.info.status == "done" and outcome.executor["actors"] == 2
     inside = [(found, done) for found, done in seen if " · explaining " in found.message]
