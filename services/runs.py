@@ -34,13 +34,18 @@ def _store() -> RunStore:
 
 
 def catalogue() -> pd.DataFrame:
-    """Every stored run, newest first (an empty frame before the first run)."""
+    """Every stored run, newest first (an empty frame before the first run), its ``status``
+    ``killed`` when it is marked running and its writer is gone."""
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()
     # ROAR jobs and reproductions have their own pages
     runs = runs[~runs["kind"].isin(("roar", "reproduce"))] if len(runs) else runs
-    return runs.sort_values("created", ascending=False).reset_index(drop=True) if len(runs) else runs
+    if not len(runs):
+        return runs
+    shown = {info.run_id: info.shown_status for info in _store().infos()}  # "killed": its writer is gone
+    runs = runs.assign(status=runs["run_id"].map(shown).fillna(runs["status"]))
+    return runs.sort_values("created", ascending=False).reset_index(drop=True)
 
 
 def info(run_id: str) -> RunInfo:

@@ -72,7 +72,7 @@ def test_a_stored_job_stays_picked_while_its_progress_moves(monkeypatch, tmp_pat
     def job() -> SimpleNamespace:
         units = done["units"]
         return SimpleNamespace(
-            run_id="run-job", status="running", units_done=units, units_total=4, fraction=units / 4,
+            run_id="run-job", status="running", shown_status="running", units_done=units, units_total=4, fraction=units / 4,
             writer_gone=False, being_written=True, rows_done=units, rows_total=4, wall_s=1.0,
         )  # fmt: skip
 
@@ -99,7 +99,7 @@ def test_a_stopped_job_resumes_from_the_page(monkeypatch, tmp_path, started) -> 
 
     report = load_report(min(BUNDLED_DIR.glob("*.json")))
     job = SimpleNamespace(
-        run_id="run-job", kind="roar", status="stopped", error=None, units_done=1, units_total=4, fraction=0.25,
+        run_id="run-job", kind="roar", status="stopped", shown_status="stopped", error=None, units_done=1, units_total=4, fraction=0.25,
         writer_gone=False, being_written=False, rows_done=1, rows_total=4, wall_s=1.0,
     )  # fmt: skip
     monkeypatch.setattr(roar, "stored_jobs", lambda: [job])
@@ -123,7 +123,7 @@ def test_a_deleted_job_leaves_the_picker(monkeypatch, tmp_path) -> None:
 
     report = load_report(min(BUNDLED_DIR.glob("*.json")))
     job = SimpleNamespace(
-        run_id="run-job", kind="roar", status="done", error=None, units_done=4, units_total=4, fraction=1.0,
+        run_id="run-job", kind="roar", status="done", shown_status="done", error=None, units_done=4, units_total=4, fraction=1.0,
         writer_gone=False, being_written=False, rows_done=4, rows_total=4, wall_s=1.0,
     )  # fmt: skip
     jobs, deleted = [job], []

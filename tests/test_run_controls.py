@@ -217,3 +217,19 @@ def test_the_bar_moves_inside_a_unit_with_where_the_writer_is(model, tmp_path, m
     at.run()
     [bar] = at.get("progress")
     assert bar.proto.value == 50 and "now" not in bar.proto.text
+
+
+def test_a_run_whose_writer_is_gone_reads_killed_and_offers_resume(model, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """A run marked running whose process is gone is not running: the picker says ``killed`` (as
+    ``cli runs`` and ``api.runs`` do), its bar says why it stopped, and it can be resumed."""
+    run_id = half_done(model, tmp_path, seed=4, claim=True)
+    with RunStore(tmp_path)._connect() as con:  # the pid is alive, but it started after the writer did
+        con.execute("UPDATE runs SET pid_started = pid_started - 3600 WHERE run_id = ?", [run_id])
+    info = RunStore(tmp_path, read_only=True).get(run_id)
+    assert info.status == "running" and info.shown_status == "killed"
+    at = open_explorer(model, tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    [label] = at.selectbox(key="explorer.run_picker").options
+    assert label.endswith(" · 2/4 · killed"), label
+    assert at.get("progress")[0].proto.text == f"2 of 4 examples · stopped (its process is gone) · {info.wall_s:.0f} s"
+    assert "Resume the run" in buttons(at) and "Stop the run" not in buttons(at)

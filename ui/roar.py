@@ -33,7 +33,7 @@ def source_labels(bundled: list[str], stored: list[Any]) -> dict[str, str]:
     labels = {f"bundled:{name}": f"Bundled: {name}" for name in bundled}
     for info in stored:
         labels[f"stored:{info.run_id}"] = (
-            f"Stored: {info.run_id} ({info.status}, {info.units_done}/{info.units_total} units)"
+            f"Stored: {info.run_id} ({info.shown_status}, {info.units_done}/{info.units_total} units)"
         )
     labels[SYNTHETIC_SOURCE] = "Synthetic task (Madsen et al. 2022, Eq. 1)"
     return labels
