@@ -92,9 +92,11 @@ def run(
 def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """The store's runs, newest first: one row per run (id, kind, status, rows done and total,
     model, dataset, split, methods, metrics, wall time, ...), the catalogue ``python -m cli runs``
-    prints; an empty frame when nothing is stored."""
+    prints; an empty frame when nothing is stored. ``now`` says where a run's live writer is
+    inside its unit ("example 7 of 200 · explaining lime"; None when no process writes it)."""
     import pandas as pd
 
+    from engine.runs.live import read_live
     from engine.runs.store import RunStore
 
     store = RunStore(results_dir, read_only=True)
@@ -115,6 +117,7 @@ def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
                 "seed": info.seed,
                 "wall_s": info.wall_s,
                 "created": info.created,
+                "now": live.message if (live := read_live(store.root, info)) is not None else None,
             }
             for info in store.infos()
         ]

@@ -73,6 +73,21 @@ def test_a_run_stopped_part_way_opens_with_its_finished_examples_by_position(toy
     assert len(finished.per_example()) == 5 * len(METHODS) and len(api.runs(tmp_path)) == 1
 
 
+def test_runs_says_where_a_live_writer_is(toy_bert_folder, tmp_path, monkeypatch):
+    from engine.runs import live
+
+    monkeypatch.setattr(live, "EVERY_S", 0.0)  # every report is written
+    seen = []
+
+    def look(fraction: float, message: str) -> None:  # the live file holds the report before this one
+        seen.extend(api.runs(tmp_path)["now"])
+
+    api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=4, seed=3, chunk_size=2,
+            results_dir=tmp_path, progress=look)  # fmt: skip
+    assert any(now is not None and now.startswith("example ") and " · explaining " in now for now in seen), seen
+    assert api.runs(tmp_path)["now"].tolist() == [None]  # done: no live writer
+
+
 def test_a_run_with_no_unit_stored_yet_opens_empty(toy_bert_folder, tmp_path):
     from engine.runs.executor import open_run as open_stored_run
     from tests.test_runs import toy_spec
