@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -13,8 +15,11 @@ from tests.toy import save_toy_masked_lm, toy_bert, toy_linear, toy_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # What the commands and pages keep in the results folder (runs, AML's pre-trained models) goes to
-# a folder of this test session's, never to the checkout's ./results.
-os.environ.setdefault("ATTRIBUTION_RESULTS_DIR", tempfile.mkdtemp(prefix="attribution-test-results-"))
+# a folder of this test session's, never to the checkout's ./results, removed when the session ends
+# (each session left about 90 MB in /tmp).
+if "ATTRIBUTION_RESULTS_DIR" not in os.environ:
+    os.environ["ATTRIBUTION_RESULTS_DIR"] = tempfile.mkdtemp(prefix="attribution-test-results-")
+    atexit.register(shutil.rmtree, os.environ["ATTRIBUTION_RESULTS_DIR"], ignore_errors=True)
 # A shell starts its background jobs (`make test &`, `nohup ... &`) with Ctrl-C ignored, and the
 # commands the tests start would inherit that: the Ctrl-C tests then saw a command run to its end.
 # The tests run with Python's own handler, as in a terminal.
