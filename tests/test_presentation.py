@@ -189,6 +189,19 @@ def test_a_roar_band_is_drawn_inside_zero_and_one_and_its_hover_keeps_the_interv
     assert list(band_trace([0, 1], [-2.0, 0.2], [3.0, 0.4], "#004488", "m").y) == [3.0, 0.4, 0.2, -2.0]
 
 
+def test_a_roar_chart_with_only_the_100_percent_line_spans_the_metrics_range() -> None:
+    """A job being written may have only its 0% and 100% units: no curve has two points yet, and
+    plotly's own range for an empty plot (-1 to 4) put the 100% line at the bottom of nothing."""
+    summary = {
+        **curves_summary(),
+        "curves": {"loo_empty": [{**curves_summary()["curves"]["loo_empty"][1], "mean": None}]},
+    }
+    figure = roar.curve_figure(summary, "ROAR")
+    assert not figure.data and list(figure.layout.yaxis.range) == [0, 1] and list(figure.layout.xaxis.range) == [0, 1]
+    assert figure.layout.shapes[0].y0 == 0.5  # the 100% line
+    assert roar.curve_figure(curves_summary(), "ROAR").layout.yaxis.range is None  # with lines: fitted to them
+
+
 def test_the_rank_chart_writes_each_name_in_a_right_margin_sized_for_the_longest() -> None:
     """The names at the lines' right-hand ends are drawn unclipped into a right margin that grows with
     the longest name and the font (a name at each end of a clipped axis range lost up to 47 px at

@@ -48,7 +48,8 @@ def _interval(cell: dict[str, Any]) -> str:
 
 def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of words removed") -> go.Figure:
     """One line per method with its 95% band over seeds (drawn inside [0, 1], the range of both
-    metrics, accuracy and macro-F1); the random baseline dashed."""
+    metrics, accuracy and macro-F1); the random baseline dashed. With no line yet (a job being
+    written) the axes span [0, 1]."""
     theme = current()
     figure = go.Figure()
     for index, (method, cells) in enumerate(summary["curves"].items()):
@@ -90,11 +91,12 @@ def curve_figure(summary: dict[str, Any], title: str, x_title: str = "share of w
             annotation_position="bottom left",
         )
     percent = all(c["level"].endswith("%") for cells in summary["curves"].values() for c in cells)
+    empty = not figure.data  # a job with only its 100% unit stored: the metric's own range, not plotly's -1..4
     figure.update_layout(
         title={"text": html.escape(title)},
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": x_title, "tickformat": ".0%" if percent else None},
-        yaxis={"title": summary["metric"]},
+        xaxis={"title": x_title, "tickformat": ".0%" if percent else None, "range": [0, 1] if empty else None},
+        yaxis={"title": summary["metric"], "range": [0, 1] if empty else None},
     )
     legend_under_axis(figure, 400, 40)
     return style(figure)
