@@ -249,3 +249,22 @@ def test_a_serial_job_reports_inside_its_units_through_the_live_file(tmp_path, m
     assert progress[0] == "4 of 4 units to run" and progress[-1].endswith("done: 4 of 4 units")
     assert any(m.startswith("loo_empty/10%/0 done: ") for m in progress)
     assert not live_path(store.root, run_id).exists()
+
+
+def test_a_job_on_ray_gives_the_serial_results_and_reports_inside_its_units(reference, tmp_path, monkeypatch):
+    """ROAR's Ray executor (a task per unit, each once its dependency is stored) gives the serial
+    job's results, and its tasks' progress reaches the job's live file through the driver."""
+    from engine.runs import ray_executor
+    from tests.test_run_live import recorded_live
+
+    monkeypatch.setattr(ray_executor, "REPORT_EVERY_S", 0.0)  # the tasks send every report
+    store = RunStore(tmp_path)
+    opened = open_job(plain_job(), store)
+    seen = recorded_live(monkeypatch, store, opened.info.run_id)
+    info = execute_job(opened, store, executor="ray")
+    assert (info.status, info.units_done, info.executor) == ("done", 8, "ray")
+    assert unit_results(store, info.run_id) == unit_results(*reference)
+    messages = [found.message for found, _ in seen]
+    assert any(" · retraining step " in m for m in messages), messages
+    assert any(" · explaining train example " in m for m in messages), messages
+    assert all(found.pid == os.getpid() for found, _ in seen)  # the driver writes the file

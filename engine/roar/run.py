@@ -193,8 +193,11 @@ def _removed_reader(store: RunStore, run_id: str, data: JobData) -> Callable[[Un
     return removed_of
 
 
-def _task(data_args: tuple, index: int, store_root: str, run_id: str, n_classes: int) -> tuple[int, UnitOutcome]:
-    """One unit in a Ray worker (one torch thread on a CPU)."""
+def _task(
+    data_args: tuple, index: int, store_root: str, run_id: str, n_classes: int, progress: ProgressFn
+) -> tuple[int, UnitOutcome]:
+    """One unit in a Ray worker (one torch thread on a CPU), reporting to ``progress`` (the job's
+    queue, ``engine.runs.ray_executor.QueueProgress``)."""
     import torch
 
     job, data_dir = data_args
@@ -202,7 +205,7 @@ def _task(data_args: tuple, index: int, store_root: str, run_id: str, n_classes:
         torch.set_num_threads(1)
     store = RunStore(store_root, read_only=True)
     data = load_data(job, store.root / "runs" / run_id, data_dir)
-    return index, run_unit(data, index, _removed_reader(store, run_id, data), n_classes)
+    return index, run_unit(data, index, _removed_reader(store, run_id, data), n_classes, progress)
 
 
 def execute_job(
@@ -247,7 +250,8 @@ def execute_job(
             for index in todo:
                 commit(run_unit(data, index, removed_of, n_classes, tracker.within(1, index, job.units[index].key)))
         else:
-            _run_ray(job, todo, done, store, info.run_id, data_dir, n_classes, commit, stop_after)
+            within = {i: tracker.within(1, i, job.units[i].key) for i in todo}
+            _run_ray(job, todo, done, store, info.run_id, data_dir, n_classes, commit, stop_after, within)
     except KeyboardInterrupt:
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
@@ -274,17 +278,26 @@ def run_order(job: RoarJob, index: int) -> tuple[int, int, int]:
     return job.middle_levels.index(unit.level), unit.seed, method
 
 
-def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after) -> None:
+def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after, within) -> None:
+    """The units ``todo`` as Ray tasks, each once its dependency is committed; ``within[unit]``
+    gets the unit's progress, which its task sends through a Ray queue read while waiting."""
     import ray
+    from ray.util.queue import Queue
 
-    from engine.runs.ray_executor import _ray_init
+    from engine.runs.ray_executor import POLL_S, REPORT_EVERY_S, QueueProgress, _ray_init, forward_reports
 
     started_here = not ray.is_initialized()
     if started_here:
         _ray_init(os.environ.get("RAY_ADDRESS"))
+    queue = None
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=0)(_task)
+        queue = Queue(actor_options={"num_cpus": 0})  # scheduled beside tasks that take every CPU
+
+        def report(unit: int, fraction: float, message: str) -> None:
+            within[unit](fraction, message)
+
         committed = set(done)
         waiting = list(todo)
         running: dict[Any, int] = {}
@@ -297,10 +310,12 @@ def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_a
         while waiting or running:
             for index in [i for i in waiting if ready(i)]:
                 waiting.remove(index)
-                running[remote.remote((job, data_dir), index, str(store.root), run_id, n_classes)] = index
+                progress = QueueProgress(queue, index, REPORT_EVERY_S)
+                running[remote.remote((job, data_dir), index, str(store.root), run_id, n_classes, progress)] = index
             if not running:
                 raise ValueError(f"units {waiting} wait for units that never ran")
-            finished, _ = ray.wait(list(running), num_returns=1)
+            finished, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+            forward_reports(queue, report)  # a finished unit's last reports before its commit
             for ref in finished:
                 index, outcome = ray.get(ref)
                 running.pop(ref)
@@ -312,6 +327,8 @@ def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_a
                     ray.cancel(ref, force=True)
                 return
     finally:
+        if queue is not None:
+            queue.shutdown()
         if started_here:
             ray.shutdown()
 

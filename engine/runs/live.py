@@ -2,14 +2,15 @@
 
 The catalogue moves once a unit is stored. A unit of 16 long documents explained by slow methods,
 or a ROAR unit that explains and retrains, runs for minutes, and a page that reads only the
-catalogue shows nothing moving in that time. The writer of a run computed in its own process (the
-``serial`` executor, as the app's background runs and ROAR jobs are) therefore keeps
-``runs/<run_id>/live.json``: the run's fraction done with the current unit's share, a line saying
-where it is, its pid and the run's wall time so far. It is written at most once a second, under a
-temporary name renamed into place (a reader never sees half a file), not synced (it is worth
-nothing after a crash), and removed when the writer lets the run go. A reader trusts it only
-while the catalogue names that pid as the run's live writer (``read_live``). ``RunTracker`` turns
-a run's progress reports into the caller's and the file's.
+catalogue shows nothing moving in that time. The process that writes a run (dataset runs and ROAR
+jobs, serial or on Ray, where the driver gets its workers' reports through a Ray queue:
+``engine.runs.ray_executor``) therefore keeps ``runs/<run_id>/live.json``: the run's fraction done
+with the shares of the units under way, a line saying where it is, its pid and the run's wall
+time so far. It is written at most once a second, under a temporary name renamed into place (a
+reader never sees half a file), not synced (it is worth nothing after a crash), and removed when
+the writer lets the run go. A reader trusts it only while the catalogue names that pid as the
+run's live writer (``read_live``). ``RunTracker`` turns a run's progress reports into the
+caller's and the file's.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,24 +77,30 @@ def _run_pool(pool, units: Sequence[Unit], commit: Commit, queue, within: Within
     for unit in units:
         pool.submit(lambda worker, u: worker.run.remote(*u, QueueProgress(queue, u[0], REPORT_EVERY_S)), unit)
 
-    def forward_reports() -> None:
-        for unit, fraction, message in queue.get_nowait_batch(queue.qsize()):
-            if within is not None:
-                within(n_rows[unit], unit)(fraction, message)
+    def report(unit: int, fraction: float, message: str) -> None:
+        if within is not None:
+            within(n_rows[unit], unit)(fraction, message)
 
     while pool.has_next():
         try:
             stats, table = pool.get_next_unordered(timeout=POLL_S)
         except TimeoutError:
-            forward_reports()
+            forward_reports(queue, report)
             continue
-        forward_reports()  # the unit's last reports before its commit
+        forward_reports(queue, report)  # the unit's last reports before its commit
         commit(stats, table)
 
 
+def forward_reports(queue, report: Callable[[int, float, str], None]) -> None:
+    """Every (unit, fraction, message) the actors or tasks put in ``queue`` (``QueueProgress``)
+    since the last call, to ``report``."""
+    for unit, fraction, message in queue.get_nowait_batch(queue.qsize()):
+        report(unit, fraction, message)
+
+
 class QueueProgress:
-    """A unit's progress callback inside an actor: (unit, fraction, message) into the run's queue,
-    at most once every ``every_s`` seconds."""
+    """A unit's progress callback inside an actor or task: (unit, fraction, message) into the
+    run's queue, at most once every ``every_s`` seconds."""
 
     def __init__(self, queue, unit: int, every_s: float) -> None:
         self.queue, self.unit, self.every_s, self.last = queue, unit, every_s, 0.0
