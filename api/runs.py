@@ -17,7 +17,6 @@ from api.results import EvaluationResult
 from core.models import config_head_kind
 from core.types import ProgressFn
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
-from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
 if TYPE_CHECKING:
     import os
@@ -39,7 +38,7 @@ def run(
     params: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int | None = None,
     mlm: str = "minilm-mlm",
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_size: int | None = None,
     batch_size: int | None = None,
     autocast: str | None = None,
     executor: str = "serial",

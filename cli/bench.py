@@ -82,7 +82,7 @@ def register(sub) -> None:
         type=positive_int,
         default=1,
         help=f"examples explained together, as a dataset run does (`evaluate --group`, default {DEFAULT_GROUP}; "
-        f"`run`: each unit of --chunk-size, default {DEFAULT_CHUNK_SIZE}); 1 (the default here): one at a time",
+        f"`run`: each unit of --chunk-size, at most {DEFAULT_CHUNK_SIZE} by default); 1 (the default here): one at a time",
     )
     parser.add_argument(
         "--attention",

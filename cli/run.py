@@ -9,6 +9,7 @@ import sys
 
 from engine.runs.executor import EXECUTORS
 from engine.runs.spec import DEFAULT_CHUNK_SIZE
+from engine.runs.worker import UNIT_TOKENS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +133,12 @@ def register(sub) -> None:
         type=int,
         help="model actors, at least 1 (default: one per CPU, one thread each; one per GPU on a GPU cluster)",
     )
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="examples per unit of work")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        help=f"examples per unit of work (default: {DEFAULT_CHUNK_SIZE}, fewer where the median example is over"
+        f" {UNIT_TOKENS // DEFAULT_CHUNK_SIZE} tokens, so a unit holds about {UNIT_TOKENS:,})",
+    )
     parser.add_argument("--batch-size", type=positive_int, help="scorer batch (default: 64 on CPU, 256 on GPU)")
     add_autocast(parser)  # part of the run's key: a run under autocast is another run
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a stored run (its own settings are used)")

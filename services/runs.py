@@ -21,7 +21,7 @@ import streamlit as st
 
 from engine.runs import executor
 from engine.runs.live import LiveProgress, read_live
-from engine.runs.records import RunInfo, run_id_of, run_key
+from engine.runs.records import RunInfo, run_id_of, run_info, run_key
 from engine.runs.store import RunStore
 from services import agreement as _agreement
 from services.access import shared_mode
@@ -38,14 +38,13 @@ def catalogue() -> pd.DataFrame:
     ``killed`` when it is marked running and its writer is gone."""
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
-    runs = _store().list_runs()
+    runs = _store().list_runs()  # one read of the catalogue
     # ROAR jobs and reproductions have their own pages
     runs = runs[~runs["kind"].isin(("roar", "reproduce"))] if len(runs) else runs
     if not len(runs):
         return runs
-    shown = {info.run_id: info.shown_status for info in _store().infos()}  # "killed": its writer is gone
-    runs = runs.assign(status=runs["run_id"].map(shown).fillna(runs["status"]))
-    return runs.sort_values("created", ascending=False).reset_index(drop=True)
+    shown = [run_info(row).shown_status for row in runs.to_dict("records")]  # "killed": its writer is gone
+    return runs.assign(status=shown).sort_values("created", ascending=False).reset_index(drop=True)
 
 
 def info(run_id: str) -> RunInfo:

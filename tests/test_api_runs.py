@@ -77,14 +77,17 @@ def test_runs_says_where_a_live_writer_is(toy_bert_folder, tmp_path, monkeypatch
     from engine.runs import live
 
     monkeypatch.setattr(live, "EVERY_S", 0.0)  # every report is written
-    seen = []
+    seen, told = [], []
 
     def look(fraction: float, message: str) -> None:  # the live file holds the report before this one
         seen.extend(api.runs(tmp_path)["now"])
+        told.append(message)
 
     api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=4, seed=3, chunk_size=2,
             results_dir=tmp_path, progress=look)  # fmt: skip
     assert any(now is not None and now.startswith("example ") and " · explaining " in now for now in seen), seen
+    assert {now for now in seen if now is not None} <= set(told)  # the caller's lines are the live file's
+    assert any(message.startswith("example ") and " · explaining " in message for message in told), told
     assert api.runs(tmp_path)["now"].tolist() == [None]  # done: no live writer
 
 

@@ -153,7 +153,7 @@ def test_bench_group_help_gives_a_runs_group(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"default {DEFAULT_GROUP}" in text and f"--chunk-size, default {DEFAULT_CHUNK_SIZE}" in text
+    assert f"default {DEFAULT_GROUP}" in text and f"--chunk-size, at most {DEFAULT_CHUNK_SIZE} by default" in text
     assert "8 per unit" not in text
 
 

@@ -5,6 +5,7 @@ changed model file makes a new one, and ``show`` prints what ``evaluate`` prints
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -180,12 +181,18 @@ def test_a_unit_that_runs_out_of_memory_halves_the_batch(toy_bert_folder, monkey
     def flaky(*args, **kwargs):
         calls.append(worker.clf.batch_size)
         if len(calls) < 3:
+            kwargs["progress"](0.6, "explaining examples 1-2 of 2: saliency")  # got this far, then failed
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(worker_module, "evaluate_slice", flaky)
-    stats, table = worker.run(0, [0, 1], examples)
+    reports: list[tuple[float, str]] = []
+    stats, table = worker.run(0, [0, 1], examples, lambda fraction, message: reports.append((fraction, message)))
     assert calls == [8, 4, 2] and worker.halvings == 2
+    fractions = [fraction for fraction, _ in reports]
+    assert fractions[:2] == [0.6, 0.6] and fractions == sorted(fractions)  # the unit's share never goes back
+    assert reports[2][0] == 0.6 and reports[2][1] != reports[1][1]  # the new start's messages, at the share held
+    assert fractions[-1] == 1.0
     assert stats.n_rows == 2
     assert_close(comparable(table), comparable(expected))  # other batch sizes: equal to float rounding
 
@@ -203,18 +210,64 @@ def test_units_are_pieces_of_the_length_order_handed_out_across_every_length(toy
     import random
 
     from core.types import Example
-    from engine.runs.worker import unit_order, unit_rows
+    from engine.runs.worker import token_lengths, unit_order, unit_rows
 
     words = list(range(1, 41))
     random.Random(0).shuffle(words)
     examples = [Example(segments=(("good",) * n,)) for n in words]
-    units = unit_rows(unit_order(toy_bert_folder, examples, 3), 3)
+    lengths, read = token_lengths(toy_bert_folder, examples)
+    assert lengths == read == [n + 2 for n in words]  # one token a word, [CLS] and [SEP]
+    units = unit_rows(unit_order(lengths, 3), 3)
     assert sorted(row for unit in units for row in unit) == list(range(40))
     assert [len(unit) for unit in units] == [3] * 13 + [1]
     by_length = sorted(units[:-1], key=lambda unit: min(words[row] for row in unit)) + units[-1:]
     assert [words[row] for unit in by_length for row in unit] == list(range(1, 41))  # pieces of the order
     rank = {tuple(unit): k for k, unit in enumerate(by_length)}
     assert {rank[tuple(unit)] * 3 // 13 for unit in units[:5]} == {0, 1, 2}  # the first five: every third
+
+
+def test_units_of_long_documents_hold_fewer_examples(toy_bert_folder, tmp_path):
+    """A run that names no unit size gets 16 examples per unit where the median example is at
+    most 64 tokens, and fewer, about 1,024 tokens a unit, where it is longer; the length read is
+    the one the model reads (cut at 512, or the tokenizer's length). The size is stored with the run, so resuming it keeps
+    its units."""
+    from core.models import load_tokenizer
+    from core.types import Example
+    from engine.runs.executor import prepare
+    from engine.runs.worker import token_lengths, unit_size
+
+    assert [unit_size([n] * 5) for n in (10, 64, 65, 100, 200, 512, 2000)] == [16, 16, 15, 10, 5, 2, 1]
+    assert unit_size([10, 10, 300, 300, 300]) == 3  # the median, not the mean or the longest
+    lengths, read = token_lengths(toy_bert_folder, [Example(segments=(("good",) * 600,))])
+    assert load_tokenizer(toy_bert_folder).model_max_length == 64
+    assert lengths == [602] and read == [64]  # cut at the toy tokenizer's length
+
+    spec = toy_spec(toy_bert_folder)  # six bundled sentences, a unit size given
+    store = RunStore(tmp_path)
+    sized = dataclasses.replace(spec, chunk_size=None)
+    examples = prepare(sized)[1]
+    median = sorted(token_lengths(toy_bert_folder, examples)[1])[3]
+    assert median * 16 <= 1024  # sentences: 16 a unit, all six in one
+    opened = open_run(sized, store)
+    assert opened.info.chunk_size == 16 and opened.info.units_total == 1
+    assert open_run(dataclasses.replace(sized, chunk_size=2), store).info.chunk_size == 16  # the same run
+
+
+@pytest.mark.skipif(not os.environ.get("ATTRIBUTION_DATA_DIR"), reason="needs the shared datasets")
+def test_a_run_of_movie_reviews_gets_units_of_a_few_reviews(tmp_path):
+    """The bundled model on ERASER movie reviews (hundreds of tokens each, cut at 512): a run
+    that names no unit size holds 1,024 tokens' worth of reviews at their median length, a few
+    reviews, not 16."""
+    from engine.runs.executor import prepare
+    from engine.runs.worker import token_lengths
+
+    spec = RunSpec("minilm-sst2", "movie-reviews", "validation", limit=12, methods=("random",), metrics=("deletion",))
+    lengths, read = token_lengths("minilm-sst2", prepare(spec)[1])
+    median = sorted(read)[6]
+    assert 200 <= median <= 512 and max(lengths) > 512  # long reviews, some cut
+    opened = open_run(spec, RunStore(tmp_path))
+    assert opened.info.chunk_size == 1024 // median and 2 <= opened.info.chunk_size <= 5
+    assert opened.info.units_total == -(-12 // opened.info.chunk_size)
 
 
 def test_a_run_made_before_length_order_resumes_in_consecutive_units(toy_bert_folder, tmp_path):

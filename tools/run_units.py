@@ -40,7 +40,7 @@ def main() -> None:
     from core.datasets import load_examples
     from core.loaded import load_classifier
     from engine.bench import floor_seconds, measure_throughput
-    from engine.runs.worker import unit_order, unit_rows
+    from engine.runs.worker import token_lengths, unit_order, unit_rows
 
     clf = Classifier(load_classifier(args.model))
     examples = load_examples("sst2", "dev", os.environ.get("ATTRIBUTION_DATA_DIR"), limit=args.limit)
@@ -55,7 +55,7 @@ def main() -> None:
         if args.consecutive:
             cuttings[f"{size} consecutive rows"] = unit_rows(range(len(fitted)), size)
         cuttings[f"{size} sorted in windows"] = windowed(tokens, size)
-        cuttings[f"{size} in length order"] = unit_rows(unit_order(args.model, examples, size), size)
+        cuttings[f"{size} in length order"] = unit_rows(unit_order(token_lengths(args.model, examples)[0], size), size)
     padded = {
         name: sum(max(tokens[i] for i in rows) * len(rows) for rows in units) / sum(tokens)
         for name, units in cuttings.items()

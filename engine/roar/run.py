@@ -295,9 +295,6 @@ def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_a
         remote = ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_retries=0)(_task)
         queue = Queue(actor_options={"num_cpus": 0})  # scheduled beside tasks that take every CPU
 
-        def report(unit: int, fraction: float, message: str) -> None:
-            within[unit](fraction, message)
-
         committed = set(done)
         waiting = list(todo)
         running: dict[Any, int] = {}
@@ -315,7 +312,7 @@ def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_a
             if not running:
                 raise ValueError(f"units {waiting} wait for units that never ran")
             finished, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
-            forward_reports(queue, report)  # a finished unit's last reports before its commit
+            forward_reports(queue, within.get)  # a finished unit's last reports before its commit
             for ref in finished:
                 index, outcome = ray.get(ref)
                 running.pop(ref)

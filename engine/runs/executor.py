@@ -1,7 +1,8 @@
 """Run a dataset evaluation as units of work, stored as they finish (``engine.runs.store``).
 
 A unit is ``chunk_size`` examples of the selection of similar length (``worker.unit_order``; the
-units of a run made before that are consecutive rows), explained by every
+units of a run made before that are consecutive rows; the size by the examples' length where the
+spec names none: ``worker.unit_size``), explained by every
 method and scored by every metric with ``engine.evaluate.evaluate_slice`` (the one
 implementation of dataset evaluation). Units are independent, so they run anywhere:
 
@@ -37,9 +38,9 @@ from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
-from engine.runs.spec import RunSpec, spec_of
+from engine.runs.spec import DEFAULT_CHUNK_SIZE, RunSpec, spec_of
 from engine.runs.store import RunStore
-from engine.runs.worker import Commit, Unit, UnitWorker, Within, unit_order, unit_rows
+from engine.runs.worker import Commit, Unit, UnitWorker, Within, token_lengths, unit_order, unit_rows, unit_size
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -111,7 +112,7 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         seed=spec.seed,
         target=spec.target,
         label_names=label_names(spec.model),
-        chunk_size=spec.chunk_size,
+        chunk_size=spec.chunk_size or DEFAULT_CHUNK_SIZE,  # open_run sizes a new run by its lengths
         rows_total=len(examples),
     )
     return new, examples
@@ -141,7 +142,9 @@ def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> Op
     new, examples = prepare(spec)
     if resume is not None:
         return OpenedRun(spec, _still_matching(store.get(resume), new), examples, False)
-    new.row_order = unit_order(spec.model, examples, spec.chunk_size)  # kept only where the run is new
+    lengths, read = token_lengths(spec.model, examples)  # the size and order are kept only where the run is new
+    new.chunk_size = spec.chunk_size or unit_size(read)
+    new.row_order = unit_order(lengths, new.chunk_size)
     info, created = store.create_or_resume(new)
     return OpenedRun(spec, info, examples, created)
 

@@ -77,7 +77,7 @@ class LiveWriter:
 class RunTracker:
     """A run's progress in its rows (a dataset run's examples, a ROAR job's units): (rows finished
     + the shares of the units under way) / rows in the run, to the caller's ``progress`` and to the
-    run's live file, where the line also says what a unit is doing."""
+    run's live file, both with a line that says where the run is and what a unit is doing."""
 
     def __init__(
         self, progress: ProgressFn | None, live: LiveWriter, done: int, total: int, noun: str = "example"
@@ -87,9 +87,10 @@ class RunTracker:
 
     def report(self, message: str, stage: str = "") -> None:
         fraction = min(1.0, (self.done + sum(self.shares.values())) / self.total)
+        line = f"{message} · {stage}" if stage else message
         if self.progress is not None:
-            self.progress(fraction, message)
-        self.live.report(fraction, f"{message} · {stage}" if stage else message)
+            self.progress(fraction, line)
+        self.live.report(fraction, line)
 
     def finished(self, n_rows: int, unit: int, what: str = "") -> None:
         """Unit ``unit``'s ``n_rows`` rows are stored (``what``: the unit, for the message)."""

@@ -77,25 +77,25 @@ def _run_pool(pool, units: Sequence[Unit], commit: Commit, queue, within: Within
     for unit in units:
         pool.submit(lambda worker, u: worker.run.remote(*u, QueueProgress(queue, u[0], REPORT_EVERY_S)), unit)
 
-    def report(unit: int, fraction: float, message: str) -> None:
-        if within is not None:
-            within(n_rows[unit], unit)(fraction, message)
+    def progress_of(unit: int) -> ProgressFn | None:
+        return within(n_rows[unit], unit) if within is not None else None
 
     while pool.has_next():
         try:
             stats, table = pool.get_next_unordered(timeout=POLL_S)
         except TimeoutError:
-            forward_reports(queue, report)
+            forward_reports(queue, progress_of)
             continue
-        forward_reports(queue, report)  # the unit's last reports before its commit
+        forward_reports(queue, progress_of)  # the unit's last reports before its commit
         commit(stats, table)
 
 
-def forward_reports(queue, report: Callable[[int, float, str], None]) -> None:
+def forward_reports(queue, progress_of: Callable[[int], ProgressFn | None]) -> None:
     """Every (unit, fraction, message) the actors or tasks put in ``queue`` (``QueueProgress``)
-    since the last call, to ``report``."""
+    since the last call, to ``progress_of(unit)``, the unit's progress callback (None: dropped)."""
     for unit, fraction, message in queue.get_nowait_batch(queue.qsize()):
-        report(unit, fraction, message)
+        if (progress := progress_of(unit)) is not None:
+            progress(fraction, message)
 
 
 class QueueProgress:

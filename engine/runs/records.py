@@ -1,6 +1,6 @@
 """The records of the run store's catalogue: its tables (``SCHEMA``), a run's identity
 (``run_key``, ``run_id_of``), the code version it records, what creating a run needs (``NewRun``),
-a catalogue row (``RunInfo``, decoded by ``_run_info``), what the executor reports with a
+a catalogue row (``RunInfo``, decoded by ``run_info``), what the executor reports with a
 finished unit (``UnitStats``), and the statements that write a run's row (with its row order) and
 a unit's, run inside the store's transactions (``insert_run``, ``commit_unit_rows``)."""
 
@@ -224,10 +224,10 @@ class NewRun:
 def select_run(con: duckdb.DuckDBPyConnection, run_id: str) -> RunInfo | None:
     """A run's row read on ``con`` (None when absent)."""
     frame = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
-    return None if frame.empty else _run_info(frame.iloc[0].to_dict())
+    return None if frame.empty else run_info(frame.iloc[0].to_dict())
 
 
-def _run_info(row: dict[str, Any]) -> RunInfo:
+def run_info(row: dict[str, Any]) -> RunInfo:
     import pandas as pd
 
     def plain(value: Any) -> Any:

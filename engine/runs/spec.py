@@ -12,8 +12,9 @@ from core.types import AUTOCAST_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
 
-# Examples per unit: a unit is explained as one group (engine.evaluate.DEFAULT_GROUP gives the measured
-# effect of the group size); a killed run loses at most one unit per worker.
+# Examples per unit at most where a run names no size (fewer for long documents:
+# engine.runs.worker.unit_size): a unit is explained as one group (engine.evaluate.DEFAULT_GROUP
+# gives the measured effect of the group size); a killed run loses at most one unit per worker.
 DEFAULT_CHUNK_SIZE = 16
 MAX_CHUNK_SIZE = 2**31 - 1  # the catalogue keeps it as a 32-bit integer
 
@@ -34,7 +35,7 @@ class RunSpec:
     target: str = "predicted"
     mlm: str = "minilm-mlm"
     data_dir: str | None = None
-    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_size: int | None = None  # examples per unit; None: by the examples' length (worker.unit_size)
     batch_size: int | None = None
     autocast: str | None = None  # the scorer's autocast type (float16, bfloat16), None: float32 throughout
 
@@ -45,7 +46,7 @@ class RunSpec:
             raise ValueError(f"target must be predicted or gold, got {self.target!r}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"--limit must be at least 1, got {self.limit}")
-        if not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
+        if self.chunk_size is not None and not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
             raise ValueError(f"--chunk-size must be from 1 to {MAX_CHUNK_SIZE:,}, got {self.chunk_size}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")

@@ -50,12 +50,12 @@ from engine.runs.records import (
     NewRun,
     RunInfo,
     UnitStats,
-    _run_info,
     catalogue_error,
     code_version,
     commit_unit_rows,
     insert_run,
     run_id_of,
+    run_info,
     run_key,
     select_run,
 )
@@ -154,11 +154,11 @@ class RunStore:
 
     def infos(self) -> list[RunInfo]:
         """The catalogue as ``RunInfo`` records, newest first."""
-        return [_run_info(row) for row in self.list_runs().to_dict("records")]
+        return [run_info(row) for row in self.list_runs().to_dict("records")]
 
     def find(self, run_id: str) -> RunInfo | None:
         frame = self._query("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        return None if frame.empty else _run_info(frame.iloc[0].to_dict())
+        return None if frame.empty else run_info(frame.iloc[0].to_dict())
 
     def get(self, run_id: str) -> RunInfo:
         info = self.find(run_id)

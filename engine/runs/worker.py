@@ -19,7 +19,7 @@ from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, evaluate_slice, length_groups
 from engine.resources import Resources
 from engine.runs.records import UnitStats
-from engine.runs.spec import RunSpec
+from engine.runs.spec import DEFAULT_CHUNK_SIZE, RunSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,11 +31,13 @@ Commit = Callable[[UnitStats, "pa.Table"], None]
 Unit = tuple[int, list[int], list[Example]]  # unit index, its rows (positions in the run), their examples
 Within = Callable[[int, int], ProgressFn]  # (n_rows, unit index) -> the progress callback of that unit
 
+UNIT_TOKENS = 16 * 64  # a unit's tokens at the median length, where a run names no unit size (unit_size)
 
-def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list[int]:
-    """The run's rows in the order they are cut into units of ``chunk_size``: a dataset slice's
-    groups (``engine.evaluate.length_groups``: sorted by tokens, here under ``model``'s tokenizer,
-    and handed out across every length), one after the other."""
+
+def token_lengths(model: str, examples: Sequence[Example]) -> tuple[list[int], list[int]]:
+    """Each example's tokens under ``model``'s tokenizer, special tokens included, and the
+    tokens the classifier reads of it (cut to 512 or the tokenizer's length, as
+    ``LoadedClassifier.max_length`` cuts)."""
     from core.models import load_tokenizer
 
     tokenizer = load_tokenizer(model)
@@ -43,7 +45,24 @@ def unit_order(model: str, examples: Sequence[Example], chunk_size: int) -> list
     for example in examples:
         texts = [" ".join(segment) for segment in example.segments]  # one or two
         lengths.append(len(tokenizer(*texts, verbose=False)["input_ids"]))
-    return [row for unit in length_groups(range(len(examples)), lengths, chunk_size) for row in unit]
+    return lengths, [min(length, 512, tokenizer.model_max_length) for length in lengths]
+
+
+def unit_size(lengths: Sequence[int]) -> int:
+    """Examples per unit where a run names none: ``DEFAULT_CHUNK_SIZE`` (16), fewer where the
+    median example is over ``UNIT_TOKENS`` / 16 tokens, so that a unit holds about
+    ``UNIT_TOKENS``. Sentences (SST-2, e-SNLI, HateXplain) keep 16; documents of hundreds of
+    tokens (movie reviews, MultiRC) get units of 1 to 5, so a killed run loses one document's
+    work per worker, not sixteen, and slow documents spread over more actors."""
+    median = sorted(lengths)[len(lengths) // 2] if lengths else 1
+    return max(1, min(DEFAULT_CHUNK_SIZE, UNIT_TOKENS // max(1, median)))
+
+
+def unit_order(lengths: Sequence[int], chunk_size: int) -> list[int]:
+    """The run's rows in the order they are cut into units of ``chunk_size``: a dataset slice's
+    groups (``engine.evaluate.length_groups``: sorted by ``lengths``, the examples' tokens, and
+    handed out across every length), one after the other."""
+    return [row for unit in length_groups(range(len(lengths)), lengths, chunk_size) for row in unit]
 
 
 def unit_rows(order: Sequence[int], chunk_size: int) -> list[list[int]]:
@@ -85,10 +104,12 @@ class UnitWorker:
     ) -> tuple[UnitStats, pa.Table]:
         """Evaluate one unit, the examples at ``rows``; positions and error indices are the rows'
         positions in the run.
-        An out-of-memory error halves the batch size and starts the unit again."""
+        An out-of-memory error halves the batch size and starts the unit again (its progress
+        stays where it got to until the new start passes it)."""
         from core.devices import is_out_of_memory
         from engine.runs.rows import to_table
 
+        progress = held(progress) if progress is not None else None  # a unit run again keeps its share
         while True:
             passes = self.clf.forward_passes
             try:
@@ -116,6 +137,19 @@ class UnitWorker:
             unit, min(rows), len(rows), self.clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
         )
         return stats, to_table(evaluation, dropped)
+
+
+def held(progress: ProgressFn) -> ProgressFn:
+    """``progress`` whose fraction never goes back: the highest reported so far, with the latest
+    message."""
+    highest = 0.0
+
+    def report(fraction: float, message: str) -> None:
+        nonlocal highest
+        highest = max(highest, fraction)
+        progress(highest, message)
+
+    return report
 
 
 def set_positions(evaluation: SliceEvaluation, rows: Sequence[int]) -> None:
