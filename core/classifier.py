@@ -253,7 +253,7 @@ class Classifier(PassBook):
                     scored.update(rows)
                     done += len(rows)
                     if progress is not None:
-                        progress(done / len(distinct), "scoring")
+                        progress(done / len(distinct), f"{done:,} of {len(distinct):,} variants")
                 remaining = [i for i in remaining if i not in scored]
         return [out[[items[(owner, v)] for v in variants]] for owner, variants in enumerate(groups)]
 
