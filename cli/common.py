@@ -279,7 +279,7 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
     bars: list[tqdm] = []
 
     def report(fraction: float, message: str) -> None:
-        n = round(fraction * total)
+        n = int(fraction * total + 1e-9)  # items whole: 0.89 of 4 examples is 3, not "4/4 100%"
         if not bars:
             bars.append(tqdm(total=total, initial=n, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True))
             _OPEN_BARS.append(bars[0])

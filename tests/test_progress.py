@@ -39,3 +39,18 @@ def test_no_estimate_too_early_and_none_stays_none():
 
 def test_duration_text():
     assert [duration_text(s) for s in (0.4, 42, 185, 3720)] == ["0 s", "42 s", "3 min 5 s", "1 h 2 min"]
+
+
+def test_the_command_lines_bar_counts_whole_items_and_closes_at_the_end():
+    """``cli.common.progress_bar`` over 4 examples: 0.89 done shows 3 of 4 (rounding showed "4/4
+    100%" while the last example was still being scored); the bar closes at 1.0."""
+    from cli.common import _OPEN_BARS, progress_bar
+
+    report = progress_bar(4)
+    assert report is not None
+    report(0.25, "example 2 of 4")
+    report(0.889, "example 4 of 4 · scoring 217 of 279 variants")
+    bar = _OPEN_BARS[-1]
+    assert (bar.n, bar.total) == (3, 4)
+    report(1.0, "4 examples done")
+    assert bar.n == 4 and bar not in _OPEN_BARS
