@@ -132,6 +132,9 @@ def test_the_run_picker_shows_its_runs_current_label_and_keeps_it(explorer_url: 
             # the page's progress fragment draws the page again when the status changes
             expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=20_000)
             for _ in range(2):  # two reruns more: the second is the one that read no option
+                # While a rerun that moved elements (a running run's bar above) is drawn, the
+                # toggle's old copy stays on the page beside its new one until the rerun ends.
+                expect(clustered).to_have_count(1, timeout=20_000)
                 clustered.click()
                 page.wait_for_timeout(1500)
                 expect(picker).to_have_value(re.compile(rf"^{run_id} .* · {status}$"), timeout=20_000)
