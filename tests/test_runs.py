@@ -229,8 +229,8 @@ def test_units_are_pieces_of_the_length_order_handed_out_across_every_length(toy
 def test_units_of_long_documents_hold_fewer_examples(toy_bert_folder, tmp_path):
     """A run that names no unit size gets 16 examples per unit where the median example is at
     most 64 tokens, and fewer, about 1,024 tokens a unit, where it is longer; the length read is
-    the one the model reads (cut at 512, or the tokenizer's length). The size is stored with the run, so resuming it keeps
-    its units."""
+    the one the model reads (cut at 512, or the tokenizer's length). The size is stored with the
+    run, so the same run asked for with another size keeps its units."""
     from core.models import load_tokenizer
     from core.types import Example
     from engine.runs.executor import prepare
