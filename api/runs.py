@@ -92,7 +92,8 @@ def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """The store's runs, newest first: one row per run (id, kind, status, rows done and total,
     model, dataset, split, methods, metrics, wall time, ...), the catalogue ``python -m cli runs``
     prints; an empty frame when nothing is stored. ``now`` says where a run's live writer is
-    inside its unit ("example 7 of 200 · explaining lime"; None when no process writes it)."""
+    inside its unit ("examples 113-128 of 200 · explaining lime"; None when no process writes
+    it)."""
     import pandas as pd
 
     from engine.runs.live import read_live

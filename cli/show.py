@@ -89,8 +89,8 @@ def _import_again(info) -> str:
 
 
 def now_text(info, root: Path | None) -> str | None:
-    """Where the live writer of ``info`` is inside its unit, "example 7 of 200 · explaining lime,
-    61 s in" (``engine.runs.live``), or None."""
+    """Where the live writer of ``info`` is inside its unit, "examples 113-128 of 200 · explaining
+    lime, 61 s in" (``engine.runs.live``), or None."""
     from engine.runs.live import read_live
 
     live = read_live(root, info) if root is not None else None

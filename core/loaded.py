@@ -14,6 +14,7 @@ from core.devices import best_device
 from core.first_token_view import first_token_view
 from core.heads import detect_head
 from core.last_token import reads_last_token
+from core.models import readable_length
 
 
 @dataclass
@@ -74,13 +75,7 @@ class LoadedClassifier:
 
     @property
     def max_length(self) -> int:
-        limits = [getattr(self.model.config, "max_position_embeddings", 512), 512]
-        tok_max = getattr(self.tokenizer, "model_max_length", None)
-        if isinstance(tok_max, int) and tok_max < 100_000:
-            limits.append(tok_max)
-        # RoBERTa-style models offset positions by the padding index.
-        offset = 2 if getattr(self.model.config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
-        return min(limits) - offset
+        return readable_length(self.model.config, self.tokenizer)
 
 
 def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:

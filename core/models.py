@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from core.encoding import PROBE_WORDS
-from core.random_models import is_random, random_model
+from core.random_models import is_random, random_config, random_model
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -275,6 +275,32 @@ def _hub_config(name_or_path: str):
         if Path(name_or_path).expanduser().exists():
             raise
         raise ValueError(missing_model_message(name_or_path, error)) from error
+
+
+def model_config(name_or_path: str):
+    """The classifier's transformers config without its weights: a benchmark model's, an adapter's
+    starting encoder's (the adapter changes no size) or the hub model's or folder's own."""
+    from transformers import AutoConfig
+
+    if is_random(name_or_path):
+        return random_config(name_or_path)
+    folder = delta_folder(name_or_path)
+    if folder is None:
+        return _hub_config(name_or_path)
+    source = base_source(read_task(folder))
+    return random_config(source) if is_random(source) else AutoConfig.from_pretrained(source, **_offline_kwargs())
+
+
+def readable_length(config, tokenizer) -> int:
+    """The most tokens, special tokens included, one row of the model may hold: 512 or fewer,
+    where its position embeddings or its tokenizer's ``model_max_length`` allow fewer (RoBERTa's
+    positions start after the padding index, two places later)."""
+    limits = [getattr(config, "max_position_embeddings", 512), 512]
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and tok_max < 100_000:
+        limits.append(tok_max)
+    offset = 2 if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
+    return min(limits) - offset
 
 
 def missing_model_message(name: str, error: Exception) -> str:

@@ -24,7 +24,7 @@ def is_random(name: str) -> bool:
     return name.startswith(PREFIX)
 
 
-def _config(name: str):
+def random_config(name: str):
     from transformers import BertConfig
 
     size = name.removeprefix(PREFIX)
@@ -45,7 +45,7 @@ def random_model(name: str, architecture: str):
     import torch
     from transformers import BertForMaskedLM, BertForSequenceClassification
 
-    config = _config(name)
+    config = random_config(name)
     cls = BertForMaskedLM if architecture == "masked-lm" else BertForSequenceClassification
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)

@@ -88,9 +88,10 @@ def test_runs_says_where_a_live_writer_is(toy_bert_folder, tmp_path, monkeypatch
     # batches of 2: the metrics' scoring takes several, so it reports
     api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=4, seed=3, chunk_size=2, batch_size=2,
             results_dir=tmp_path, progress=look)  # fmt: skip
-    assert any(now is not None and now.startswith("example ") and " · explaining " in now for now in seen), seen
+    assert any(now is not None and now.startswith("examples ") and " · explaining " in now for now in seen), seen
     assert {now for now in seen if now is not None} <= set(told)  # the caller's lines are the live file's
-    assert any(message.startswith("example ") and " · explaining " in message for message in told), told
+    heads = {message.partition(" · ")[0] for message in told if " · explaining " in message}
+    assert heads == {"examples 1-2 of 4", "examples 3-4 of 4"}, told  # each unit's examples, in the order done
     scoring = [message.partition(" · scoring ")[2] for message in told if " · scoring " in message]
     assert scoring and all(re.fullmatch(r"[\d,]+ of [\d,]+ variants", stage) for stage in scoring), scoring
     assert api.runs(tmp_path)["now"].tolist() == [None]  # done: no live writer

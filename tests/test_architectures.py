@@ -249,3 +249,20 @@ def test_a_tokenizer_that_refuses_the_prefix_space_option_loads_as_it_is(bpe_fol
 
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", classmethod(refusing))
     assert not reads_words_as_text(load_tokenizer(bpe_folder))  # loaded, words read as before
+
+
+def test_a_runs_unit_sizing_cuts_lengths_where_the_loaded_model_does(bpe_folder: str, tmp_path: Path) -> None:
+    """A run sizes its units by the tokens the model reads of each example, read without loading
+    the weights (``engine.runs.worker.token_lengths``); for a saved RoBERTa with 130 positions that
+    is 128 (its positions start two places later), the loaded model's ``max_length``."""
+    import shutil
+
+    from core.loaded import load_classifier
+    from engine.runs.worker import token_lengths
+
+    folder = tmp_path / "roberta-classifier"
+    shutil.copytree(bpe_folder, folder)
+    _roberta(load_tokenizer(bpe_folder)).save_pretrained(folder)
+    lengths, read = token_lengths(str(folder), [Example((("movie",) * 300,)), Example((("movie",) * 3,))])
+    assert lengths == [302, 5] and read == [128, 5]  # <s> ... </s>; cut at 130 - 2
+    assert load_classifier(str(folder), device="cpu").max_length == 128

@@ -38,7 +38,7 @@ from engine.runs.model_identity import label_names, model_fingerprint
 from engine.runs.ray_executor import run_ray
 from engine.runs.records import NewRun, RunInfo, UnitStats, run_key
 from engine.runs.secrets import redact
-from engine.runs.spec import DEFAULT_CHUNK_SIZE, RunSpec, spec_of
+from engine.runs.spec import RunSpec, spec_of
 from engine.runs.store import RunStore
 from engine.runs.worker import Commit, Unit, UnitWorker, Within, token_lengths, unit_order, unit_rows, unit_size
 
@@ -70,7 +70,8 @@ class RunOutcome:
 
 def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     """The catalogue entry of ``spec`` (its key fields fingerprint the model, and the masked LM
-    when one is used) and the examples of its selection."""
+    when one is used) and the examples of its selection. The entry's unit size and row order are
+    those of a new run (``worker.unit_size``, ``worker.unit_order``); a stored run keeps its own."""
     from core.datasets import load_examples
 
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
@@ -78,6 +79,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
     check_target(examples, spec.target)  # before the run is written: a refused run leaves nothing behind
     fingerprint = model_fingerprint(spec.model)
+    lengths, read = token_lengths(spec.model, examples)
+    chunk_size = spec.chunk_size or unit_size(read)
     params = spec.resolved_params()
     key_fields: dict[str, Any] = {
         "kind": "evaluate",
@@ -112,8 +115,9 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         seed=spec.seed,
         target=spec.target,
         label_names=label_names(spec.model),
-        chunk_size=spec.chunk_size or DEFAULT_CHUNK_SIZE,  # open_run sizes a new run by its lengths
+        chunk_size=chunk_size,
         rows_total=len(examples),
+        row_order=unit_order(lengths, chunk_size),
     )
     return new, examples
 
@@ -142,9 +146,6 @@ def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> Op
     new, examples = prepare(spec)
     if resume is not None:
         return OpenedRun(spec, _still_matching(store.get(resume), new), examples, False)
-    lengths, read = token_lengths(spec.model, examples)  # the size and order are kept only where the run is new
-    new.chunk_size = spec.chunk_size or unit_size(read)
-    new.row_order = unit_order(lengths, new.chunk_size)
     info, created = store.create_or_resume(new)
     return OpenedRun(spec, info, examples, created)
 

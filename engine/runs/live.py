@@ -39,7 +39,7 @@ def live_path(root: Path, run_id: str) -> Path:
 @dataclass(frozen=True)
 class LiveProgress:
     fraction: float  # of the run's rows, the current unit's share included
-    message: str  # e.g. "example 7 of 200"
+    message: str  # e.g. "examples 113-128 of 200 · explaining lime: 40%"
     pid: int
     wall_s: float  # the run's wall time so far, its earlier sessions included
 
@@ -101,7 +101,9 @@ class RunTracker:
     def within(self, n_rows: int, unit: int, what: str = "") -> ProgressFn:
         """The progress callback of unit ``unit`` of ``n_rows`` rows (``what``: the unit, for the
         line); its messages read "explaining examples 1-16 of 16: lime: 40%" (the stage's verb, a
-        colon, where it is). With several units under way (Ray's actors), the line counts them."""
+        colon, where it is), and the line "examples 17-32 of 872 · explaining lime: 40%": the unit's
+        rows in the order the run does them. With several units under way (Ray's actors), the line
+        counts them."""
 
         def report(fraction: float, message: str) -> None:
             self.shares[unit] = fraction * n_rows
@@ -111,8 +113,9 @@ class RunTracker:
                 done = self.done + int(sum(self.shares.values()))
                 head = f"{done} of {self.total} {self.noun}s · {len(self.shares)} units under way"
             else:
-                row = self.done + min(n_rows, int(fraction * n_rows) + 1)
-                head = f"{self.noun} {row} of {self.total}{f' ({what})' if what else ''}"
+                first, last = self.done + 1, self.done + n_rows  # the unit's rows, in the order they are done
+                rows = f"{self.noun}s {first}-{last}" if n_rows > 1 else f"{self.noun} {first}"
+                head = f"{rows} of {self.total}{f' ({what})' if what else ''}"
             self.report(head, stage)
 
         return report

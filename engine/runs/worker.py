@@ -36,16 +36,17 @@ UNIT_TOKENS = 16 * 64  # a unit's tokens at the median length, where a run names
 
 def token_lengths(model: str, examples: Sequence[Example]) -> tuple[list[int], list[int]]:
     """Each example's tokens under ``model``'s tokenizer, special tokens included, and the
-    tokens the classifier reads of it (cut to 512 or the tokenizer's length, as
-    ``LoadedClassifier.max_length`` cuts)."""
-    from core.models import load_tokenizer
+    tokens the classifier reads of it (cut to ``core.models.readable_length``, as requests are),
+    both without loading the model's weights."""
+    from core.models import load_tokenizer, model_config, readable_length
 
     tokenizer = load_tokenizer(model)
     lengths = []
     for example in examples:
         texts = [" ".join(segment) for segment in example.segments]  # one or two
         lengths.append(len(tokenizer(*texts, verbose=False)["input_ids"]))
-    return lengths, [min(length, 512, tokenizer.model_max_length) for length in lengths]
+    limit = readable_length(model_config(model), tokenizer)
+    return lengths, [min(length, limit) for length in lengths]
 
 
 def unit_size(lengths: Sequence[int]) -> int:
