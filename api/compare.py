@@ -56,6 +56,12 @@ class ComparisonResult:
         body = heatmap_html(example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale)
         return f'<div class="attrx-comparison">{"".join(heads)}{body}{self.to_pandas().to_html()}</div>'
 
+    def __repr__(self) -> str:
+        """One line for a terminal (Jupyter shows both heatmaps): the two models and each
+        method's Spearman's rho."""
+        rhos = ", ".join(f"{a.method} {a.spearman:.2f}" for a in self.agreements.values()) or "none"
+        return f"<ComparisonResult A={self.first.model!r}, B={self.second.model!r}: Spearman's rho {rhos}>"
+
     def _repr_html_(self) -> str:
         return self.html()
 

@@ -11,7 +11,7 @@ returns.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,15 +81,28 @@ class ExplanationResult:
         """The model's name of output ``index`` (the index itself where the model names fewer)."""
         return self.label_names[index] if index < len(self.label_names) else str(index)
 
-    def prediction_html(self) -> str:
+    def prediction_text(self, name: Callable[[str], str] = repr) -> str:
         """What the model predicts and what is explained, as its head defines them (``core.heads``):
-        a regression head's score, or the predicted class and its probability (escaped)."""
+        a regression head's score, or the predicted class and its probability; each output's name
+        as ``name`` writes it (quoted by default)."""
         outputs, target = self.probabilities, self.target
         if self.explanation.prediction.head == "regression":
-            return f"score <b>{html.escape(self.label(target))}</b> = {outputs[target]:.4f}"
+            return f"score {name(self.label(target))} = {outputs[target]:.4f}"
+        predicted = self.predicted
+        return f"predicted {name(self.label(predicted))} (p = {outputs[predicted]:.3f}); explaining {name(self.label(target))}"
+
+    def prediction_html(self) -> str:
+        """``prediction_text`` for a page: the names escaped, in bold."""
+        return self.prediction_text(lambda label: f"<b>{html.escape(label)}</b>")
+
+    def __repr__(self) -> str:
+        """One line for a terminal (Jupyter shows the heatmap): the model, the prediction, the
+        words and the methods, not every score."""
+        dropped = f" ({self.dropped_words} dropped past the model's length)" if self.dropped_words else ""
+        failed = f"; failed: {', '.join(self.errors)}" if self.errors else ""
         return (
-            f"predicted <b>{html.escape(self.label(self.predicted))}</b> (p = {outputs[self.predicted]:.3f}); "
-            f"explaining <b>{html.escape(self.label(target))}</b>"
+            f"<ExplanationResult {self.model!r}: {self.prediction_text()}; {len(self.words)} words{dropped}; "
+            f"methods: {', '.join(self.attributions) or 'none'}{failed}>"
         )
 
     def html(self, *, subwords: bool = False, shared_scale: bool = False) -> str:
@@ -179,6 +192,11 @@ class ExplanationResults(list[ExplanationResult]):
             frame.insert(2, "target", result.target)
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def __repr__(self) -> str:
+        """One line for a terminal, not every result's (index the list to see one)."""
+        models = sorted({result.model for result in self})
+        return f"<ExplanationResults: {len(self)} explanations by {', '.join(map(repr, models)) or 'no model'}>"
 
     def _repr_html_(self) -> str:
         shown = "".join(result.html() for result in self[: self.SHOWN])
@@ -271,6 +289,14 @@ class EvaluationResult:
     def errors(self) -> dict[str, list[dict[str, Any]]]:
         """``[method]``: the examples it failed on (``index``, ``id``, ``error``)."""
         return self.evaluation.errors
+
+    def __repr__(self) -> str:
+        """One line for a terminal (``summary()`` gives the means, Jupyter shows them)."""
+        evaluation = self.evaluation
+        return (
+            f"<EvaluationResult {self.model!r}: {len(evaluation.results)} examples; "
+            f"methods: {', '.join(evaluation.methods)}; metrics: {', '.join(evaluation.metric_keys)}>"
+        )
 
     def _repr_html_(self) -> str:
         return f"<p><b>{html.escape(self.model)}</b>, {len(self.evaluation.results)} examples</p>" + str(

@@ -103,6 +103,25 @@ def test_html_is_the_app_heatmap_escaped(toy_linear_loaded) -> None:
     assert "x&lt;b&gt;</b> failed: bad &lt;i&gt;" in failed.html()
 
 
+def test_results_print_as_one_line_in_a_terminal(toy_linear_loaded) -> None:
+    """``repr`` (a terminal, ``print``) gives one line naming the model, the prediction, the words
+    and the methods: the dataclasses' own repr printed every score and probability, thousands of
+    characters for one sentence."""
+    result = api.explain(toy_linear_loaded, "the film was great", ["loo_empty", "random"])
+    predicted, target = result.label(result.predicted), result.label(result.target)
+    assert repr(result) == (
+        f"<ExplanationResult {result.model!r}: predicted {predicted!r} (p = {result.probabilities[result.predicted]:.3f}); "
+        f"explaining {target!r}; 4 words; methods: loo_empty, random>"
+    )
+    failed = Explanation(result.example, result.explanation.prediction, 1, {}, errors={"lime": "too short"})
+    refused = api.ExplanationResult(result.model, result.label_names, failed)
+    assert repr(refused).endswith("methods: none; failed: lime>")
+    many = api.explain_many(toy_linear_loaded, ["a good film", "bad"], ["random"])
+    assert repr(many) == f"<ExplanationResults: 2 explanations by {result.model!r}>"
+    evaluation = api.evaluate(toy_linear_loaded, "examples", ["random"], ["deletion"], split="sst2", limit=2)
+    assert repr(evaluation) == f"<EvaluationResult {result.model!r}: 2 examples; methods: random; metrics: deletion>"
+
+
 def test_to_pandas_one_row_per_word_one_column_per_method(toy_linear_loaded) -> None:
     result = api.explain(toy_linear_loaded, ("the film was great", "it was bad"), ["loo_empty", "grad_x_input"])
     frame = result.to_pandas()
@@ -147,6 +166,7 @@ def test_a_regression_heads_explanation_keeps_its_head_through_json() -> None:
     result = api.explain(toy_bert_head("regression"), TEXT, ["loo_empty"])
     assert result.explanation.prediction.head == "regression"
     assert re.search(r": score <b>[^<]+</b> = -?\d\.\d{4}", result.html()) and "p = " not in result.html()
+    assert re.search(r": score '[^']+' = -?\d\.\d{4}; \d+ words; methods: loo_empty>$", repr(result))
     record = result.to_json()
     assert record["head"] == "regression"
     restored = api.ExplanationResult.from_json(json.dumps(record))

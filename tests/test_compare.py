@@ -123,6 +123,10 @@ def test_api_compare_with_the_randomized_copy() -> None:
     body = result.html()
     found = list(dict.fromkeys(m for m, _ in ROW_RE.findall(body)))  # long texts wrap: rows repeat per block
     assert found == ["loo_empty · A", "loo_empty · B", "random · A", "random · B"]
+    rho = frame.loc["loo_empty", "spearman"]
+    assert repr(result) == (
+        f"<ComparisonResult A='minilm-sst2', B={result.second.model!r}: Spearman's rho loo_empty {rho:.2f}, random 1.00>"
+    )
 
 
 # --------------------------------------------------------------------------- the heatmap page
