@@ -101,7 +101,8 @@ class ExplanationResult:
         dropped = f" ({self.dropped_words} dropped past the model's length)" if self.dropped_words else ""
         failed = f"; failed: {', '.join(self.errors)}" if self.errors else ""
         return (
-            f"<ExplanationResult {self.model!r}: {self.prediction_text()}; {len(self.words)} words{dropped}; "
+            f"<ExplanationResult {self.model!r}: {self.prediction_text()}; {len(self.words)} "
+            f"word{'' if len(self.words) == 1 else 's'}{dropped}; "
             f"methods: {', '.join(self.attributions) or 'none'}{failed}>"
         )
 

@@ -118,6 +118,7 @@ def test_results_print_as_one_line_in_a_terminal(toy_linear_loaded) -> None:
     assert repr(refused).endswith("methods: none; failed: lime>")
     many = api.explain_many(toy_linear_loaded, ["a good film", "bad"], ["random"])
     assert repr(many) == f"<ExplanationResults: 2 explanations by {result.model!r}>"
+    assert "; 1 word; methods: random>" in repr(many[1])
     evaluation = api.evaluate(toy_linear_loaded, "examples", ["random"], ["deletion"], split="sst2", limit=2)
     assert repr(evaluation) == f"<EvaluationResult {result.model!r}: 2 examples; methods: random; metrics: deletion>"
 
