@@ -84,7 +84,7 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
     explained = " (or the class of its imported attributions)" if imported else ""
     st.caption(
         f"{len(examples)} examples of {selection.dataset}/{selection.split}, each explaining its predicted class"
-        f"{explained} · {sum(r.runtime_s for r in results):.1f} s · {sum(r.forward_passes for r in results)} forward "
+        f"{explained} · {sum(r.runtime_s for r in results):.1f} s · {sum(r.forward_passes for r in results):,} forward "
         "passes for the metrics"
     )
     imported_note(imported, results[0].missing, len(examples))

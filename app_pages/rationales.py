@@ -114,7 +114,7 @@ def slice_view(
         f"{', or that of the imported attributions' if imported else ''}"
         f"{', correct predictions only' if correct_only else ''}) · {result.human_coverage.skipped} without a human "
         f"rationale ({R.annotator_label(annotator)}), counted apart · {result.runtime_s:.1f} s · "
-        f"{result.forward_passes} forward passes for the explanations"
+        f"{result.forward_passes:,} forward passes for the explanations"
     )
     imported_note(imported, result.missing, len(indices))
     R.summary_table(result, metric_params["iou"]["threshold"])

@@ -98,7 +98,7 @@ summary = result.summary()
 names = [step.name for step in result.steps]
 st.caption(
     f"{len(result.examples)} example(s), {len(names)} steps; {result.runtime_s:.1f} s, "
-    f"{result.forward_passes} forward and {result.backward_passes} backward passes."
+    f"{result.forward_passes:,} forward and {result.backward_passes:,} backward passes."
 )
 measure = st.selectbox(
     "Measure", list(S.MEASURES), format_func=S.MEASURES.get, key="sanity.measure", persist_state="session"

@@ -121,7 +121,7 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
             f"Rank Change {measures['rank_change']:.0%} · Top-k Sum Change {measures['topk_sum_change']:+.3g} · "
             f"{change} {measures['probability_change']:+.4f} · Spearman ρ {rho} · "
             f"{'success' if measures['success'] else 'no success'} · k = {result.k} · "
-            f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes"
+            f"{result.runtime_s:.1f} s, {result.forward_passes:,} forward / {result.backward_passes:,} backward passes"
         )
         top = set(result.top_k)
         st.markdown(
