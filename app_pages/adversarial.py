@@ -110,8 +110,8 @@ results = run_or_stop(
 runs = [r for per_example in results for r in per_example.values()]
 st.caption(
     f"{len(results)} example(s) × {len(chosen)} method(s): {sum(r.runtime_s for r in runs):.1f} s, "
-    f"{sum(r.forward_passes for r in runs)} forward and {sum(r.backward_passes for r in runs)} backward passes"
-    + (f", {sum(r.mlm_forward_passes for r in runs)} masked-LM passes" if attack == "substitution" else "")
+    f"{sum(r.forward_passes for r in runs):,} forward and {sum(r.backward_passes for r in runs):,} backward passes"
+    + (f", {sum(r.mlm_forward_passes for r in runs):,} masked-LM passes" if attack == "substitution" else "")
     + "."
 )
 
@@ -125,8 +125,10 @@ if len(results) > 1:
     summary = services.attack_summary(results)
     st.subheader("Mean over the examples")
     rows = A.summary_rows(summary, selection.head)
+    summary_frame = pd.DataFrame(rows)
     show_table(
-        pd.DataFrame(rows), key="adversarial.summary", name="adversarial-summary", hide_index=True,
+        summary_frame, key="adversarial.summary", name="adversarial-summary", hide_index=True,
+        shown=A.shown_measures(summary_frame, selection.head),
         column_config=A.measure_columns(selection.head),
     )  # fmt: skip
     st.caption("Fragility rank 1: the method whose top-k ranking the attack changed most (highest mean Rank Change).")
@@ -144,8 +146,10 @@ if len(results) > 1:
     per_example = [
         {"example": i, **row} for i, per in enumerate(results) for row in A.measure_rows(per, label, selection.head)
     ]
+    per_example_frame = pd.DataFrame(per_example)
     show_table(
-        pd.DataFrame(per_example), key="adversarial.per_example", name="adversarial-per-example", hide_index=True,
+        per_example_frame, key="adversarial.per_example", name="adversarial-per-example", hide_index=True,
+        shown=A.shown_measures(per_example_frame, selection.head),
         column_config=A.measure_columns(selection.head),
     )  # fmt: skip
 
@@ -153,6 +157,7 @@ st.subheader("Measures")
 measures = pd.DataFrame(A.measure_rows(results[index], label, selection.head))
 show_table(
     measures, key="adversarial.measures", name="adversarial-measures", hide_index=True,
+    shown=A.shown_measures(measures, selection.head),
     column_config=A.measure_columns(selection.head),
 )  # fmt: skip
 if attack == "embedding":

@@ -23,7 +23,7 @@ from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
 from ui.share import setting_from_link, setting_to_link
-from ui.text import plain
+from ui.text import fixed, plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
 FOUR_PLACES = ("IM", "LOO_empty", "top-1 likelihood", "likelihood of the word", "candidate mass", "expectation")
@@ -114,9 +114,16 @@ st.subheader("Fill-ins of one word")
 n_words = len(example.words)
 most_important = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
 setting_from_link("im.word", "word", range(n_words), most_important)
-word = live_selectbox(  # a label carries the word's scores, which change with the parameters
-    "Word", range(n_words), lambda i: f"{i}: {example.words[i]}  (IM {im.scores[i]:+.3f}, LOO {loo.scores[i]:+.3f})",
-    "im.word", most_important, help="Preselected: the word leave-one-out finds most important.",
+
+
+def word_label(i: int) -> str:
+    """A word with its IM and leave-one-out scores, which change with the parameters."""
+    return f"{i}: {example.words[i]}  (IM {fixed(im.scores[i], 3, True)}, LOO {fixed(loo.scores[i], 3, True)})"
+
+
+word = live_selectbox(
+    "Word", range(n_words), word_label, "im.word", most_important,
+    help="Preselected: the word leave-one-out finds most important.",
 )  # fmt: skip
 setting_to_link("word", word, most_important)
 table = services.im_candidate_rows(im, word, labels, selection.head)

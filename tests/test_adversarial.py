@@ -531,6 +531,25 @@ def test_the_measure_tables_show_rank_change_as_the_method_lines_do():
     assert "Score Change" in measure_columns("regression")
 
 
+def test_a_change_that_rounds_to_zero_is_shown_without_a_minus_sign():
+    """A probability change of -2e-6 read "-0.0000" in the measure table and the method's line; it
+    now reads +0.0000, while a change of -0.00006 still reads -0.0001 and the download keeps the
+    exact numbers."""
+    import pandas as pd
+
+    from ui.adversarial import shown_measures
+    from ui.text import fixed
+
+    assert fixed(-2e-6, 4, signed=True) == "+0.0000" and fixed(-6e-5, 4, signed=True) == "-0.0001"
+    assert fixed(0.01234, 4, signed=True) == "+0.0123" and fixed(-0.04, 1) == "0.0" and fixed(-0.06, 1) == "-0.1"
+    frame = pd.DataFrame({"method": ["a", "b", "c"], "Probability Change": [-2e-6, -6e-5, 0.25]})
+    shown = shown_measures(frame)
+    assert [f"{v:+.4f}" for v in shown["Probability Change"]] == ["+0.0000", "-0.0001", "+0.2500"]
+    assert frame["Probability Change"].tolist() == [-2e-6, -6e-5, 0.25]
+    regression = frame.rename(columns={"Probability Change": "Score Change"})
+    assert f"{shown_measures(regression, 'regression')['Score Change'][0]:+.4f}" == "+0.0000"
+
+
 def test_the_attacked_line_names_the_label_its_probability_belongs_to():
     """A multi-label attack read "Attacked — Homosexual p = 0.002" where 0.002 was the attacked
     label's (Jewish) probability: the number now goes with its own label, and the label ranked

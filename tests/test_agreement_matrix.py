@@ -54,3 +54,14 @@ def test_cluster_order_puts_agreeing_methods_together() -> None:
     scores = {"x": SCORES["a"], "opposite": SCORES["c"], "y": SCORES["b"]}
     order = cluster_order(list(scores), agreement_matrix(scores, "spearman"))
     assert abs(order.index("x") - order.index("y")) == 1
+
+
+def test_the_figure_shows_a_near_zero_agreement_without_a_minus_sign() -> None:
+    """The explorer's matrix read "-0.0" for a Spearman rho of -0.03; it reads 0.0 (and 0.00 on
+    hover) while -0.06 still reads -0.1."""
+    from ui.agreement import agreement_figure
+
+    matrix = np.array([[1.0, -0.03, -0.06], [-0.03, 1.0, 0.4], [-0.06, 0.4, 1.0]])
+    heatmap = agreement_figure(["a", "b", "c"], matrix, "spearman").data[0]
+    assert list(heatmap.text[0]) == ["1.0", "0.0", "-0.1"]
+    assert list(heatmap.customdata[0]) == ["1.00", "-0.03", "-0.06"]

@@ -8,12 +8,13 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from ui.charts import style
 from ui.heatmap import heatmap_html
-from ui.text import plain
+from ui.text import fixed, plain
 from ui.theme import current
 
 ATTACKS = {
@@ -72,6 +73,16 @@ def measure_columns(head: str = "single_label") -> dict:
     }
 
 
+def shown_measures(frame: pd.DataFrame, head: str = "single_label") -> pd.DataFrame:
+    """The measure table as shown: the signed change rounded to the four decimals it is shown at,
+    so that a change of -1e-6 reads +0.0000 rather than -0.0000. The download keeps the exact
+    numbers."""
+    change = output_names(head)[1]
+    if change not in frame:
+        return frame
+    return frame.assign(**{change: frame[change].round(4) + 0.0})
+
+
 def measure_rows(per_method: dict, label: Callable[[int], str], head: str = "single_label") -> list[dict]:
     symbol, change = output_names(head)
     rows = []
@@ -116,10 +127,10 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
         segment_ids = result.example.segment_ids
         st.markdown(f"#### {plain(method)}")
         measures = result.measures()
-        rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.2f}"
+        rho = "n/a" if measures["spearman"] is None else fixed(measures["spearman"], 2, signed=True)
         st.caption(
             f"Rank Change {measures['rank_change']:.0%} · Top-k Sum Change {measures['topk_sum_change']:+.3g} · "
-            f"{change} {measures['probability_change']:+.4f} · Spearman ρ {rho} · "
+            f"{change} {fixed(measures['probability_change'], 4, signed=True)} · Spearman ρ {rho} · "
             f"{'success' if measures['success'] else 'no success'} · k = {result.k} · "
             f"{result.runtime_s:.1f} s, {result.forward_passes:,} forward / {result.backward_passes:,} backward passes"
         )

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.charts import diverging_scale, style
+from ui.text import fixed
 from ui.theme import current
 
 MEASURE_LABELS = {
@@ -28,8 +29,8 @@ def agreement_figure(names: Sequence[str], matrix: np.ndarray, measure: str, tit
     """The matrix as an annotated heatmap on the heatmaps' diverging palette (-1 blue, 0 white,
     1 red; overlap runs 0..1); undefined entries are blank and marked "n/a"."""
     low = 0.0 if measure == "top_k_overlap" else -1.0
-    text = [["n/a" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
-    shown = [["n/a" if not np.isfinite(v) else f"{v:.1f}" for v in row] for row in matrix]
+    text = [["n/a" if not np.isfinite(v) else fixed(v, 2) for v in row] for row in matrix]
+    shown = [["n/a" if not np.isfinite(v) else fixed(v, 1) for v in row] for row in matrix]
     figure = go.Figure(
         go.Heatmap(
             z=np.where(np.isfinite(matrix), matrix, None).tolist(),

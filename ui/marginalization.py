@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import services
-from ui.text import plain
+from ui.text import fixed, plain
 
 HIGH_LIKELIHOOD = 0.8  # Pham et al. 2022: exact-match top-1 fill-ins average 0.82 likelihood on SST
 
@@ -69,8 +69,8 @@ def word_panel(example, im, row: dict, word: int, table: list, output: str) -> N
         "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × output over the candidates",
         width="content",
     )  # fmt: skip
-    metrics.metric("IM score", f"{row['IM']:+.4f}", width="content")
-    metrics.metric("LOO_empty score", f"{row['LOO_empty']:+.4f}", width="content")
+    metrics.metric("IM score", fixed(row["IM"], 4, signed=True), width="content")
+    metrics.metric("LOO_empty score", fixed(row["LOO_empty"], 4, signed=True), width="content")
     metrics.metric(
         f"Top-{len(table)} mass",
         f"{row['candidate mass']:.1%}",

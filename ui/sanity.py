@@ -14,6 +14,7 @@ import streamlit as st
 
 from ui.charts import style
 from ui.heatmap import colour, peak
+from ui.text import fixed
 from ui.theme import current
 
 MEASURES = {
@@ -86,7 +87,7 @@ def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
         f'padding:0 2px;margin:1px;border-radius:2px;display:inline-block">{html.escape(word)}</span>'
         for word, score in zip(words, scores)
     )
-    shown = "n/a" if math.isnan(value) else f"{value:+.2f}"
+    shown = "n/a" if math.isnan(value) else fixed(value, 2, signed=True)
     return (
         '<div class="sanity-thumb" style="flex:0 0 13rem;border:1px solid #ddd;border-radius:4px;padding:4px;'
         'font-size:0.68rem;line-height:1.35">'
