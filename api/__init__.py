@@ -108,19 +108,25 @@ def explain(
     head_type: str | None = None,
     autocast: str | None = None,
 ) -> ExplanationResult:
-    """Attribute one text, a (premise, hypothesis) pair (any two texts; several texts go to
-    ``explain_many``) or an ``Example`` with ``methods`` (``"panel"``, also ``"default"``:
-    ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys or a list) for ``target``: a class
-    index or label name, the predicted class when None. ``seed`` seeds every stochastic method;
-    ``mlm`` (a name or a ``MaskedLM``) is loaded only when a method needs it. A method that refuses
-    the text is listed in the result's ``errors``; the others still run. ``head_type`` overrides the
-    head the config gives (``single_label``, ``multi_label``, ``regression``; core/heads.py).
-    ``autocast`` (``"float16"`` on a GPU, ``"bfloat16"`` on a GPU or CPU) scores perturbations in
-    that type (``Classifier``); gradients stay float32. No methods, params of a method that are not
-    a mapping and a ``batch_size`` below 1 are refused (``ValueError``)."""
+    """Attribute one text, a (premise, hypothesis) pair (two texts, refused by a model known to
+    read one; several texts go to ``explain_many``) or an ``Example`` with ``methods``
+    (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys
+    or a list) for ``target``: a class index or label name, the predicted class when None.
+    ``seed`` seeds every stochastic method; ``mlm`` (a name or a ``MaskedLM``) is loaded only when
+    a method needs it. A method that refuses the text is listed in the result's ``errors``; the
+    others still run. ``head_type`` overrides the head the config gives (``single_label``,
+    ``multi_label``, ``regression``; core/heads.py). ``autocast`` (``"float16"`` on a GPU,
+    ``"bfloat16"`` on a GPU or CPU) scores perturbations in that type (``Classifier``); gradients
+    stay float32. No methods, params of a method that are not a mapping and a ``batch_size`` below
+    1 are refused (``ValueError``)."""
     example = one_example(text_or_pair)
     keys, overrides = _checked_methods(methods, params, batch_size)
     loaded = load(model, tokenizer, device=device)
+    if len(example.segments) == 2 and loaded.pair is False:
+        raise ValueError(
+            f"{loaded.name!r} reads one text, not a pair: explain_many explains several texts, and "
+            "one string holds a text of several sentences"
+        )
     clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
     result = explain_example(
         clf,

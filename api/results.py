@@ -82,14 +82,9 @@ class ExplanationResult:
         return self.label_names[index] if index < len(self.label_names) else str(index)
 
     def prediction_text(self, name: Callable[[str], str] = repr) -> str:
-        """What the model predicts and what is explained, as its head defines them (``core.heads``):
-        a regression head's score, or the predicted class and its probability; each output's name
-        as ``name`` writes it (quoted by default)."""
-        outputs, target = self.probabilities, self.target
-        if self.explanation.prediction.head == "regression":
-            return f"score {name(self.label(target))} = {outputs[target]:.4f}"
-        predicted = self.predicted
-        return f"predicted {name(self.label(predicted))} (p = {outputs[predicted]:.3f}); explaining {name(self.label(target))}"
+        """What the model predicts and what is explained (``Prediction.text``), each output's
+        name as ``name`` writes it (quoted by default)."""
+        return self.explanation.prediction.text(self.target, self.label_names, name)
 
     def prediction_html(self) -> str:
         """``prediction_text`` for a page: the names escaped, in bold."""

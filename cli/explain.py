@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(payload)
     else:
+        print(printable(result.prediction.text(result.target, clf.label_names)))
         print(_coverage(len(result.example.words), result.dropped_words, len(result.windows)))
         for key, attribution in result.attributions.items():
             # three significant digits: gradient scores are often 1e-4 and would print as +0.000

@@ -27,6 +27,19 @@ class Prediction:
     predicted: int
     head: str = "single_label"
 
+    def text(self, target: int, label_names: Sequence[str], name: Callable[[str], str] = repr) -> str:
+        """What the model predicts and what is explained, as the head defines them: a regression
+        head's score, or the predicted label with its probability and the explained label; each
+        label's name (its index where the model names fewer) as ``name`` writes it."""
+
+        def label(index: int) -> str:
+            return name(label_names[index] if index < len(label_names) else str(index))
+
+        if self.head == "regression":
+            return f"score {label(target)} = {self.probabilities[target]:.4f}"
+        predicted = self.predicted
+        return f"predicted {label(predicted)} (p = {self.probabilities[predicted]:.3f}); explaining {label(target)}"
+
 
 @dataclass
 class Explanation:

@@ -82,9 +82,15 @@ def test_explain_runs_the_default_panel_unless_told_otherwise(capsys, model_dirs
 def test_explain_prints_every_score_to_three_significant_digits(capsys, model_dirs) -> None:
     clf_dir, _ = model_dirs
     argv = ["explain", "--model", str(clf_dir), "--text", "the plot was bad", "--methods", "saliency,loo_empty"]
-    scores = {k: a["scores"] for k, a in run_json(capsys, *argv, "--json")["attributions"].items()}
+    out = run_json(capsys, *argv, "--json")
+    scores = {k: a["scores"] for k, a in out["attributions"].items()}
     assert main(argv) == 0
-    lines = capsys.readouterr().out.splitlines()[1:]
+    prediction, coverage, *lines = capsys.readouterr().out.splitlines()
+    names, predicted = out["label_names"], out["predicted"]
+    assert prediction == (
+        f"predicted {names[predicted]!r} (p = {out['probabilities'][predicted]:.3f}); explaining {names[predicted]!r}"
+    )
+    assert coverage == "explained all 4 words"
     printed = {
         line.split(": ")[0]: [float(pair.rsplit(":", 1)[1]) for pair in line.split(": ")[1].split()] for line in lines
     }
@@ -111,6 +117,10 @@ def test_explain_pair_and_target(capsys, model_dirs) -> None:
         "--json",
     )
     assert out["segment_ids"] == [0, 0, 0, 1, 1, 1] and out["target"] == 0
+    argv = ["explain", "--model", str(clf_dir), "--text", "a man runs", "--text-b", "a man sleeps", "--target", "0"]
+    assert main([*argv, "--methods", "loo_empty"]) == 0
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert first_line.endswith(f"explaining {out['label_names'][0]!r}"), first_line
     assert out["attributions"]["loo_empty"]["forward_passes"] <= 7
 
 

@@ -109,8 +109,8 @@ def test_cli_explains_every_word_with_windows(model_dirs, capsys) -> None:
     assert len(payload["words"]) == 150 and payload["dropped_words"] == 0 and len(payload["windows"]) >= 3
     assert all(len(a["scores"]) == 150 for a in payload["attributions"].values())
     assert main(base) == 0
-    first_line = capsys.readouterr().out.splitlines()[0]
-    assert first_line.startswith("explained the first ") and "of 150 words" in first_line
+    coverage = capsys.readouterr().out.splitlines()[1]  # under the prediction's line
+    assert coverage.startswith("explained the first ") and "of 150 words" in coverage
 
 
 def test_heatmap_page_explains_a_long_text_in_windows() -> None:
