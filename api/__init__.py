@@ -122,11 +122,7 @@ def explain(
     example = one_example(text_or_pair)
     keys, overrides = _checked_methods(methods, params, batch_size)
     loaded = load(model, tokenizer, device=device)
-    if len(example.segments) == 2 and loaded.pair is False:
-        raise ValueError(
-            f"{loaded.name!r} reads one text, not a pair: explain_many explains several texts, and "
-            "one string holds a text of several sentences"
-        )
+    loaded.check_texts(len(example.segments))
     clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
     result = explain_example(
         clf,

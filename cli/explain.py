@@ -31,8 +31,10 @@ def run(args: argparse.Namespace) -> int:
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
         raise ValueError("the text is empty: give at least one word")
+    loaded = load_classifier(args.model)
+    loaded.check_texts(len(example.segments))
     clf = Classifier(
-        load_classifier(args.model),
+        loaded,
         batch_size=args.batch_size,
         head_type=args.head_type,
         **autocast_options(args.autocast),

@@ -77,6 +77,14 @@ class LoadedClassifier:
     def max_length(self) -> int:
         return readable_length(self.model.config, self.tokenizer)
 
+    def check_texts(self, count: int) -> None:
+        """Refuse two texts (read as a premise and a hypothesis) for a model known to read one,
+        which would explain an input it was never trained on."""
+        if count == 2 and self.pair is False:
+            raise ValueError(
+                f"{self.name!r} reads one text, not a (premise, hypothesis) pair: explain each text on its own"
+            )
+
 
 def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
     """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as

@@ -430,11 +430,16 @@ def test_a_saved_result_is_checked_as_a_session_bundle_is(toy_linear_loaded, cha
         api.ExplanationResult.from_json(shifted)
 
 
-def test_two_texts_for_a_model_that_reads_one_are_refused() -> None:
+def test_two_texts_for_a_model_that_reads_one_are_refused(capsys) -> None:
     """``api.explain(model, ["good", "bad"])`` on the SST-2 model read the two texts as a premise
     and a hypothesis the model was never trained on; a model known to read one text now refuses
-    them and points to explain_many, while the e-SNLI model reads the pair."""
-    with pytest.raises(ValueError, match="'minilm-sst2' reads one text, not a pair: explain_many"):
+    them, as ``cli explain --text-b`` does, while the e-SNLI model reads the pair."""
+    from cli.main import main
+
+    refused = "'minilm-sst2' reads one text, not a (premise, hypothesis) pair: explain each text on its own"
+    assert main(["explain", "--model", "minilm-sst2", "--text", "a good film", "--text-b", "a bad film"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {refused}"
+    with pytest.raises(ValueError, match=re.escape(refused)):
         api.explain("minilm-sst2", ["a good film", "a bad film"], "loo_empty")
     pair = api.explain("minilm-esnli", ("a man runs", "a man sleeps"), "loo_empty")
     assert pair.example.segment_ids == (0, 0, 0, 1, 1, 1) and np.isfinite(pair["loo_empty"].scores).all()
