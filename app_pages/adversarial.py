@@ -1,8 +1,9 @@
 """Adversarial attacks on explanations: change the ranking, keep the prediction.
 
-The thesis's embedding-space attack and its constrained objective (seed 002, sections 2.3 and
-3.5, after Ghorbani et al. 2019), and a readable masked-LM word-substitution attack; measures:
-Rank Change, Top-k Sum Change, Probability Change, Spearman's rho and success.
+The embedding-space attack and constrained objective of the thesis "Assessing the Interpretability
+of Large Language Models" (Oxford MSc, 2022, sections 2.3 and 3.5, after Ghorbani et al. 2019), and
+a readable masked-LM word-substitution attack; measures: Rank Change, Top-k Sum Change, Probability
+Change, Spearman's rho and success.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Agreement as in Pham et al. 2022 (negatives zeroed, divide by the maximum, binarize at tau: IoU,
 precision, recall, F1, coverage; the optimal tau over 0.05..0.95), ERASER (DeYoung et al. 2020;
 Brinner & Zarrieß 2023: token F1 of the top-k words, span IOU-F1 at IoU 0.5, AUPRC) and the thesis
-(ground-truth overlap, mean rank). Two views: one example with its human and binarized maps, and a
+"Assessing the Interpretability of Large Language Models" (Oxford MSc, 2022: ground-truth overlap,
+mean rank). Two views: one example with its human and binarized maps, and a
 dataset slice with a table per method, the annotators' agreement among themselves as the human
 ceiling, and the examples where each method agrees least with the humans.
 """

@@ -1,7 +1,8 @@
 """Sanity checks: re-initialise the model layer by layer and watch whether the explanations change.
 
-Cascading and independent randomisation after Adebayo et al. (2018) as the thesis (seed 002,
-section 2.7) runs it; the classifier-head reset of Pham et al. 2022 (Table A5) is the ``head`` step.
+Cascading and independent randomisation after Adebayo et al. (2018) as the thesis "Assessing the
+Interpretability of Large Language Models" (Oxford MSc, 2022, sections 2.2.3.3 and 3.3) runs it; the
+classifier-head reset of Pham et al. 2022 (Table A5) is the ``head`` step.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``python -m cli attack``: adversarial attacks on explanations (thesis, seed 002, section 3.5).
+"""``python -m cli attack``: adversarial attacks on explanations, as in the thesis "Assessing the
+Interpretability of Large Language Models" (Oxford MSc, 2022, section 3.5).
 
 Per example and method: Rank Change, Top-k Sum Change, Probability Change, Spearman's rho between
 the two explanations, success, and the original and attacked words and scores; with several

@@ -1,4 +1,5 @@
-"""Attention-based scores (thesis, seed 002, sections 1.6 and 1.7).
+"""Attention-based scores as defined in the thesis "Assessing the Interpretability of Large Language
+Models" (Oxford MSc, 2022, section 2.2.2.3).
 
 * ``attention_mean``: attention received by each token, averaged over layers, heads and query
   positions: ``mean_{l,h,j} A[l, h, j, i]``;

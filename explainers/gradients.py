@@ -1,4 +1,5 @@
-"""Gradient methods on the input word embeddings (thesis, seed 002, section 1.1-1.3).
+"""Gradient methods on the input word embeddings, as defined in the thesis "Assessing the
+Interpretability of Large Language Models" (Oxford MSc, 2022, section 2.2.2.1).
 
 * ``saliency``: the gradient of the target output with respect to each token's embedding
   (Simonyan et al. 2014), reduced to a scalar by its L2 norm or its signed sum;

@@ -1,5 +1,6 @@
-"""The random baseline (Hooker et al. 2019, arXiv:1806.10758; the thesis's random explanation): a
-random ranking of the words, drawn anew for every text."""
+"""The random baseline (Hooker et al. 2019, arXiv:1806.10758; the random explanation of the thesis
+"Assessing the Interpretability of Large Language Models", Oxford MSc, 2022): a random ranking of
+the words, drawn anew for every text."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Agreement between two attributions of the same words: rank correlations and top-k overlap.
 
-Used by the sanity checks (thesis, seed 002, section 2.7: Spearman's rho between the original and a
-randomised model's explanation, after Adebayo et al. 2018), by the classifier-head reset of Pham et
-al. 2022 (Table A5: the share of words whose score changes sign and the mean absolute change), and
-by the adversarial attacks (rank and top-k changes).
+Used by the sanity checks (Spearman's rho between the original and a randomised model's explanation,
+after Adebayo et al. 2018, as in the thesis "Assessing the Interpretability of Large Language
+Models", Oxford MSc, 2022, sections 2.2.3.3 and 3.3), by the classifier-head reset of Pham et al.
+2022 (Table A5: the share of words whose score changes sign and the mean absolute change), and by
+the adversarial attacks (rank and top-k changes).
 
 Every function takes two score vectors over the same words and returns a float. A correlation
 that is undefined (fewer than two words, or one vector constant) is NaN, which

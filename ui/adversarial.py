@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.charts import style
 from ui.heatmap import heatmap_html
-from ui.text import fixed, plain
+from ui.text import THESIS, fixed, plain
 from ui.theme import current
 
 ATTACKS = {
@@ -31,7 +31,7 @@ _TOP = "border:2px solid #1b1b1b;padding:0 2px;border-radius:3px;"
 
 def how_to_read() -> None:
     st.markdown(
-        "- **Embedding perturbation** (the thesis's attack): a perturbation of each word's input embedding, at most "
+        f"- **Embedding perturbation** (the attack of {THESIS}): a perturbation of each word's input embedding, at most "
         "ε per coordinate, found by gradient ascent on *minus the attacked explanation's scores of the original "
         "top-k words* (k = 15% of the words, rounded down, at least 1). **Unconstrained** rejects any step that "
         "changes the predicted class; **constrained** (the thesis's objective) subtracts the squared change of the "

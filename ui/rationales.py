@@ -2,8 +2,9 @@
 
 Agreement as in Pham et al. 2022 (arXiv 2110.11929: negatives zeroed, divide by the
 maximum, binarize at tau; the optimal tau over 0.05..0.95), ERASER (DeYoung et al. 2020, arXiv
-1911.03429: token F1, IOU-F1, AUPRC, and its micro average) and the thesis (ground-truth overlap,
-mean rank). The best method per column is highlighted; the human ceiling row never competes.
+1911.03429: token F1, IOU-F1, AUPRC, and its micro average) and the thesis "Assessing the
+Interpretability of Large Language Models" (Oxford MSc, 2022: ground-truth overlap, mean rank).
+The best method per column is highlighted; the human ceiling row never competes.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.charts import style
 from ui.heatmap import colour, peak
-from ui.text import fixed
+from ui.text import THESIS, fixed
 from ui.theme import current
 
 MEASURES = {
@@ -36,7 +36,8 @@ def how_to_read() -> None:
         "- Weights are re-drawn with the model's own initializer; the same seed gives the same random weights in "
         "both modes. The shared model is never modified: every step works on a copy.\n"
         "- Attention scores do not use the classifier head, so they cannot change at the *head* step.\n"
-        "- The thesis reports gradient methods near 0 after one or two blocks and attention methods falling "
+        f"- {THESIS[0].upper()}{THESIS[1:]} reports gradient methods near 0 after one or two blocks and attention "
+        "methods falling "
         "gradually; Pham et al. 2022 report, after re-initialising the head, the share of words whose score "
         "changes sign and the mean absolute change (higher is better, table below the curves)."
     )

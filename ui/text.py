@@ -10,6 +10,8 @@ _SCHEME = re.compile(r"(?<=:)//")  # "https://": the start of a URL that markdow
 # stops the first two but not the icons; a word joiner (U+2060, invisible) after the colon stops all.
 _CODE_COLON = re.compile(r":(?=\\?(?:[^\W\d]|[+-]))")  # a letter, _, + or -: not a time's digits
 WORD_JOINER = "\u2060"
+# The one thesis the sanity-check and attack pages follow, named where a page first mentions it.
+THESIS = "the thesis “Assessing the Interpretability of Large Language Models” (Oxford MSc, 2022)"
 _NAME_PARTS = re.compile(r"(?<=[-_.])(?!\d+(?:[-_.]|$))")  # after a separator, unless a number follows
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ui.roar import SYNTHETIC_SOURCE
+from ui.text import THESIS
 
 HEATMAPS = "app_pages/heatmaps.py"
 IM = "app_pages/input_marginalization.py"
@@ -115,7 +116,7 @@ TOURS = (
                 title="Cascading randomization, layer by layer",
                 text="Press **Run the sanity check**. The weights are destroyed from the top (the classifier "
                 "head, then block 6, 5, ...) down to the embeddings, and each step's explanation is compared with "
-                "the original one. A faithful method's curve falls; the thesis finds gradient methods near 0 after "
+                f"the original one. A faithful method's curve falls; {THESIS} finds gradient methods near 0 after "
                 "one or two blocks and attention falling slowly. Attention cannot react to the head step at all.",
                 index=0,
                 state={
@@ -130,7 +131,7 @@ TOURS = (
         key="attacks",
         title="Explanations can be attacked",
         label="Attacks",
-        summary="Ghorbani et al. 2019 (arXiv:1710.10547), as the thesis applies it to text: a small change of the "
+        summary=f"Ghorbani et al. 2019 (arXiv:1710.10547), as {THESIS} applies it to text: a small change of the "
         "input that keeps the prediction can move the words an explanation ranks highest.",
         steps=(
             Step(

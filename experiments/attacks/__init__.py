@@ -1,5 +1,6 @@
-"""Adversarial perturbations of explanations (thesis, seed 002, sections 2.3 and 3.5, after
-Ghorbani et al. 2019, "Interpretation of neural networks is fragile").
+"""Adversarial perturbations of explanations, as in the thesis "Assessing the Interpretability of
+Large Language Models" (Oxford MSc, 2022, sections 2.3 and 3.5), after Ghorbani et al. 2019,
+"Interpretation of neural networks is fragile" (arXiv:1710.10547).
 
 An attack looks for an input close to the original whose prediction stays put but whose
 explanation no longer ranks the originally top-ranked words on top. ``k`` is 15% of the words,

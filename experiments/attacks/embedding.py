@@ -1,5 +1,6 @@
-"""The embedding attack of the thesis (seed 002, sections 2.3 and 3.5, after Ghorbani et al. 2019,
-"Interpretation of neural networks is fragile", arXiv:1710.10547).
+"""The embedding attack of the thesis "Assessing the Interpretability of Large Language Models"
+(Oxford MSc, 2022, sections 2.3 and 3.5), after Ghorbani et al. 2019, "Interpretation of neural
+networks is fragile" (arXiv:1710.10547).
 
 A perturbation ``delta`` of the input word embeddings (special tokens untouched) with
 ``|delta|_inf <= epsilon``, found by gradient ascent (``torch.optim.SGD`` or ``torch.optim.Adam``

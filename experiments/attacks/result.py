@@ -1,5 +1,6 @@
-"""The record of one attack and the thesis's measures (seed 002, section 2.3, after Ghorbani et
-al. 2019, "Interpretation of neural networks is fragile", arXiv:1710.10547).
+"""The record of one attack and the measures of the thesis "Assessing the Interpretability of Large
+Language Models" (Oxford MSc, 2022, section 2.3), after Ghorbani et al. 2019, "Interpretation of
+neural networks is fragile" (arXiv:1710.10547).
 
 **Rank Change**, the share of the k top positions whose word differs (order-sensitive, as in
 the thesis's worked example: [12, 3, 7] against [3, 15, 7] gives 2/3); **Top-k Sum Change**,

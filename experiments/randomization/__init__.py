@@ -1,6 +1,7 @@
 """Model-parameter randomisation: does an explanation change when the model's weights are destroyed?
 
-After Adebayo et al. (2018), as the thesis (seed 002, section 2.7) applies it to transformers:
+After Adebayo et al. (2018), as the thesis "Assessing the Interpretability of Large Language Models"
+(Oxford MSc, 2022, sections 2.2.3.3 and 3.3) applies it to transformers:
 
 * **cascading**: re-initialise the classifier head, then the top encoder block, then the next,
   down to the embeddings, and explain again after each step (the x-axis of the thesis's plots

@@ -6,8 +6,9 @@
   after each step, starting with the original input. Lower area is better.
 * ``insertion`` (Arras et al. 2017): start from the input with every word removed and put the
   words back in the same order, up to ``fraction`` of them. Higher area is better.
-* ``comprehensiveness`` and ``sufficiency`` (DeYoung et al. 2020, ERASER; seed 002, 2.4): the
-  drop ``p(x) - p(x')`` in the explained class's probability when the top-k% words are removed
+* ``comprehensiveness`` and ``sufficiency`` (DeYoung et al. 2020, ERASER; the thesis "Assessing the
+  Interpretability of Large Language Models", Oxford MSc, 2022, section 2.2.3.2): the drop
+  ``p(x) - p(x')`` in the explained class's probability when the top-k% words are removed
   (comprehensiveness, higher is better) or are the only ones kept (sufficiency, lower is better),
   averaged over the bins {1, 5, 10, 20, 50}% (ERASER's AOPC, divided by the number of bins; the
   ERASER and AML code divide by |B| + 1, counting an empty 0% bin, which is |B| / (|B| + 1) = 5/6

@@ -17,7 +17,8 @@ Definitions, by source:
   true positives / predicted spans, recall = true positives / human spans, F1 of the two (0 when
   either is 0). AUPRC is ERASER's ``_auprc``: the trapezoid area under scikit-learn's
   precision-recall curve of the signed scores; the average precision (MaRC's "mAP") is in extras.
-- Thesis 002 (§2.2.3.1, Bastings et al.'s mean rank): ground-truth overlap is the share of the
+- The thesis "Assessing the Interpretability of Large Language Models" (Oxford MSc, 2022,
+  §2.2.3.1, with Bastings et al.'s mean rank): ground-truth overlap is the share of the
   top-|L| words (|L| = number of human words) that the humans marked -- the printed formula asks
   for an exact set match, which is in extras as ``exact_match``; the fraction is what the thesis's
   e-SNLI numbers (random baseline 20%) measure. Mean rank is the smallest r / n such that the top

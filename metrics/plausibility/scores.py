@@ -1,7 +1,8 @@
-"""One attribution's selection or ranking against one human mask: token overlap (Pham et al. 2022,
-Pham et al. 2022; ERASER's token F1), ERASER's span partial-match F1 and AUPRC (DeYoung et al. 2020,
-arXiv 1911.03429) and the thesis's ground-truth overlap and mean rank (after Bastings et al.).
-Definitions in ``metrics.plausibility``."""
+"""One attribution's selection or ranking against one human mask: token overlap (Pham et al. 2022;
+ERASER's token F1), ERASER's span partial-match F1 and AUPRC (DeYoung et al. 2020, arXiv
+1911.03429) and the ground-truth overlap and mean rank (after Bastings et al.) of the thesis
+"Assessing the Interpretability of Large Language Models" (Oxford MSc, 2022). Definitions in
+``metrics.plausibility``."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def auprc(scores: np.ndarray, human: np.ndarray) -> dict[str, float]:
 
 
 def rank_scores(scores: np.ndarray, human: np.ndarray) -> dict[str, float]:
-    """Thesis 002: ground-truth overlap (share of the top-|L| words that are human words) and the
+    """The thesis's ground-truth overlap (share of the top-|L| words that are human words) and the
     mean rank (smallest r, and r / n, with every human word in the top r)."""
     order = ranking(scores)
     k = int(human.sum())
