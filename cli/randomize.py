@@ -68,7 +68,7 @@ def _print_table(result) -> None:
             mean = per_method[method]["spearman"][0]
             cells.append(f"  {'n/a' if math.isnan(mean) else f'{mean:+.3f}':>20}")
         print(f"{step.name:<{width}}" + "".join(cells))
-    print(f"{result.runtime_s:.1f} s, {result.forward_passes} forward / {result.backward_passes} backward passes")
+    print(f"{result.runtime_s:.1f} s, {result.forward_passes:,} forward / {result.backward_passes:,} backward passes")
 
 
 def run(args: argparse.Namespace) -> int:
