@@ -27,6 +27,7 @@ from ui.imports import import_box
 from ui.live_labels import live_selectbox
 from ui.run_progress import delete_control, live_progress
 from ui.runs import started_note
+from ui.share import first_read, link_warning, quoted
 from ui.text import plain
 
 selection = state.current()
@@ -74,11 +75,18 @@ if st.session_state.get("explorer.starting") in stored:
 elif starting := st.session_state.get("explorer.starting"):
     waiting_for_run(starting)  # its process loads the model before it stores the run's entry
     st.stop()
+labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
+wanted = [run for run in (st.session_state.get("explorer.run"), st.query_params.get("run")) if run in labels]
+asked = first_read("explorer.run_link", "run")
+if asked is not None and asked not in labels:
+    shown = f"{quoted(next(iter(wanted), next(iter(labels), '')))} is shown" if labels else "it holds no run yet"
+    link_warning(
+        f"The link asks for run {quoted(asked)}, which is not in this run store (deleted, not stored yet, or "
+        f"kept in another results folder): {shown}."
+    )
 if catalogue.empty:
     st.info("No stored run yet: start one above, import one, or use `python -m cli run`.")
     st.stop()
-labels = {row["run_id"]: services.runs.run_label(row) for row in catalogue.to_dict("records")}
-wanted = [run for run in (st.session_state.get("explorer.run"), st.query_params.get("run")) if run in labels]
 run_id = live_selectbox("Stored run", list(labels), labels.get, "explorer.run_picker", next(iter(wanted), None))
 st.session_state["explorer.run"] = run_id
 st.query_params["run"] = run_id

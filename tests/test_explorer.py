@@ -65,6 +65,31 @@ def test_the_explorer_shows_a_stored_run(stored_run, monkeypatch) -> None:
     assert not at.error
 
 
+def test_a_link_to_a_run_not_in_the_store_says_so(stored_run, monkeypatch) -> None:
+    """A link to a deleted run silently showed another one; it now names the run it asked for and
+    the one shown, and a link to a stored run opens it without a word."""
+    run_id, model, results = stored_run
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    warnings = {}
+    for asked in ("run-deadbeef0000", run_id):
+        at = AppTest.from_file(str(APP), default_timeout=300)
+        at.session_state["sidebar.model_path"] = model
+        at.session_state["heatmaps.methods"] = []
+        at.run()
+        at.query_params["run"] = asked
+        at.switch_page("app_pages/explorer.py").run()
+        assert not at.exception, at.exception
+        assert at.selectbox(key="explorer.run_picker").value == run_id
+        warnings[asked] = [w.value for w in at.warning]
+    shown = run_id.replace("-", "\\-")  # the markdown escape of a link's value
+    expected = (
+        "The link asks for run “run\\-deadbeef0000”, which is not in this run store (deleted, not stored yet, or "
+        f"kept in another results folder): “{shown}” is shown."
+    )
+    assert warnings["run-deadbeef0000"] == [expected]
+    assert warnings[run_id] == []
+
+
 def test_a_row_opens_on_the_heatmap_page_with_the_runs_scores(stored_run, monkeypatch) -> None:
     run_id, _, results = stored_run
     at = open_explorer(stored_run, monkeypatch)
