@@ -432,3 +432,34 @@ def test_row_columns_follow_the_documented_schema():
         "position", "id", "words", "segment_ids", "label", "target", "probabilities", "rationale", "rationales",
         "dropped_words", "score/m", "attribution/m", "error/m", "value/m/k", "curve/m/k", "extras/m/k",
     ]  # fmt: skip
+
+
+def test_a_benchmark_model_runs_in_the_store(tmp_path):
+    """``cli run --model random:minilm`` stopped at the model's fingerprint ("not a bundled model
+    ... Repo id must use alphanumeric chars") though ``evaluate`` ran the same model: a benchmark
+    model has no weight files. Its fingerprint is now its config, seed and vocabulary (one per
+    size, the same on every call), and the stored run holds what ``evaluate_slice`` gives."""
+    from core.classifier import Classifier
+    from core.datasets import load_examples
+    from core.loaded import load_classifier
+    from engine.evaluate import evaluate_slice, metric_params
+    from engine.runs.model_identity import label_names
+
+    minilm = model_fingerprint("random:minilm")
+    assert minilm == model_fingerprint("random:minilm") != model_fingerprint("random:bert-base")
+    assert label_names("random:bert-base") == ("negative", "positive")
+    store = RunStore(tmp_path)
+    spec = toy_spec("random:minilm", limit=2, methods=("saliency", "loo_empty"), metrics=("deletion",))
+    outcome = execute(open_run(spec, store), store, executor="serial")
+    assert (outcome.info.status, outcome.info.rows_done, outcome.info.model_fingerprint) == ("done", 2, minilm)
+    examples = load_examples("examples", "sst2", limit=2)
+    direct = evaluate_slice(
+        Classifier(load_classifier("random:minilm")), examples, ["saliency", "loo_empty"],
+        metric_params(["deletion"]), seed=3,
+    )  # fmt: skip
+    stored = store.rows(outcome.info.run_id)
+    for position, result in enumerate(direct.results):
+        for method in ("saliency", "loo_empty"):
+            assert stored[f"value/{method}/deletion"][position] == pytest.approx(
+                result.metrics[method]["deletion"].value, abs=1e-6
+            )

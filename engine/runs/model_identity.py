@@ -12,7 +12,8 @@ MODEL_FILE_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", "
 
 def model_files(name_or_path: str) -> list[tuple[str, Path]]:
     """(name, path) of every file that defines the model: a bundled delta with the packaged
-    encoder it is merged into, a local folder's files, or a hub model's cached snapshot."""
+    encoder it is merged into, a local folder's files, a hub model's cached snapshot, or for a
+    benchmark model the packaged encoder's tokenizer and config files."""
     from core.models import delta_folder, encoder_path
 
     def folder_files(label: str, folder: Path) -> list[tuple[str, Path]]:
@@ -22,6 +23,10 @@ def model_files(name_or_path: str) -> list[tuple[str, Path]]:
             if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES and not p.name.startswith(".")
         ]
 
+    from core.random_models import is_random
+
+    if is_random(name_or_path):  # weights drawn from a config (model_fingerprint): the vocabulary read
+        return [item for item in folder_files("encoder", Path(encoder_path())) if item[1].suffix in (".json", ".txt")]
     delta = delta_folder(name_or_path)
     if delta is not None:
         return folder_files("delta", delta) + folder_files("encoder", Path(encoder_path()))
@@ -41,7 +46,15 @@ def model_files(name_or_path: str) -> list[tuple[str, Path]]:
 
 def model_fingerprint(name_or_path: str) -> str:
     """SHA-256 over the names and contents of ``model_files``: a changed weight, adapter,
-    config or tokenizer file gives another fingerprint."""
+    config or tokenizer file gives another fingerprint. A benchmark model (``random:<size>``) has
+    no weight files: its config, its seed and the packaged vocabulary it reads make it what it is."""
+    from core.random_models import SEED, is_random, random_config
+
+    if is_random(name_or_path):
+        config = random_config(name_or_path).to_json_string(use_diff=False)
+        digest = hashlib.sha256(f"{config}\0seed {SEED}\0".encode())
+        digest.update(files_digest(model_files(name_or_path)).encode())
+        return digest.hexdigest()
     files = model_files(name_or_path)
     if not files:
         raise ValueError(f"no model files found for {name_or_path!r}")
@@ -64,9 +77,7 @@ def label_names(name_or_path: str) -> tuple[str, ...]:
     info = model_info(name_or_path)
     if info:
         return tuple(info["label_names"])
-    from transformers import AutoConfig
+    from core.models import model_config
 
-    from core.models import _offline_kwargs
-
-    config = AutoConfig.from_pretrained(name_or_path, **_offline_kwargs())
+    config = model_config(name_or_path)
     return tuple(config.id2label[i] for i in range(config.num_labels))
