@@ -47,7 +47,8 @@ def model_files(name_or_path: str) -> list[tuple[str, Path]]:
 def model_fingerprint(name_or_path: str) -> str:
     """SHA-256 over the names and contents of ``model_files``: a changed weight, adapter,
     config or tokenizer file gives another fingerprint. A benchmark model (``random:<size>``) has
-    no weight files: its config, its seed and the packaged vocabulary it reads make it what it is."""
+    no weight files: its config, its seed and the packaged vocabulary it reads make it what it
+    is."""
     from core.random_models import SEED, is_random, random_config
 
     if is_random(name_or_path):
