@@ -267,11 +267,16 @@ def load_dataset_examples(args: argparse.Namespace):
 _OPEN_BARS: list[Any] = []  # the bars progress_bar drew and has not closed; print_stopped closes them
 
 
+# tqdm's layout of a bar in percent: the percentage, the bar, time spent and left, the message.
+PERCENT_BAR = "{l_bar}{bar}| [{elapsed}<{remaining}{postfix}]"
+
+
 def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> ProgressFn | None:
     """A ``ProgressFn`` drawing a tqdm bar on stderr over ``total`` items (rate per second and
     ETA; the message as postfix); the bar closes when the fraction reaches 1. The first call
-    sets the starting point, so a resumed run's rate counts only the work done now. None when
-    not ``enabled`` (``--quiet``)."""
+    sets the starting point, so a resumed run's rate counts only the work done now. A bar in
+    percent (``unit="%"``) shows the percentage and the times only: "37/100" and "2.5%/s" say
+    nothing more. None when not ``enabled`` (``--quiet``)."""
     if not enabled:
         return None
     from tqdm import tqdm
@@ -281,7 +286,13 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
     def report(fraction: float, message: str) -> None:
         n = int(fraction * total + 1e-9)  # items whole: 0.89 of 4 examples is 3, not "4/4 100%"
         if not bars:
-            bars.append(tqdm(total=total, initial=n, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True))
+            shape = PERCENT_BAR if unit == "%" else None
+            bars.append(
+                tqdm(
+                    total=total, initial=n, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True,
+                    bar_format=shape,
+                )
+            )  # fmt: skip
             _OPEN_BARS.append(bars[0])
         bar = bars[0]
         if bar.disable:

@@ -54,3 +54,24 @@ def test_the_command_lines_bar_counts_whole_items_and_closes_at_the_end():
     assert (bar.n, bar.total) == (3, 4)
     report(1.0, "4 examples done")
     assert bar.n == 4 and bar not in _OPEN_BARS
+
+
+def test_a_bar_in_percent_shows_no_count_or_rate(capsys):
+    """The attack, import and randomisation bars run over 100 "%" and read "37/100 [00:03<00:05,
+    12.1%/s, ...]"; they now show the percentage, the times and the message only."""
+    from cli.common import _OPEN_BARS, progress_bar
+
+    report = progress_bar(100, unit="%")
+    assert report is not None
+    report(0.37, "example 1 of 3, saliency")
+    bar = _OPEN_BARS[-1]
+    line = str(bar)
+    assert line.startswith(" 37%|") and line.endswith(", example 1 of 3, saliency]"), line
+    assert "/100" not in line and "%/s" not in line
+    report(1.0, "done")
+    assert bar not in _OPEN_BARS
+    examples = progress_bar(4)
+    assert examples is not None
+    examples(0.5, "example 3 of 4")
+    assert "2/4" in str(_OPEN_BARS[-1])  # a bar of items keeps its count and rate
+    examples(1.0, "done")
