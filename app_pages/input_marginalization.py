@@ -18,12 +18,12 @@ from ui.costs import show_costs
 from ui.downloads import show_table
 from ui.heatmap import heatmap_html
 from ui.live_labels import live_selectbox
-from ui.marginalization import cost_line, duration, estimate_line, word_panel, words_shown
+from ui.marginalization import cost_line, duration, estimate_line, word_label, word_panel, words_shown
 from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
 from ui.share import setting_from_link, setting_to_link
-from ui.text import fixed, plain
+from ui.text import plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
 FOUR_PLACES = ("IM", "LOO_empty", "top-1 likelihood", "likelihood of the word", "candidate mass", "expectation")
@@ -116,13 +116,8 @@ most_important = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
 setting_from_link("im.word", "word", range(n_words), most_important)
 
 
-def word_label(i: int) -> str:
-    """A word with its IM and leave-one-out scores, which change with the parameters."""
-    return f"{i}: {example.words[i]}  (IM {fixed(im.scores[i], 3, True)}, LOO {fixed(loo.scores[i], 3, True)})"
-
-
 word = live_selectbox(
-    "Word", range(n_words), word_label, "im.word", most_important,
+    "Word", range(n_words), lambda i: word_label(example, im, loo, i), "im.word", most_important,
     help="Preselected: the word leave-one-out finds most important.",
 )  # fmt: skip
 setting_to_link("word", word, most_important)

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from core.classifier import Classifier
     from core.datasets import split_words
     from core.loaded import load_classifier
+    from core.numbers import fixed
     from core.types import Example
     from engine.resources import Resources
     from experiments.attacks import attack_example, make_params, summarize
@@ -80,12 +81,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             for method, result in per_method.items():
                 measures = result.measures()
-                rho = "n/a" if measures["spearman"] is None else f"{measures['spearman']:+.3f}"
+                rho = "n/a" if measures["spearman"] is None else fixed(measures["spearman"], 3, signed=True)
                 print(
                     printable(
                         f"{example.id} {method}: rank_change {measures['rank_change']:.3f}, topk_sum_change "
                         f"{measures['topk_sum_change']:+.4g}, probability_change "
-                        f"{measures['probability_change']:+.4f}, spearman {rho}, success {measures['success']}"
+                        f"{fixed(measures['probability_change'], 4, signed=True)}, spearman {rho}, success {measures['success']}"
                     )
                 )
                 print(printable(f"  original: {' '.join(result.original.words)}"))

@@ -57,6 +57,8 @@ def _per_example(result) -> list[dict[str, Any]]:
 
 
 def _print_table(result) -> None:
+    from core.numbers import fixed
+
     width = max(len(step.name) for step in result.steps)
     print(
         f"{result.mode} randomisation, seed {result.seed}, {len(result.examples)} example(s); Spearman of signed scores"
@@ -66,7 +68,7 @@ def _print_table(result) -> None:
         cells = []
         for method in result.methods:
             mean = per_method[method]["spearman"][0]
-            cells.append(f"  {'n/a' if math.isnan(mean) else f'{mean:+.3f}':>20}")
+            cells.append(f"  {'n/a' if math.isnan(mean) else fixed(mean, 3, signed=True):>20}")
         print(f"{step.name:<{width}}" + "".join(cells))
     print(f"{result.runtime_s:.1f} s, {result.forward_passes:,} forward / {result.backward_passes:,} backward passes")
 

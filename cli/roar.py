@@ -11,16 +11,18 @@ import json
 import sys
 
 LEVEL_PRESETS = {
-    "paper000": "10,20,30",
-    "paper001": ",".join(str(n) for n in range(0, 101, 10)),
+    "pham2022": "10,20,30",
+    "madsen2022": ",".join(str(n) for n in range(0, 101, 10)),
     "tokens": ",".join(f"{n}t" for n in range(11)),
 }
 
 
 def parse_levels(text: str):
+    from core.params import current_name
     from experiments.roar.removal import Level
 
-    return tuple(Level.parse(part) for part in LEVEL_PRESETS.get(text, text).split(",") if part.strip())
+    preset = LEVEL_PRESETS.get(current_name(text), text)
+    return tuple(Level.parse(part) for part in preset.split(",") if part.strip())
 
 
 def job_from_args(args: argparse.Namespace):
@@ -173,6 +175,7 @@ def _cell(cell: dict) -> str:
 
 def register(sub) -> None:
     from cli.common import add_methods
+    from core.params import current_name
     from core.train import TASKS
     from engine.roar.run import EXECUTORS
     from experiments.roar.job import DEFAULT_MLM, TARGETS
@@ -194,8 +197,8 @@ def register(sub) -> None:
     )
     parser.add_argument(
         "--levels",
-        default="paper000",
-        help="10,20,30 (percent), 1t,2t (tokens), or paper000 (Pham et al. 2022: 10,20,30%%), paper001 (Madsen et "
+        default="pham2022",
+        help="10,20,30 (percent), 1t,2t (tokens), or pham2022 (Pham et al. 2022: 10,20,30%%), madsen2022 (Madsen et "
         "al. 2022: 0..100%%), tokens (0..10)",
     )
     parser.add_argument("--recursive", action="store_true", help="Recursive ROAR (Madsen et al. 2022)")
@@ -209,7 +212,8 @@ def register(sub) -> None:
     parser.add_argument(
         "--rounding",
         choices=ROUNDINGS,
-        help="removed-word count rule: paper000, Pham et al. 2022's ceil((n - 1) N / 100), at least 1; paper001, "
+        type=current_name,
+        help="removed-word count rule: pham2022, Pham et al. 2022's ceil((n - 1) N / 100), at least 1; madsen2022, "
         "Madsen et al. 2022's floor(n N / 100) (default: the removal's paper)",
     )
     parser.add_argument(

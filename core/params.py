@@ -30,6 +30,18 @@ _NUMBER_SYNTAX = {
 }
 
 
+# Choice values renamed after runs were stored with them: the old name is still read (a command
+# line, a link, a stored run or report) as the new one, and a run key hashes the old name
+# (``engine.runs.records.run_key``), so a run stored before the rename keeps its id.
+RENAMED_CHOICES = {"paper000": "pham2022", "paper001": "madsen2022"}
+RENAMED_FIELDS = ("convention", "rounding")  # the settings whose values were renamed
+
+
+def current_name(value: Any) -> Any:
+    """The current name of a renamed choice value; any other value unchanged."""
+    return RENAMED_CHOICES.get(value, value) if isinstance(value, str) else value
+
+
 @dataclass(frozen=True)
 class NoParams:
     pass
@@ -44,6 +56,8 @@ def params_from(params_cls: type, values: dict[str, Any]) -> Any:
             raise ValueError(
                 f"unknown parameter {name!r} for {params_cls.__name__}; known: {', '.join(fields) or 'none'}"
             )
+        if name in RENAMED_FIELDS and current_name(value) in fields[name].metadata.get("choices", ()):
+            value = current_name(value)
         converted[name] = _convert(fields[name], value)
     params = params_cls(**converted)
     for f in dataclasses.fields(params):

@@ -537,8 +537,8 @@ def test_a_change_that_rounds_to_zero_is_shown_without_a_minus_sign():
     exact numbers."""
     import pandas as pd
 
+    from core.numbers import fixed
     from ui.adversarial import shown_measures
-    from ui.text import fixed
 
     assert fixed(-2e-6, 4, signed=True) == "+0.0000" and fixed(-6e-5, 4, signed=True) == "-0.0001"
     assert fixed(0.01234, 4, signed=True) == "+0.0123" and fixed(-0.04, 1) == "0.0" and fixed(-0.06, 1) == "-0.1"

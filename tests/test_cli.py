@@ -217,3 +217,26 @@ def test_datasets_counts_local_splits_and_lists_the_hubs_without_loading_them(ca
     lines = capsys.readouterr().out.splitlines()
     assert "hub:sst2: train, validation, test (downloaded when first used)" in lines
     assert any(line.startswith("examples: all (") for line in lines)
+
+
+def test_the_randomisation_table_prints_a_correlation_that_rounds_to_zero_without_a_minus(capsys):
+    """A mean Spearman of -0.0002 printed "-0.000"; it reads +0.000, and -0.0006 still -0.001."""
+    from types import SimpleNamespace
+
+    from cli.randomize import _print_table
+
+    per_method = [{"saliency": {"spearman": (-0.0002,)}, "lime": {"spearman": (-0.0006,)}}]
+    result = SimpleNamespace(
+        mode="cascading",
+        seed=0,
+        examples=[object()],
+        steps=[SimpleNamespace(name="classifier")],
+        methods=("saliency", "lime"),
+        summary=lambda: per_method,
+        runtime_s=1.0,
+        forward_passes=2,
+        backward_passes=1,
+    )
+    _print_table(result)
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert row == ["classifier", "+0.000", "-0.001"]

@@ -467,14 +467,14 @@ def test_page_runs_in_apptest(toy_bert_folder, monkeypatch):
 @pytest.mark.parametrize(
     ("fraction", "n", "steps"), [(0.2, 10, 2), (0.2, 12, 3), (0.2, 3, 2), (0.2, 1, 1), (0.5, 9, 4)]
 )
-def test_paper000_step_rule(fraction, n, steps):
-    assert F.paper000_steps(fraction, n) == steps
+def test_pham2022_step_rule(fraction, n, steps):
+    assert F.pham2022_steps(fraction, n) == steps
 
 
-def test_deletion_paper000_by_hand(linear_clf, mixed_example):
+def test_deletion_pham2022_by_hand(linear_clf, mixed_example):
     """12 words: L = max(2, ceil(11 * 0.2)) = 3 steps; the unperturbed input is off the curve and
     the points sit at x = 1/3, 2/3, 1 (ours: ceil(0.2 * 12) = 3 steps from x = 0)."""
-    params = F.CurveParams(convention="paper000")
+    params = F.CurveParams(convention="pham2022")
     result = metrics.get("deletion").compute(linear_clf, mixed_example, oracle(mixed_example), params)
     y = [sigmoid(2 * (CLS + 1 - 1)), sigmoid(2 * (CLS - 1)), sigmoid(2 * (CLS - 1))]  # great, good, then "the"
     assert [x for x, _ in result.curve] == pytest.approx([1 / 3, 2 / 3, 1.0])
@@ -482,10 +482,10 @@ def test_deletion_paper000_by_hand(linear_clf, mixed_example):
     assert result.value == pytest.approx((1 / 3) * ((y[0] + y[1]) / 2 + (y[1] + y[2]) / 2), abs=1e-6)
     ours = metrics.get("deletion").compute(linear_clf, mixed_example, oracle(mixed_example), F.CurveParams())
     assert ours.curve[0][0] == 0.0 and len(ours.curve) == 4
-    assert result.extras["convention"] == "paper000"
+    assert result.extras["convention"] == "pham2022"
 
 
-def test_deletion_bert_paper000_takes_the_top_two_only(linear_clf, toy_example):
+def test_deletion_bert_pham2022_takes_the_top_two_only(linear_clf, toy_example):
     """The fake masked LM ranks the original word first, a ## piece second and a real word fourth:
     ours uses the real word, Pham et al.'s top-2 rule finds nothing usable and puts [UNK]."""
     fake = EchoMaskedLM({3: "awful"})
@@ -493,20 +493,20 @@ def test_deletion_bert_paper000_takes_the_top_two_only(linear_clf, toy_example):
         linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm"), mlm=fake
     )
     paper = metrics.get("deletion").compute(
-        linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm", convention="paper000"), mlm=fake
+        linear_clf, toy_example, oracle(toy_example), F.CurveParams(removal="mlm", convention="pham2022"), mlm=fake
     )
     assert ours.extras["inputs"][1].split()[3] == "awful"
     assert paper.extras["inputs"][0].split()[3] == "[UNK]"
     assert paper.curve[0][1] == pytest.approx(sigmoid(2 * (CLS - 1)), abs=1e-6)
 
 
-def test_paper000_correct_only_skips_wrong_predictions(linear_clf, toy_example):
+def test_pham2022_correct_only_skips_wrong_predictions(linear_clf, toy_example):
     import dataclasses
 
     from engine.evaluate import score_attribution
 
     wrong = dataclasses.replace(toy_example, label=0)  # the toy model predicts positive
-    params = F.CurveParams(convention="paper000", correct_only=True)
+    params = F.CurveParams(convention="pham2022", correct_only=True)
     skipped = metrics.get("deletion").compute(linear_clf, wrong, oracle(wrong), params)
     assert math.isnan(skipped.value) and skipped.extras["skipped"] == "predicted wrongly"
     assert score_attribution(linear_clf, wrong, oracle(wrong), {"deletion": params}) == {}
@@ -527,9 +527,9 @@ def test_the_rank_chart_names_the_removals_as_the_pickers_do():
     "key, params",
     [
         ("deletion", F.CurveParams(removal="mlm")),
-        ("deletion", F.CurveParams(removal="mlm", fraction=1.0, convention="paper000")),
+        ("deletion", F.CurveParams(removal="mlm", fraction=1.0, convention="pham2022")),
         ("insertion", F.CurveParams(removal="mlm", fraction=0.5)),
-        ("insertion", F.CurveParams(removal="mlm", fraction=0.3, convention="paper000")),
+        ("insertion", F.CurveParams(removal="mlm", fraction=0.3, convention="pham2022")),
         ("comprehensiveness", F.BinParams(removal="mlm")),
         ("sufficiency", F.BinParams(removal="mlm", bins="marc")),
         ("log_odds", F.LogOddsParams(removal="mlm", fraction=0.4)),

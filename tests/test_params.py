@@ -55,3 +55,13 @@ def test_strings_become_typed_values(values: dict, expected: Knobs) -> None:
 def test_loose_or_wrong_values_are_refused(values: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         params_from(Knobs, values)
+
+
+def test_a_renamed_choice_is_read_under_its_old_name() -> None:
+    """Runs and links made before ``paper000`` / ``paper001`` became ``pham2022`` / ``madsen2022``."""
+    from metrics.faithfulness import CurveParams
+
+    assert params_from(CurveParams, {"convention": "paper000"}).convention == "pham2022"
+    assert params_from(CurveParams, {"convention": "pham2022"}).convention == "pham2022"
+    with pytest.raises(ValueError, match="convention='paper001' is not one of"):
+        params_from(CurveParams, {"convention": "paper001"})  # the old name of a ROAR rule, not a convention

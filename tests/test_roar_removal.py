@@ -33,7 +33,7 @@ def text(view) -> str:
 
 
 @pytest.mark.parametrize(
-    ("n", "percent", "paper000", "paper001"),
+    ("n", "percent", "pham2022", "madsen2022"),
     [
         (20, 10, 2, 2),  # ceil(19 * 0.1) = 2; floor(2.0) = 2
         (20, 20, 4, 4),  # ceil(3.8) = 4
@@ -50,14 +50,14 @@ def text(view) -> str:
         (7, 90, 6, 6),  # ceil(5.4) = 6; floor(6.3) = 6
     ],
 )
-def test_rounding_rules(n, percent, paper000, paper001):
-    assert n_to_remove(n, Level(percent), "paper000") == paper000
-    assert n_to_remove(n, Level(percent), "paper001") == paper001
+def test_rounding_rules(n, percent, pham2022, madsen2022):
+    assert n_to_remove(n, Level(percent), "pham2022") == pham2022
+    assert n_to_remove(n, Level(percent), "madsen2022") == madsen2022
 
 
 def test_token_levels_and_presets():
-    assert n_to_remove(20, Level(3, "tokens"), "paper000") == 3
-    assert n_to_remove(2, Level(3, "tokens"), "paper001") == 2
+    assert n_to_remove(20, Level(3, "tokens"), "pham2022") == 3
+    assert n_to_remove(2, Level(3, "tokens"), "madsen2022") == 2
     assert [level.amount for level in PHAM_2022_LEVELS] == [10, 20, 30]
     assert [level.amount for level in MADSEN_2022_LEVELS] == list(range(0, 101, 10))
     assert [level.label for level in ONE_TOKEN_LEVELS[:3]] == ["0%", "1 token", "2 tokens"]
@@ -65,9 +65,9 @@ def test_token_levels_and_presets():
     assert Level.parse(" 7 tokens ") == Level(7, "tokens") and Level(30).x == 0.3
     assert Level(0, "tokens") == Level(0) and ONE_TOKEN_LEVELS[0].is_zero
     assert (default_rounding("delete"), default_rounding("mlm"), default_rounding("mask")) == (
-        "paper000",
-        "paper000",
-        "paper001",
+        "pham2022",
+        "pham2022",
+        "madsen2022",
     )
     assert default_order("mask") == "absolute" and default_order("delete") == "signed"
 
@@ -78,7 +78,7 @@ def test_token_levels_and_presets():
         (lambda: Level(120), "0..100, got 120"),
         (lambda: Level(5, "words"), "unknown level unit 'words'; choose one of percent, tokens"),
         (lambda: Level.parse("ten"), "cannot read 'ten' as a level"),
-        (lambda: n_to_remove(5, Level(10), "paper002"), "unknown rounding 'paper002'"),
+        (lambda: n_to_remove(5, Level(10), "smith2023"), "unknown rounding 'smith2023'"),
         (lambda: default_rounding("erase"), "unknown removal 'erase'; choose one of delete, mask, mlm"),
         (lambda: remove_top(FIGURE, STEP0[:5], Level(10)), "5 scores for 10 words in 'fig'"),
         (lambda: remove_top(FIGURE, STEP0, Level(10), order="top"), "unknown order 'top'"),
@@ -91,8 +91,8 @@ def test_errors_name_the_bad_value(call, message):
 
 def test_plain_roar_reproduces_figure_1():
     """Madsen et al. 2022, Fig. 1: plain ROAR masks "great" at 10%, then "movie" at 20% (step-0 scores)."""
-    at10 = remove_top(FIGURE, STEP0, Level(10), rounding="paper001")
-    at20 = remove_top(FIGURE, STEP0, Level(20), rounding="paper001")
+    at10 = remove_top(FIGURE, STEP0, Level(10), rounding="madsen2022")
+    at20 = remove_top(FIGURE, STEP0, Level(20), rounding="madsen2022")
     views = removed_views([FIGURE, FIGURE], [at10, at20], "mask")
     assert text(views[0]) == "the movie is [MASK] . i really liked it ."
     assert text(views[1]) == "the [MASK] is [MASK] . i really liked it ."
@@ -103,21 +103,21 @@ def test_plain_roar_reproduces_figure_1():
 def test_recursive_roar_reproduces_figure_2_and_keeps_removed_words():
     """Madsen et al. 2022, Fig. 2: the retrained model now finds "liked" most important; "great" stays
     masked although its new score is the lowest."""
-    at10 = remove_top(FIGURE, STEP0, Level(10), rounding="paper001")
+    at10 = remove_top(FIGURE, STEP0, Level(10), rounding="madsen2022")
     view = removed_views([FIGURE], [at10], "mask")[0]
     step1 = np.array([0.0, 0.2, 0.0, -5.0, 0.0, 0.0, 0.1, 0.8, 0.0, 0.0])  # scores on the masked view
-    at20 = remove_top(FIGURE, view.original_scores(step1), Level(20), removed=at10, rounding="paper001")
+    at20 = remove_top(FIGURE, view.original_scores(step1), Level(20), removed=at10, rounding="madsen2022")
     assert text(removed_views([FIGURE], [at20], "mask")[0]) == "the movie is [MASK] . i really [MASK] it ."
     # the count includes words already removed: 20% of 10 words is 2 in all
     assert at20.sum() == 2
     # a level already reached removes nothing more
-    assert np.array_equal(remove_top(FIGURE, step1, Level(10), removed=at20, rounding="paper001"), at20)
+    assert np.array_equal(remove_top(FIGURE, step1, Level(10), removed=at20, rounding="madsen2022"), at20)
 
 
 def test_signed_and_absolute_order_and_ties():
     scores = np.array([0.1, -0.9, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    signed = remove_top(FIGURE, scores, Level(20), rounding="paper001", order="signed")
-    absolute = remove_top(FIGURE, scores, Level(20), rounding="paper001", order="absolute")
+    signed = remove_top(FIGURE, scores, Level(20), rounding="madsen2022", order="signed")
+    absolute = remove_top(FIGURE, scores, Level(20), rounding="madsen2022", order="absolute")
     assert np.flatnonzero(signed).tolist() == [2, 3]  # tie 0.5/0.5 broken by position
     assert np.flatnonzero(absolute).tolist() == [1, 2]  # |-0.9| first, then the earlier 0.5
 
@@ -129,7 +129,7 @@ def test_non_finite_scores_are_refused_unless_removed():
         remove_top(FIGURE, scores, Level(10))
     removed = np.zeros(10, dtype=bool)
     removed[3] = True
-    out = remove_top(FIGURE, scores, Level(20), removed=removed, rounding="paper001")
+    out = remove_top(FIGURE, scores, Level(20), removed=removed, rounding="madsen2022")
     assert np.flatnonzero(out).tolist() == [1, 3]
 
 
@@ -151,11 +151,11 @@ def test_delete_view_maps_scores_back_and_keeps_rationale_aligned():
 def test_pairs_remove_from_the_main_segment_by_default():
     pair = Example(segments=(("a", "man", "sleeps"), ("nobody", "sleeps")), label=2, id="pair")
     scores = np.array([0.0, 0.1, 0.2, 0.9, 0.8])
-    main = remove_top(pair, scores, Level(30), rounding="paper001", scope="main")  # floor(0.9) = 0
+    main = remove_top(pair, scores, Level(30), rounding="madsen2022", scope="main")  # floor(0.9) = 0
     assert not main.any()
-    main = remove_top(pair, scores, Level(50), rounding="paper001", scope="main")  # floor(1.5) = 1
+    main = remove_top(pair, scores, Level(50), rounding="madsen2022", scope="main")  # floor(1.5) = 1
     assert np.flatnonzero(main).tolist() == [2]
-    both = remove_top(pair, scores, Level(50), rounding="paper001", scope="all")  # floor(2.5) = 2
+    both = remove_top(pair, scores, Level(50), rounding="madsen2022", scope="all")  # floor(2.5) = 2
     assert np.flatnonzero(both).tolist() == [3, 4]
     view = removed_views([pair], [both], "delete")[0]
     assert view.example.segments == (("a", "man", "sleeps"), ())

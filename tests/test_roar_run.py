@@ -165,8 +165,8 @@ def test_recursive_mlm_keeps_removed_words_and_removes_the_papers_count(tmp_path
     for before, after in zip(first, second, strict=True):
         words = examples[after["split"]][after["index"]].words
         assert set(before["removed"]) <= set(after["removed"])  # removed words stay removed
-        assert len(before["removed"]) == n_to_remove(len(words), Level(10), "paper000")
-        assert len(after["removed"]) == n_to_remove(len(words), Level(30), "paper000")
+        assert len(before["removed"]) == n_to_remove(len(words), Level(10), "pham2022")
+        assert len(after["removed"]) == n_to_remove(len(words), Level(30), "pham2022")
         if after["split"] == "eval":  # masked-LM fill-ins, one per removed word, never empty
             assert len(after["shown"]) == len(after["removed"]) and all(after["shown"])
     assert job.depends_on(job.units[index["loo_empty/30%/0"]]) == job.units[index["loo_empty/10%/0"]]

@@ -85,7 +85,7 @@ def standardized(n: int = 5) -> np.ndarray:
         ((71.95, 0.75), (71.56, 1.55), 0.6312),  # ROAR_BERT 20%
     ],
 )
-def test_t_test_reproduces_paper_000_table_2(loo, im, printed_p):
+def test_t_test_reproduces_pham2022_table_2(loo, im, printed_p):
     """Five accuracies with the printed mean and standard deviation: the test's p-value is the
     hand-computed Welch p-value and lies within 0.01 of the paper's."""
     from scipy import stats

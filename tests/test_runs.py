@@ -463,3 +463,23 @@ def test_a_benchmark_model_runs_in_the_store(tmp_path):
             assert stored[f"value/{method}/deletion"][position] == pytest.approx(
                 result.metrics[method]["deletion"].value, abs=1e-6
             )
+
+
+def test_a_run_keeps_its_key_across_the_rename_of_a_setting():
+    """A run stored before ``paper000`` became ``pham2022`` resumes under its id: the key hashes
+    renamed settings under their first names, as the key was computed when the run was stored."""
+    import hashlib
+
+    from engine.runs.records import run_key
+
+    def old_key(fields: dict) -> str:  # the key as computed before the rename
+        return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    stored = {"kind": "evaluate", "params": {"deletion": {"convention": "paper000", "fraction": 0.2}}}
+    renamed = {"kind": "evaluate", "params": {"deletion": {"convention": "pham2022", "fraction": 0.2}}}
+    assert run_key(renamed) == run_key(stored) == old_key(stored)
+    job = {"kind": "roar", "job": {"rounding": "madsen2022", "levels": ["10%"], "model": "pham2022"}}
+    assert run_key(job) == old_key(
+        {"kind": "roar", "job": {"rounding": "paper001", "levels": ["10%"], "model": "pham2022"}}
+    )
+    assert run_key({"kind": "evaluate", "params": {}}) == old_key({"kind": "evaluate", "params": {}})

@@ -12,9 +12,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.numbers import fixed
 from ui.charts import style
 from ui.heatmap import heatmap_html
-from ui.text import THESIS, fixed, plain
+from ui.text import THESIS, plain
 from ui.theme import current
 
 ATTACKS = {

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from core.numbers import fixed
 from ui.charts import diverging_scale, style
-from ui.text import fixed
 from ui.theme import current
 
 MEASURE_LABELS = {

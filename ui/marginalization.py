@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 
 import services
-from ui.text import fixed, plain
+from core.numbers import fixed
+from ui.text import plain
 
 HIGH_LIKELIHOOD = 0.8  # Pham et al. 2022: exact-match top-1 fill-ins average 0.82 likelihood on SST
 
@@ -56,6 +57,11 @@ def words_shown(words: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         "it has no likelihood of its own and can never be a fill-in."
     )
     return words.assign(**{column: text}), note
+
+
+def word_label(example, im, loo, i: int) -> str:
+    """Word ``i`` with its IM and leave-one-out scores, which change with the parameters."""
+    return f"{i}: {example.words[i]}  (IM {fixed(im.scores[i], 3, True)}, LOO {fixed(loo.scores[i], 3, True)})"
 
 
 def word_panel(example, im, row: dict, word: int, table: list, output: str) -> None:

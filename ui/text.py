@@ -15,13 +15,6 @@ THESIS = "the thesis â€œAssessing the Interpretability of Large Language Modelsâ
 _NAME_PARTS = re.compile(r"(?<=[-_.])(?!\d+(?:[-_.]|$))")  # after a separator, unless a number follows
 
 
-def fixed(value: float, digits: int, signed: bool = False) -> str:
-    """``value`` at ``digits`` decimals (with its sign where ``signed``), a number that rounds to
-    zero reading 0.00 rather than -0.00: rounded first, then the sign of zero dropped."""
-    rounded = round(value, digits) + 0.0
-    return f"{rounded:+.{digits}f}" if signed else f"{rounded:.{digits}f}"
-
-
 def clipped(text: str, limit: int) -> str:
     """``text`` in at most ``limit`` characters: cut, with an ellipsis as the last one, where it is
     longer (a select box's or button's label that would run past its box)."""

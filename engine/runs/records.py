@@ -89,8 +89,25 @@ def catalogue_error(path: Path, error: Exception) -> OSError:
 
 
 def run_key(fields: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a run's identifying fields."""
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """SHA-256 of the canonical JSON of a run's identifying fields, renamed choice values under
+    their first names (``core.params.RENAMED_CHOICES``: a run keeps its id across a rename)."""
+    canonical = json.dumps(_first_names(fields), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _first_names(value: Any) -> Any:
+    """``value`` with every renamed setting (``core.params.RENAMED_FIELDS``) under its old name."""
+    from core.params import RENAMED_CHOICES, RENAMED_FIELDS
+
+    if isinstance(value, dict):
+        first = {new: old for old, new in RENAMED_CHOICES.items()}
+        return {
+            k: first.get(v, v) if k in RENAMED_FIELDS and isinstance(v, str) else _first_names(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_first_names(v) for v in value]
+    return value
 
 
 def run_id_of(key: str) -> str:

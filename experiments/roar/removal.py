@@ -20,11 +20,11 @@ Sources:
 Rounding rule, the number of words removed at N% of an example with ``n`` candidate words
 (``n_to_remove``):
 
-* ``paper000`` (Pham et al.'s code): ``ceil((n - 1) * N / 100)``, at least 1, at most ``n``;
-* ``paper001`` (Madsen et al.'s code, its "quantile" strategy): ``floor(n * N / 100)``.
+* ``pham2022`` (Pham et al.'s code): ``ceil((n - 1) * N / 100)``, at least 1, at most ``n``;
+* ``madsen2022`` (Madsen et al.'s code, its "quantile" strategy): ``floor(n * N / 100)``.
 
-The default follows the paper whose removal is chosen: ``paper000`` for ``delete`` and ``mlm``,
-``paper001`` for ``mask``. Whatever the rule, 0% removes nothing and 100% removes every
+The default follows the paper whose removal is chosen: ``pham2022`` for ``delete`` and ``mlm``,
+``madsen2022`` for ``mask``. Whatever the rule, 0% removes nothing and 100% removes every
 candidate word (so the 0% and 100% data are the same for every method); a level of ``k``
 tokens removes ``min(k, n)`` words.
 
@@ -49,11 +49,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from core.params import current_name
 from core.types import Example
 from explainers.lime import replaced_segments
 
 REMOVALS = ("delete", "mask", "mlm")
-ROUNDINGS = ("paper000", "paper001")
+ROUNDINGS = ("pham2022", "madsen2022")
 ORDERS = ("signed", "absolute")
 SCOPES = ("main", "all")
 UNITS = ("percent", "tokens")
@@ -62,7 +63,7 @@ UNITS = ("percent", "tokens")
 def default_rounding(removal: str) -> str:
     """Madsen et al.'s rule for its [MASK] removal, Pham et al.'s for deletion and masked-LM
     fill-ins."""
-    return "paper001" if check_choice(removal, REMOVALS, "removal") == "mask" else "paper000"
+    return "madsen2022" if check_choice(removal, REMOVALS, "removal") == "mask" else "pham2022"
 
 
 def default_order(removal: str) -> str:
@@ -71,10 +72,11 @@ def default_order(removal: str) -> str:
 
 
 def check_choice(value: str, allowed: Sequence[str], what: str) -> str:
-    """``value`` if it is one of ``allowed``, else a one-line error naming it and the choices."""
-    if value not in allowed:
-        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
-    return value
+    """``value`` if it is one of ``allowed`` (under its current name when it was renamed,
+    ``core.params.RENAMED_CHOICES``), else a one-line error naming it and the choices."""
+    if current_name(value) in allowed:
+        return current_name(value)
+    raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ ONE_TOKEN_LEVELS = tuple(Level(n, "tokens") for n in range(11))  # Madsen et al.
 
 def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
     """How many of ``n_words`` candidate words are removed at ``level`` (module docstring)."""
-    check_choice(rounding, ROUNDINGS, "rounding")
+    rounding = check_choice(rounding, ROUNDINGS, "rounding")
     if n_words < 0:
         raise ValueError(f"n_words must be at least 0, got {n_words}")
     if level.unit == "tokens":
@@ -142,7 +144,7 @@ def n_to_remove(n_words: int, level: Level, rounding: str) -> int:
         return 0
     if level.is_full:
         return n_words
-    if rounding == "paper000":
+    if rounding == "pham2022":
         return min(n_words, max(1, -(-(n_words - 1) * level.amount // 100)))
     return n_words * level.amount // 100
 
@@ -161,7 +163,7 @@ def remove_top(
     level: Level,
     *,
     removed: np.ndarray | None = None,
-    rounding: str = "paper000",
+    rounding: str = "pham2022",
     order: str = "signed",
     scope: str = "main",
 ) -> np.ndarray:

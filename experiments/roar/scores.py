@@ -235,7 +235,9 @@ def leakage(curve: Sequence[Cell], tolerance: float = 0.0) -> list[Leak]:
     return leaks
 
 
-def sparsity(scores: Sequence[np.ndarray], levels: Sequence[Level], rounding: str = "paper001") -> dict[Level, Summary]:
+def sparsity(
+    scores: Sequence[np.ndarray], levels: Sequence[Level], rounding: str = "madsen2022"
+) -> dict[Level, Summary]:
     """Madsen et al.'s Appendix E: per level (``k`` tokens or ``x``%), the mean share of the total
     absolute importance held by each example's top words, with its 95% interval."""
     shares: dict[Level, list[float]] = {level: [] for level in levels}

@@ -43,7 +43,7 @@ Conventions shared by all five:
   costs one masked-LM pass, one after the other: a deletion curve of L steps needs L passes, an
   insertion curve (which starts from the fully filled text) one per word of the text.
 
-Deletion, Deletion_BERT and insertion also take ``convention="paper000"``, which follows Pham et
+Deletion, Deletion_BERT and insertion also take ``convention="pham2022"``, which follows Pham et
 al.'s code (Kim et al. 2020's ``src/evaluation.py``; arXiv 2010.13984 for IM) so that a figure
 can be set beside its Table 1: L = ``max(2, ceil((n - 1) * fraction))`` steps (at most n), the
 unperturbed input left off the curve, the points at ``x = 1/L, ..., L/L`` (the probability after
@@ -73,7 +73,7 @@ from metrics.faithfulness.curves import mean_curve
 from metrics.faithfulness.plans import (
     BIN_SETS,
     CONVENTIONS,
-    PAPER000_FILL_CANDIDATES,
+    PHAM2022_FILL_CANDIDATES,
     PROBABILITY_ONLY,
     BinParams,
     CurveParams,
@@ -96,7 +96,7 @@ from metrics.faithfulness.removal import (
     REMOVALS,
     SEGMENT_JOIN,
     Remover,
-    paper000_steps,
+    pham2022_steps,
     ranking,
     word_count,
 )
@@ -107,7 +107,7 @@ __all__ = [
     "FILL_CANDIDATES",
     "METRICS",
     "METRIC_KEYS",
-    "PAPER000_FILL_CANDIDATES",
+    "PHAM2022_FILL_CANDIDATES",
     "PROBABILITY_ONLY",
     "REMOVALS",
     "SEGMENT_JOIN",
@@ -119,7 +119,7 @@ __all__ = [
     "Remover",
     "check_head",
     "mean_curve",
-    "paper000_steps",
+    "pham2022_steps",
     "plan_attributions",
     "plan_cost",
     "ranking",

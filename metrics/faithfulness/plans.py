@@ -16,14 +16,14 @@ from core.classifier import Classifier
 from core.encoding import Variant
 from core.params import param
 from metrics.base import MetricResult
-from metrics.faithfulness.removal import FILL_CANDIDATES, REMOVALS, Context, paper000_steps, word_count
+from metrics.faithfulness.removal import FILL_CANDIDATES, REMOVALS, Context, pham2022_steps, word_count
 
 BIN_SETS: dict[str, tuple[float, ...]] = {
     "eraser": (0.01, 0.05, 0.10, 0.20, 0.50),
     "marc": tuple(round(0.05 * i, 2) for i in range(1, 20)),
 }
-CONVENTIONS = ("ours", "paper000")
-PAPER000_FILL_CANDIDATES = 2
+CONVENTIONS = ("ours", "pham2022")
+PHAM2022_FILL_CANDIDATES = 2
 PROBABILITY_ONLY = ("log_odds",)  # metrics defined on probabilities only
 _REMOVAL_HELP = "how a word is removed: deleted, one [MASK] / [UNK] / [PAD] token, or a masked-LM fill-in (mlm)"
 
@@ -34,7 +34,7 @@ class CurveParams:
     fraction: float = param(0.2, "share of the words removed or inserted; 1.0 draws the full curve", min=0.01, max=1.0)
     convention: str = param(
         "ours",
-        "ours: ceil(fraction n) steps from the unperturbed input, x = 0..1; paper000: max(2, ceil((n - 1) fraction))"
+        "ours: ceil(fraction n) steps from the unperturbed input, x = 0..1; pham2022: max(2, ceil((n - 1) fraction))"
         " steps, unperturbed input off the curve, x = 1/L..1, masked-LM fill-in from the top 2 (Pham et al.'s code)",
         choices=CONVENTIONS,
     )
@@ -69,13 +69,13 @@ class Plan:
 
 
 def _curve_plan(ctx: Context, params: CurveParams, insertion: bool) -> Plan:
-    paper = params.convention == "paper000"
+    paper = params.convention == "pham2022"
     if paper and params.correct_only and ctx.example.label is not None and ctx.predicted() != ctx.example.label:
         return Plan([], lambda probs: MetricResult(float("nan"), extras={"skipped": "predicted wrongly"}))
-    steps = paper000_steps(params.fraction, ctx.n_words) if paper else word_count(params.fraction, ctx.n_words)
+    steps = pham2022_steps(params.fraction, ctx.n_words) if paper else word_count(params.fraction, ctx.n_words)
     first = 1 if paper else 0  # Pham et al. 2022 leave the unperturbed input off the curve
     order = ctx.descending
-    remover = ctx.remover(params.removal, PAPER000_FILL_CANDIDATES if paper else FILL_CANDIDATES)
+    remover = ctx.remover(params.removal, PHAM2022_FILL_CANDIDATES if paper else FILL_CANDIDATES)
     removed_sets = [order[j:] if insertion else order[:j] for j in range(first, steps + 1)]
     built = [remover.apply(order, removed) for removed in removed_sets]
 
@@ -180,8 +180,8 @@ def plan_cost(key: str, n_words: int, params: Any) -> PlanCost:
     """``PlanCost`` of ``PLANNERS[key]`` on a text of ``n_words`` words, counted as the plan builds
     its variants (a curve skipped for a wrong prediction counts as drawn)."""
     if key in ("deletion", "insertion"):
-        paper = params.convention == "paper000"
-        steps = paper000_steps(params.fraction, n_words) if paper else word_count(params.fraction, n_words)
+        paper = params.convention == "pham2022"
+        steps = pham2022_steps(params.fraction, n_words) if paper else word_count(params.fraction, n_words)
         inputs = 1 + steps + 1 - (1 if paper else 0)
         filled = n_words if key == "insertion" else steps  # insertion's first input has every word filled
     elif key in ("comprehensiveness", "sufficiency"):

@@ -22,7 +22,7 @@ FILL_CANDIDATES = 10
 SEGMENT_JOIN = " ‖ "
 
 
-def paper000_steps(fraction: float, n_words: int) -> int:
+def pham2022_steps(fraction: float, n_words: int) -> int:
     """Pham et al.'s number of deletion steps: ``max(2, ceil((n - 1) * fraction))``, at most n."""
     return min(n_words, max(2, math.ceil(round((n_words - 1) * fraction, 9))))
 

@@ -1,7 +1,7 @@
 """Table 1 (a) of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929):
 the AUC of Deletion and of Deletion_BERT (the word replaced by a masked-LM fill-in) for IM and the
 three LOO variants. Attributions and faithfulness through ``engine.evaluate.evaluate_slice`` /
-``score_attribution`` (Deletion and Deletion_BERT under ``convention="paper000"``).
+``score_attribution`` (Deletion and Deletion_BERT under ``convention="pham2022"``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def table1(resources: Resources, limit: int, progress: ProgressFn | None) -> lis
     from engine.evaluate import evaluate_slice, metric_params, score_attribution
     from metrics.faithfulness import CurveParams
 
-    deletion = {"removal": "delete", "convention": "paper000"}
-    bert = CurveParams(removal="mlm", convention="paper000")
+    deletion = {"removal": "delete", "convention": "pham2022"}
+    bert = CurveParams(removal="mlm", convention="pham2022")
     rows: list[Row] = []
     for d, (label, dataset, split, model) in enumerate((SST2, ESNLI)):
         clf = resources.classifier(model)
@@ -95,8 +95,8 @@ REPRODUCTION = Reproduction(
         "data": {"SST-2": "sst2/dev", "e-SNLI": "esnli/dev"},
         "methods": TABLE1_METHODS,
         "metrics": {
-            "Deletion": {"removal": "delete", "fraction": 0.2, "convention": "paper000"},
-            "Deletion_BERT": {"removal": "mlm", "fraction": 0.2, "convention": "paper000"},
+            "Deletion": {"removal": "delete", "fraction": 0.2, "convention": "pham2022"},
+            "Deletion_BERT": {"removal": "mlm", "fraction": 0.2, "convention": "pham2022"},
         },
         "masked_lm": "minilm-mlm",
         "target": "predicted",

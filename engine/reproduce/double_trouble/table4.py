@@ -25,12 +25,12 @@ def accuracy_drops(clf, mlm, example, rng: np.random.Generator) -> tuple[float, 
     Deletion_BERT's fill-in under Pham et al.'s rule, (c) half the words (rounded down, at least
     one) deleted at random, ``HALF_DRAWS`` draws."""
     from explainers.loo import removal_variant
-    from metrics.faithfulness import PAPER000_FILL_CANDIDATES, Remover
+    from metrics.faithfulness import PHAM2022_FILL_CANDIDATES, Remover
 
     example = clf.fit_example(example)[0]
     encoded = clf.encode(example)
     n = encoded.n_words
-    remover = Remover(clf, example, encoded, "mlm", mlm, PAPER000_FILL_CANDIDATES)
+    remover = Remover(clf, example, encoded, "mlm", mlm, PHAM2022_FILL_CANDIDATES)
     deleted = [removal_variant(clf, encoded, [i], "delete") for i in range(n)]
     replaced = [remover.apply((i,), [i])[0] for i in range(n)]
     half = [
