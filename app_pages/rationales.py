@@ -18,6 +18,7 @@ from ui import rationales as R
 from ui import state
 from ui.costs import show_costs
 from ui.heatmap import heatmap_html
+from ui.highlight import highlight_picker
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
@@ -25,6 +26,7 @@ from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
+YOURS = "your highlight"  # the heatmap row of the reader's own highlight
 
 
 def open_example(index: int) -> None:
@@ -37,12 +39,16 @@ def example_view(
     selection: state.Selection, methods: list[str], imported: list, metric_params: dict, annotator: str
 ) -> None:
     example = selection.example
+    own: tuple[int, ...] = ()
     if not example.has_rationale:
-        st.info(
-            "This example has no human rationale, so the metrics skip it. Human highlights come with e-SNLI "
-            "(split dev_highlighted), ERASER movies and HateXplain (posts judged normal have none)."
-        )
-        return
+        own = highlight_picker(example)
+        if not own:
+            st.info(
+                "No human highlighted this example: mark the words you would point to above, and each method is "
+                "scored against your highlight. Human highlights come with e-SNLI (split dev_highlighted), ERASER "
+                "movies and HateXplain (posts judged normal have none)."
+            )
+            return
     result = services.with_imports(explain_selected(selection, methods), imported)
     for key, message in result.errors.items():
         st.error(plain(f"{key}: {message}"))
@@ -50,29 +56,45 @@ def example_view(
     st.markdown(result_markdown(prediction, target, selection.threshold, gold=fitted.gold_name))
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
+    if own:
+        fitted, past = services.with_highlight(fitted, own)
+        if past:
+            st.warning(f"{past} of the words you marked are past what the model reads and are left out.")
     mask = services.human_outline(fitted, annotator)
     chosen = metric_params["token_f1"]  # the selection token F1 and IOU-F1 score
     name = services.selection_name(chosen, mask)
-    rows = services.human_rows(fitted)
+    rows = services.human_rows(fitted, YOURS if own else "human · majority")
     rows.update({f"{m} · {name}": services.selected(a, mask, chosen) for m, a in result.attributions.items()})
-    st.subheader("Human highlights and the words each method selects")
-    shown = ("highlighted (human rows) or selected (method rows)", "not highlighted or selected")
-    st.html(heatmap_html(fitted.words, fitted.segment_ids, rows, rationale=mask, binary=shown))
+    st.subheader(f"{'Your highlight' if own else 'Human highlights'} and the words each method selects")
+    shown = (
+        f"highlighted ({'your row' if own else 'human rows'}) or selected (method rows)",
+        "not highlighted or selected",
+    )
+    outline_name = YOURS if own else "human rationale"
+    st.html(
+        heatmap_html(fitted.words, fitted.segment_ids, rows, rationale=mask, binary=shown, outline_name=outline_name)
+    )
     how = (
         f"its positive scores divided by its largest score, kept when at least τ = {chosen['threshold']:.2f}"
         if chosen.get("selection") == "threshold"
         else f"its {name.removeprefix('top ')} highest-scoring words"
-        + (" (k: as many as the humans marked)" if not chosen.get("k") else "")
+        + (f" (k: as many as {'you' if own else 'the humans'} marked)" if not chosen.get("k") else "")
     )
+    whose = f"row “{YOURS}”" if own else "rows “human · …”"
+    outline = "your highlight" if own else f"the human mask compared against ({R.annotator_label(annotator)})"
     st.caption(
-        f"Red cells: words highlighted by the humans (rows “human · …”) or selected by a method as token F1 and "
-        f"IOU-F1 select them: {how}. Outlined: the human mask compared against ({R.annotator_label(annotator)})."
+        f"Red cells: words highlighted ({whose}) or selected by a method as token F1 and IOU-F1 select them: "
+        f"{how}. Outlined: {outline}."
     )
-    with st.expander("Continuous scores with the human outline"):
-        st.html(heatmap_html(fitted.words, fitted.segment_ids, result.attributions, rationale=mask))
-    st.subheader("Agreement with the humans")
+    with st.expander(f"Continuous scores with {'your' if own else 'the human'} outline"):
+        st.html(
+            heatmap_html(
+                fitted.words, fitted.segment_ids, result.attributions, rationale=mask, outline_name=outline_name
+            )
+        )
+    st.subheader("Agreement with your highlight" if own else "Agreement with the humans")
     scores = services.rationale_scores(fitted, result.attributions, metric_params)
-    R.example_table(scores, services.rationale_ceiling(fitted, metric_params))
+    R.example_table(scores, services.rationale_ceiling(fitted, metric_params), YOURS if own else R.HUMAN_MASK)
     show_costs(result.attributions, key="rationales.example.costs", name="rationales-costs")
 
 
@@ -151,7 +173,8 @@ if selection.dataset is not None:
 elif selection.example is not None:
     annotators = len(selection.example.rationales)
 options = ["majority", "any", *(str(i) for i in range(annotators if annotators > 1 else 0))]
-metric_params, annotator = R.settings_form(options)
+own = view == VIEWS[0] and selection.example is not None and not selection.example.has_rationale
+metric_params, annotator = R.settings_form(options, own=own)
 if not methods and not imported:
     st.info("Choose at least one method.")
     st.stop()

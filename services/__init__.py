@@ -84,6 +84,7 @@ from services.rationales import (
     rationale_scores,
     selected,
     selection_name,
+    with_highlight,
 )
 from services.slices import (
     RationaleSlice,
@@ -183,6 +184,7 @@ __all__ = [
     "slice_stopped_at",
     "split_ref",
     "unknown_words",
+    "with_highlight",
     "with_imports",
     "worth_estimating",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -42,9 +43,19 @@ def selection_name(params: dict[str, Any], human: tuple[int, ...] | None) -> str
     return f"top {params.get('k') or sum(human or ())}"
 
 
-def human_rows(example: Example) -> dict[str, Attribution]:
-    """The human masks of an example as 0/1 attributions: the majority, then each annotator."""
-    masks = {"human · majority": example.rationale} if example.rationale is not None else {}
+def with_highlight(example: Example, words: Sequence[int]) -> tuple[Example, int]:
+    """``example`` with the words a user marked (indices into its words) as its only rationale, and
+    how many marked words lie past its last word (cut off: the model does not read them)."""
+    marked = set(words)
+    mask = tuple(int(i in marked) for i in range(len(example.words)))
+    past = sum(1 for i in marked if i >= len(example.words))
+    return dataclasses.replace(example, rationales=(mask,), rationale=mask), past
+
+
+def human_rows(example: Example, name: str = "human · majority") -> dict[str, Attribution]:
+    """The human masks of an example as 0/1 attributions: the majority (as ``name``), then each
+    annotator."""
+    masks = {name: example.rationale} if example.rationale is not None else {}
     if len(example.rationales) > 1:
         masks.update({f"human · annotator {i}": mask for i, mask in enumerate(example.rationales)})
     return {

@@ -414,8 +414,8 @@ def test_page_shows_human_and_binarized_maps(dataset, split, index, human_rows, 
 @pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason="shared data folder missing")
 def test_page_says_when_an_example_has_no_rationale(toy_folder, monkeypatch):
     app = page("hatexplain", "test", 0, toy_folder, monkeypatch)  # a post judged normal
-    assert any("no human rationale" in i.value for i in app.info)
-    assert not app.dataframe
+    assert any("No human highlighted this example: mark the words" in i.value for i in app.info)
+    assert not app.dataframe and app.pills[0].options  # the reader's own highlight (tests/test_own_highlight.py)
 
 
 @pytest.mark.slow

@@ -165,6 +165,7 @@ def heatmap_html(
     palette: str | None = None,
     hover_hint: bool = True,
     binary: tuple[str, str] | None = None,
+    outline_name: str = "human rationale",
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
@@ -177,6 +178,7 @@ def heatmap_html(
     several line widths and the page shows the one that fits its column (``_layouts``).
     ``binary``: every row is 0/1 (a human rationale, the words a method selects), so the legend
     shows the two values with what they mean (on, off) instead of a colour scale.
+    ``outline_name``: what the outlined words (``rationale``) are, as the legend names them.
     """
     if not attributions:
         return ""
@@ -205,9 +207,11 @@ def heatmap_html(
         return "".join(parts)
 
     if binary is None:
-        legend = legend_html(shared_scale, shared, rationale is not None, palette, hover_hint)
+        legend = legend_html(shared_scale, shared, outline_name if rationale is not None else None, palette, hover_hint)
     else:
-        legend = binary_legend_html(binary, rationale is not None, palette)
+        legend = binary_legend_html(
+            binary, f"{outline_name} compared against" if rationale is not None else None, palette
+        )
     if line_chars is not None:
         layouts = [_Layout(_chunks(units, segment_ids, line_chars), 0.0, False)]
     else:
@@ -288,31 +292,30 @@ def _key(style: str, text: str) -> str:
 
 
 def legend_html(
-    shared_scale: bool, scale: float, rationale: bool, palette: str | None = None, hover_hint: bool = True
+    shared_scale: bool, scale: float, outline: str | None, palette: str | None = None, hover_hint: bool = True
 ) -> str:
-    """Colour bar from 'against the target' (blue) to 'for the target' (red)."""
+    """Colour bar from 'against the target' (blue) to 'for the target' (red), and what the
+    outlined words are (``outline``; None: no outline)."""
     low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
     stops = ",".join(colour(v, palette) for v in (-1.0, -0.5, 0.0, 0.5, 1.0))
     gradient = f"linear-gradient(to right,{stops})"
-    outline = _key(_RATIONALE, "human rationale") if rationale else ""
     return (
         f"{_LEGEND}<span>{low}</span>"
         f'<span style="display:inline-block;width:10rem;height:0.9rem;border:1px solid #ccc;background:{gradient}"></span>'
         f"<span>{high}</span>"
         f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}'
         f"{'; hover a word for its raw score' if hover_hint else ''})</span>"
-        f"{outline}</div>"
+        f"{_key(_RATIONALE, outline) if outline else ''}</div>"
     )
 
 
-def binary_legend_html(labels: tuple[str, str], rationale: bool, palette: str | None = None) -> str:
+def binary_legend_html(labels: tuple[str, str], outline: str | None, palette: str | None = None) -> str:
     """The legend of rows that are 0/1: a cell of each value with what it means (``labels``: 1,
-    0)."""
+    0), and what the outlined words are (``outline``; None: no outline)."""
     on, off = (f"background:{colour(v, palette)};color:{_text_colour(v, palette)};" for v in (1.0, 0.0))
-    outline = _key(_RATIONALE, "human rationale compared against") if rationale else ""
     keys = _key(on, labels[0]) + _key(off + "border:1px solid #ccc;", labels[1])
-    return f"{_LEGEND}{keys}{outline}</div>"
+    return f"{_LEGEND}{keys}{_key(_RATIONALE, outline) if outline else ''}</div>"
 
 
 def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ CONVENTION = {f.name: f for k in METRICS for f in INFOS[k].fields}.get("conventi
 CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in INFOS[k].fields))
 CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
 CEILING_ROW = "humans (each vs the others)"
+HUMAN_MASK = "the human mask"
 
 
 def column_name(key: str) -> str:
@@ -50,10 +51,11 @@ def annotator_label(value: str) -> str:
 
 def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: float) -> pd.DataFrame:
     """Highlight the best method per metric column (the ceiling row never competes); for coverage
-    the method closest to the humans' share of words."""
+    the method closest to the humans' share of words. ``shown``'s first columns are ``numbers``'
+    under their shown names, in the same order."""
     styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
     methods = [m for m in numbers.index if m != CEILING_ROW]
-    for key in numbers.columns:
+    for position, key in enumerate(numbers.columns):
         values = pd.to_numeric(numbers.loc[methods, key], errors="coerce")
         if not values.notna().any():
             continue
@@ -65,7 +67,7 @@ def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: floa
         else:
             best = values.max() if INFOS[key].higher_is_better else values.min()
             best_rows = values[values == best].index
-        styles.loc[best_rows, column_name(key)] = current().highlight
+        styles.loc[best_rows, shown.columns[position]] = current().highlight
     return styles
 
 
@@ -73,9 +75,10 @@ TAUS = tuple(round(0.05 * i, 2) for i in range(1, 20))  # the threshold slider's
 SELECTIONS = ("top_k", "threshold")
 
 
-def settings_form(options: list[str]) -> tuple[dict, str]:
+def settings_form(options: list[str], own: bool = False) -> tuple[dict, str]:
     """Threshold, human mask, selection mode and k; returns every metric's parameters and the
-    human mask compared against."""
+    human mask compared against. ``own``: the reader marks the words (``ui.highlight``), so there
+    are no annotators to pick from."""
     # two rows: in four columns at 1,024 px the Human mask left "majority of the annotators" 91 px;
     first, second = st.columns([2, 3])  # the first row is 2:3, as in halves it still lacked 3 px
     third, fourth = st.columns(2)
@@ -87,11 +90,13 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
         "selected.",
     )  # fmt: skip
     setting_to_link("tau", round(threshold, 2), 0.5)
-    setting_from_link("rationales.annotator", "mask", options, options[0])
-    annotator = second.selectbox(
-        "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="session"
-    )
-    setting_to_link("mask", annotator, options[0])
+    annotator = options[0]
+    if not own:
+        setting_from_link("rationales.annotator", "mask", options, options[0])
+        annotator = second.selectbox(
+            "Human mask", options, format_func=annotator_label, key="rationales.annotator", persist_state="session"
+        )
+        setting_to_link("mask", annotator, options[0])
     setting_from_link("rationales.selection", "select", SELECTIONS, SELECTIONS[0])
     mode = third.radio(
         "Token F1 / IOU-F1 select", SELECTIONS, horizontal=True, key="rationales.selection", persist_state="session",
@@ -101,7 +106,7 @@ def settings_form(options: list[str]) -> tuple[dict, str]:
     setting_from_link("rationales.k", "k", range(513), 0)
     k = int(
         fourth.number_input(
-            "k (0 = as many as the humans)",
+            f"k (0 = as many as {'you mark' if own else 'the humans'})",
             0,
             512,
             key="rationales.k",
@@ -139,8 +144,9 @@ def convention_note(metric_params: dict) -> None:
         )
 
 
-def example_table(scores: dict, ceiling: dict) -> None:
-    """One example's agreement with the humans, per method, and the human ceiling row."""
+def example_table(scores: dict, ceiling: dict, mask_name: str = HUMAN_MASK) -> None:
+    """One example's agreement with the human mask (``mask_name``: it, or the reader's own
+    highlight), per method, and the human ceiling row."""
     numbers = pd.DataFrame(
         {key: [scores[m][key].value for m in scores] for key in METRICS if key in next(iter(scores.values()), {})},
         index=list(scores),
@@ -148,6 +154,8 @@ def example_table(scores: dict, ceiling: dict) -> None:
     if ceiling and any(not math.isnan(r.value) for r in ceiling.values()):
         numbers.loc[CEILING_ROW] = [ceiling[k].value if k in ceiling else math.nan for k in numbers.columns]
     shown = numbers.rename(columns=column_name)
+    if mask_name != HUMAN_MASK:
+        shown = shown.rename(columns={column_name("coverage"): f"coverage ≈ {mask_name}"})
     first = next(iter(scores.values()), {})
     human_coverage = first["coverage"].extras.get("human_coverage", math.nan) if "coverage" in first else math.nan
     styled = shown.style.apply(lambda _: best_styles(shown, numbers, human_coverage), axis=None).format(
@@ -155,14 +163,15 @@ def example_table(scores: dict, ceiling: dict) -> None:
     )
     show_table(shown, shown=styled, key="rationales.example.table", name="rationales-example")
     skipped = {r.extras["skipped"] for per in scores.values() for r in per.values() if "skipped" in r.extras}
-    notes = [f"Human coverage: {human_coverage:.3f}." if not math.isnan(human_coverage) else ""]
+    coverage = f"{mask_name[0].upper()}{mask_name[1:]} covers {human_coverage:.3f} of the words."
+    notes = [coverage if not math.isnan(human_coverage) else ""]
     if skipped:
-        notes.append(f"Skipped ({'; '.join(sorted(skipped))}): the human mask is empty.")
+        notes.append(f"Skipped ({'; '.join(sorted(skipped))}): {mask_name} is empty.")
     if CEILING_ROW in numbers.index:
         notes.append(f"“{CEILING_ROW}”: each annotator's mask scored against each other annotator's.")
     st.caption(
-        "Best method per column highlighted (coverage: closest to the humans); ↑ higher / ↓ lower is better. "
-        + " ".join(n for n in notes if n)
+        f"Best method per column highlighted (coverage: closest to {mask_name}); ↑ higher / ↓ lower is "
+        "better. " + " ".join(n for n in notes if n)
     )
 
 

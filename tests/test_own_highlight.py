@@ -1,0 +1,80 @@
+"""The reader's own highlight on the human-rationales page (AppTest, the bundled SST-2 model): a
+typed text has no human rationale, so the words the reader marks are what each method is scored
+against; a link carries the marks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+TEXT = "the acting is superb but the plot is a dull , slow mess"
+METHODS = ["loo_empty", "random"]
+
+
+def open_page(params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page("app_pages/rationales.py")
+    at.query_params.update({"model": "minilm-sst2", "dataset": "free text", "text": TEXT, **(params or {})})
+    at.session_state["rationales.methods"] = METHODS
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def loo_top(count: int) -> list[int]:
+    """The words leave-one-out ranks highest for the predicted class, computed apart from the app."""
+    import api
+
+    scores = api.explain("minilm-sst2", TEXT, methods=["loo_empty"]).attributions["loo_empty"].scores
+    return sorted(int(i) for i in np.argsort(-np.asarray(scores), kind="stable")[:count])
+
+
+def test_marked_words_become_the_rationale_each_method_is_scored_against():
+    at = open_page()
+    [picker] = at.pills
+    assert picker.options == TEXT.split() and not at.dataframe
+    assert any("mark the words you would point to" in i.value for i in at.info)
+    top = loo_top(3)
+    picker.set_value(top).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    f1 = next(c for c in table.columns if c.startswith("token F1"))
+    # token F1 selects each map's top k words, k as many as marked: leave-one-out's are the marks
+    assert table.loc["loo_empty", f1] == pytest.approx(1.0)
+    assert 0.0 <= table.loc["random", f1] <= 1.0 and "coverage ≈ your highlight" in table.columns
+    heatmap = next(h.proto.body for h in at.get("html") if 'data-role="heatmap"' in h.proto.body)
+    assert 'data-method="your highlight"' in heatmap and 'data-method="human · majority"' not in heatmap
+    assert at.query_params["highlight"] == ",".join(map(str, top))
+    other = [i for i in range(len(TEXT.split())) if i not in top][:3]
+    picker.set_value(other).run()  # none of leave-one-out's top three
+    assert at.dataframe[0].value.loc["loo_empty", f1] == pytest.approx(0.0)
+
+
+def test_a_link_presets_the_marks_and_a_bad_one_is_named():
+    at = open_page({"highlight": "0,3"})
+    assert at.pills[0].value == [0, 3] and at.dataframe
+    bad = open_page({"highlight": "0,99"})
+    assert bad.pills[0].value == [] and not bad.dataframe
+    assert any("highlight “0,99”, which is not a list of word positions 0 to 12" in w.value for w in bad.warning)
+
+
+def test_words_with_markup_are_shown_as_text_on_the_pills():
+    """A pill's label is markdown: a typed word that is a link, markup or a Streamlit colour code
+    must show as the characters typed."""
+    import re
+
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page("app_pages/rationales.py")
+    hostile = "a :red[great] <b>film</b> [x](http://e.com) **bold**"
+    at.query_params.update({"model": "minilm-sst2", "dataset": "free text", "text": hostile})
+    at.session_state["rationales.methods"] = METHODS
+    at.run()
+    assert not at.exception
+    labels = at.pills[0].options
+    assert len(labels) == len(at.session_state["selection"].example.words) > 5
+    assert not any(re.search(r"(?<!\\)[\[<*]", label) for label in labels), labels
