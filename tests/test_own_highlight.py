@@ -78,3 +78,17 @@ def test_words_with_markup_are_shown_as_text_on_the_pills():
     labels = at.pills[0].options
     assert len(labels) == len(at.session_state["selection"].example.words) > 5
     assert not any(re.search(r"(?<!\\)[\[<*]", label) for label in labels), labels
+
+
+def test_the_plausibility_tour_ends_on_the_picker():
+    """The tour's last step types a review, which no one highlighted: the word buttons show."""
+    from ui.tour_steps import TOURS
+
+    step = next(t for t in TOURS if t.key == "plausibility").steps[-1]
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page(step.page)
+    at.query_params.update({"model": step.model, "dataset": "free text", "text": step.typed})
+    at.session_state["rationales.methods"] = METHODS
+    at.run()
+    assert not at.exception and not at.error
+    assert at.pills and at.pills[0].options and not at.session_state["selection"].example.has_rationale

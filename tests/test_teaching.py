@@ -177,7 +177,10 @@ def test_a_tour_runs_end_to_end_from_the_first_page(tour) -> None:
         assert page_title(at).startswith(PAGE_TITLES[step.page]), step.title
         assert f"step {index + 1} of {len(tour.steps)}: **{step.title}**" in panel(at)
         assert at.session_state["sidebar.model"] == step.model
-        assert (at.session_state["sidebar.split"], at.session_state["sidebar.index"]) == (step.split, step.index)
+        if step.typed is not None:
+            assert (at.session_state["sidebar.dataset"], at.session_state["sidebar.text"]) == ("free text", step.typed)
+        else:
+            assert (at.session_state["sidebar.split"], at.session_state["sidebar.index"]) == (step.split, step.index)
         for key, value in step.state.items():
             assert at.session_state[key] == value, key
         if index + 1 < len(tour.steps):

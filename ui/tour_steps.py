@@ -25,8 +25,8 @@ ROAR = "app_pages/roar.py"  # offered once app.py lists the page (ui.tours.avail
 
 @dataclass(frozen=True)
 class Step:
-    """One stop: the page, the sidebar's model and example, the page's widget values and the
-    text."""
+    """One stop: the page, the sidebar's model and example (or ``typed`` text instead), the page's
+    widget values and what to look at."""
 
     page: str
     title: str
@@ -36,6 +36,7 @@ class Step:
     split: str = "sst2"
     index: int = 0
     state: Mapping[str, Any] = field(default_factory=dict)
+    typed: str | None = None  # typed text in the sidebar instead of the dataset example
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,16 @@ TOURS = (
                 split="esnli",
                 index=0,
                 state={"rationales.view": "Dataset slice", "rationales.slice_n": 10},
+            ),
+            Step(
+                page=RATIONALES,
+                title="Your own highlight",
+                text="No one highlighted this typed review. Mark the words you would point to as the reasons for "
+                "its label (the word buttons under the settings): every method is then scored against your "
+                "highlight, with the same table. Which method picks your words? Try marking only the words that "
+                "carry the sentiment, then add the ones you would keep for context, and watch the ranking move.",
+                state={"rationales.view": "This example"},
+                typed="the acting is superb but the plot is a dull , slow mess",
             ),
         ),
     ),

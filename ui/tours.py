@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.sidebar import select_example
+from ui.sidebar import select_example, select_text
 from ui.tour_steps import TOURS, Step, Tour
 
 TOUR, STEP, GOTO, AVAILABLE = "tour.key", "tour.step", "tour.goto", "tour.available"
@@ -33,7 +33,10 @@ def go_to(key: str, index: int) -> None:
     step: Step = BY_KEY[key].steps[index]
     st.session_state[TOUR] = key
     st.session_state[STEP] = index
-    select_example(step.model, step.dataset, step.split, step.index)
+    if step.typed is not None:
+        select_text(step.model, step.typed)
+    else:
+        select_example(step.model, step.dataset, step.split, step.index)
     for widget, value in step.state.items():
         st.session_state[widget] = value
     st.session_state[GOTO] = step.page
