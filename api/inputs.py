@@ -9,9 +9,8 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.datasets import load_examples, split_words
-from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
-from core.example_dataset import to_examples
+from core.datasets import FILE_PREFIX, FILE_SPLIT, load_examples, split_words
+from core.datasets.files import examples_from_dataset
 from core.types import Example
 
 if TYPE_CHECKING:
@@ -24,13 +23,15 @@ def read_examples(
     limit: int | None,
     columns: tuple[str, str | None, str | None] = ("text", None, "label"),
 ) -> list[Example]:
-    """The first ``limit`` examples (all when None) of a bundled dataset's ``split``, of a
+    """The first ``limit`` examples (all when None) of a named dataset's ``split`` (a data file's,
+    ``file:PATH``, when None), of a
     ``datasets.Dataset`` (``columns``: its text, text pair and label columns, as
     ``examples_from_dataset`` reads them) or of a list of texts, pairs and ``Example``s; a bad
     argument or no example at all is refused (``ValueError``)."""
     if limit is not None and not is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     if isinstance(dataset, str):
+        split = FILE_SPLIT if split is None and dataset.startswith(FILE_PREFIX) else split  # a data file's one split
         if split is None:
             raise ValueError(f"give split= with the dataset name {dataset!r}")
         examples = load_examples(dataset, split, limit=limit, exact=True)
@@ -43,54 +44,6 @@ def read_examples(
     if not examples:
         raise ValueError("the dataset has no examples")
     return examples
-
-
-def examples_from_dataset(
-    dataset: Dataset,
-    text_column: str = "text",
-    text_pair_column: str | None = None,
-    label_column: str | None = "label",
-    *,
-    limit: int | None = None,
-) -> list[Example]:
-    """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
-    typed text (a column holding a list of words is taken as it is), the label's names from a
-    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``. A split loaded by
-    ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
-    rationales and ids."""
-    if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
-        return to_examples(dataset if limit is None else dataset.select(range(min(limit, len(dataset)))))
-    columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
-    missing = [c for c in columns if c not in dataset.column_names]
-    if missing:
-        raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
-    feature = dataset.features.get(label_column) if label_column is not None else None
-    names = tuple(getattr(feature, "names", None) or ())
-    prefix = str(dataset.split) if dataset.split is not None else "dataset"
-    rows = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
-    examples = []
-    for index, row in enumerate(rows):
-        segments = [_words(row[text_column])]
-        if text_pair_column is not None:
-            segments.append(_words(row[text_pair_column]))
-        label = row[label_column] if label_column is not None else None
-        if label is not None and (isinstance(label, bool) or not isinstance(label, int)):
-            raise ValueError(f"label {label!r} of row {index} in {label_column!r} is not a class index")
-        examples.append(
-            Example(
-                segments=tuple(segments),
-                label=None if label is None or label < 0 else label,
-                label_names=names,
-                dataset="dataset",
-                split=prefix,
-                id=f"{prefix}/{index}",
-            )
-        )
-    return examples
-
-
-def _words(value: Any) -> tuple[str, ...]:
-    return tuple(str(w) for w in value) if isinstance(value, (list, tuple)) else split_words(str(value))
 
 
 def _is_hf_dataset(value: Any) -> bool:

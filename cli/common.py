@@ -37,9 +37,13 @@ def add_autocast(parser: argparse.ArgumentParser) -> None:
     )
 
 
+DATASET_HELP = "dataset name (see `python -m cli datasets`), or file:PATH (a CSV, TSV, JSON lines or Parquet file)"
+SPLIT_HELP = "split of the dataset (a data file's is all)"
+
+
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    parser.add_argument("--dataset", required=required, help="dataset name (see `python -m cli datasets`)")
-    parser.add_argument("--split", help="split of the dataset")
+    parser.add_argument("--dataset", required=required, help=DATASET_HELP)
+    parser.add_argument("--split", help=SPLIT_HELP)
     parser.add_argument("--limit", type=positive_int, help="first N examples only")
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
 
@@ -256,12 +260,19 @@ def writable_file(path: str, flag: str) -> None:
         raise ValueError(f"{flag} {path}: cannot write in {target.parent} ({problem})")
 
 
+def split_of(args: argparse.Namespace) -> str | None:
+    """``--split``, or a data file's one split when it names none."""
+    from core.datasets import FILE_PREFIX, FILE_SPLIT
+
+    return args.split or (FILE_SPLIT if (args.dataset or "").startswith(FILE_PREFIX) else None)
+
+
 def load_dataset_examples(args: argparse.Namespace):
     from core.datasets import load_examples
 
-    if not args.split:
+    if not split_of(args):
         raise ValueError("--split is needed with --dataset")
-    return load_examples(args.dataset, args.split, args.data_dir, limit=args.limit)
+    return load_examples(args.dataset, split_of(args), args.data_dir, limit=args.limit)
 
 
 _OPEN_BARS: list[Any] = []  # the bars progress_bar drew and has not closed; print_stopped closes them

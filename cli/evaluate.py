@@ -19,7 +19,15 @@ from engine.slice_report import slice_report
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import parse_params, print_json, print_stopped, print_summary_table, progress_bar, slice_keys
+    from cli.common import (
+        parse_params,
+        print_json,
+        print_stopped,
+        print_summary_table,
+        progress_bar,
+        slice_keys,
+        split_of,
+    )
     from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
@@ -31,12 +39,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--param for methods or metrics not requested: {', '.join(sorted(unknown))}")
     params_by_metric = metric_params(metric_keys, overrides)
     method_params = {k: v for k, v in overrides.items() if k in methods}
-    if not args.split:
+    split = split_of(args)
+    if not split:
         raise ValueError("--split is needed")
     if args.limit is not None and args.random is not None:
         raise ValueError("give --limit or --random, not both")
     examples = select_examples(
-        load_examples(args.dataset, args.split, args.data_dir, limit=args.limit, exact=True), args.random, args.seed
+        load_examples(args.dataset, split, args.data_dir, limit=args.limit, exact=True), args.random, args.seed
     )
     clf = Classifier(
         load_classifier(args.model),
@@ -77,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     header = {
         "model": args.model,
         "dataset": args.dataset,
-        "split": args.split,
+        "split": split,
         "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
         "target": args.target,
         "autocast": args.autocast,

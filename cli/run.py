@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def run_spec(args: argparse.Namespace):
     """The ``RunSpec`` asked for: the stored evaluation's with ``--resume`` (read only: nothing
     created), else the options'."""
-    from cli.common import parse_params, slice_keys, store_option
+    from cli.common import parse_params, slice_keys, split_of, store_option
     from cli.show import shown_elsewhere
     from engine.runs.executor import resume_spec
     from engine.runs.spec import RunSpec
@@ -74,7 +74,7 @@ def run_spec(args: argparse.Namespace):
         if ignored := settings_given(args):
             print(f"--resume uses the run's own settings: {', '.join(ignored)} ignored", file=sys.stderr)
         return resume_spec(store, args.resume, data_dir=args.data_dir, batch_size=args.batch_size)
-    if not args.model or not args.dataset or not args.split:
+    if not args.model or not args.dataset or not split_of(args):
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
     if args.limit is None and not args.all:
         raise ValueError("give --limit N or --all (the whole split)")
@@ -82,7 +82,7 @@ def run_spec(args: argparse.Namespace):
     return RunSpec(
         model=args.model,
         dataset=args.dataset,
-        split=args.split,
+        split=split_of(args),
         limit=args.limit,
         methods=methods,
         metrics=metrics,
@@ -111,12 +111,12 @@ def settings_given(args: argparse.Namespace) -> list[str]:
 
 
 def register(sub) -> None:
-    from cli.common import add_autocast, add_slice_options, positive_int
+    from cli.common import DATASET_HELP, SPLIT_HELP, add_autocast, add_slice_options, positive_int
 
     parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
-    parser.add_argument("--dataset", help="dataset name (see `python -m cli datasets`)")
-    parser.add_argument("--split", help="split of the dataset")
+    parser.add_argument("--dataset", help=DATASET_HELP)
+    parser.add_argument("--split", help=SPLIT_HELP)
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--limit", type=int, help="the first N examples of the split")
     size.add_argument("--all", action="store_true", help="the whole split")

@@ -7,6 +7,7 @@ forward and backward passes. Results come back as plain picklable records. Engin
 them with ``st.error``.
 """
 
+from core.datasets import FILE_PREFIX, FILE_SPLIT
 from core.progress import duration_text
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
@@ -16,9 +17,11 @@ from services.agreement import method_agreement
 from services.bundles import bundle_bytes
 from services.compare import ComparisonResult, compare, label_refusal
 from services.data import (
+    DATA_FILE,
     FREE_TEXT,
     annotator_count,
     as_typed,
+    check_data_file,
     dataset_example,
     dataset_options,
     dataset_size,
@@ -96,9 +99,12 @@ from services.slices import (
 )
 
 __all__ = [
+    "DATA_FILE",
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
     "DEFAULT_PANEL",
+    "FILE_PREFIX",
+    "FILE_SPLIT",
     "FREE_TEXT",
     "HEAD_CHOICES",
     "RUN_METHODS",
@@ -126,6 +132,7 @@ __all__ = [
     "autocast_choices",
     "background",
     "bundle_bytes",
+    "check_data_file",
     "classifier",
     "compare",
     "cost_model",

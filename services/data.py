@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core import datasets
+from core.datasets import FILE_PREFIX
 from core.example_dataset import example_at, to_examples
 from core.types import Example
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
 FREE_TEXT = "free text"
+DATA_FILE = "data file"  # the sidebar's choice of a file on this machine (``core.datasets.files``)
 
 # --------------------------------------------------------------------------- datasets
 
@@ -30,18 +32,30 @@ def dataset_options() -> dict[str, list[str]]:
 # (st.cache_resource: st.cache_data would pickle a 67k-sentence split on every rerun); an
 # ``Example`` is built from a row when a page asks for it.
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=8)
-def _loaded(name: str, split: str) -> Dataset:
+def _loaded(name: str, split: str, version: tuple[int, int] | None) -> Dataset:
+    """A split, loaded once per server; ``version`` is a data file's modification time and size,
+    so an edited file is read again."""
     return datasets.load_dataset(name, split)
 
 
 def _dataset(name: str, split: str) -> Dataset:
     try:
-        loaded = _loaded(name, split)
+        check_data_file(name)
+        version = datasets.file_version(name) if name.startswith(FILE_PREFIX) else None
+        loaded = _loaded(name, split, version)
     except (ValueError, OSError) as error:
         raise ValueError(f"cannot load {name}/{split}: {error}") from error
     if not loaded.num_rows:
         raise ValueError(f"{name}/{split} has no examples")
     return loaded
+
+
+def check_data_file(name: str) -> None:
+    """Refuse a data file on a shared server: its visitors must not read the server's files."""
+    from services.access import shared_mode
+
+    if name.startswith(FILE_PREFIX) and shared_mode():
+        raise ValueError("data files are not read on a shared server: pick one of its datasets")
 
 
 def dataset_size(name: str, split: str) -> int:

@@ -181,15 +181,17 @@ def _run_agreement(
 
 
 def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
-    """The names of a run's gold classes: the dataset's own where it loads here; else the model's
-    for a single-label head (a run's model shares its dataset's classes); else none (a regression
-    or multi-label head's labels are not the dataset's classes)."""
+    """The names of a run's gold classes: the dataset's own where it loads here and names them;
+    else the model's for a single-label head (a run's model shares its dataset's classes, and a
+    data file's labels are class numbers); else none (a regression or multi-label head's labels
+    are not the dataset's classes)."""
     from services.data import dataset_example
 
     try:
-        return dataset_example(run.dataset, run.split, 0).label_names
+        names = dataset_example(run.dataset, run.split, 0).label_names
     except ValueError:
-        return tuple(run.label_names) if head == "single_label" else ()
+        names = ()
+    return names or (tuple(run.label_names) if head == "single_label" else ())
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

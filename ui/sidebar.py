@@ -124,11 +124,14 @@ def _follow_model_task(options: dict[str, list[str]]) -> None:
 
 
 def _example_picker(options: dict[str, list[str]]):
-    """(dataset, split, index, example, error) for a dataset example or free text."""
-    names = [*options, services.FREE_TEXT]
+    """(dataset, split, index, example, error) for a dataset example, free text or a data file."""
+    names = [*options, services.FREE_TEXT, *([] if services.shared_mode() else [services.DATA_FILE])]
     if st.session_state.get("sidebar.dataset") not in names:
         st.session_state["sidebar.dataset"] = "examples"
-    dataset = st.selectbox("Dataset", names, key="sidebar.dataset", help="Datasets found in the data folder.")
+    dataset = st.selectbox(
+        "Dataset", names, key="sidebar.dataset",
+        help="Datasets found in the data folder, typed text, or a data file of your own on this machine.",
+    )  # fmt: skip
     if dataset == services.FREE_TEXT:
         # seeded in the state, not as the widgets' values: a link or a bundle may have set the state
         st.session_state.setdefault("sidebar.text", DEFAULT_TEXT)
@@ -136,7 +139,17 @@ def _example_picker(options: dict[str, list[str]]):
         text = st.text_area("Text (premise for pair models)", key="sidebar.text", height=110)
         text_b = st.text_area("Hypothesis (sentence-pair models only)", key="sidebar.text_b", height=70)
         return dataset, None, None, services.free_text_example(text, text_b), None
-    splits = options[dataset]
+    if dataset == services.DATA_FILE:
+        path = st.text_input(
+            "Path of the file", key="sidebar.data_file", placeholder="/path/to/reviews.csv",
+            help="CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, "
+            "content); a pair's second text in text_b (or hypothesis, sentence2); the gold class number in label.",
+        ).strip()  # fmt: skip
+        if not path:
+            return dataset, None, None, None, "Type the path of a data file in the sidebar."
+        dataset, splits = services.FILE_PREFIX + path, [services.FILE_SPLIT]
+    else:
+        splits = options[dataset]
     if st.session_state.get("sidebar.split") not in splits:
         st.session_state["sidebar.split"] = default_split(dataset, splits)
     split = st.selectbox("Split", splits, key="sidebar.split")
@@ -157,9 +170,9 @@ def _example_picker(options: dict[str, list[str]]):
         help="A random example of this split",
     )  # fmt: skip
     example = services.dataset_example(dataset, split, index)
-    gold = f" · gold: {example.gold_name}" if example.gold_name else ""
+    gold = f" · gold: {plain(str(example.gold_name or example.label))}" if example.label is not None else ""
     rationale = " · has a human rationale" if example.rationale is not None else ""
-    st.caption(f"`{example.id}`{gold}{rationale}")
+    st.caption(f"{plain(example.id)}{gold}{rationale}")  # a data file's name is in its ids
     return dataset, split, index, example, None
 
 
@@ -170,6 +183,9 @@ def select_example(model: str, dataset: str, split: str, index: int) -> None:
     st.session_state["sidebar.model" if model in choices else "sidebar.model_path"] = model
     if model in choices:
         st.session_state["sidebar.model_path"] = ""
+    if dataset.startswith(services.FILE_PREFIX):  # a run on a data file: its path in the file box
+        st.session_state["sidebar.data_file"] = dataset.removeprefix(services.FILE_PREFIX)
+        dataset = services.DATA_FILE
     st.session_state["sidebar.dataset"] = dataset
     st.session_state["sidebar.split"] = split
     st.session_state["sidebar.index"] = index

@@ -42,6 +42,8 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
             if key in params:
                 st.session_state[f"sidebar.{key}"] = params[key]
         return []
+    if dataset is not None and (dataset == services.DATA_FILE or dataset.startswith(services.FILE_PREFIX)):
+        return _read_data_file(dataset)
     if dataset is not None and dataset not in options:
         names = ", ".join([*options, services.FREE_TEXT])
         left = [f"{name} {quoted(params[name])}" for name in ("split", "index") if name in params]
@@ -63,6 +65,20 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
     elif text:
         notes.append(f"The link's example index {quoted(text)} is not an example number: showing example 0.")
     return notes
+
+
+def _read_data_file(dataset: str) -> list[str]:
+    """Seed the data file's path and the example index from a link to a data file (``file:PATH``);
+    a shared server reads no file, and says so."""
+    if services.shared_mode():
+        return [f"The link's data file {quoted(dataset)} is not read on a shared server: showing examples."]
+    st.session_state["sidebar.dataset"] = services.DATA_FILE
+    if dataset != services.DATA_FILE:
+        st.session_state["sidebar.data_file"] = dataset.removeprefix(services.FILE_PREFIX)
+    index = url_index(st.query_params.get("index", ""))
+    if index is not None:
+        st.session_state["sidebar.index"] = index
+    return []
 
 
 def _read_target(text: str) -> list[str]:

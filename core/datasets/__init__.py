@@ -6,7 +6,8 @@ Local files are read from the folder in ``ATTRIBUTION_DATA_DIR`` (formats in tha
 README): SST-2 TSV, e-SNLI line files with the human highlight files, ERASER movie reviews
 (``datasets.load_from_disk``), HateXplain CSV and MultiRC JSON. ``examples`` is the project's
 own hand-written set under ``assets/examples``. Hub versions for online users live in
-``core.hub_datasets`` behind the same ``Example`` type.
+``core.hub_datasets`` behind the same ``Example`` type, and a file of one's own (``file:PATH``:
+CSV, TSV, JSON lines or Parquet, one split ``all``) in ``files``.
 
 One module per source (``sst2``, ``esnli``, ``movies``, ``hatexplain``, ``multirc``, ``bundled``)
 and what they share (``common``); this module is the registry of names and splits and the
@@ -23,6 +24,14 @@ from typing import TYPE_CHECKING
 from core.datasets.bundled import EXAMPLES_FILE, load_bundled_examples
 from core.datasets.common import DATA_DIR_ENV, data_dir, majority_mask, split_words
 from core.datasets.esnli import ESNLI_LABELS, load_esnli
+from core.datasets.files import (
+    FILE_PREFIX,
+    FILE_SPLIT,
+    file_fingerprint,
+    file_path,
+    file_version,
+    load_file_examples,
+)
 from core.datasets.hatexplain import HATEXPLAIN_COMMUNITIES, HATEXPLAIN_LABELS, hatexplain_annotations, load_hatexplain
 from core.datasets.movies import MOVIES_LABELS, load_movie_reviews, load_movies
 from core.datasets.multirc import MULTIRC_LABELS, load_multirc
@@ -37,6 +46,8 @@ __all__ = [
     "DATA_DIR_ENV",
     "ESNLI_LABELS",
     "EXAMPLES_FILE",
+    "FILE_PREFIX",
+    "FILE_SPLIT",
     "HATEXPLAIN_COMMUNITIES",
     "HATEXPLAIN_LABELS",
     "HUB_PREFIX",
@@ -46,6 +57,8 @@ __all__ = [
     "available_datasets",
     "available_splits",
     "data_dir",
+    "file_fingerprint",
+    "file_version",
     "hatexplain_annotations",
     "hub_online",
     "load_bundled_examples",
@@ -78,6 +91,9 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
     """Splits of ``name`` present in the data folder (bundled examples: one split per task)."""
     if name == "examples":
         return ["all", *sorted({e.split for e in load_bundled_examples()})]
+    if name.startswith(FILE_PREFIX):
+        file_path(name)  # refused when missing or of a kind not read
+        return [FILE_SPLIT]
     if name.startswith(HUB_PREFIX):
         from core.hub_datasets import HUB_SOURCES
 
@@ -86,7 +102,7 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
         return list(HUB_SOURCES[name[len(HUB_PREFIX) :]].splits)
     folder = data_dir(root)
     if name not in _LOCAL:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}, or file:PATH")
     if folder is None:
         return []
     return [split for split, rel in _LOCAL[name][1].items() if (folder / rel).exists()]
@@ -148,13 +164,17 @@ def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | N
         from core.hub_datasets import load_hub_examples
 
         return load_hub_examples(name[len(HUB_PREFIX) :], split, limit=limit)
+    if name.startswith(FILE_PREFIX):
+        if split != FILE_SPLIT:
+            raise ValueError(f"a data file has one split, {FILE_SPLIT!r}, not {split!r}")
+        return load_file_examples(name, limit)
     if name == "examples":
         if split not in available_splits("examples"):
             raise ValueError(f"unknown split {split!r} of examples; known: {', '.join(available_splits('examples'))}")
         examples = load_bundled_examples(split=split)
     else:
         if name not in _LOCAL:
-            raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
+            raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}, or file:PATH")
         folder = data_dir(root)
         if folder is None:
             raise FileNotFoundError(_no_data_folder(name, root))

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.datasets.files import FILE_PREFIX, file_fingerprint
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, check_target
 from engine.runs.live import LiveWriter, RunTracker
@@ -95,6 +96,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         "target": spec.target,
     }
     selection: dict[str, Any] = {"limit": spec.limit}
+    if spec.dataset.startswith(FILE_PREFIX):  # a file of one's own: keyed by its content, not its name
+        key_fields["data_fingerprint"] = selection["data_fingerprint"] = file_fingerprint(spec.dataset)
     if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
         key_fields["autocast"] = selection["autocast"] = spec.autocast
     if spec.needs_mlm():
@@ -165,6 +168,8 @@ def _what_changed(stored: RunInfo, new: NewRun) -> str:
         return f"it is a run of kind {stored.kind}, not a dataset evaluation"
     if stored.model_fingerprint != new.model_fingerprint:
         return f"the files of its model {stored.model} changed since"
+    if stored.selection.get("data_fingerprint") != new.selection.get("data_fingerprint"):
+        return f"its data file {stored.dataset.removeprefix(FILE_PREFIX)} changed since"
     params = json.loads(json.dumps(new.params))  # as stored: tuples become lists
     changed = sorted(k for k in {*stored.params, *params} if stored.params.get(k) != params.get(k))
     if changed:

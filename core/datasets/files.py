@@ -1,0 +1,157 @@
+"""Datasets of one's own: the rows of any ``datasets.Dataset`` as examples
+(``examples_from_dataset``), and ``file:PATH``, a CSV, TSV, JSON lines or Parquet file on this
+machine read with ``datasets`` as one split, ``all`` (``load_file_examples``).
+
+A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
+named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers; -1
+or empty for none). Runs key a file by its content (``file_fingerprint``): an edited file is
+another run, never mixed into the stored one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.datasets.common import split_words
+from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
+from core.example_dataset import to_examples
+from core.types import Example
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+FILE_PREFIX = "file:"
+FILE_SPLIT = "all"
+# suffix -> the ``datasets`` builder that reads it, and its options
+BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
+    ".csv": ("csv", {}),
+    ".tsv": ("csv", {"delimiter": "\t"}),
+    ".json": ("json", {}),
+    ".jsonl": ("json", {}),
+    ".parquet": ("parquet", {}),
+}
+TEXT_COLUMNS = ("text", "sentence", "premise", "review", "content")
+PAIR_COLUMNS = ("text_b", "hypothesis", "sentence2")
+LABEL_COLUMN = "label"
+
+
+def examples_from_dataset(
+    dataset: Dataset,
+    text_column: str = "text",
+    text_pair_column: str | None = None,
+    label_column: str | None = "label",
+    *,
+    limit: int | None = None,
+) -> list[Example]:
+    """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
+    typed text (a column holding a list of words is taken as it is), the label's names from a
+    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``. A split loaded by
+    ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
+    rationales and ids. A row without text is refused, naming the row."""
+    if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
+        return to_examples(dataset if limit is None else dataset.select(range(min(limit, len(dataset)))))
+    columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
+    feature = dataset.features.get(label_column) if label_column is not None else None
+    names = tuple(getattr(feature, "names", None) or ())
+    prefix = str(dataset.split) if dataset.split is not None else "dataset"
+    rows = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
+    examples = []
+    for index, row in enumerate(rows):
+        segments = [_words(row[text_column], index, text_column)]
+        if text_pair_column is not None:
+            segments.append(_words(row[text_pair_column], index, text_pair_column))
+        label = _class_index(row[label_column], index, label_column) if label_column is not None else None
+        examples.append(
+            Example(
+                segments=tuple(segments),
+                label=label,
+                label_names=names,
+                dataset="dataset",
+                split=prefix,
+                id=f"{prefix}/{index}",
+            )
+        )
+    return examples
+
+
+def _class_index(value: Any, row: int, column: str) -> int | None:
+    """A label cell as a class number: a whole number (a float one too, as a CSV column with
+    empty cells reads), None where it is empty or negative; anything else is refused."""
+    if isinstance(value, float) and (math.isnan(value) or value.is_integer()):
+        value = None if math.isnan(value) else int(value)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index")
+    return None if value is None or value < 0 else value
+
+
+def _words(value: Any, row: int, column: str) -> tuple[str, ...]:
+    """A cell's words: a list of words as it is, else its text split; none is refused."""
+    words = tuple(str(w) for w in value) if isinstance(value, (list, tuple)) else None
+    if words is None and value is not None:
+        words = split_words(str(value))
+    if not words:
+        raise ValueError(f"row {row} has no text in {column!r}")
+    return words
+
+
+def file_path(name: str) -> Path:
+    """The file ``file:PATH`` names (``~`` expanded), refused when it is missing or of a kind not
+    read."""
+    path = Path(name.removeprefix(FILE_PREFIX)).expanduser()
+    if path.suffix.lower() not in BUILDERS:
+        kinds = ", ".join(BUILDERS)
+        raise ValueError(f"{name!r}: a data file is one of {kinds} (JSON: one record a line), not {path.name!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{name!r}: no file {path}")
+    return path.resolve()
+
+
+def file_version(name: str) -> tuple[int, int]:
+    """The modification time (ns) and size of the file ``file:PATH`` names: a cache's key."""
+    stat = file_path(name).stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+def file_fingerprint(name: str) -> str:
+    """SHA-256 of the bytes of the file ``file:PATH`` names."""
+    digest = hashlib.sha256()
+    with file_path(name).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_file_examples(name: str, limit: int | None = None) -> list[Example]:
+    """The examples of the file ``file:PATH`` names (module docstring), the first ``limit`` when
+    given, with ids ``<file stem>/<row>``; a file that cannot be parsed, or has no text column, is
+    refused with one line naming it."""
+    import datasets
+
+    path = file_path(name)
+    builder, options = BUILDERS[path.suffix.lower()]
+    try:
+        table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
+    except Exception as error:
+        reason = " ".join(str(error).split())[:300]
+        raise ValueError(f"cannot read {path} as a {path.suffix.lstrip('.')} file: {reason}") from error
+    if any(c.startswith("__index_level_") for c in table.column_names):  # pandas' name for surplus fields
+        raise ValueError(f"some rows of {path} have more fields than its header (a separator inside unquoted text?)")
+    text = next((c for c in TEXT_COLUMNS if c in table.column_names), None)
+    if text is None:
+        raise ValueError(
+            f"{path} has no text column: name one of {', '.join(TEXT_COLUMNS)} (its columns: "
+            f"{', '.join(table.column_names)})"
+        )
+    pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
+    label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
+    examples = examples_from_dataset(table, text, pair, label, limit=limit)
+    return [
+        dataclasses.replace(e, dataset=name, split=FILE_SPLIT, id=f"{path.stem}/{i}") for i, e in enumerate(examples)
+    ]

@@ -1,0 +1,158 @@
+"""A data file of one's own (``file:PATH``): read with ``datasets`` (CSV, TSV, JSON lines,
+Parquet), its columns found by name, bad files refused with one line; a run keys it by content,
+so an edited file is another run and the old one refuses to resume; the app's sidebar reads it
+from a typed path or a link, and a shared server reads none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.datasets import available_splits, load_examples
+from services import access
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+ROWS = [
+    ("A wonderful, moving film.", 1),
+    ("Dull, slow and far too long.", 0),
+    ("It was fine.", None),
+]
+
+
+@pytest.fixture
+def reviews(tmp_path) -> Path:
+    path = tmp_path / "reviews.csv"
+    pd.DataFrame({"text": [t for t, _ in ROWS], "label": [lab for _, lab in ROWS]}).to_csv(path, index=False)
+    return path
+
+
+def test_each_format_reads_the_same_examples(tmp_path, reviews):
+    frame = pd.read_csv(reviews)
+    frame.to_json(tmp_path / "reviews.jsonl", orient="records", lines=True)
+    frame.to_parquet(tmp_path / "reviews.parquet")
+    frame.to_csv(tmp_path / "reviews.tsv", sep="\t", index=False)
+    expected = [
+        (("A", "wonderful", ",", "moving", "film", "."),),
+        (("Dull", ",", "slow", "and", "far", "too", "long", "."),),
+    ]
+    for suffix in ("csv", "jsonl", "parquet", "tsv"):
+        name = f"file:{tmp_path / f'reviews.{suffix}'}"
+        examples = load_examples(name, "all")
+        assert [e.segments for e in examples[:2]] == expected, suffix
+        assert [e.label for e in examples] == [1, 0, None], suffix  # an empty label cell: no label
+        assert [e.id for e in examples] == ["reviews/0", "reviews/1", "reviews/2"]
+        assert {e.dataset for e in examples} == {name} and available_splits(name) == ["all"]
+    assert len(load_examples(f"file:{reviews}", "all", limit=2)) == 2
+
+
+def test_a_pair_file_reads_premise_and_hypothesis(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"premise": "A man sleeps.", "hypothesis": "Nobody sleeps.", "label": 2}\n')
+    [example] = load_examples(f"file:{path}", "all")
+    assert example.segments == (("A", "man", "sleeps", "."), ("Nobody", "sleeps", "."))
+    assert example.label == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("notes.txt", "hello", "a data file is one of .csv, .tsv, .json, .jsonl, .parquet"),
+        ("missing.csv", None, "no file"),
+        ("wide.csv", "text,label\nA wonderful, moving film.,1\n", "have more fields than its header"),
+        ("columns.csv", "body,label\ngood,1\n", "has no text column: name one of text, sentence"),
+        ("words.csv", "text,label\ngood,positive\n", "label 'positive' of row 0 in 'label' is not a class index"),
+        ("empty.csv", "text,label\ngood,1\n,0\n", "row 1 has no text in 'text'"),
+        ("broken.jsonl", '{"text": "good"\n', "cannot read"),
+    ],
+)
+def test_a_bad_file_is_refused_in_one_line(tmp_path, name, content, message):
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises((ValueError, FileNotFoundError), match=message) as raised:
+        load_examples(f"file:{path}", "all")
+    assert "\n" not in str(raised.value)
+
+
+def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsys):
+    import json
+
+    import api
+    from cli.main import main
+
+    result = api.evaluate("minilm-sst2", f"file:{reviews}", methods=["random"], metrics=["comprehensiveness"])
+    assert len(result.evaluation.results) == 3
+    assert main(["predict", "--model", "minilm-sst2", "--dataset", f"file:{reviews}", "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert [r["gold"] for r in predicted["examples"]] == [1, 0, None]
+    assert predicted["accuracy"] == pytest.approx(1.0)  # the two labelled reviews, both right
+
+
+def test_a_data_file_has_one_split(reviews):
+    with pytest.raises(ValueError, match="a data file has one split, 'all', not 'train'"):
+        load_examples(f"file:{reviews}", "train")
+
+
+def test_a_run_keys_the_file_by_content(tmp_path, reviews):
+    from engine.runs.executor import open_run
+    from engine.runs.spec import RunSpec
+    from engine.runs.store import RunStore
+
+    store = RunStore(tmp_path / "results")
+    spec = RunSpec(
+        model="minilm-sst2", dataset=f"file:{reviews}", split="all", limit=None,
+        methods=("random",), metrics=("comprehensiveness",), target="predicted",
+    )  # fmt: skip
+    first = open_run(spec, store)
+    assert first.created and [e.id for e in first.examples] == ["reviews/0", "reviews/1", "reviews/2"]
+    assert not open_run(spec, store).created  # the same bytes: the same run
+    from services.runs import gold_names
+
+    assert gold_names(first.info, "single_label") == ("negative", "positive")  # class numbers: the model's names
+    reviews.write_text(reviews.read_text().replace("moving", "stirring"))
+    second = open_run(spec, store)
+    assert second.created and second.info.run_id != first.info.run_id
+    with pytest.raises(ValueError, match=f"its data file {reviews} changed since"):
+        open_run(spec, store, resume=first.info.run_id)
+
+
+def sidebar(params: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"methods": "random", **(params or {})})
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_sidebar_reads_a_typed_path_and_a_link(reviews):
+    typed = sidebar(state={"sidebar.dataset": "data file", "sidebar.data_file": str(reviews), "sidebar.index": 1})
+    chosen = typed.session_state["selection"]
+    assert chosen.error is None and chosen.dataset == f"file:{reviews}" and chosen.split == "all"
+    assert chosen.example.text == "Dull , slow and far too long ."
+    assert "reviews/1 · gold: 0" in [c.value for c in typed.sidebar.caption]
+    assert typed.query_params["dataset"] == f"file:{reviews}" and typed.query_params["index"] == "1"
+    linked = sidebar({"dataset": f"file:{reviews}", "index": "2"})
+    assert linked.session_state["selection"].example.text == "It was fine ."
+    assert linked.session_state["sidebar.data_file"] == str(reviews)
+    empty = sidebar(state={"sidebar.dataset": "data file"})
+    assert "Type the path of a data file in the sidebar" in empty.session_state["selection"].error
+    missing = sidebar({"dataset": f"file:{reviews.parent / 'gone.csv'}"})
+    assert "no file" in missing.session_state["selection"].error
+
+
+def test_a_shared_server_reads_no_data_file(reviews, monkeypatch, tmp_path):
+    monkeypatch.setenv(access.SHARED_ENV, "1")
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    access.policy.clear()
+    try:
+        at = sidebar({"dataset": f"file:{reviews}"})
+        assert "data file" not in at.selectbox(key="sidebar.dataset").options
+        assert at.session_state["selection"].dataset == "examples"
+        assert any("is not read on a shared server" in w.value for w in at.sidebar.warning)
+    finally:
+        access.policy.clear()
