@@ -91,6 +91,28 @@ def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsy
     assert predicted["accuracy"] == pytest.approx(1.0)  # the two labelled reviews, both right
 
 
+def test_rationale_spans_mark_the_words_they_overlap(tmp_path):
+    """Character spans, as annotation tools export them: a word is highlighted when a span covers
+    any of its characters; a CSV cell holds the spans' JSON text."""
+    path = tmp_path / "marked.jsonl"
+    rows = [
+        '{"text": "A wonderful, moving film.", "label": 1, "rationale": [[2, 11], [17, 19]]}',
+        '{"text": "Dull and slow.", "label": 0, "rationale": []}',
+        '{"text": "Fine.", "label": 1}',
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    marked, empty, plain = load_examples(f"file:{path}", "all")
+    assert marked.rationale == marked.rationales[0] == (0, 1, 0, 1, 0, 0)  # "wonderful"; "ng" of "moving"
+    assert empty.rationale == (0, 0, 0, 0) and not plain.has_rationale
+    csv = tmp_path / "marked.csv"
+    csv.write_text('text,rationale\n"A wonderful, moving film.","[[20, 24]]"\n')
+    assert load_examples(f"file:{csv}", "all")[0].rationale == (0, 0, 0, 0, 1, 0)
+    for bad in ('"[[3, 99]]"', '"[[5, 2]]"', "\"__import__('os')\"", '"[[1.5, 3]]"'):
+        csv.write_text(f'text,rationale\n"A wonderful, moving film.",{bad}\n')
+        with pytest.raises(ValueError, match="the rationale of row 0 is not a list of"):
+            load_examples(f"file:{csv}", "all")
+
+
 def test_a_data_file_has_one_split(reviews):
     with pytest.raises(ValueError, match="a data file has one split, 'all', not 'train'"):
         load_examples(f"file:{reviews}", "train")

@@ -29,6 +29,11 @@ def split_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD_RE.findall(text))
 
 
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """The character span ``[start, end)`` of each word ``split_words`` finds in ``text``."""
+    return [match.span() for match in _WORD_RE.finditer(text)]
+
+
 def data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
     """The data folder: the explicit argument, else ``$ATTRIBUTION_DATA_DIR``, else None."""
     chosen = explicit if explicit is not None else os.environ.get(DATA_DIR_ENV)

@@ -4,19 +4,23 @@ machine read with ``datasets`` as one split, ``all`` (``load_file_examples``).
 
 A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
 named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers; -1
-or empty for none). Runs key a file by its content (``file_fingerprint``): an edited file is
-another run, never mixed into the stored one.
+or empty for none), and a human rationale its ``rationale`` column when it has one: character
+spans ``[[start, end], ...]`` of the (first) text, as annotation tools such as Label Studio
+export them (a JSON list; in a CSV cell, its JSON text, parsed, never evaluated); a word is
+highlighted when a span overlaps it. Runs key a file by its content (``file_fingerprint``): an
+edited file is another run, never mixed into the stored one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.datasets.common import split_words
+from core.datasets.common import split_words, word_spans
 from core.example_dataset import COLUMNS as EXAMPLE_COLUMNS
 from core.example_dataset import to_examples
 from core.types import Example
@@ -37,6 +41,7 @@ BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
 TEXT_COLUMNS = ("text", "sentence", "premise", "review", "content")
 PAIR_COLUMNS = ("text_b", "hypothesis", "sentence2")
 LABEL_COLUMN = "label"
+RATIONALE_COLUMN = "rationale"
 
 
 def examples_from_dataset(
@@ -152,6 +157,35 @@ def load_file_examples(name: str, limit: int | None = None) -> list[Example]:
     pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
     label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
     examples = examples_from_dataset(table, text, pair, label, limit=limit)
-    return [
-        dataclasses.replace(e, dataset=name, split=FILE_SPLIT, id=f"{path.stem}/{i}") for i, e in enumerate(examples)
-    ]
+    spans = table[RATIONALE_COLUMN][: len(examples)] if RATIONALE_COLUMN in table.column_names else None
+    out = []
+    for i, example in enumerate(examples):
+        mask = None if spans is None else span_mask(table[i][text], spans[i], len(example.words), i)
+        rationale = {"rationales": (mask,), "rationale": mask} if mask is not None else {}
+        out.append(dataclasses.replace(example, dataset=name, split=FILE_SPLIT, id=f"{path.stem}/{i}", **rationale))
+    return out
+
+
+def span_mask(text: str, spans: Any, n_words: int, row: int) -> tuple[int, ...] | None:
+    """The 0/1 mask over an example's ``n_words`` words of the words of ``text`` (its first
+    segment) that character ``spans`` (``[[start, end], ...]``, or their JSON text) overlap; None
+    for an empty cell. Spans that are not pairs of whole numbers inside the text are refused."""
+    if spans is None or spans == "":
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"row {row} gives its words as a list: a rationale's character spans need the text")  # noqa: TRY004
+    if isinstance(spans, str):
+        try:
+            spans = json.loads(spans)
+        except ValueError:
+            spans = None
+    ok = isinstance(spans, list) and all(
+        isinstance(s, (list, tuple)) and len(s) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in s)
+        and 0 <= s[0] < s[1] <= len(text)
+        for s in spans
+    )  # fmt: skip
+    if not ok:
+        raise ValueError(f"the rationale of row {row} is not a list of [start, end] character spans inside its text")
+    words = word_spans(text)
+    marked = [int(any(start < end_w and start_w < end for start, end in spans)) for start_w, end_w in words]
+    return tuple(marked + [0] * (n_words - len(marked)))
