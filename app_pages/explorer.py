@@ -37,7 +37,7 @@ catalogue = services.runs.catalogue()
 
 with st.expander("Start a run on the sidebar's model and dataset", expanded=catalogue.empty):
     if not selection.dataset or selection.error:
-        st.info("Pick a model and a dataset split in the sidebar (not free text) to run over it.")
+        st.info("Pick a model and a dataset split or a data file in the sidebar (not free text) to run over it.")
     else:
         size = services.dataset_size(selection.dataset, selection.split)
         with st.form("explorer.start"):

@@ -102,7 +102,10 @@ def slice_view(
     selection: state.Selection, methods: list[str], imported: list, metric_params: dict, annotator: str
 ) -> None:
     if selection.dataset is None:
-        st.info("Pick a dataset with human rationales in the sidebar (e-SNLI dev_highlighted, movies, HateXplain).")
+        st.info(
+            "Pick a dataset with human rationales in the sidebar (e-SNLI dev_highlighted, movies, HateXplain), or a "
+            "data file of your own with a rationale column."
+        )
         return
     size = services.dataset_size(selection.dataset, selection.split)
     # three and two: five in a row left "Correct predictions only" 54 px at 1,024 px

@@ -178,3 +178,34 @@ def test_a_shared_server_reads_no_data_file(reviews, monkeypatch, tmp_path):
         assert any("is not read on a shared server" in w.value for w in at.sidebar.warning)
     finally:
         access.policy.clear()
+
+
+def test_the_slice_views_run_on_a_data_file(tmp_path):
+    """The faithfulness slice over the file's rows, and the rationales slice against the
+    annotators' spans in its rationale column."""
+    path = tmp_path / "marked.jsonl"
+    rows = [
+        '{"text": "A wonderful, moving film.", "label": 1, "rationale": [[2, 11]]}',
+        '{"text": "Dull, slow and far too long.", "label": 0, "rationale": [[0, 4], [6, 10]]}',
+        '{"text": "It was fine.", "label": 1}',
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page("app_pages/faithfulness.py")
+    at.query_params.update({"model": "minilm-sst2", "dataset": f"file:{path}", "methods": "random"})
+    at.session_state["faithfulness.methods"] = ["loo_empty", "random"]
+    at.run()
+    at.segmented_control(key="faithfulness.view").set_value("Dataset slice").run()
+    at.number_input(key="faithfulness.slice_n").set_value(3).run()
+    at.button(key="faithfulness.slice_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    assert list(at.dataframe[0].value["n"]) == [3, 3]
+    at.switch_page("app_pages/rationales.py")
+    at.session_state["rationales.methods"] = ["loo_empty", "random"]
+    at.run()
+    at.segmented_control(key="rationales.view").set_value("Dataset slice").run()
+    at.number_input(key="rationales.slice_n").set_value(3).run()
+    at.button(key="rationales.slice_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert set(table["n"]) == {2} and set(table["skipped"]) == {1}  # the third row has no rationale
