@@ -29,6 +29,13 @@ def reviews(tmp_path) -> Path:
     return path
 
 
+def json_lines(folder: Path, *rows: str) -> Path:
+    """A JSON lines data file of ``rows`` in ``folder``."""
+    path = folder / "marked.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
 def test_each_format_reads_the_same_examples(tmp_path, reviews):
     frame = pd.read_csv(reviews)
     frame.to_json(tmp_path / "reviews.jsonl", orient="records", lines=True)
@@ -94,13 +101,12 @@ def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsy
 def test_rationale_spans_mark_the_words_they_overlap(tmp_path):
     """Character spans, as annotation tools export them: a word is highlighted when a span covers
     any of its characters; a CSV cell holds the spans' JSON text."""
-    path = tmp_path / "marked.jsonl"
-    rows = [
+    path = json_lines(
+        tmp_path,
         '{"text": "A wonderful, moving film.", "label": 1, "rationale": [[2, 11], [17, 19]]}',
         '{"text": "Dull and slow.", "label": 0, "rationale": []}',
         '{"text": "Fine.", "label": 1}',
-    ]
-    path.write_text("\n".join(rows) + "\n")
+    )
     marked, empty, plain = load_examples(f"file:{path}", "all")
     assert marked.rationale == marked.rationales[0] == (0, 1, 0, 1, 0, 0)  # "wonderful"; "ng" of "moving"
     assert empty.rationale == (0, 0, 0, 0) and not plain.has_rationale
@@ -180,32 +186,29 @@ def test_a_shared_server_reads_no_data_file(reviews, monkeypatch, tmp_path):
         access.policy.clear()
 
 
+def slice_table(at: AppTest, page: str):
+    """The summary table of ``page``'s dataset slice, all three rows, run on two methods."""
+    at.switch_page(f"app_pages/{page}.py")
+    at.session_state[f"{page}.methods"] = ["loo_empty", "random"]
+    at.run()
+    at.segmented_control(key=f"{page}.view").set_value("Dataset slice").run()
+    at.number_input(key=f"{page}.slice_n").set_value(3).run()
+    at.button(key=f"{page}.slice_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    return at.dataframe[0].value
+
+
 def test_the_slice_views_run_on_a_data_file(tmp_path):
     """The faithfulness slice over the file's rows, and the rationales slice against the
     annotators' spans in its rationale column."""
-    path = tmp_path / "marked.jsonl"
-    rows = [
+    path = json_lines(
+        tmp_path,
         '{"text": "A wonderful, moving film.", "label": 1, "rationale": [[2, 11]]}',
         '{"text": "Dull, slow and far too long.", "label": 0, "rationale": [[0, 4], [6, 10]]}',
         '{"text": "It was fine.", "label": 1}',
-    ]
-    path.write_text("\n".join(rows) + "\n")
+    )
     at = AppTest.from_file(str(APP), default_timeout=300)
-    at.switch_page("app_pages/faithfulness.py")
     at.query_params.update({"model": "minilm-sst2", "dataset": f"file:{path}", "methods": "random"})
-    at.session_state["faithfulness.methods"] = ["loo_empty", "random"]
-    at.run()
-    at.segmented_control(key="faithfulness.view").set_value("Dataset slice").run()
-    at.number_input(key="faithfulness.slice_n").set_value(3).run()
-    at.button(key="faithfulness.slice_run").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.exception]
-    assert list(at.dataframe[0].value["n"]) == [3, 3]
-    at.switch_page("app_pages/rationales.py")
-    at.session_state["rationales.methods"] = ["loo_empty", "random"]
-    at.run()
-    at.segmented_control(key="rationales.view").set_value("Dataset slice").run()
-    at.number_input(key="rationales.slice_n").set_value(3).run()
-    at.button(key="rationales.slice_run").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.exception]
-    table = at.dataframe[0].value
+    assert list(slice_table(at, "faithfulness")["n"]) == [3, 3]
+    table = slice_table(at, "rationales")
     assert set(table["n"]) == {2} and set(table["skipped"]) == {1}  # the third row has no rationale
