@@ -24,14 +24,13 @@ def read_examples(
     columns: tuple[str, str | None, str | None] = ("text", None, "label"),
 ) -> list[Example]:
     """The first ``limit`` examples (all when None) of a named dataset's ``split`` (a data file's,
-    ``file:PATH``, when None), of a
-    ``datasets.Dataset`` (``columns``: its text, text pair and label columns, as
-    ``examples_from_dataset`` reads them) or of a list of texts, pairs and ``Example``s; a bad
-    argument or no example at all is refused (``ValueError``)."""
+    ``file:PATH``, every row when None), of a ``datasets.Dataset`` (``columns``: its text, text
+    pair and label columns, as ``examples_from_dataset`` reads them) or of a list of texts, pairs
+    and ``Example``s; a bad argument or no example at all is refused (``ValueError``)."""
     if limit is not None and not is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     if isinstance(dataset, str):
-        split = FILE_SPLIT if split is None and dataset.startswith(FILE_PREFIX) else split  # a data file's one split
+        split = FILE_SPLIT if split is None and dataset.startswith(FILE_PREFIX) else split  # a data file's every row
         if split is None:
             raise ValueError(f"give split= with the dataset name {dataset!r}")
         examples = load_examples(dataset, split, limit=limit, exact=True)

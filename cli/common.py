@@ -38,7 +38,7 @@ def add_autocast(parser: argparse.ArgumentParser) -> None:
 
 
 DATASET_HELP = "dataset name (see `python -m cli datasets`), or file:PATH (a CSV, TSV, JSON lines or Parquet file)"
-SPLIT_HELP = "split of the dataset (a data file's is all)"
+SPLIT_HELP = "split of the dataset (a data file's default: all, its every row)"
 
 
 def add_dataset(parser: argparse.ArgumentParser, required: bool = False) -> None:
@@ -261,7 +261,7 @@ def writable_file(path: str, flag: str) -> None:
 
 
 def split_of(args: argparse.Namespace) -> str | None:
-    """``--split``, or a data file's one split when it names none."""
+    """``--split``, or a data file's split of every row when it names none."""
     from core.datasets import FILE_PREFIX, FILE_SPLIT
 
     return args.split or (FILE_SPLIT if (args.dataset or "").startswith(FILE_PREFIX) else None)

@@ -187,7 +187,10 @@ def register(sub) -> None:
     parser.add_argument(
         "--model", help="instead of a task: a hub model id or folder to retrain from (with --dataset and --train-steps)"
     )
-    parser.add_argument("--dataset", help="the dataset of --model (a local name such as sst2, or hub:NAME)")
+    parser.add_argument(
+        "--dataset",
+        help="the dataset of --model: a local name such as sst2, hub:NAME, or file:PATH with a split column",
+    )
     add_methods(parser, "loo_empty,integrated_gradients,im", "; random is always added")
     parser.add_argument(
         "--removal",

@@ -7,7 +7,7 @@ forward and backward passes. Results come back as plain picklable records. Engin
 them with ``st.error``.
 """
 
-from core.datasets import FILE_PREFIX, FILE_SPLIT
+from core.datasets import FILE_PREFIX
 from core.progress import duration_text
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
@@ -22,6 +22,7 @@ from services.data import (
     annotator_count,
     as_typed,
     check_data_file,
+    data_file_splits,
     dataset_example,
     dataset_options,
     dataset_size,
@@ -104,7 +105,6 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_PANEL",
     "FILE_PREFIX",
-    "FILE_SPLIT",
     "FREE_TEXT",
     "HEAD_CHOICES",
     "RUN_METHODS",
@@ -136,6 +136,7 @@ __all__ = [
     "classifier",
     "compare",
     "cost_model",
+    "data_file_splits",
     "dataset_example",
     "dataset_options",
     "dataset_size",

@@ -58,6 +58,21 @@ def check_data_file(name: str) -> None:
         raise ValueError("data files are not read on a shared server: pick one of its datasets")
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _file_splits(name: str, version: tuple[int, int]) -> list[str]:
+    return datasets.available_splits(name)
+
+
+def data_file_splits(name: str) -> list[str]:
+    """The splits of the data file ``name`` (``file:PATH``): ``all``, then those its ``split``
+    column names; read again when the file changes."""
+    try:
+        check_data_file(name)
+        return _file_splits(name, datasets.file_version(name))
+    except (ValueError, OSError) as error:
+        raise ValueError(f"cannot load {name}: {error}") from error
+
+
 def dataset_size(name: str, split: str) -> int:
     return _dataset(name, split).num_rows
 

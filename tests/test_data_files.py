@@ -1,7 +1,8 @@
 """A data file of one's own (``file:PATH``): read with ``datasets`` (CSV, TSV, JSON lines,
 Parquet), its columns found by name, bad files refused with one line; a run keys it by content,
 so an edited file is another run and the old one refuses to resume; the app's sidebar reads it
-from a typed path or a link, and a shared server reads none."""
+from a typed path or a link, and a shared server reads none. A split column names the file's
+splits, which a remove-and-retrain job trains and scores on."""
 
 from __future__ import annotations
 
@@ -119,9 +120,42 @@ def test_rationale_spans_mark_the_words_they_overlap(tmp_path):
             load_examples(f"file:{csv}", "all")
 
 
-def test_a_data_file_has_one_split(reviews):
-    with pytest.raises(ValueError, match="a data file has one split, 'all', not 'train'"):
+def split_file(folder: Path) -> Path:
+    """A data file whose split column puts rows 0, 2 and 4 in train and rows 1 and 3 in dev."""
+    path = folder / "marked.csv"
+    rows = [(f"review number {i} .", i % 2, "train" if i % 2 == 0 else "dev") for i in range(5)]
+    pd.DataFrame(rows, columns=["text", "label", "split"]).to_csv(path, index=False)
+    return path
+
+
+def test_a_split_column_names_the_files_splits(tmp_path, reviews):
+    name = f"file:{split_file(tmp_path)}"
+    assert available_splits(name) == ["all", "train", "dev"]
+    dev = load_examples(name, "dev")
+    assert [e.id for e in dev] == ["marked/1", "marked/3"]  # row numbers in the file, as in "all"
+    assert [e.text for e in dev] == ["review number 1 .", "review number 3 ."] and {e.split for e in dev} == {"dev"}
+    assert [e.id for e in load_examples(name, "train", limit=2)] == ["marked/0", "marked/2"]
+    assert len(load_examples(name, "all")) == 5
+    with pytest.raises(ValueError, match="has no split 'test'; its splits: all, train, dev$"):
+        load_examples(name, "test")
+    with pytest.raises(ValueError, match="its splits: all \\(a 'split' column names a file's other splits\\)"):
         load_examples(f"file:{reviews}", "train")
+
+
+def test_a_remove_and_retrain_job_takes_a_files_train_and_dev_rows(tmp_path, reviews):
+    from engine.roar.recipe import recipe_of
+    from engine.roar.run import head_names
+    from experiments.roar.job import RoarJob
+
+    name = f"file:{split_file(tmp_path)}"
+    recipe = recipe_of(RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=name, train_steps=2))
+    assert (recipe.dataset, recipe.train_split, recipe.eval_split) == (name, "train", "dev")
+    assert head_names(recipe, load_examples(name, "all")) == ["0", "1"]  # a model without a config: the numbers
+    one_split = RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=f"file:{reviews}", train_steps=2)
+    with pytest.raises(
+        ValueError, match="needs a training split and an evaluation split .* 'split' column .*found none"
+    ):
+        recipe_of(one_split)
 
 
 def test_a_run_keys_the_file_by_content(tmp_path, reviews):
@@ -171,6 +205,17 @@ def test_the_sidebar_reads_a_typed_path_and_a_link(reviews):
     assert "Type the path of a data file in the sidebar" in empty.session_state["selection"].error
     missing = sidebar({"dataset": f"file:{reviews.parent / 'gone.csv'}"})
     assert "no file" in missing.session_state["selection"].error
+
+
+def test_the_sidebar_offers_a_files_splits_and_a_link_picks_one(tmp_path):
+    path = split_file(tmp_path)
+    linked = sidebar({"dataset": f"file:{path}", "split": "dev", "index": "1"})
+    assert linked.selectbox(key="sidebar.split").options == ["all", "train", "dev"]
+    assert linked.session_state["selection"].example.id == "marked/3"
+    assert linked.query_params["split"] == "dev"
+    unknown = sidebar({"dataset": f"file:{path}", "split": "test"})
+    assert unknown.session_state["selection"].split == "all"
+    assert any("has no split “test”: showing all" in w.value for w in unknown.sidebar.warning)
 
 
 def test_a_shared_server_reads_no_data_file(reviews, monkeypatch, tmp_path):

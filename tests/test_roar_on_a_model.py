@@ -71,3 +71,28 @@ def test_a_dataset_without_an_evaluation_split_is_refused(model_dirs, tmp_path):
     job = RoarJob(methods=("loo_empty",), model=str(model_dirs[0]), dataset="examples", train_steps=2)
     with pytest.raises(ValueError, match="needs a training split and an evaluation split"):
         recipe_of(job)
+
+
+def test_a_job_on_a_data_file_retrains_on_its_train_rows_and_is_keyed_by_its_content(model_dirs, tmp_path):
+    import pandas as pd
+
+    from engine.roar.run import prepare_job
+
+    words = ("good", "bad")
+    rows = [(f"a {words[i % 2]} film number {i}", i % 2, "dev" if i >= 12 else "train") for i in range(18)]
+    path = tmp_path / "films.csv"
+    pd.DataFrame(rows, columns=["text", "label", "split"]).to_csv(path, index=False)
+    job = RoarJob(
+        methods=("loo_empty",), model=str(model_dirs[0]), dataset=f"file:{path}", levels=(Level(20),), seeds=1,
+        train_steps=2,
+    )  # fmt: skip
+    store = RunStore(tmp_path / "results")
+    opened = open_job(job, store)
+    assert [e.id for e in opened.data.eval] == [f"films/{i}" for i in range(12, 18)]
+    assert len(opened.data.train) == 12  # class numbers, named as the starting model names its two classes
+    assert opened.data.info["label_names"] == ["negative", "positive"]
+    info = execute_job(opened, store)
+    assert info.status == "done" and (info.dataset, info.split) == (f"file:{path}", "dev")
+    path.write_text(path.read_text().replace("number 13", "number thirteen"))
+    with pytest.raises(ValueError, match="no longer matches its encoder, masked-LM or data files"):
+        prepare_job(job, store, resume=info.run_id)

@@ -192,7 +192,7 @@ def test_an_estimate_stores_nothing_and_a_resume_of_changed_files_is_refused(tmp
     assert roar_run.prepare_job(plain_job(), store, resume=run_id).run_id == run_id
     monkeypatch.setattr("engine.runs.model_identity.model_fingerprint", lambda source: f"changed:{source}")
     assert main(["roar", "--resume", run_id, "--results-dir", str(results), "--no-estimate", "--quiet"]) == 2
-    assert f"job {run_id} no longer matches its encoder or masked-LM files" in capsys.readouterr().err
+    assert f"job {run_id} no longer matches its encoder, masked-LM or data files" in capsys.readouterr().err
     assert [info.run_id for info in store.infos()] == [run_id]  # no second job
 
 

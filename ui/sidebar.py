@@ -143,11 +143,16 @@ def _example_picker(options: dict[str, list[str]]):
         path = st.text_input(
             "Path of the file", key="sidebar.data_file", placeholder="/path/to/reviews.csv",
             help="CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, "
-            "content); a pair's second text in text_b (or hypothesis, sentence2); the gold class number in label.",
+            "content); a pair's second text in text_b (or hypothesis, sentence2); the gold class number in label; "
+            "the rows' splits (train, dev ...) in split.",
         ).strip()  # fmt: skip
         if not path:
             return dataset, None, None, None, "Type the path of a data file in the sidebar."
-        dataset, splits = services.FILE_PREFIX + path, [services.FILE_SPLIT]
+        dataset = services.FILE_PREFIX + path
+        try:
+            splits = services.data_file_splits(dataset)
+        except ValueError as error:
+            return dataset, None, None, None, str(error)
     else:
         splits = options[dataset]
     if st.session_state.get("sidebar.split") not in splits:

@@ -68,17 +68,28 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
 
 
 def _read_data_file(dataset: str) -> list[str]:
-    """Seed the data file's path and the example index from a link to a data file (``file:PATH``);
-    a shared server reads no file, and says so."""
+    """Seed the data file's path, split and example index from a link to a data file
+    (``file:PATH``); a shared server reads no file, and says so. A split the file lacks is named in
+    a warning (a file that cannot be read is named by the sidebar)."""
     if services.shared_mode():
         return [f"The link's data file {quoted(dataset)} is not read on a shared server: showing examples."]
     st.session_state["sidebar.dataset"] = services.DATA_FILE
+    notes = []
     if dataset != services.DATA_FILE:
         st.session_state["sidebar.data_file"] = dataset.removeprefix(services.FILE_PREFIX)
+        split = st.query_params.get("split")
+        try:
+            splits = services.data_file_splits(dataset) if split is not None else []
+        except ValueError:
+            splits = [split]
+        if split is not None and split not in splits:
+            notes.append(f"{dataset} has no split {quoted(split)}: showing {splits[0]}.")
+        elif split is not None:
+            st.session_state["sidebar.split"] = split
     index = url_index(st.query_params.get("index", ""))
     if index is not None:
         st.session_state["sidebar.index"] = index
-    return []
+    return notes
 
 
 def _read_target(text: str) -> list[str]:

@@ -27,10 +27,12 @@ from core.datasets.esnli import ESNLI_LABELS, load_esnli
 from core.datasets.files import (
     FILE_PREFIX,
     FILE_SPLIT,
+    SPLIT_COLUMN,
     file_fingerprint,
-    file_path,
+    file_splits,
     file_version,
     load_file_examples,
+    read_file_table,
 )
 from core.datasets.hatexplain import HATEXPLAIN_COMMUNITIES, HATEXPLAIN_LABELS, hatexplain_annotations, load_hatexplain
 from core.datasets.movies import MOVIES_LABELS, load_movie_reviews, load_movies
@@ -53,6 +55,7 @@ __all__ = [
     "HUB_PREFIX",
     "MOVIES_LABELS",
     "MULTIRC_LABELS",
+    "SPLIT_COLUMN",
     "SST2_LABELS",
     "available_datasets",
     "available_splits",
@@ -92,8 +95,7 @@ def available_splits(name: str, root: str | os.PathLike | None = None) -> list[s
     if name == "examples":
         return ["all", *sorted({e.split for e in load_bundled_examples()})]
     if name.startswith(FILE_PREFIX):
-        file_path(name)  # refused when missing or of a kind not read
-        return [FILE_SPLIT]
+        return file_splits(read_file_table(name))
     if name.startswith(HUB_PREFIX):
         from core.hub_datasets import HUB_SOURCES
 
@@ -165,9 +167,7 @@ def _parse(name: str, split: str, root: str | os.PathLike | None, limit: int | N
 
         return load_hub_examples(name[len(HUB_PREFIX) :], split, limit=limit)
     if name.startswith(FILE_PREFIX):
-        if split != FILE_SPLIT:
-            raise ValueError(f"a data file has one split, {FILE_SPLIT!r}, not {split!r}")
-        return load_file_examples(name, limit)
+        return load_file_examples(name, split, limit)
     if name == "examples":
         if split not in available_splits("examples"):
             raise ValueError(f"unknown split {split!r} of examples; known: {', '.join(available_splits('examples'))}")

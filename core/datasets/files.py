@@ -1,14 +1,17 @@
 """Datasets of one's own: the rows of any ``datasets.Dataset`` as examples
 (``examples_from_dataset``), and ``file:PATH``, a CSV, TSV, JSON lines or Parquet file on this
-machine read with ``datasets`` as one split, ``all`` (``load_file_examples``).
+machine read with ``datasets`` (``load_file_examples``).
 
 A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
 named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers; -1
 or empty for none), and a human rationale its ``rationale`` column when it has one: character
 spans ``[[start, end], ...]`` of the (first) text, as annotation tools such as Label Studio
 export them (a JSON list; in a CSV cell, its JSON text, parsed, never evaluated); a word is
-highlighted when a span overlaps it. Runs key a file by its content (``file_fingerprint``): an
-edited file is another run, never mixed into the stored one.
+highlighted when a span overlaps it. Its splits are ``all`` (every row) and, when it has a
+``split`` column, each name that column holds (``train``, ``dev`` ...: the rows so marked), so
+one file can hold what a remove-and-retrain job trains and scores on. An example's id is the
+file's stem and its row number in the file, the same in every split. Runs key a file by its
+content (``file_fingerprint``): an edited file is another run, never mixed into the stored one.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +46,7 @@ TEXT_COLUMNS = ("text", "sentence", "premise", "review", "content")
 PAIR_COLUMNS = ("text_b", "hypothesis", "sentence2")
 LABEL_COLUMN = "label"
 RATIONALE_COLUMN = "rationale"
+SPLIT_COLUMN = "split"
 
 
 def examples_from_dataset(
@@ -51,10 +56,12 @@ def examples_from_dataset(
     label_column: str | None = "label",
     *,
     limit: int | None = None,
+    rows: Sequence[int] | None = None,
 ) -> list[Example]:
     """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
     typed text (a column holding a list of words is taken as it is), the label's names from a
-    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>``. A split loaded by
+    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>`` (``rows``: the row numbers ids and
+    errors give, when the dataset is a selection of another's rows). A split loaded by
     ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
     rationales and ids. A row without text is refused, naming the row."""
     if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
@@ -66,9 +73,10 @@ def examples_from_dataset(
     feature = dataset.features.get(label_column) if label_column is not None else None
     names = tuple(getattr(feature, "names", None) or ())
     prefix = str(dataset.split) if dataset.split is not None else "dataset"
-    rows = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
+    selected = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
     examples = []
-    for index, row in enumerate(rows):
+    for position, row in enumerate(selected):
+        index = position if rows is None else rows[position]
         segments = [_words(row[text_column], index, text_column)]
         if text_pair_column is not None:
             segments.append(_words(row[text_pair_column], index, text_pair_column))
@@ -126,17 +134,13 @@ def file_version(name: str) -> tuple[int, int]:
 
 def file_fingerprint(name: str) -> str:
     """SHA-256 of the bytes of the file ``file:PATH`` names."""
-    digest = hashlib.sha256()
     with file_path(name).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def load_file_examples(name: str, limit: int | None = None) -> list[Example]:
-    """The examples of the file ``file:PATH`` names (module docstring), the first ``limit`` when
-    given, with ids ``<file stem>/<row>``; a file that cannot be parsed, or has no text column, is
-    refused with one line naming it."""
+def read_file_table(name: str) -> Dataset:
+    """The rows of the file ``file:PATH`` names as a ``datasets.Dataset``; a file that cannot be
+    parsed, or has no text column, is refused with one line naming it."""
     import datasets
 
     path = file_path(name)
@@ -148,21 +152,48 @@ def load_file_examples(name: str, limit: int | None = None) -> list[Example]:
         raise ValueError(f"cannot read {path} as a {path.suffix.lstrip('.')} file: {reason}") from error
     if any(c.startswith("__index_level_") for c in table.column_names):  # pandas' name for surplus fields
         raise ValueError(f"some rows of {path} have more fields than its header (a separator inside unquoted text?)")
-    text = next((c for c in TEXT_COLUMNS if c in table.column_names), None)
-    if text is None:
+    if not any(c in table.column_names for c in TEXT_COLUMNS):
         raise ValueError(
             f"{path} has no text column: name one of {', '.join(TEXT_COLUMNS)} (its columns: "
             f"{', '.join(table.column_names)})"
         )
+    return table
+
+
+def file_splits(table: Dataset) -> list[str]:
+    """A data file's splits: ``all``, then the names its ``split`` column holds, in the order they
+    first appear."""
+    if SPLIT_COLUMN not in table.column_names:
+        return [FILE_SPLIT]
+    named = (str(s) for s in table[SPLIT_COLUMN] if s is not None and str(s) not in ("", FILE_SPLIT))
+    return [FILE_SPLIT, *dict.fromkeys(named)]
+
+
+def load_file_examples(name: str, split: str = FILE_SPLIT, limit: int | None = None) -> list[Example]:
+    """The examples of ``split`` of the file ``file:PATH`` names (module docstring), the first
+    ``limit`` when given, with ids ``<file stem>/<row in the file>``."""
+    table = read_file_table(name)
+    splits = file_splits(table)
+    if split not in splits:
+        hint = "" if len(splits) > 1 else f" (a {SPLIT_COLUMN!r} column names a file's other splits)"
+        raise ValueError(f"{name!r} has no split {split!r}; its splits: {', '.join(splits)}{hint}")
+    rows = list(range(len(table)))
+    if split != FILE_SPLIT:
+        rows = [i for i, s in enumerate(table[SPLIT_COLUMN]) if s is not None and str(s) == split]
+    rows = rows[:limit] if limit is not None else rows
+    selected = table.select(rows)
+    text = next(c for c in TEXT_COLUMNS if c in table.column_names)
     pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
     label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
-    examples = examples_from_dataset(table, text, pair, label, limit=limit)
-    spans = table[RATIONALE_COLUMN][: len(examples)] if RATIONALE_COLUMN in table.column_names else None
+    examples = examples_from_dataset(selected, text, pair, label, rows=rows)
+    texts = selected[text]
+    spans = selected[RATIONALE_COLUMN] if RATIONALE_COLUMN in table.column_names else None
+    stem = file_path(name).stem
     out = []
-    for i, example in enumerate(examples):
-        mask = None if spans is None else span_mask(table[i][text], spans[i], len(example.words), i)
+    for i, (row, example) in enumerate(zip(rows, examples, strict=True)):
+        mask = None if spans is None else span_mask(texts[i], spans[i], len(example.words), row)
         rationale = {"rationales": (mask,), "rationale": mask} if mask is not None else {}
-        out.append(dataclasses.replace(example, dataset=name, split=FILE_SPLIT, id=f"{path.stem}/{i}", **rationale))
+        out.append(dataclasses.replace(example, dataset=name, split=split, id=f"{stem}/{row}", **rationale))
     return out
 
 

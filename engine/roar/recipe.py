@@ -7,7 +7,7 @@ starting encoder with a new head of the dataset's labels, ``core.models.base_mod
 default recipe below, on these splits of the dataset: the training split is ``train`` (else the
 first split that is not the evaluation split) and the evaluation split is the first of
 ``EVAL_SPLITS`` the dataset has, as Pham et al. 2022 and Madsen et al. 2022 train on train and
-report on dev.
+report on dev. A data file (``file:PATH``) offers the splits its ``split`` column names.
 """
 
 from __future__ import annotations
@@ -43,15 +43,18 @@ def recipe_of(job: RoarJob, data_dir: str | None = None) -> Recipe:
 
         spec = TASKS[job.task]
         return Recipe(spec.dataset, spec.train_split, spec.report_split, spec.lr, spec.rank, spec.max_length, None)
-    from core.datasets import available_splits
+    from core.datasets import FILE_PREFIX, SPLIT_COLUMN, available_splits
 
     dataset = str(job.dataset)  # RoarJob checked that a model job has a dataset
     splits = available_splits(dataset, data_dir)
+    if dataset.startswith(FILE_PREFIX):  # its first split, "all", holds every other split's rows
+        splits = splits[1:]
     eval_split = next((s for s in EVAL_SPLITS if s in splits), None)
     train_split = "train" if "train" in splits else next((s for s in splits if s != eval_split), None)
     if eval_split is None or train_split is None or train_split == eval_split:
+        how = f" (a data file's {SPLIT_COLUMN!r} column marks each row's)" if dataset.startswith(FILE_PREFIX) else ""
         raise ValueError(
-            f"{dataset} needs a training split and an evaluation split (one of {', '.join(EVAL_SPLITS)}); "
+            f"{dataset} needs a training split and an evaluation split (one of {', '.join(EVAL_SPLITS)}){how}; "
             f"found {', '.join(splits) or 'none'}"
         )
     return Recipe(dataset, train_split, eval_split, DEFAULT_LR, DEFAULT_RANK, DEFAULT_MAX_LENGTH, job.model)

@@ -2,7 +2,8 @@
 
 The job (``experiments.roar.job.RoarJob``) is a run of kind ``roar`` in ``engine.runs.store``:
 its key is the job's resolved settings plus the fingerprints of the packaged encoder, of the
-bundled task model that measures the cost, and of the masked LM when the removal uses it; its
+bundled task model that measures the cost, of the masked LM when the removal uses it and of a
+data file's content (``file:PATH``: an edited file is another job); its
 ``selection`` holds the job's JSON; a "row" of the catalogue's counters is a unit, so
 ``progress`` reads units done / total. Each finished unit is one Parquet file
 (``engine.roar.unit.unit_table``, its performance and costs in the schema metadata) committed
@@ -27,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from core.types import ProgressFn
-from engine.roar.recipe import recipe_of
+from core.datasets import FILE_PREFIX, file_fingerprint
+from core.types import Example, ProgressFn
+from engine.roar.recipe import Recipe, recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
 from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.records import NewRun, RunInfo, UnitStats
@@ -75,18 +77,30 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
             raise ValueError(f"the bundled model {task_model(job)} is missing")
         info = read_task(bundled)
     else:
-        if not train[0].label_names:
-            raise ValueError(f"{recipe.dataset} has no label names")
         info = {
             "architecture": "sequence-classification",
             "task": f"roar-{recipe.dataset}",
-            "label_names": list(train[0].label_names),
+            "label_names": head_names(recipe, [*train, *test]),
             "pair": train[0].is_pair,
             "dataset": recipe.dataset,
             "max_length": recipe.max_length,
             "base_model": recipe.base_model,
         }
     return JobData(job, train, test, info, folder, recipe)
+
+
+def head_names(recipe: Recipe, examples: list[Example]) -> list[str]:
+    """The class names of the head a job on a model retrains: the dataset's, else (a data file's
+    class numbers) the starting model's where it has as many classes, else the numbers."""
+    from core.models import config_label_names
+
+    if examples[0].label_names:
+        return list(examples[0].label_names)
+    n_classes = 1 + max(int(e.label or 0) for e in examples)
+    if n_classes < 2:
+        raise ValueError(f"{recipe.dataset}'s labelled examples are all of class 0: a classifier needs two classes")
+    names = config_label_names(str(recipe.base_model))
+    return list(names) if names is not None and len(names) == n_classes else [str(i) for i in range(n_classes)]
 
 
 def new_run(job: RoarJob, data: JobData) -> NewRun:
@@ -96,6 +110,8 @@ def new_run(job: RoarJob, data: JobData) -> NewRun:
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
+    if data.recipe.dataset.startswith(FILE_PREFIX):  # a file of one's own: keyed by its content, not its name
+        key_fields["data_fingerprint"] = file_fingerprint(data.recipe.dataset)
     if job.removal == "mlm" or any(explainers.get(m).needs_mlm for m in job.methods):  # fill-ins or IM, LIME-MLM
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
     return NewRun(
@@ -140,8 +156,8 @@ def prepare_job(
     job: RoarJob, store: RunStore, *, data_dir: str | None = None, resume: str | None = None
 ) -> PreparedJob:
     """``job``'s data and run id, nothing stored (its cost can be estimated from this). With
-    ``resume``, ``ValueError`` when the job keys to another run now: its encoder's or masked LM's
-    files changed since, and resuming would start another job from nothing."""
+    ``resume``, ``ValueError`` when the job keys to another run now: its encoder's, masked LM's or
+    data file's contents changed since, and resuming would start another job from nothing."""
     from engine.runs.records import run_id_of, run_key
 
     data = load_data(job, store.root, data_dir)
@@ -149,7 +165,7 @@ def prepare_job(
     run_id = run_id_of(run_key(new.key_fields))
     if resume is not None and run_id != resume:
         raise ValueError(
-            f"job {resume} no longer matches its encoder or masked-LM files (they now give {run_id}): "
+            f"job {resume} no longer matches its encoder, masked-LM or data files (they now give {run_id}): "
             "start the job again to run it on the current files"
         )
     data.folder = store.root / "runs" / run_id

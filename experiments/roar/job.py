@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.datasets import DATASET_NAMES, HUB_PREFIX
+from core.datasets import DATASET_NAMES, FILE_PREFIX, HUB_PREFIX
 from experiments.roar.removal import (
     FULL,
     ORDERS,
@@ -128,8 +128,10 @@ class RoarJob:
                 raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(tasks)}")
         elif not self.model or not self.dataset:
             raise ValueError(f"a model and a dataset go together, got model {self.model!r}, dataset {self.dataset!r}")
-        elif self.dataset not in DATASET_NAMES and not self.dataset.startswith(HUB_PREFIX):
-            raise ValueError(f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASET_NAMES)} or hub:NAME")
+        elif self.dataset not in DATASET_NAMES and not self.dataset.startswith((HUB_PREFIX, FILE_PREFIX)):
+            raise ValueError(
+                f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASET_NAMES)}, hub:NAME or file:PATH"
+            )
         methods = tuple(dict.fromkeys((*self.methods, RANDOM)))
         if len(methods) < 2:
             raise ValueError("give at least one method besides the random baseline")
