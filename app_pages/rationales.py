@@ -18,7 +18,7 @@ from ui import rationales as R
 from ui import state
 from ui.costs import show_costs
 from ui.heatmap import heatmap_html
-from ui.highlight import highlight_picker
+from ui.highlight import compare_picker, highlight_picker
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
@@ -40,7 +40,10 @@ def example_view(
 ) -> None:
     example = selection.example
     own: tuple[int, ...] = ()
-    if not example.has_rationale:
+    beside: tuple[int, ...] = ()  # the reader's own highlight beside the annotators'
+    if example.has_rationale:
+        beside = compare_picker(example)
+    else:
         own = highlight_picker(example)
         if not own:
             st.info(
@@ -56,14 +59,16 @@ def example_view(
     st.markdown(result_markdown(prediction, target, selection.threshold, gold=fitted.gold_name))
     if prediction.dropped_words:
         st.warning(f"The last {prediction.dropped_words} words do not fit the model and are left out.")
-    if own:
-        fitted, past = services.with_highlight(fitted, own)
-        if past:
-            st.warning(f"{past} of the words you marked are past what the model reads and are left out.")
+    yours, past = services.with_highlight(fitted, own or beside)
+    if past:
+        st.warning(f"{past} of the words you marked are past what the model reads and are left out.")
+    fitted = yours if own else fitted
     mask = services.human_outline(fitted, annotator)
     chosen = metric_params["token_f1"]  # the selection token F1 and IOU-F1 score
     name = services.selection_name(chosen, mask)
     rows = services.human_rows(fitted, YOURS if own else "human · majority")
+    if beside:
+        rows.update(services.human_rows(yours, YOURS))
     rows.update({f"{m} · {name}": services.selected(a, mask, chosen) for m, a in result.attributions.items()})
     st.subheader(f"{'Your highlight' if own else 'Human highlights'} and the words each method selects")
     shown = (
@@ -80,7 +85,7 @@ def example_view(
         else f"its {name.removeprefix('top ')} highest-scoring words"
         + (f" (k: as many as {'you' if own else 'the humans'} marked)" if not chosen.get("k") else "")
     )
-    whose = f"row “{YOURS}”" if own else "rows “human · …”"
+    whose = f"row “{YOURS}”" if own else "rows “human · …”" + (f" and “{YOURS}”" if beside else "")
     outline = "your highlight" if own else f"the human mask compared against ({R.annotator_label(annotator)})"
     st.caption(
         f"Red cells: words highlighted ({whose}) or selected by a method as token F1 and IOU-F1 select them: "
@@ -94,7 +99,8 @@ def example_view(
         )
     st.subheader("Agreement with your highlight" if own else "Agreement with the humans")
     scores = services.rationale_scores(fitted, result.attributions, metric_params)
-    R.example_table(scores, services.rationale_ceiling(fitted, metric_params), YOURS if own else R.HUMAN_MASK)
+    reader = services.rationale_ceiling(fitted, metric_params, reader=yours.rationale) if beside else None
+    R.example_table(scores, services.rationale_ceiling(fitted, metric_params), YOURS if own else R.HUMAN_MASK, reader)
     show_costs(result.attributions, key="rationales.example.costs", name="rationales-costs")
 
 

@@ -83,12 +83,17 @@ def rationale_scores(
     }
 
 
-def rationale_ceiling(example: Example, metric_params: dict[str, dict[str, Any]]) -> dict[str, MetricResult]:
+def rationale_ceiling(
+    example: Example, metric_params: dict[str, dict[str, Any]], reader: Sequence[int] | None = None
+) -> dict[str, MetricResult]:
     """The annotators' agreement with each other under the same metrics (those defined for
-    masks)."""
+    masks); with ``reader`` (a reader's own 0/1 mask over the words), that reader's agreement with
+    the annotators instead."""
     resolved = _plausibility_params(metric_params)
     return {
         key: plausibility.human_ceiling(example, key, p)
+        if reader is None
+        else plausibility.reader_agreement(example, reader, key, p)
         for key, p in resolved.items()
         if key in plausibility.CEILING_KEYS
     }

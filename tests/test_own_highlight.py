@@ -1,6 +1,7 @@
 """The reader's own highlight on the human-rationales page (AppTest, the bundled SST-2 model): a
 typed text has no human rationale, so the words the reader marks are what each method is scored
-against; a link carries the marks."""
+against; beside an annotator's highlight, the reader's is scored against theirs; a link carries
+the marks."""
 
 from __future__ import annotations
 
@@ -92,3 +93,44 @@ def test_the_plausibility_tour_ends_on_the_picker():
     at.run()
     assert not at.exception and not at.error
     assert at.pills and at.pills[0].options and not at.session_state["selection"].example.has_rationale
+
+
+def test_beside_the_annotators_the_readers_highlight_is_scored_against_theirs():
+    """A bundled SST-2 example with one annotator's highlight: marking exactly their words agrees
+    fully (token F1 1), marking the other words not at all; the switch and the marks go in the
+    link, and off, neither is shown."""
+    from core.datasets import load_examples
+
+    example = load_examples("examples", "sst2")[0]
+    human = [i for i, m in enumerate(example.rationale) if m]
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page("app_pages/rationales.py")
+    at.query_params.update({"model": "minilm-sst2", "dataset": "examples", "split": "sst2", "index": "0"})
+    at.session_state["rationales.methods"] = METHODS
+    at.run()
+    assert not at.exception and not at.pills and "you (vs each annotator)" not in at.dataframe[0].value.index
+    at.toggle(key="rationales.compare").set_value(True).run()
+    [picker] = at.pills
+    picker.set_value(human).run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    f1 = next(c for c in table.columns if c.startswith("token F1"))
+    assert table.loc["you (vs each annotator)", f1] == pytest.approx(1.0)
+    heatmap = next(h.proto.body for h in at.get("html") if 'data-role="heatmap"' in h.proto.body)
+    assert 'data-method="your highlight"' in heatmap and 'data-method="human · majority"' in heatmap
+    assert at.query_params["compare"] == "1" and at.query_params["highlight"] == ",".join(map(str, human))
+    others = [i for i in range(len(example.words)) if i not in human]
+    picker.set_value(others).run()
+    assert at.dataframe[0].value.loc["you (vs each annotator)", f1] == pytest.approx(0.0)
+    at.toggle(key="rationales.compare").set_value(False).run()
+    assert not at.pills and "compare" not in at.query_params and "highlight" not in at.query_params
+    linked = AppTest.from_file(str(APP), default_timeout=300)
+    linked.switch_page("app_pages/rationales.py")
+    linked.query_params.update(
+        {"model": "minilm-sst2", "dataset": "examples", "split": "sst2", "index": "0", "compare": "1",
+         "highlight": ",".join(map(str, human))}
+    )  # fmt: skip
+    linked.session_state["rationales.methods"] = METHODS
+    linked.run()
+    assert linked.pills[0].value == human
+    assert linked.dataframe[0].value.loc["you (vs each annotator)", f1] == pytest.approx(1.0)

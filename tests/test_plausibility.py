@@ -270,6 +270,25 @@ def test_human_ceiling_by_hand():
         pl.human_ceiling(example, "mean_rank")
 
 
+def test_a_readers_agreement_with_the_annotators_by_hand():
+    rationales = ((1, 1, 0, 0), (0, 1, 1, 0), (0, 0, 0, 0))
+    example = make_example((0, 1, 0, 0), rationales=rationales)
+    reader = (0, 1, 1, 1)
+    # IoU with annotator 0: {1} / {0, 1, 2, 3} = 1/4; with 1: {1, 2} / {1, 2, 3} = 2/3; 2 marked nothing
+    result = pl.reader_agreement(example, reader, "iou")
+    assert result.value == pytest.approx((1 / 4 + 2 / 3) / 2)
+    assert result.extras["per_annotator"] == {"0": pytest.approx(1 / 4), "1": pytest.approx(2 / 3)}
+    # token F1 takes the whole mask (not its top k, k the annotator's count): precision 1/3, recall 1/2
+    assert pl.reader_agreement(example, reader, "token_f1").extras["per_annotator"]["0"] == pytest.approx(0.4)
+    # a reader who marks what annotator 0 marked agrees with the others as annotator 0 does
+    ceiling = pl.human_ceiling(example, "f1").extras["per_annotator"]["0"]
+    assert pl.reader_agreement(example, rationales[0], "f1").value == pytest.approx((1 + ceiling) / 2)
+    nobody = pl.reader_agreement(make_example((0, 0, 0, 0), rationales=((0, 0, 0, 0),)), reader, "iou")
+    assert math.isnan(nobody.value) and nobody.extras["skipped"] == "no annotator marked a word"
+    with pytest.raises(ValueError, match="mean_rank"):
+        pl.reader_agreement(example, reader, "mean_rank")
+
+
 # --------------------------------------------------------------------------- independent ERASER scoring on real data
 
 

@@ -32,6 +32,8 @@ CONVENTION = {f.name: f for k in METRICS for f in INFOS[k].fields}.get("conventi
 CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in INFOS[k].fields))
 CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
 CEILING_ROW = "humans (each vs the others)"
+READER_ROW = "you (vs each annotator)"  # the reader's own highlight beside the annotators'
+NOT_METHODS = (CEILING_ROW, READER_ROW)
 HUMAN_MASK = "the human mask"
 
 
@@ -50,11 +52,11 @@ def annotator_label(value: str) -> str:
 
 
 def best_styles(shown: pd.DataFrame, numbers: pd.DataFrame, human_coverage: float) -> pd.DataFrame:
-    """Highlight the best method per metric column (the ceiling row never competes); for coverage
+    """Highlight the best method per metric column (the human rows never compete); for coverage
     the method closest to the humans' share of words. ``shown``'s first columns are ``numbers``'
     under their shown names, in the same order."""
     styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
-    methods = [m for m in numbers.index if m != CEILING_ROW]
+    methods = [m for m in numbers.index if m not in NOT_METHODS]
     for position, key in enumerate(numbers.columns):
         values = pd.to_numeric(numbers.loc[methods, key], errors="coerce")
         if not values.notna().any():
@@ -144,15 +146,17 @@ def convention_note(metric_params: dict) -> None:
         )
 
 
-def example_table(scores: dict, ceiling: dict, mask_name: str = HUMAN_MASK) -> None:
+def example_table(scores: dict, ceiling: dict, mask_name: str = HUMAN_MASK, reader: dict | None = None) -> None:
     """One example's agreement with the human mask (``mask_name``: it, or the reader's own
-    highlight), per method, and the human ceiling row."""
+    highlight), per method, then the human ceiling row and, with ``reader``, the row of the
+    reader's own highlight against the annotators."""
     numbers = pd.DataFrame(
         {key: [scores[m][key].value for m in scores] for key in METRICS if key in next(iter(scores.values()), {})},
         index=list(scores),
     )
-    if ceiling and any(not math.isnan(r.value) for r in ceiling.values()):
-        numbers.loc[CEILING_ROW] = [ceiling[k].value if k in ceiling else math.nan for k in numbers.columns]
+    for row, values in ((CEILING_ROW, ceiling), (READER_ROW, reader or {})):
+        if values and any(not math.isnan(r.value) for r in values.values()):
+            numbers.loc[row] = [values[k].value if k in values else math.nan for k in numbers.columns]
     shown = numbers.rename(columns=column_name)
     if mask_name != HUMAN_MASK:
         shown = shown.rename(columns={column_name("coverage"): f"coverage ≈ {mask_name}"})
@@ -169,6 +173,8 @@ def example_table(scores: dict, ceiling: dict, mask_name: str = HUMAN_MASK) -> N
         notes.append(f"Skipped ({'; '.join(sorted(skipped))}): {mask_name} is empty.")
     if CEILING_ROW in numbers.index:
         notes.append(f"“{CEILING_ROW}”: each annotator's mask scored against each other annotator's.")
+    if READER_ROW in numbers.index:
+        notes.append(f"“{READER_ROW}”: your highlight scored against each annotator's, the mean.")
     st.caption(
         f"Best method per column highlighted (coverage: closest to {mask_name}); ↑ higher / ↓ lower is "
         "better. " + " ".join(n for n in notes if n)

@@ -72,6 +72,7 @@ from metrics.plausibility.slices import (
     best_threshold,
     human_ceiling,
     micro_f1,
+    reader_agreement,
     slice_ceiling,
     summarize,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "overlap",
     "rank_scores",
     "ranking",
+    "reader_agreement",
     "select",
     "slice_ceiling",
     "span_f1",

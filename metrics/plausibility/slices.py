@@ -1,7 +1,7 @@
 """Plausibility over a dataset slice: the mean with its interval (empty rationales counted apart),
 ERASER's micro-averaged F1 (DeYoung et al. 2020, arXiv 1911.03429), Pham et al.'s optimal
-threshold (Pham et al. 2022, arXiv 2110.11929) and the human ceiling (annotators against each
-other). Definitions in ``metrics.plausibility``."""
+threshold (Pham et al. 2022, arXiv 2110.11929), the human ceiling (annotators against each
+other) and a reader's agreement with the annotators. Definitions in ``metrics.plausibility``."""
 
 from __future__ import annotations
 
@@ -115,27 +115,56 @@ def human_ceiling(example: Example, key: str, params: Any = None) -> MetricResul
     of annotators, a's mask standing in for the attribution and b's as the human mask (pairs with
     b empty are left out). Top-k selection becomes the mask itself (``selection="threshold"``).
     NaN with ``extras["skipped"]`` when fewer than two annotators gave a non-empty mask."""
-    if key not in CEILING_KEYS:
-        raise ValueError(f"no human ceiling for {key!r}; defined for {', '.join(CEILING_KEYS)}")
-    spec = BY_KEY[key]
-    params = params if params is not None else spec.params_cls()
-    params = dataclasses.replace(params, annotator="majority")
-    if isinstance(params, SelectionParams):
-        params = dataclasses.replace(params, selection="threshold", threshold=1.0)
+    spec, params = _mask_params(key, params)
     masks = example.rationales
     per_annotator: dict[str, float] = {}
     values: list[float] = []
     for a, mask_a in enumerate(masks):
-        mine = []
-        for b, mask_b in enumerate(masks):
-            if a == b or not any(mask_b):
-                continue
-            reference = dataclasses.replace(example, rationales=(mask_b,), rationale=mask_b)
-            stand_in = Attribution("annotator", example.id, 0, example.words, np.asarray(mask_a, dtype=np.float32))
-            mine.append(spec.compute(None, reference, stand_in, params).value)
+        mine = [
+            _mask_score(example, spec, params, mask_a, mask_b)
+            for b, mask_b in enumerate(masks)
+            if a != b and any(mask_b)
+        ]
         if mine:
             per_annotator[str(a)] = float(np.mean(mine))
             values.extend(mine)
     if not values:
         return MetricResult(float("nan"), extras={"skipped": f"{len(masks)} annotator masks, need two with words"})
     return MetricResult(float(np.mean(values)), extras={"per_annotator": per_annotator, "pairs": len(values)})
+
+
+def reader_agreement(example: Example, mask: Sequence[int], key: str, params: Any = None) -> MetricResult:
+    """Agreement of a reader's own mask over ``example``'s words with its annotators: the mean of
+    ``key`` over the annotators b with a non-empty mask, the reader's mask standing in for the
+    attribution and b's as the human mask, so the reader is scored as ``human_ceiling`` scores
+    one annotator against the others and the two numbers compare. ``extras["per_annotator"]``:
+    the value against each. NaN with ``extras["skipped"]`` when no annotator marked a word."""
+    spec, params = _mask_params(key, params)
+    per_annotator = {
+        str(b): _mask_score(example, spec, params, mask, mask_b)
+        for b, mask_b in enumerate(example.rationales)
+        if any(mask_b)
+    }
+    if not per_annotator:
+        return MetricResult(float("nan"), extras={"skipped": "no annotator marked a word"})
+    return MetricResult(float(np.mean(list(per_annotator.values()))), extras={"per_annotator": per_annotator})
+
+
+def _mask_params(key: str, params: Any) -> tuple[Any, Any]:
+    """The metric ``key`` and its ``params`` for a 0/1 mask standing in for an attribution: top-k
+    selection becomes the mask itself (``selection="threshold"``)."""
+    if key not in CEILING_KEYS:
+        raise ValueError(f"no agreement between masks for {key!r}; defined for {', '.join(CEILING_KEYS)}")
+    spec = BY_KEY[key]
+    params = dataclasses.replace(params if params is not None else spec.params_cls(), annotator="majority")
+    if isinstance(params, SelectionParams):
+        params = dataclasses.replace(params, selection="threshold", threshold=1.0)
+    return spec, params
+
+
+def _mask_score(example: Example, spec: Any, params: Any, mask: Sequence[int], reference: Sequence[int]) -> float:
+    """``spec``'s value of the 0/1 ``mask`` standing in for an attribution against the human mask
+    ``reference``."""
+    against = dataclasses.replace(example, rationales=(tuple(reference),), rationale=tuple(reference))
+    stand_in = Attribution("annotator", example.id, 0, example.words, np.asarray(mask, dtype=np.float32))
+    return spec.compute(None, against, stand_in, params).value
