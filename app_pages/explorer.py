@@ -13,7 +13,7 @@ import streamlit as st
 import services
 from ui import state
 from ui.agreement import MEASURE_LABELS, agreement_figure
-from ui.downloads import download_row
+from ui.downloads import MISSING, download_row
 from ui.explorer import (
     FILTERS,
     distribution_figure,
@@ -118,7 +118,7 @@ show = (
 )
 shown = filtered(table, show)
 picked = st.dataframe(
-    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table",
+    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table", placeholder=MISSING,
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
 )  # fmt: skip
 download_row("explorer.table.download", name=f"{run_id}-examples", table=shown)
@@ -166,4 +166,4 @@ st.plotly_chart(agreement, key="explorer.agreement")
 download_row("explorer.agreement.download", name=f"{run_id}-agreement", figure=agreement)
 st.markdown("**Most disputed examples**: lowest mean pairwise agreement (pick one above to see it)")
 disputed = table.assign(agreement=disputes).nsmallest(10, "agreement")[["position", "text", "agreement"]]
-st.dataframe(disputed, hide_index=True, key="explorer.disputed")
+st.dataframe(disputed, hide_index=True, key="explorer.disputed", placeholder=MISSING)

@@ -21,6 +21,7 @@ import streamlit as st
 
 from ui.export import Heatmap, chromium_path, figure_bytes, heatmap_document, heatmap_latex, heatmap_png, table_bytes
 
+MISSING = "—"  # a table's missing value, as shown
 MIME = {
     "png": "image/png",
     "svg": "image/svg+xml",
@@ -164,8 +165,8 @@ def show_table(
 ) -> None:
     """``st.dataframe`` of ``shown`` (a styled view, default ``frame``) with a download row of
     ``frame`` (CSV, Parquet) under it; an index that labels the rows (methods, say) becomes the
-    file's first column."""
+    file's first column. A missing value shows as "—" (Streamlit's own placeholder is "None")."""
     where = container if container is not None else st.container()
     with where:
-        st.dataframe(frame if shown is None else shown, key=key, **options)
+        st.dataframe(frame if shown is None else shown, key=key, **{"placeholder": MISSING, **options})
         download_row(f"{key}.download", name=name, table=with_row_labels(frame))
