@@ -250,13 +250,16 @@ def test_greedy_picks_the_best_single_substitution(bert_clf, toy_example, method
             if int(np.argmax(probs)) == target and abs(probs[target] - p0) <= 0.2:
                 scores = explainers.run_explainer(spec, bert_clf, attacked, target).scores
                 best = max(best, substitution._demotion(scores, top))
-    assert substitution._demotion(result.attacked.scores, top) == best
+    # the attack scores its candidates in other batches than this one-by-one search: equal up to
+    # float32 rounding, which leave-one-out's differences of near-equal probabilities magnify
+    assert substitution._demotion(result.attacked.scores, top) == pytest.approx(best, abs=1e-3)
     if result.substitutions:
         # The reported attacked explanation is the registry's explanation of the attacked text.
         ((position, _, word),) = result.substitutions
         attacked = substitution._substituted(toy_example, [(position, word)])
         recomputed = explainers.run_explainer(spec, bert_clf, attacked, target).scores
-        np.testing.assert_allclose(result.attacked.scores, recomputed)
+        peak = float(np.abs(recomputed).max())  # leave-one-out's scores here are about 1e-6
+        np.testing.assert_allclose(result.attacked.scores, recomputed, rtol=1e-3, atol=1e-3 * peak)
         assert result.rank_change == pytest.approx(rank_change(result.original.scores, recomputed, result.k))
 
 

@@ -156,16 +156,17 @@ def test_an_imported_csv_is_scored_beside_the_built_in_methods(sst2, tmp_path, m
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     compared = at.dataframe[0].value
     assert list(compared.index) == ["loo_empty", CSV, ROUND_TRIP]
-    # Scored again in other scorer batches: equal to float rounding (core.encoding.length_chunks).
-    assert compared.loc[CSV, "deletion AUC · delete"] == pytest.approx(summary["deletion"].mean, rel=1e-6)
+    # Scored again in other scorer batches: equal to float32 rounding (core.encoding.length_chunks),
+    # which differs between CPUs' kernels (1.1e-6 relative on an AVX-512/AMX Xeon)
+    assert compared.loc[CSV, "deletion AUC · delete"] == pytest.approx(summary["deletion"].mean, rel=1e-5)
 
     at.segmented_control(key="faithfulness.view").set_value("This example").run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     one = at.dataframe[0].value
     assert list(one.index) == ["loo_empty", CSV, ROUND_TRIP]
     own = expected.results[0].metrics[CSV]
-    assert one.loc[CSV, "deletion AUC ↓"] == pytest.approx(own["deletion"].value, rel=1e-6)
-    assert one.loc[CSV, "sufficiency ↓"] == pytest.approx(own["sufficiency"].value, rel=1e-6, abs=1e-9)
+    assert one.loc[CSV, "deletion AUC ↓"] == pytest.approx(own["deletion"].value, rel=1e-5)
+    assert one.loc[CSV, "sufficiency ↓"] == pytest.approx(own["sufficiency"].value, rel=1e-5, abs=1e-9)
 
 
 @pytest.fixture(scope="module")
