@@ -8,6 +8,7 @@ progress by reading the catalogue. Nothing here recomputes a stored unit.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,6 @@ def start_job(settings: dict[str, Any]) -> str:
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
     if found is not None and found.nothing_to_start:
         return run_id
-    arguments = command_of(job).split()[3:]  # after "python -m cli roar"
+    arguments = shlex.split(command_of(job))[3:]  # after "python -m cli roar"
     start_background(run_id, [sys.executable, "-m", "cli", "roar", *arguments, "--no-estimate", "--quiet", "--json"])
     return run_id

@@ -143,13 +143,21 @@ def test_a_split_column_names_the_files_splits(tmp_path, reviews):
 
 
 def test_a_remove_and_retrain_job_takes_a_files_train_and_dev_rows(tmp_path, reviews):
+    import shlex
+
     from engine.roar.recipe import recipe_of
+    from engine.roar.report import command_of
     from engine.roar.run import head_names
     from experiments.roar.job import RoarJob
 
-    name = f"file:{split_file(tmp_path)}"
-    recipe = recipe_of(RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=name, train_steps=2))
+    folder = tmp_path / "my data"
+    folder.mkdir()
+    name = f"file:{split_file(folder)}"
+    job = RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=name, train_steps=2)
+    recipe = recipe_of(job)
     assert (recipe.dataset, recipe.train_split, recipe.eval_split) == (name, "train", "dev")
+    command = shlex.split(command_of(job))  # the path with a space is one argument
+    assert command[command.index("--dataset") + 1] == name
     assert head_names(recipe, load_examples(name, "all")) == ["0", "1"]  # a model without a config: the numbers
     one_split = RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=f"file:{reviews}", train_steps=2)
     with pytest.raises(

@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 import numpy as np
@@ -37,11 +38,12 @@ SPARSITY_LEVELS = (*(Level(k, "tokens") for k in (1, 2, 3, 5, 10)), Level(10), L
 
 
 def command_of(job: RoarJob) -> str:
-    """The ``python -m cli roar`` command that runs ``job``."""
+    """The ``python -m cli roar`` command that runs ``job`` (a path with a space quoted as a shell
+    reads it)."""
     levels = ",".join(level.label.replace(" tokens", "t").replace(" token", "t") for level in job.levels)
     parts = [
         "python -m cli roar",
-        f"--task {job.task}" if job.task else f"--model {job.model} --dataset {job.dataset}",
+        f"--task {job.task}" if job.task else f"--model {quote(str(job.model))} --dataset {quote(str(job.dataset))}",
         f"--methods {','.join(m for m in job.methods if m != RANDOM)}",
         f"--removal {job.removal}",
         f"--levels {levels}",
@@ -54,7 +56,7 @@ def command_of(job: RoarJob) -> str:
         *([f"--rounding {job.rounding}"] if job.rounding != default_rounding(job.removal) else []),
         *([f"--order {job.order}"] if job.order != default_order(job.removal) else []),
         *([f"--scope {job.scope}"] if job.scope != "main" else []),
-        *([f"--mlm {job.mlm}"] if job.mlm != DEFAULT_MLM else []),
+        *([f"--mlm {quote(job.mlm)}"] if job.mlm != DEFAULT_MLM else []),
     ]
     return " ".join(parts)
 
