@@ -18,7 +18,10 @@ from services.bundles import bundle_bytes
 from services.compare import ComparisonResult, compare, label_refusal
 from services.data import (
     DATA_FILE,
+    DATA_FILE_TYPES,
+    DATA_UPLOAD_MB,
     FREE_TEXT,
+    SHARED_DATA_FILE_TYPES,
     annotator_count,
     as_typed,
     check_data_file,
@@ -28,6 +31,7 @@ from services.data import (
     dataset_size,
     free_text_example,
     random_index,
+    save_upload,
     slice_examples,
     slice_indices,
 )
@@ -101,6 +105,8 @@ from services.slices import (
 
 __all__ = [
     "DATA_FILE",
+    "DATA_FILE_TYPES",
+    "DATA_UPLOAD_MB",
     "DEFAULT_MLM",
     "DEFAULT_MODEL",
     "DEFAULT_PANEL",
@@ -109,6 +115,7 @@ __all__ = [
     "HEAD_CHOICES",
     "RUN_METHODS",
     "RUN_METRICS",
+    "SHARED_DATA_FILE_TYPES",
     "ComparisonResult",
     "CostEstimate",
     "FaithfulnessResult",
@@ -183,6 +190,7 @@ __all__ = [
     "ref_autocast",
     "reproductions",
     "runs",
+    "save_upload",
     "score_attribution",
     "selected",
     "selection_name",

@@ -1,22 +1,34 @@
-"""Cached datasets, single examples, seeded slices and free text."""
+"""Cached datasets, single examples, seeded slices, free text and uploaded data files."""
 
 from __future__ import annotations
 
+import hashlib
 import random
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core import datasets
 from core.datasets import FILE_PREFIX
+from core.datasets.files import BUILDERS
 from core.example_dataset import example_at, to_examples
+from core.files import replaced_atomically
 from core.types import Example
+from engine.runs.store import results_dir
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
 FREE_TEXT = "free text"
 DATA_FILE = "data file"  # the sidebar's choice of a file on this machine (``core.datasets.files``)
+DATA_FILE_TYPES = [suffix.lstrip(".") for suffix in BUILDERS]
+# A shared server parses no Parquet upload: pyarrow's Parquet reader trusts the file's own sizes
+# (a crafted file can ask for more memory than it holds), unlike the text formats' readers.
+SHARED_DATA_FILE_TYPES = [kind for kind in DATA_FILE_TYPES if kind != "parquet"]
+DATA_UPLOAD_MB = 64  # the largest data file the sidebar takes as an upload
+UPLOADS = "uploads"  # the results folder's folder of uploaded data files, one folder per content
 
 # --------------------------------------------------------------------------- datasets
 
@@ -51,11 +63,44 @@ def _dataset(name: str, split: str) -> Dataset:
 
 
 def check_data_file(name: str) -> None:
-    """Refuse a data file on a shared server: its visitors must not read the server's files."""
+    """Refuse a data file on a shared server, but for one uploaded to it: its visitors must not
+    read the server's own files."""
     from services.access import shared_mode
 
-    if name.startswith(FILE_PREFIX) and shared_mode():
-        raise ValueError("data files are not read on a shared server: pick one of its datasets")
+    if not name.startswith(FILE_PREFIX) or not shared_mode():
+        return
+    if not is_upload(name):
+        raise ValueError("a shared server reads no file of its own: upload a data file, or pick one of its datasets")
+    if Path(name).suffix.lstrip(".").lower() not in SHARED_DATA_FILE_TYPES:
+        raise ValueError(f"a shared server reads data files of kinds {', '.join(SHARED_DATA_FILE_TYPES)} only")
+
+
+def save_upload(filename: str, content: bytes) -> str:
+    """Keep an uploaded data file in the results folder, under ``uploads/<SHA-256 of its bytes>/``
+    with its own name (letters, digits, ``.``, ``_`` and ``-`` kept; the rest become ``_``), written
+    whole or not at all, and return its dataset name (``file:PATH``). The same bytes uploaded again
+    are the same file. A name without a data file's suffix, or a file over ``DATA_UPLOAD_MB``, is
+    refused."""
+    from services.access import shared_mode
+
+    suffix = Path(filename).suffix.lower()
+    kinds = SHARED_DATA_FILE_TYPES if shared_mode() else DATA_FILE_TYPES
+    if suffix.lstrip(".") not in kinds:
+        raise ValueError(f"{filename!r}: a data file here is one of {', '.join('.' + kind for kind in kinds)}")
+    if len(content) > DATA_UPLOAD_MB * 1024 * 1024:
+        raise ValueError(f"{filename!r} is over {DATA_UPLOAD_MB} MB")
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename).stem)[:80].lstrip(".") or "data"
+    path = results_dir() / UPLOADS / hashlib.sha256(content).hexdigest()[:32] / f"{stem}{suffix}"
+    if not path.is_file():
+        with replaced_atomically(path) as temporary:
+            temporary.write_bytes(content)
+    return FILE_PREFIX + str(path)
+
+
+def is_upload(name: str) -> bool:
+    """Whether the data file ``name`` (``file:PATH``) is one ``save_upload`` kept."""
+    path = Path(name.removeprefix(FILE_PREFIX)).expanduser().resolve()
+    return path.is_relative_to((results_dir() / UPLOADS).resolve())
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

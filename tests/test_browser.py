@@ -37,7 +37,7 @@ CHROMIUM_ARGS = [
 METHODS = ["loo_empty", "saliency", "attention_mean", "random"]
 TIMEOUT_MS = 300_000
 
-# Not marked slow: the default suite (`make test`) drives the real app in a browser with these five
+# Not marked slow: the default suite (`make test`) drives the real app in a browser with these
 # (about 1.5 minutes on 2 quiet cores, the model's cold load included).
 pytestmark = [pytest.mark.browser]
 
@@ -295,6 +295,23 @@ def test_a_bundle_of_typed_text_reopens_on_that_text(app_url: str, browser, tmp_
     expect(rows(page, "random").first).to_contain_text("bold", timeout=TIMEOUT_MS)
     page.close()
     assert "set via the Session State API" not in (OUTPUT / "streamlit.log").read_text()
+
+
+def test_an_uploaded_data_file_is_explained(app_url: str, browser, tmp_path) -> None:
+    """A CSV given to the sidebar's uploader: its first row's words are in the heatmap, and the
+    path box names where the results folder keeps it."""
+    from playwright.sync_api import expect
+
+    data = tmp_path / "my reviews.csv"
+    data.write_text('text,label\n"Wonderfully acted, a joy.",1\n"Tedious.",0\n')
+    page = open_page(browser, f"{app_url}/?model=minilm-sst2&dataset=data%20file&methods=random", 1000)
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a data file")
+    uploader.locator('input[type="file"]').set_input_files(data)
+    expect(rows(page, "random").first).to_contain_text("Wonderfully", timeout=TIMEOUT_MS)
+    path_box = page.get_by_role("textbox", name=re.compile("path of a file on this machine"))
+    expect(path_box).to_have_value(re.compile(r"/uploads/[0-9a-f]{32}/my_reviews\.csv$"))
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()
 
 
 def test_heatmap_lines_fit_a_1024_px_window(app_url: str, browser) -> None:

@@ -210,7 +210,7 @@ def test_the_sidebar_reads_a_typed_path_and_a_link(reviews):
     assert linked.session_state["selection"].example.text == "It was fine ."
     assert linked.session_state["sidebar.data_file"] == str(reviews)
     empty = sidebar(state={"sidebar.dataset": "data file"})
-    assert "Type the path of a data file in the sidebar" in empty.session_state["selection"].error
+    assert "Upload a data file, or type the path of one, in the sidebar" in empty.session_state["selection"].error
     missing = sidebar({"dataset": f"file:{reviews.parent / 'gone.csv'}"})
     assert "no file" in missing.session_state["selection"].error
 
@@ -226,15 +226,47 @@ def test_the_sidebar_offers_a_files_splits_and_a_link_picks_one(tmp_path):
     assert any("has no split “test”: showing all" in w.value for w in unknown.sidebar.warning)
 
 
-def test_a_shared_server_reads_no_data_file(reviews, monkeypatch, tmp_path):
+def upload(at: AppTest, path: Path) -> AppTest:
+    """``path``'s bytes given to the sidebar's uploader, under its own name."""
+    at.file_uploader(key="sidebar.upload").set_value((path.name, path.read_bytes(), "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_an_upload_is_kept_in_the_results_folder_and_read_as_a_data_file(reviews, monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    at = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews)
+    chosen = at.session_state["selection"]
+    kept = Path(chosen.dataset.removeprefix("file:"))
+    assert kept.parent.parent == tmp_path / "results" / "uploads" and kept.name == "reviews.csv"
+    assert kept.read_bytes() == reviews.read_bytes() and chosen.example.id == "reviews/0"
+    assert at.session_state["sidebar.data_file"] == str(kept)  # the path box shows where it is kept
+    again = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews)
+    assert again.session_state["selection"].dataset == chosen.dataset  # the same bytes: the same file
+    assert os.listdir(tmp_path / "results" / "uploads") == [kept.parent.name]
+
+
+def test_a_shared_server_reads_uploads_and_no_file_of_its_own(reviews, monkeypatch, tmp_path):
     monkeypatch.setenv(access.SHARED_ENV, "1")
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
     access.policy.clear()
     try:
         at = sidebar({"dataset": f"file:{reviews}"})
-        assert "data file" not in at.selectbox(key="sidebar.dataset").options
         assert at.session_state["selection"].dataset == "examples"
         assert any("is not read on a shared server" in w.value for w in at.sidebar.warning)
+        at.selectbox(key="sidebar.dataset").set_value("data file").run()
+        assert not [t for t in at.text_input if t.key == "sidebar.data_file"]  # no path box: only an upload
+        assert "Upload a data file in the sidebar" in at.session_state["selection"].error
+        chosen = upload(at, reviews).session_state["selection"]
+        assert chosen.error is None and chosen.example.text == "A wonderful , moving film ."
+        linked = sidebar({"dataset": chosen.dataset, "index": "1"})  # a link to the upload, as Copy link makes
+        assert linked.session_state["selection"].example.id == "reviews/1"
+        from services.data import save_upload
+
+        with pytest.raises(ValueError, match="a data file here is one of .csv, .tsv, .json, .jsonl$"):
+            save_upload("reviews.parquet", pd.read_csv(reviews).to_parquet())
     finally:
         access.policy.clear()
 

@@ -104,6 +104,11 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
 # The most characters of a model's name in the Model picker: the presentation font's sidebar fits
 # about 23 ("distilbert-base-uncased-finetuned-sst-2-english (hub)" ran past the box at either font)
 MODEL_LABEL_CHARS = 22
+DATA_FILE_HELP = (
+    "CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, content); a "
+    "pair's second text in text_b (or hypothesis, sentence2); the gold class number in label; human highlights as "
+    "character spans in rationale; the rows' splits (train, dev ...) in split."
+)
 
 
 def model_labels(choices: dict[str, services.ModelChoice]) -> dict[str, str]:
@@ -125,7 +130,7 @@ def _follow_model_task(options: dict[str, list[str]]) -> None:
 
 def _example_picker(options: dict[str, list[str]]):
     """(dataset, split, index, example, error) for a dataset example, free text or a data file."""
-    names = [*options, services.FREE_TEXT, *([] if services.shared_mode() else [services.DATA_FILE])]
+    names = [*options, services.FREE_TEXT, services.DATA_FILE]
     if st.session_state.get("sidebar.dataset") not in names:
         st.session_state["sidebar.dataset"] = "examples"
     dataset = st.selectbox(
@@ -140,14 +145,9 @@ def _example_picker(options: dict[str, list[str]]):
         text_b = st.text_area("Hypothesis (sentence-pair models only)", key="sidebar.text_b", height=70)
         return dataset, None, None, services.free_text_example(text, text_b), None
     if dataset == services.DATA_FILE:
-        path = st.text_input(
-            "Path of the file", key="sidebar.data_file", placeholder="/path/to/reviews.csv",
-            help="CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, "
-            "content); a pair's second text in text_b (or hypothesis, sentence2); the gold class number in label; "
-            "the rows' splits (train, dev ...) in split.",
-        ).strip()  # fmt: skip
-        if not path:
-            return dataset, None, None, None, "Type the path of a data file in the sidebar."
+        path, problem = _data_file_path()
+        if problem is not None:
+            return dataset, None, None, None, problem
         dataset = services.FILE_PREFIX + path
         try:
             splits = services.data_file_splits(dataset)
@@ -179,6 +179,33 @@ def _example_picker(options: dict[str, list[str]]):
     rationale = " · has a human rationale" if example.rationale is not None else ""
     st.caption(f"{plain(example.id)}{gold}{rationale}")  # a data file's name is in its ids
     return dataset, split, index, example, None
+
+
+def _data_file_path() -> tuple[str, str | None]:
+    """The path of the data file the sidebar names, or why there is none: an upload (kept in the
+    results folder; its path goes in the path box) or a typed path. A shared server takes uploads
+    only: it reads no file of its own."""
+    shared = services.shared_mode()
+    upload = st.file_uploader(
+        "Upload a data file", type=services.SHARED_DATA_FILE_TYPES if shared else services.DATA_FILE_TYPES,
+        key="sidebar.upload",
+        max_upload_size=services.DATA_UPLOAD_MB, help=DATA_FILE_HELP,
+    )  # fmt: skip
+    if upload is not None and st.session_state.get("sidebar.upload_seen") != upload.file_id:
+        try:
+            name = services.save_upload(upload.name, upload.getvalue())
+        except (ValueError, OSError) as error:
+            return "", f"Cannot keep the upload: {error}"
+        st.session_state["sidebar.upload_seen"] = upload.file_id
+        st.session_state["sidebar.data_file"] = name.removeprefix(services.FILE_PREFIX)
+    if shared:
+        path = str(st.session_state.get("sidebar.data_file") or "")
+        return path, None if path else "Upload a data file in the sidebar."
+    path = st.text_input(
+        "…or the path of a file on this machine", key="sidebar.data_file", placeholder="/path/to/reviews.csv",
+        help=DATA_FILE_HELP,
+    ).strip()  # fmt: skip
+    return path, None if path else "Upload a data file, or type the path of one, in the sidebar."
 
 
 def select_example(model: str, dataset: str, split: str, index: int) -> None:

@@ -69,9 +69,12 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
 
 def _read_data_file(dataset: str) -> list[str]:
     """Seed the data file's path, split and example index from a link to a data file
-    (``file:PATH``); a shared server reads no file, and says so. A split the file lacks is named in
-    a warning (a file that cannot be read is named by the sidebar)."""
-    if services.shared_mode():
+    (``file:PATH``); a shared server reads no file of its own (one uploaded to it, yes), and says
+    so. A split the file lacks is named in a warning (a file that cannot be read is named by the
+    sidebar)."""
+    try:
+        services.check_data_file(dataset)
+    except ValueError:
         return [f"The link's data file {quoted(dataset)} is not read on a shared server: showing examples."]
     st.session_state["sidebar.dataset"] = services.DATA_FILE
     notes = []
