@@ -14,6 +14,7 @@ import streamlit as st
 import services
 from services import roar
 from ui import runs as ui_runs
+from ui import state
 from ui.downloads import download_row
 from ui.live_labels import live_selectbox
 from ui.roar import (
@@ -125,8 +126,21 @@ if report.get("examples"):
     for method, level, text in removal_rows(examples[position], report["label_names"]):
         st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)
 
+selection = state.current()
+OWN = "own"  # the job retrains the sidebar's model on the sidebar's dataset
+own_ok = selection.dataset not in (None, "examples") and not selection.error
 with st.expander("Start a job (runs in the background)"):
     with st.form("roar.start"):
+        retrain = st.radio(
+            "Retrain", ["sst2", OWN], horizontal=True, key="roar.retrain",
+            format_func=lambda kind: "the bundled SST-2 task" if kind == "sst2" else (
+                plain(f"the sidebar's model {selection.model} on {selection.dataset}") if own_ok
+                else "the sidebar's model on its dataset (pick a dataset with a training split)"
+            ),
+            help="The sidebar's model is retrained from its own weights with a new head of the dataset's classes, on "
+            "the dataset's train split, and scored on its dev (or validation, val, test) split; a data file of your "
+            "own names them in its split column.",
+        )  # fmt: skip
         methods = st.multiselect(
             "Methods (random is added)", ["loo_empty", "integrated_gradients", "saliency", "im"], ["loo_empty"]
         )
@@ -139,11 +153,15 @@ with st.expander("Start a job (runs in the background)"):
         steps = st.number_input("Training steps", 1, 2000, 10)
         estimate = st.form_submit_button("Estimate the cost")
         start = st.form_submit_button("Start", type="primary")
+    source_of_job = {"task": "sst2"} if retrain == "sst2" else {"model": selection.model, "dataset": selection.dataset}
     settings = {
-        "methods": methods, "task": "sst2", "removal": removal, "recursive": recursive,
+        **source_of_job, "methods": methods, "removal": removal, "recursive": recursive,
         "levels": [part.strip() for part in levels.split(",") if part.strip()], "seeds": int(seeds),
         "train_size": int(train_size), "eval_size": int(eval_size), "train_steps": int(steps),
     }  # fmt: skip
+    if (estimate or start) and retrain == OWN and not own_ok:
+        st.error("Pick a dataset in the sidebar (not the bundled examples) to retrain its model on.")
+        st.stop()
     if estimate:
         cost = ui_runs.run_or_stop(roar.estimate, settings)
         st.info(

@@ -158,7 +158,13 @@ def test_a_remove_and_retrain_job_takes_a_files_train_and_dev_rows(tmp_path, rev
     assert (recipe.dataset, recipe.train_split, recipe.eval_split) == (name, "train", "dev")
     command = shlex.split(command_of(job))  # the path with a space is one argument
     assert command[command.index("--dataset") + 1] == name
-    assert head_names(recipe, load_examples(name, "all")) == ["0", "1"]  # a model without a config: the numbers
+    assert head_names(job, load_examples(name, "all")) == ["0", "1"]  # a model without a config: the numbers
+    bundled = RoarJob(methods=("loo_empty",), model="minilm-sst2", dataset=name, train_steps=2)
+    assert head_names(bundled, load_examples(name, "all")) == ["negative", "positive"]  # the model's own names
+    # one of the bundled adapters retrains from the encoder it was fine-tuned from, as its task's job does
+    from core.models import encoder_path
+
+    assert recipe_of(bundled).base_model == str(encoder_path())
     one_split = RoarJob(methods=("loo_empty",), model=str(tmp_path / "any"), dataset=f"file:{reviews}", train_steps=2)
     with pytest.raises(
         ValueError, match="needs a training split and an evaluation split .* 'split' column .*found none"

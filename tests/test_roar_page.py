@@ -194,3 +194,36 @@ def test_the_job_form_names_its_removals_and_keeps_their_keys(monkeypatch, tmp_p
     estimate.click().run()
     assert not at.exception, at.exception
     assert [settings["removal"] for settings in asked] == ["mlm"]
+
+
+def test_the_job_form_retrains_the_sidebars_model_on_its_dataset(monkeypatch, tmp_path) -> None:
+    """ "Retrain" offers the sidebar's model on the sidebar's dataset (here a data file with train
+    and dev rows) instead of the bundled task; the bundled examples, which have no training split,
+    are refused before anything runs."""
+    import pandas as pd
+
+    from services import roar
+
+    asked = []
+    cost = {"retrains": 1, "training_steps": 1, "explanations": {"x": 1}, "fills": 0, "seconds": 60}
+    monkeypatch.setattr(roar, "estimate", lambda settings, **_: asked.append(settings) or cost)
+    data = tmp_path / "films.csv"
+    pd.DataFrame({"text": ["good", "bad"], "label": [1, 0], "split": ["train", "dev"]}).to_csv(data, index=False)
+    at = open_page(monkeypatch, tmp_path)
+    retrain = at.radio(key="roar.retrain")
+    assert retrain.options == [
+        "the bundled SST-2 task",
+        "the sidebar's model on its dataset (pick a dataset with a training split)",
+    ]
+    retrain.set_value("own")
+    [estimate] = [b for b in at.button if b.label == "Estimate the cost"]
+    estimate.click().run()
+    assert not asked and any("Pick a dataset in the sidebar" in e.value for e in at.error)
+    at.selectbox(key="sidebar.dataset").set_value("data file").run()
+    at.text_input(key="sidebar.data_file").set_value(str(data)).run()
+    at.radio(key="roar.retrain").set_value("own")
+    [estimate] = [b for b in at.button if b.label == "Estimate the cost"]
+    estimate.click().run()
+    assert not at.exception, at.exception
+    [settings] = asked
+    assert (settings["model"], settings["dataset"]) == ("minilm-sst2", f"file:{data}") and "task" not in settings

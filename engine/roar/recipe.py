@@ -3,7 +3,8 @@
 A job on a bundled task (``--task sst2``) takes the task's splits and recipe from
 ``core.train.TASKS`` and retrains from the packaged encoder. A job on a model and a dataset
 (``--model ID --dataset D``) retrains from that model (a hub id or a local folder, loaded as the
-starting encoder with a new head of the dataset's labels, ``core.models.base_model``) with the
+starting encoder with a new head of the dataset's labels, ``core.models.base_model``; for one of
+this project's adapters, from the encoder it was fine-tuned from: ``starting_point``) with the
 default recipe below, on these splits of the dataset: the training split is ``train`` (else the
 first split that is not the evaluation split) and the evaluation split is the first of
 ``EVAL_SPLITS`` the dataset has, as Pham et al. 2022 and Madsen et al. 2022 train on train and
@@ -57,4 +58,16 @@ def recipe_of(job: RoarJob, data_dir: str | None = None) -> Recipe:
             f"{dataset} needs a training split and an evaluation split (one of {', '.join(EVAL_SPLITS)}){how}; "
             f"found {', '.join(splits) or 'none'}"
         )
-    return Recipe(dataset, train_split, eval_split, DEFAULT_LR, DEFAULT_RANK, DEFAULT_MAX_LENGTH, job.model)
+    return Recipe(dataset, train_split, eval_split, DEFAULT_LR, DEFAULT_RANK, DEFAULT_MAX_LENGTH, starting_point(job))
+
+
+def starting_point(job: RoarJob) -> str:
+    """What a job on a model retrains from: the model itself (a hub id or a folder), or, for one
+    of this project's adapters (a bundled name such as ``minilm-sst2``, or a folder holding one),
+    the encoder that adapter was fine-tuned from, as a bundled task's job retrains from the
+    packaged encoder."""
+    from core.models import base_source, delta_folder, read_task
+
+    model = str(job.model)
+    adapter = delta_folder(model)
+    return model if adapter is None else base_source(read_task(adapter))

@@ -30,7 +30,7 @@ import numpy as np
 
 from core.datasets import FILE_PREFIX, file_fingerprint
 from core.types import Example, ProgressFn
-from engine.roar.recipe import Recipe, recipe_of
+from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
 from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.records import NewRun, RunInfo, UnitStats
@@ -80,7 +80,7 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
         info = {
             "architecture": "sequence-classification",
             "task": f"roar-{recipe.dataset}",
-            "label_names": head_names(recipe, [*train, *test]),
+            "label_names": head_names(job, [*train, *test]),
             "pair": train[0].is_pair,
             "dataset": recipe.dataset,
             "max_length": recipe.max_length,
@@ -89,17 +89,17 @@ def load_data(job: RoarJob, folder: Path, data_dir: str | None = None) -> JobDat
     return JobData(job, train, test, info, folder, recipe)
 
 
-def head_names(recipe: Recipe, examples: list[Example]) -> list[str]:
+def head_names(job: RoarJob, examples: list[Example]) -> list[str]:
     """The class names of the head a job on a model retrains: the dataset's, else (a data file's
-    class numbers) the starting model's where it has as many classes, else the numbers."""
+    class numbers) the job's model's where it has as many classes, else the numbers."""
     from core.models import config_label_names
 
     if examples[0].label_names:
         return list(examples[0].label_names)
     n_classes = 1 + max(int(e.label or 0) for e in examples)
     if n_classes < 2:
-        raise ValueError(f"{recipe.dataset}'s labelled examples are all of class 0: a classifier needs two classes")
-    names = config_label_names(str(recipe.base_model))
+        raise ValueError(f"{job.dataset}'s labelled examples are all of class 0: a classifier needs two classes")
+    names = config_label_names(str(job.model))
     return list(names) if names is not None and len(names) == n_classes else [str(i) for i in range(n_classes)]
 
 
