@@ -78,7 +78,8 @@ def check_data_file(name: str) -> None:
 def save_upload(filename: str, content: bytes) -> str:
     """Keep an uploaded data file in the results folder, under ``uploads/<SHA-256 of its bytes>/``
     with its own name (letters, digits, ``.``, ``_`` and ``-`` kept; the rest become ``_``), written
-    whole or not at all, and return its dataset name (``file:PATH``). The same bytes uploaded again
+    whole or not at all, and return its dataset name (``file:PATH``, the path absolute: a link or
+    a command copied from the app names it from anywhere). The same bytes uploaded again
     are the same file. A name without a data file's suffix, or a file over ``DATA_UPLOAD_MB``, is
     refused."""
     from services.access import shared_mode
@@ -90,7 +91,7 @@ def save_upload(filename: str, content: bytes) -> str:
     if len(content) > DATA_UPLOAD_MB * 1024 * 1024:
         raise ValueError(f"{filename!r} is over {DATA_UPLOAD_MB} MB")
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename).stem)[:80].lstrip(".") or "data"
-    path = results_dir() / UPLOADS / hashlib.sha256(content).hexdigest()[:32] / f"{stem}{suffix}"
+    path = results_dir().absolute() / UPLOADS / hashlib.sha256(content).hexdigest()[:32] / f"{stem}{suffix}"
     if not path.is_file():
         with replaced_atomically(path) as temporary:
             temporary.write_bytes(content)

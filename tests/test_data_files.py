@@ -242,7 +242,8 @@ def upload(at: AppTest, path: Path) -> AppTest:
 def test_an_upload_is_kept_in_the_results_folder_and_read_as_a_data_file(reviews, monkeypatch, tmp_path):
     import os
 
-    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", "results")  # relative, as the default is
     at = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews)
     chosen = at.session_state["selection"]
     kept = Path(chosen.dataset.removeprefix("file:"))
