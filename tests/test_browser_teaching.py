@@ -21,7 +21,8 @@ def test_follow_the_sanity_tour_from_the_first_page(app_url: str, browser) -> No
     # the charts' own type survives Streamlit's chart theme: the probability bars' labels at 18 px
     label = page.locator(".js-plotly-plot .ytick text").first
     expect(label).to_be_visible(timeout=TIMEOUT_MS)
-    assert label.evaluate("e => getComputedStyle(e).fontSize") == "18px"
+    # retried: a label read while Plotly redraws the chart is detached and has no computed style
+    expect(label).to_have_css("font-size", "18px", timeout=TIMEOUT_MS)
     sidebar = page.locator('[data-testid="stSidebar"]')
     # the "Guided tours" expander is open while no tour runs
     tour_box = sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Tour")
