@@ -39,6 +39,7 @@ from api.inputs import examples_from_dataset, is_count, one_example, read_exampl
 from api.results import EvaluationResult, ExplanationResult, ExplanationResults
 from api.runs import open_run, run, runs
 from core.classifier import Classifier, autocast_options
+from core.datasets.labels import align_labels
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
@@ -173,6 +174,7 @@ def explain_many(
     keys, overrides = _checked_methods(methods, params, batch_size)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     loaded = load(model, tokenizer, device=device)
+    examples = align_labels(examples, loaded.label_names)  # gold labels numbered as the model's classes
     if target in ("predicted", "gold"):
         check_target(examples, str(target))
         targets = [example.label if target == "gold" else None for example in examples]

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.datasets.labels import align_labels
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_examples
 from engine.resources import Resources
@@ -231,7 +232,8 @@ def evaluate_slice(
     the examples it lacks. At the end the results and errors are in slice order.
 
     ``target`` is the class explained: ``predicted`` (the AML / ERASER protocol) or ``gold``
-    (the example's label, MaRC's protocol; the predicted class where an example has none).
+    (the example's label, MaRC's protocol; the predicted class where an example has none; a
+    dataset that names the model's classes in another order is renumbered, ``align_labels``).
 
     ``given`` (one mapping per example) adds attributions made elsewhere (imports,
     ``engine.imports``): scored like the methods' own, over the example cut to the model's
@@ -239,6 +241,7 @@ def evaluate_slice(
     from metrics.faithfulness import check_head
 
     check_head(clf, list(params_by_metric))
+    examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     if given is None:
         check_target(examples, target)
     all_methods = slice_methods(methods, given)

@@ -181,16 +181,20 @@ def _run_agreement(
 
 
 def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
-    """The names of a run's gold classes: the dataset's own where it loads here and names them;
-    else the model's for a single-label head (a run's model shares its dataset's classes, and a
-    data file's labels are class numbers); else none (a regression or multi-label head's labels
-    are not the dataset's classes)."""
+    """The names of a run's gold classes: the model's where the dataset names the same classes
+    (the run numbered its gold labels as the model's, ``core.datasets.align_labels``); else the
+    dataset's own where it loads here and names them; else the model's for a single-label head (a
+    run's model shares its dataset's classes where a data file gives class numbers); else none
+    (a regression or multi-label head's labels are not the dataset's classes)."""
+    from core.datasets.labels import names_the_classes_of
     from services.data import dataset_example
 
     try:
         names = dataset_example(run.dataset, run.split, 0).label_names
     except ValueError:
         names = ()
+    if names_the_classes_of(names, run.label_names):
+        return tuple(run.label_names)
     return names or (tuple(run.label_names) if head == "single_label" else ())
 
 

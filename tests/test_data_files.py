@@ -6,6 +6,7 @@ splits, which a remove-and-retrain job trains and scores on."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -71,7 +72,7 @@ def test_a_pair_file_reads_premise_and_hypothesis(tmp_path):
         ("missing.csv", None, "no file"),
         ("wide.csv", "text,label\nA wonderful, moving film.,1\n", "have more fields than its header"),
         ("columns.csv", "body,label\ngood,1\n", "has no text column: name one of text, sentence"),
-        ("words.csv", "text,label\ngood,positive\n", "label 'positive' of row 0 in 'label' is not a class index"),
+        ("fraction.csv", "text,label\ngood,0.5\n", "label 0.5 of row 0 in 'label' is not a class index"),
         ("empty.csv", "text,label\ngood,1\n,0\n", "row 1 has no text in 'text'"),
         ("broken.jsonl", '{"text": "good"\n', "cannot read"),
     ],
@@ -97,6 +98,34 @@ def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsy
     predicted = json.loads(capsys.readouterr().out)
     assert [r["gold"] for r in predicted["examples"]] == [1, 0, None]
     assert predicted["accuracy"] == pytest.approx(1.0)  # the two labelled reviews, both right
+
+
+def test_label_words_are_classes_a_model_of_the_same_names_counts_as_its_own(tmp_path, capsys):
+    import json
+
+    import api
+    from cli.main import main
+    from core.datasets import align_labels
+
+    path = tmp_path / "worded.csv"  # "Positive" sorts before "negative": the other way round from minilm-sst2
+    pd.DataFrame({"text": [t for t, _ in ROWS], "label": ["Positive", " negative", ""]}).to_csv(path, index=False)
+    examples = load_examples(f"file:{path}", "all")
+    assert [e.label for e in examples] == [0, 1, None]
+    assert examples[0].label_names == ("Positive", "negative") and examples[1].gold_name == "negative"
+    aligned = align_labels(examples, ("negative", "positive"))
+    assert [e.label for e in aligned] == [1, 0, None] and aligned[0].label_names == ("negative", "positive")
+    assert align_labels(examples, ("hatespeech", "normal", "offensive")) == examples  # other classes: as they are
+    # the command line's accuracy, a dataset evaluation and the API's gold target count the model's classes
+    assert main(["predict", "--model", "minilm-sst2", "--dataset", f"file:{path}", "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    assert [r["gold"] for r in predicted["examples"]] == [1, 0, None] and predicted["accuracy"] == 1.0
+    evaluated = api.evaluate("minilm-sst2", f"file:{path}", methods=["random"], metrics=["comprehensiveness"])
+    assert [r.example.label for r in evaluated.evaluation.results] == [1, 0, None]
+    explained = api.explain_many("minilm-sst2", f"file:{path}", ["random"], target="gold", limit=2)
+    assert [r.target for r in explained] == [1, 0]
+    # class numbers as text (JSON strings) are class numbers
+    numbered = json_lines(tmp_path, '{"text": "good", "label": "1"}', '{"text": "bad", "label": "0"}')
+    assert [(e.label, e.label_names) for e in load_examples(f"file:{numbered}", "all")] == [(1, ()), (0, ())]
 
 
 def test_rationale_spans_mark_the_words_they_overlap(tmp_path):
@@ -188,6 +217,10 @@ def test_a_run_keys_the_file_by_content(tmp_path, reviews):
     from services.runs import gold_names
 
     assert gold_names(first.info, "single_label") == ("negative", "positive")  # class numbers: the model's names
+    worded = tmp_path / "worded.csv"
+    pd.DataFrame({"text": ["Good.", "Bad."], "label": ["Positive", "negative"]}).to_csv(worded, index=False)
+    named = open_run(dataclasses.replace(spec, dataset=f"file:{worded}"), store)
+    assert gold_names(named.info, "single_label") == ("negative", "positive")  # the names the run numbered by
     reviews.write_text(reviews.read_text().replace("moving", "stirring"))
     second = open_run(spec, store)
     assert second.created and second.info.run_id != first.info.run_id

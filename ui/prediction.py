@@ -28,13 +28,14 @@ def prediction_markdown(
     """Two markdown lines: what the model predicts, and the output the methods explain; a third
     with the example's ``gold`` label when it has one (names escaped, as a model's config or a
     dataset may name them anything). A gold label that is none of the model's (a dataset's class
-    under a model of its target groups, or of a score) is named the dataset's label."""
+    under a model of its target groups, or of a score) is named the dataset's label; one that is
+    a model's label but for case or spaces counts as it, as a dataset run counts it."""
     names = [plain(n) for n in label_names]
     gold_line = ""
     if gold:
         gold_line = (
             f"  \n**Gold label:** {plain(gold)}"
-            if gold in label_names
+            if gold.strip().casefold() in {n.strip().casefold() for n in label_names}
             else f"  \n**Dataset label:** {plain(gold)} (not one of the model's labels)"
         )
     if head == "regression":

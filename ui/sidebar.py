@@ -106,7 +106,7 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
 MODEL_LABEL_CHARS = 22
 DATA_FILE_HELP = (
     "CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, content); a "
-    "pair's second text in text_b (or hypothesis, sentence2); the gold class number in label; human highlights as "
+    "pair's second text in text_b (or hypothesis, sentence2); the gold class in label (a number, or a name: the model's class of that name); human highlights as "
     "character spans in rationale; the rows' splits (train, dev ...) in split."
 )
 

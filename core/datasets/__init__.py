@@ -28,13 +28,14 @@ from core.datasets.files import (
     FILE_PREFIX,
     FILE_SPLIT,
     SPLIT_COLUMN,
-    file_fingerprint,
+    content_key,
     file_splits,
     file_version,
     load_file_examples,
     read_file_table,
 )
 from core.datasets.hatexplain import HATEXPLAIN_COMMUNITIES, HATEXPLAIN_LABELS, hatexplain_annotations, load_hatexplain
+from core.datasets.labels import align_labels
 from core.datasets.movies import MOVIES_LABELS, load_movie_reviews, load_movies
 from core.datasets.multirc import MULTIRC_LABELS, load_multirc
 from core.datasets.sst2 import SST2_LABELS, load_sst2
@@ -57,10 +58,11 @@ __all__ = [
     "MULTIRC_LABELS",
     "SPLIT_COLUMN",
     "SST2_LABELS",
+    "align_labels",
     "available_datasets",
     "available_splits",
+    "content_key",
     "data_dir",
-    "file_fingerprint",
     "file_version",
     "hatexplain_annotations",
     "hub_online",

@@ -3,8 +3,9 @@
 machine read with ``datasets`` (``load_file_examples``).
 
 A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
-named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers; -1
-or empty for none), and a human rationale its ``rationale`` column when it has one: character
+named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers, or
+class names: the words the column holds, numbered in sorted order, which ``align_labels``
+renumbers to a model's classes of the same names; -1 or empty for none), and a human rationale its ``rationale`` column when it has one: character
 spans ``[[start, end], ...]`` of the (first) text, as annotation tools such as Label Studio
 export them (a JSON list; in a CSV cell, its JSON text, parsed, never evaluated); a word is
 highlighted when a span overlaps it. Its splits are ``all`` (every row) and, when it has a
@@ -96,12 +97,26 @@ def examples_from_dataset(
 
 def _class_index(value: Any, row: int, column: str) -> int | None:
     """A label cell as a class number: a whole number (a float one too, as a CSV column with
-    empty cells reads), None where it is empty or negative; anything else is refused."""
+    empty cells reads, or its text), None where it is empty or negative; anything else is
+    refused."""
     if isinstance(value, float) and (math.isnan(value) or value.is_integer()):
         value = None if math.isnan(value) else int(value)
+    if isinstance(value, str) and (not value.strip() or _is_whole_number(value)):
+        value = int(value) if value.strip() else None
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index")
     return None if value is None or value < 0 else value
+
+
+def _is_whole_number(text: str) -> bool:
+    return text.strip().removeprefix("-").isdigit()
+
+
+def label_words(values: Sequence[Any]) -> tuple[str, ...]:
+    """The class names a label column gives by name, sorted: its distinct non-empty texts, where
+    one of them is not a whole number; none for a column of class numbers."""
+    words = {str(v).strip() for v in values if isinstance(v, str) and v.strip()}
+    return tuple(sorted(words)) if any(not _is_whole_number(w) for w in words) else ()
 
 
 def _words(value: Any, row: int, column: str) -> tuple[str, ...]:
@@ -136,6 +151,12 @@ def file_fingerprint(name: str) -> str:
     """SHA-256 of the bytes of the file ``file:PATH`` names."""
     with file_path(name).open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def content_key(name: str) -> dict[str, str]:
+    """The key fields that tie a stored run or job to a data file's content (``file:PATH``: its
+    SHA-256, so an edited file is another run); none for a named dataset."""
+    return {"data_fingerprint": file_fingerprint(name)} if name.startswith(FILE_PREFIX) else {}
 
 
 def read_file_table(name: str) -> Dataset:
@@ -185,15 +206,20 @@ def load_file_examples(name: str, split: str = FILE_SPLIT, limit: int | None = N
     text = next(c for c in TEXT_COLUMNS if c in table.column_names)
     pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
     label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
-    examples = examples_from_dataset(selected, text, pair, label, rows=rows)
+    names = label_words(table[label]) if label is not None else ()  # of the whole file: one numbering
+    examples = examples_from_dataset(selected, text, pair, None if names else label, rows=rows)
     texts = selected[text]
     spans = selected[RATIONALE_COLUMN] if RATIONALE_COLUMN in table.column_names else None
+    cells = selected[label] if names else None
     stem = file_path(name).stem
     out = []
     for i, (row, example) in enumerate(zip(rows, examples, strict=True)):
         mask = None if spans is None else span_mask(texts[i], spans[i], len(example.words), row)
-        rationale = {"rationales": (mask,), "rationale": mask} if mask is not None else {}
-        out.append(dataclasses.replace(example, dataset=name, split=split, id=f"{stem}/{row}", **rationale))
+        given: dict[str, Any] = {"rationales": (mask,), "rationale": mask} if mask is not None else {}
+        if cells is not None:
+            word = str(cells[i] or "").strip()
+            given |= {"label": names.index(word) if word else None, "label_names": names}
+        out.append(dataclasses.replace(example, dataset=name, split=split, id=f"{stem}/{row}", **given))
     return out
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from core.datasets import FILE_PREFIX, file_fingerprint
+from core.datasets.files import content_key
 from core.types import Example, ProgressFn
 from engine.roar.recipe import recipe_of
 from engine.roar.unit import JobData, UnitOutcome, run_unit
@@ -110,8 +110,7 @@ def new_run(job: RoarJob, data: JobData) -> NewRun:
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
-    if data.recipe.dataset.startswith(FILE_PREFIX):  # a file of one's own: keyed by its content, not its name
-        key_fields["data_fingerprint"] = file_fingerprint(data.recipe.dataset)
+    key_fields |= content_key(data.recipe.dataset)  # a file of one's own: keyed by its content, not its name
     if job.removal == "mlm" or any(explainers.get(m).needs_mlm for m in job.methods):  # fill-ins or IM, LIME-MLM
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
     return NewRun(

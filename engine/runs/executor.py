@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.datasets.files import FILE_PREFIX, file_fingerprint
+from core.datasets.files import FILE_PREFIX, content_key
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, check_target
 from engine.runs.live import LiveWriter, RunTracker
@@ -96,8 +96,9 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         "target": spec.target,
     }
     selection: dict[str, Any] = {"limit": spec.limit}
-    if spec.dataset.startswith(FILE_PREFIX):  # a file of one's own: keyed by its content, not its name
-        key_fields["data_fingerprint"] = selection["data_fingerprint"] = file_fingerprint(spec.dataset)
+    content = content_key(spec.dataset)  # a file of one's own: keyed by its content, not its name
+    key_fields |= content
+    selection |= content
     if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
         key_fields["autocast"] = selection["autocast"] = spec.autocast
     if spec.needs_mlm():
