@@ -28,12 +28,13 @@ from ui.live_labels import live_selectbox
 from ui.run_progress import delete_control, live_progress
 from ui.runs import started_note
 from ui.share import first_read, link_warning, quoted
+from ui.sidebar import session_uploads
 from ui.text import plain
 
 selection = state.current()
 st.title("Dataset explorer")
 st.caption("Whole-split runs kept in the run store (`ATTRIBUTION_RESULTS_DIR`), shared by every session.")
-catalogue = services.runs.catalogue()
+catalogue = services.runs.catalogue(session_uploads())
 
 with st.expander("Start a run on the sidebar's model and dataset", expanded=catalogue.empty):
     if not selection.dataset or selection.error:
@@ -62,12 +63,12 @@ with st.expander("Start a run on the sidebar's model and dataset", expanded=cata
                 st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = run_id
                 st.session_state["explorer.starting"] = run_id
                 started_note("Run", run_id)
-                catalogue = services.runs.catalogue()
+                catalogue = services.runs.catalogue(session_uploads())
 
 imported = import_box(selection)
 if imported is not None:
     st.session_state["explorer.run"] = st.session_state["explorer.run_picker"] = imported
-    catalogue = services.runs.catalogue()
+    catalogue = services.runs.catalogue(session_uploads())
 
 stored = set(catalogue["run_id"]) if not catalogue.empty else set()
 if st.session_state.get("explorer.starting") in stored:

@@ -30,6 +30,7 @@ from ui.roar import (
 )
 from ui.run_progress import delete_control, live_progress
 from ui.share import setting_from_link, setting_to_link
+from ui.sidebar import session_uploads
 from ui.text import clipped, plain
 
 st.title("Remove and retrain")
@@ -40,7 +41,7 @@ st.caption(
 )
 
 bundled = roar.bundled()
-labels = source_labels(bundled, roar.stored_jobs())
+labels = source_labels(bundled, roar.stored_jobs(session_uploads()))
 setting_from_link("roar.source", "job", list(labels), next(iter(labels)))
 source = live_selectbox("Job", list(labels), labels.__getitem__, "roar.source")  # a stored job's label: its progress
 setting_to_link("job", source, next(iter(labels)))

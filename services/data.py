@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,6 +103,21 @@ def is_upload(name: str) -> bool:
     """Whether the data file ``name`` (``file:PATH``) is one ``save_upload`` kept."""
     path = Path(name.removeprefix(FILE_PREFIX)).expanduser().resolve()
     return path.is_relative_to((results_dir() / UPLOADS).resolve())
+
+
+def hidden_upload(dataset: str, mine: Collection[str]) -> bool:
+    """Whether a stored run or job on ``dataset`` is kept from a session of a shared server: it is
+    on a data file someone uploaded, and the session (``mine``: the data files it uploaded) has
+    not uploaded the same bytes. A visitor sees the runs on their own data, not on a classmate's."""
+    from services.access import shared_mode
+
+    if not (shared_mode() and dataset.startswith(FILE_PREFIX) and is_upload(dataset)):
+        return False
+    return _content_folder(dataset) not in {_content_folder(name) for name in mine}
+
+
+def _content_folder(name: str) -> str:
+    return Path(name.removeprefix(FILE_PREFIX)).parent.name  # uploads/<SHA-256 of the bytes>/
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,14 @@ def bundled_report(name: str) -> dict[str, Any]:
     return _report.load_report(path)
 
 
-def stored_jobs() -> list[RunInfo]:
-    """The ROAR jobs of the run store, newest first."""
+def stored_jobs(uploads: Collection[str] = ()) -> list[RunInfo]:
+    """The ROAR jobs of the run store, newest first; on a shared server, a job on an uploaded data
+    file only for a session that uploaded it (``uploads``, ``services.data.hidden_upload``)."""
+    from services.data import hidden_upload
+
     if not _store().catalogue_path.exists():
         return []
-    return [info for info in _store().infos() if info.kind == KIND]
+    return [info for info in _store().infos() if info.kind == KIND and not hidden_upload(info.dataset, uploads)]
 
 
 def info(run_id: str) -> RunInfo:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from engine.runs.store import RunStore
 from services import agreement as _agreement
 from services.access import shared_mode
 from services.background import start_background
+from services.data import hidden_upload
 from services.explain import HeatmapResult, PredictionResult
 
 
@@ -33,14 +35,17 @@ def _store() -> RunStore:
     return RunStore(read_only=True)
 
 
-def catalogue() -> pd.DataFrame:
+def catalogue(uploads: Collection[str] = ()) -> pd.DataFrame:
     """Every stored run, newest first (an empty frame before the first run), its ``status``
-    ``killed`` when it is marked running and its writer is gone."""
+    ``killed`` when it is marked running and its writer is gone; on a shared server, a run on an
+    uploaded data file only for a session that uploaded it (``uploads``, ``data.hidden_upload``)."""
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()  # one read of the catalogue
     # ROAR jobs and reproductions have their own pages
     runs = runs[~runs["kind"].isin(("roar", "reproduce"))] if len(runs) else runs
+    if len(runs):
+        runs = runs[[not hidden_upload(dataset, uploads) for dataset in runs["dataset"]]]
     if not len(runs):
         return runs
     shown = [run_info(row).shown_status for row in runs.to_dict("records")]  # "killed": its writer is gone

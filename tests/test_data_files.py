@@ -311,6 +311,45 @@ def test_a_shared_server_reads_uploads_and_no_file_of_its_own(reviews, monkeypat
         access.policy.clear()
 
 
+def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews, monkeypatch, tmp_path):
+    """A visitor's data stays theirs: another session neither lists nor opens the runs and jobs on
+    it, and a session that uploads the same bytes (under any name) does."""
+    from engine.runs.executor import open_run
+    from engine.runs.spec import RunSpec
+    from engine.runs.store import RunStore
+    from services import roar, runs
+    from services.data import save_upload
+
+    monkeypatch.setenv(access.SHARED_ENV, "1")
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    access.policy.clear()
+    try:
+        at = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews)
+        mine = at.session_state["uploads.mine"]
+        assert mine == (at.session_state["selection"].dataset,)
+        store = RunStore(tmp_path / "results")
+        spec = RunSpec(
+            model="minilm-sst2", dataset=mine[0], split="all", limit=2,
+            methods=("random",), metrics=("comprehensiveness",), target="predicted",
+        )  # fmt: skip
+        on_upload = open_run(spec, store).info.run_id
+        on_bundled = open_run(dataclasses.replace(spec, dataset="sst2", split="dev"), store).info.run_id
+        assert list(runs.catalogue(mine)["run_id"]) == [on_bundled, on_upload]
+        assert list(runs.catalogue()["run_id"]) == [on_bundled]  # another session
+        renamed = save_upload("copy of reviews.csv", reviews.read_bytes())
+        assert len(runs.catalogue((renamed,))) == 2  # the same bytes: the same data
+        assert roar.stored_jobs() == []
+        for session, shown in ((at, on_upload), (sidebar(), on_bundled)):  # a link to the run on the upload
+            session.query_params["run"] = on_upload
+            session.switch_page("app_pages/explorer.py").run()
+            assert not session.exception and session.session_state["explorer.run"] == shown
+    finally:
+        access.policy.clear()
+    monkeypatch.delenv(access.SHARED_ENV)
+    assert len(runs.catalogue()) == 2  # a private server lists every run
+    access.policy.clear()
+
+
 def slice_table(at: AppTest, page: str):
     """The summary table of ``page``'s dataset slice, all three rows, run on two methods."""
     at.switch_page(f"app_pages/{page}.py")

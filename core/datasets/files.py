@@ -3,16 +3,17 @@
 machine read with ``datasets`` (``load_file_examples``).
 
 A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
-named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers, or
-class names: the words the column holds, numbered in sorted order, which ``align_labels``
-renumbers to a model's classes of the same names; -1 or empty for none), and a human rationale its ``rationale`` column when it has one: character
-spans ``[[start, end], ...]`` of the (first) text, as annotation tools such as Label Studio
-export them (a JSON list; in a CSV cell, its JSON text, parsed, never evaluated); a word is
-highlighted when a span overlaps it. Its splits are ``all`` (every row) and, when it has a
-``split`` column, each name that column holds (``train``, ``dev`` ...: the rows so marked), so
-one file can hold what a remove-and-retrain job trains and scores on. An example's id is the
-file's stem and its row number in the file, the same in every split. Runs key a file by its
-content (``file_fingerprint``): an edited file is another run, never mixed into the stored one.
+named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers,
+or class names: the words the column holds, numbered in sorted order, which ``align_labels``
+renumbers to a model's classes of the same names; -1 or empty for none), and a human rationale
+its ``rationale`` column when it has one: character spans ``[[start, end], ...]`` of the (first)
+text, as annotation tools such as Label Studio export them (a JSON list; in a CSV cell, its JSON
+text, parsed, never evaluated); a word is highlighted when a span overlaps it. Its splits are
+``all`` (every row) and, when it has a ``split`` column, each name that column holds (``train``,
+``dev`` ...: the rows so marked), so one file can hold what a remove-and-retrain job trains and
+scores on. An example's id is the file's stem and its row number in the file, the same in every
+split. Runs key a file by its content (``content_key``): an edited file is another run, never
+mixed into the stored one.
 """
 
 from __future__ import annotations
