@@ -105,6 +105,12 @@ def is_upload(name: str) -> bool:
     return path.is_relative_to((results_dir() / UPLOADS).resolve())
 
 
+def dataset_label(name: str) -> str:
+    """A dataset's name as a picker shows it: an uploaded data file by its own name (its folder in
+    the results folder is a long digest), anything else as it is."""
+    return f"upload {Path(name).name}" if name.startswith(FILE_PREFIX) and is_upload(name) else name
+
+
 def hidden_upload(dataset: str, mine: Collection[str]) -> bool:
     """Whether a stored run or job on ``dataset`` is kept from a session of a shared server: it is
     on a data file someone uploaded, and the session (``mine``: the data files it uploaded) has

@@ -27,7 +27,7 @@ from engine.runs.store import RunStore
 from services import agreement as _agreement
 from services.access import shared_mode
 from services.background import start_background
-from services.data import hidden_upload
+from services.data import dataset_label, hidden_upload
 from services.explain import HeatmapResult, PredictionResult
 
 
@@ -351,4 +351,5 @@ def delete_run(run_id: str) -> None:
 
 def run_label(row: dict[str, Any]) -> str:
     imported = " · imported" if row.get("kind") == "import" else ""
-    return f"{row['run_id']}{imported} · {row['model']} · {row['dataset']}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"
+    dataset = dataset_label(row["dataset"])
+    return f"{row['run_id']}{imported} · {row['model']} · {dataset}/{row['split']} · {row['rows_done']}/{row['rows_total']} · {row['status']}"

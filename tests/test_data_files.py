@@ -335,6 +335,8 @@ def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews
         on_upload = open_run(spec, store).info.run_id
         on_bundled = open_run(dataclasses.replace(spec, dataset="sst2", split="dev"), store).info.run_id
         assert list(runs.catalogue(mine)["run_id"]) == [on_bundled, on_upload]
+        label = runs.run_label(runs.catalogue(mine).iloc[1].to_dict())  # by its name, not its digest folder
+        assert f"{on_upload} · minilm-sst2 · upload reviews.csv/all · 0/2" in label
         assert list(runs.catalogue()["run_id"]) == [on_bundled]  # another session
         renamed = save_upload("copy of reviews.csv", reviews.read_bytes())
         assert len(runs.catalogue((renamed,))) == 2  # the same bytes: the same data
