@@ -112,6 +112,8 @@ if run.head_unknown:
     st.caption(plain(run.head_unknown))  # it quotes the model's name
 table = services.runs.example_table(run)
 st.subheader("Examples")
+if note := services.runs.label_note(info, run.head):
+    st.caption(plain(note))  # it quotes the dataset's class names
 show = (
     st.segmented_control("Show", FILTERS, default="all", key="explorer.filter", persist_state="session")
     if graded(table)

@@ -203,6 +203,21 @@ def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
     return names or (tuple(run.label_names) if head == "single_label" else ())
 
 
+def label_note(run: RunInfo, head: str) -> str | None:
+    """A line for a single-label run whose dataset names classes the model does not name (a data
+    file's ``pos``, ``neg`` under a model's ``negative``, ``positive``): its gold labels were
+    taken as the model's classes of the same number, here paired; None otherwise."""
+    classes = gold_names(run, head)
+    if head != "single_label" or not classes or tuple(classes) == tuple(run.label_names):
+        return None
+    pairs = ", ".join(f"{ours} → {theirs}" for ours, theirs in zip(classes, run.label_names, strict=False))
+    counts = f" (the dataset names {len(classes)} classes, the model {len(run.label_names)})"
+    return (
+        "The dataset does not name its classes as the model does, so each gold label was taken as the model's "
+        f"class of the same number: {pairs}{counts if len(classes) != len(run.label_names) else ''}."
+    )
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _detected_head(model: str) -> str:
     """The head kind ``model``'s config gives; ``ValueError`` when it cannot be loaded now (an

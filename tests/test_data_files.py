@@ -214,13 +214,18 @@ def test_a_run_keys_the_file_by_content(tmp_path, reviews):
     first = open_run(spec, store)
     assert first.created and [e.id for e in first.examples] == ["reviews/0", "reviews/1", "reviews/2"]
     assert not open_run(spec, store).created  # the same bytes: the same run
-    from services.runs import gold_names
+    from services.runs import gold_names, label_note
 
     assert gold_names(first.info, "single_label") == ("negative", "positive")  # class numbers: the model's names
     worded = tmp_path / "worded.csv"
     pd.DataFrame({"text": ["Good.", "Bad."], "label": ["Positive", "negative"]}).to_csv(worded, index=False)
     named = open_run(dataclasses.replace(spec, dataset=f"file:{worded}"), store)
     assert gold_names(named.info, "single_label") == ("negative", "positive")  # the names the run numbered by
+    assert label_note(named.info, "single_label") is None and label_note(first.info, "single_label") is None
+    other = tmp_path / "other.csv"  # names the model does not give: taken by number, and said so
+    pd.DataFrame({"text": ["Good.", "Bad."], "label": ["pos", "neg"]}).to_csv(other, index=False)
+    guessed = open_run(dataclasses.replace(spec, dataset=f"file:{other}"), store)
+    assert label_note(guessed.info, "single_label").endswith("of the same number: neg → negative, pos → positive.")
     reviews.write_text(reviews.read_text().replace("moving", "stirring"))
     second = open_run(spec, store)
     assert second.created and second.info.run_id != first.info.run_id
