@@ -76,7 +76,7 @@ def test_a_stored_job_stays_picked_while_its_progress_moves(monkeypatch, tmp_pat
             writer_gone=False, being_written=True, rows_done=units, rows_total=4, wall_s=1.0,
         )  # fmt: skip
 
-    monkeypatch.setattr(roar, "stored_jobs", lambda: [job()])
+    monkeypatch.setattr(roar, "stored_jobs", lambda uploads=(): [job()])
     monkeypatch.setattr(roar, "info", lambda run_id: job())
     monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
     at = open_page(monkeypatch, tmp_path)
@@ -102,7 +102,7 @@ def test_a_stopped_job_resumes_from_the_page(monkeypatch, tmp_path, started) -> 
         run_id="run-job", kind="roar", status="stopped", shown_status="stopped", error=None, units_done=1, units_total=4, fraction=0.25,
         writer_gone=False, being_written=False, rows_done=1, rows_total=4, wall_s=1.0,
     )  # fmt: skip
-    monkeypatch.setattr(roar, "stored_jobs", lambda: [job])
+    monkeypatch.setattr(roar, "stored_jobs", lambda uploads=(): [job])
     monkeypatch.setattr(roar, "info", lambda run_id: job)
     monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
     at = open_page(monkeypatch, tmp_path)
@@ -127,7 +127,7 @@ def test_a_deleted_job_leaves_the_picker(monkeypatch, tmp_path) -> None:
         writer_gone=False, being_written=False, rows_done=4, rows_total=4, wall_s=1.0,
     )  # fmt: skip
     jobs, deleted = [job], []
-    monkeypatch.setattr(roar, "stored_jobs", lambda: list(jobs))
+    monkeypatch.setattr(roar, "stored_jobs", lambda uploads=(): list(jobs))
     monkeypatch.setattr(roar, "info", lambda run_id: job)
     monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id})
     monkeypatch.setattr(roar, "delete_job", lambda run_id: deleted.append(run_id) or jobs.clear())
