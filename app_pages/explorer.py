@@ -28,8 +28,8 @@ from ui.live_labels import live_selectbox
 from ui.run_progress import delete_control, live_progress
 from ui.runs import started_note
 from ui.share import first_read, link_warning, quoted
-from ui.sidebar import session_uploads
 from ui.text import plain
+from ui.uploads import session_uploads
 
 selection = state.current()
 st.title("Dataset explorer")

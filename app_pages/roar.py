@@ -30,8 +30,8 @@ from ui.roar import (
 )
 from ui.run_progress import delete_control, live_progress
 from ui.share import setting_from_link, setting_to_link
-from ui.sidebar import session_uploads
 from ui.text import clipped, plain
+from ui.uploads import session_uploads
 
 st.title("Remove and retrain")
 st.caption(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ import streamlit as st
 from core import datasets
 from core.datasets import FILE_PREFIX
 from core.datasets.files import BUILDERS
+from core.datasets.labels import names_the_classes_of
 from core.example_dataset import example_at, to_examples
 from core.files import replaced_atomically
 from core.types import Example
@@ -111,15 +112,22 @@ def dataset_label(name: str) -> str:
     return f"upload {Path(name).name}" if name.startswith(FILE_PREFIX) and is_upload(name) else name
 
 
-def hidden_upload(dataset: str, mine: Collection[str]) -> bool:
-    """Whether a stored run or job on ``dataset`` is kept from a session of a shared server: it is
-    on a data file someone uploaded, and the session (``mine``: the data files it uploaded) has
-    not uploaded the same bytes. A visitor sees the runs on their own data, not on a classmate's."""
+def is_model_class(name: str, class_names: Sequence[str]) -> bool:
+    """Whether a dataset's gold label ``name`` is one of a model's classes (``class_names``), case
+    and surrounding spaces aside, as a dataset run counts it (``core.datasets.align_labels``)."""
+    return names_the_classes_of([name], class_names)
+
+
+def hidden_uploads(names: Sequence[str], mine: Collection[str]) -> list[bool]:
+    """For each dataset of the stored runs or jobs ``names``, whether it is kept from a session of a
+    shared server: a data file someone uploaded whose bytes the session (``mine``: its own data
+    files) has not uploaded. A visitor sees the runs on their own data, not on a classmate's."""
     from services.access import shared_mode
 
-    if not (shared_mode() and dataset.startswith(FILE_PREFIX) and is_upload(dataset)):
-        return False
-    return _content_folder(dataset) not in {_content_folder(name) for name in mine}
+    if not shared_mode():
+        return [False] * len(names)
+    own = {_content_folder(name) for name in mine}
+    return [name.startswith(FILE_PREFIX) and is_upload(name) and _content_folder(name) not in own for name in names]
 
 
 def _content_folder(name: str) -> str:

@@ -47,12 +47,15 @@ def bundled_report(name: str) -> dict[str, Any]:
 
 def stored_jobs(uploads: Collection[str] = ()) -> list[RunInfo]:
     """The ROAR jobs of the run store, newest first; on a shared server, a job on an uploaded data
-    file only for a session that uploaded it (``uploads``, ``services.data.hidden_upload``)."""
-    from services.data import hidden_upload
+    file only for a session that counts it as its own (``uploads``,
+    ``services.data.hidden_uploads``)."""
+    from services.data import hidden_uploads
 
     if not _store().catalogue_path.exists():
         return []
-    return [info for info in _store().infos() if info.kind == KIND and not hidden_upload(info.dataset, uploads)]
+    jobs = [info for info in _store().infos() if info.kind == KIND]
+    hidden = hidden_uploads([job.dataset for job in jobs], uploads)
+    return [job for job, kept_from_session in zip(jobs, hidden, strict=True) if not kept_from_session]
 
 
 def info(run_id: str) -> RunInfo:

@@ -27,7 +27,7 @@ from engine.runs.store import RunStore
 from services import agreement as _agreement
 from services.access import shared_mode
 from services.background import start_background
-from services.data import dataset_label, hidden_upload
+from services.data import dataset_label, hidden_uploads
 from services.explain import HeatmapResult, PredictionResult
 
 
@@ -38,14 +38,15 @@ def _store() -> RunStore:
 def catalogue(uploads: Collection[str] = ()) -> pd.DataFrame:
     """Every stored run, newest first (an empty frame before the first run), its ``status``
     ``killed`` when it is marked running and its writer is gone; on a shared server, a run on an
-    uploaded data file only for a session that uploaded it (``uploads``, ``data.hidden_upload``)."""
+    uploaded data file only for a session that counts it as its own (``uploads``,
+    ``data.hidden_uploads``)."""
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()  # one read of the catalogue
     # ROAR jobs and reproductions have their own pages
-    runs = runs[~runs["kind"].isin(("roar", "reproduce"))] if len(runs) else runs
     if len(runs):
-        runs = runs[[not hidden_upload(dataset, uploads) for dataset in runs["dataset"]]]
+        runs = runs[~runs["kind"].isin(("roar", "reproduce"))]
+        runs = runs.loc[[not hidden for hidden in hidden_uploads(list(runs["dataset"]), uploads)]]
     if not len(runs):
         return runs
     shown = [run_info(row).shown_status for row in runs.to_dict("records")]  # "killed": its writer is gone

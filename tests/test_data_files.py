@@ -318,7 +318,8 @@ def test_a_shared_server_reads_uploads_and_no_file_of_its_own(reviews, monkeypat
 
 def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews, monkeypatch, tmp_path):
     """A visitor's data stays theirs: another session neither lists nor opens the runs and jobs on
-    it, and a session that uploads the same bytes (under any name) does."""
+    it, and a session that uploads the same bytes (under any name), or opens them by a link to the
+    data, does."""
     from engine.runs.executor import open_run
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
@@ -350,6 +351,12 @@ def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews
             session.query_params["run"] = on_upload
             session.switch_page("app_pages/explorer.py").run()
             assert not session.exception and session.session_state["explorer.run"] == shown
+        linked = sidebar({"dataset": mine[0]})  # a link to the data gives its texts, and so its runs
+        assert linked.session_state["uploads.mine"] == (mine[0],)
+        linked.query_params["run"] = on_upload
+        linked.switch_page("app_pages/explorer.py").run()
+        assert not linked.exception and linked.session_state["explorer.run"] == on_upload
+        assert sidebar({"dataset": f"file:{reviews}"}).session_state.get("uploads.mine", ()) == ()  # no upload
     finally:
         access.policy.clear()
     monkeypatch.delenv(access.SHARED_ENV)

@@ -15,6 +15,7 @@ from ui import sidebar
 from ui.charts import band_trace, curve_layout, legend_name, style
 from ui.heatmap import heatmap_html
 from ui.theme import current
+from ui.uploads import session_uploads
 
 FILTERS = ("all", "correct", "wrong")  # the examples the table shows
 
@@ -24,7 +25,7 @@ def waiting_for_run(run_id: str) -> None:
     """The wait between a run's start and its first catalogue entry (its process loads the model
     first), checked every two seconds: the whole page reruns once the entry is there, and the end
     of the log shows if the process stopped before writing it."""
-    if run_id in set(services.runs.catalogue(sidebar.session_uploads()).get("run_id", ())):
+    if run_id in set(services.runs.catalogue(session_uploads()).get("run_id", ())):
         st.rerun(scope="app")
     failure = services.background.early_failure(run_id, wait_s=0)
     if failure is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import services
 from ui.text import plain
 
 DEFAULT_THRESHOLD = 0.5
@@ -35,7 +36,7 @@ def prediction_markdown(
     if gold:
         gold_line = (
             f"  \n**Gold label:** {plain(gold)}"
-            if gold.strip().casefold() in {n.strip().casefold() for n in label_names}
+            if services.is_model_class(gold, label_names)
             else f"  \n**Dataset label:** {plain(gold)} (not one of the model's labels)"
         )
     if head == "regression":

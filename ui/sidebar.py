@@ -20,6 +20,7 @@ from ui.share import copy_link, link_warning
 from ui.sidebar_link import DEFAULT_TEXT, default_split, link_texts, read_url_once, write_url
 from ui.state import Selection, set_selection
 from ui.text import plain, shortened_name
+from ui.uploads import count_as_own
 
 
 def render() -> Selection:
@@ -104,7 +105,6 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
 # The most characters of a model's name in the Model picker: the presentation font's sidebar fits
 # about 23 ("distilbert-base-uncased-finetuned-sst-2-english (hub)" ran past the box at either font)
 MODEL_LABEL_CHARS = 22
-UPLOADS = "uploads.mine"  # session state: the data files this session uploaded
 DATA_FILE_HELP = (
     "CSV, TSV, JSON lines or Parquet. The text in a column named text (or sentence, premise, review, content); a "
     "pair's second text in text_b (or hypothesis, sentence2); the gold class in label (a number, or a name: the model's class of that name); human highlights as "
@@ -199,7 +199,7 @@ def _data_file_path() -> tuple[str, str | None]:
             return "", f"Cannot keep the upload: {error}"
         st.session_state["sidebar.upload_seen"] = upload.file_id
         st.session_state["sidebar.data_file"] = name.removeprefix(services.FILE_PREFIX)
-        st.session_state[UPLOADS] = (*session_uploads(), name)
+        count_as_own(name)
     if shared:
         path = str(st.session_state.get("sidebar.data_file") or "")
         return path, None if path else "Upload a data file in the sidebar."
@@ -208,12 +208,6 @@ def _data_file_path() -> tuple[str, str | None]:
         help=DATA_FILE_HELP,
     ).strip()  # fmt: skip
     return path, None if path else "Upload a data file, or type the path of one, in the sidebar."
-
-
-def session_uploads() -> tuple[str, ...]:
-    """The data files this session uploaded (``file:PATH``): on a shared server, the only uploads
-    whose stored runs and jobs it lists (``services.data.hidden_upload``)."""
-    return tuple(st.session_state.get(UPLOADS, ()))
 
 
 def select_example(model: str, dataset: str, split: str, index: int) -> None:

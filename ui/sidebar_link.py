@@ -8,6 +8,7 @@ import streamlit as st
 
 import services
 from ui.share import quoted
+from ui.uploads import count_as_own
 
 DEFAULT_TEXT = "The acting is great, but the plot is awful and the ending makes no sense."
 _URL_READ = "sidebar.url_read"
@@ -80,6 +81,7 @@ def _read_data_file(dataset: str) -> list[str]:
     notes = []
     if dataset != services.DATA_FILE:
         st.session_state["sidebar.data_file"] = dataset.removeprefix(services.FILE_PREFIX)
+        count_as_own(dataset)  # the link gave its texts: its runs are listed too
         split = st.query_params.get("split")
         try:
             splits = services.data_file_splits(dataset) if split is not None else []
