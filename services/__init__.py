@@ -18,10 +18,7 @@ from services.bundles import bundle_bytes
 from services.compare import ComparisonResult, compare, label_refusal
 from services.data import (
     DATA_FILE,
-    DATA_FILE_TYPES,
-    DATA_UPLOAD_MB,
     FREE_TEXT,
-    SHARED_DATA_FILE_TYPES,
     annotator_count,
     as_typed,
     check_data_file,
@@ -31,9 +28,7 @@ from services.data import (
     dataset_size,
     free_text_example,
     is_model_class,
-    is_upload,
     random_index,
-    save_upload,
     slice_examples,
     slice_indices,
 )
@@ -104,6 +99,16 @@ from services.slices import (
     rationale_slice,
     slice_stopped_at,
 )
+from services.uploads import (
+    DATA_FILE_TYPES,
+    DATA_UPLOAD_MB,
+    SHARED_DATA_FILE_TYPES,
+    KeptUpload,
+    delete_upload,
+    is_upload,
+    kept_uploads,
+    save_upload,
+)
 
 __all__ = [
     "DATA_FILE",
@@ -122,6 +127,7 @@ __all__ = [
     "CostEstimate",
     "FaithfulnessResult",
     "HeatmapResult",
+    "KeptUpload",
     "MaskCostEstimate",
     "MethodInfo",
     "MetricInfo",
@@ -150,6 +156,7 @@ __all__ = [
     "dataset_options",
     "dataset_size",
     "default_model",
+    "delete_upload",
     "duration_text",
     "estimate_attack",
     "estimate_cost",
@@ -168,6 +175,7 @@ __all__ = [
     "im_word_rows",
     "is_model_class",
     "is_upload",
+    "kept_uploads",
     "label_refusal",
     "lime_counterfactual_rows",
     "loo_counterfactual_rows",

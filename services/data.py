@@ -1,11 +1,9 @@
-"""Cached datasets, single examples, seeded slices, free text and uploaded data files."""
+"""Cached datasets, single examples, seeded slices, free text and data files."""
 
 from __future__ import annotations
 
-import hashlib
 import random
-import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,24 +11,16 @@ import streamlit as st
 
 from core import datasets
 from core.datasets import FILE_PREFIX
-from core.datasets.files import BUILDERS
 from core.datasets.labels import names_the_classes_of
 from core.example_dataset import example_at, to_examples
-from core.files import replaced_atomically
 from core.types import Example
-from engine.runs.store import results_dir
+from services.uploads import SHARED_DATA_FILE_TYPES, is_upload
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
 FREE_TEXT = "free text"
 DATA_FILE = "data file"  # the sidebar's choice of a file on this machine (``core.datasets.files``)
-DATA_FILE_TYPES = [suffix.lstrip(".") for suffix in BUILDERS]
-# A shared server parses no Parquet upload: pyarrow's Parquet reader trusts the file's own sizes
-# (a crafted file can ask for more memory than it holds), unlike the text formats' readers.
-SHARED_DATA_FILE_TYPES = [kind for kind in DATA_FILE_TYPES if kind != "parquet"]
-DATA_UPLOAD_MB = 64  # the largest data file the sidebar takes as an upload
-UPLOADS = "uploads"  # the results folder's folder of uploaded data files, one folder per content
 
 # --------------------------------------------------------------------------- datasets
 
@@ -77,61 +67,10 @@ def check_data_file(name: str) -> None:
         raise ValueError(f"a shared server reads data files of kinds {', '.join(SHARED_DATA_FILE_TYPES)} only")
 
 
-def save_upload(filename: str, content: bytes) -> str:
-    """Keep an uploaded data file in the results folder, under ``uploads/<SHA-256 of its bytes>/``
-    with its own name (letters, digits, ``.``, ``_`` and ``-`` kept; the rest become ``_``), written
-    whole or not at all, and return its dataset name (``file:PATH``, the path absolute: a link or
-    a command copied from the app names it from anywhere). The same bytes uploaded again
-    are the same file. A name without a data file's suffix, or a file over ``DATA_UPLOAD_MB``, is
-    refused."""
-    from services.access import shared_mode
-
-    suffix = Path(filename).suffix.lower()
-    kinds = SHARED_DATA_FILE_TYPES if shared_mode() else DATA_FILE_TYPES
-    if suffix.lstrip(".") not in kinds:
-        raise ValueError(f"{filename!r}: a data file here is one of {', '.join('.' + kind for kind in kinds)}")
-    if len(content) > DATA_UPLOAD_MB * 1024 * 1024:
-        raise ValueError(f"{filename!r} is over {DATA_UPLOAD_MB} MB")
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename).stem)[:80].lstrip(".") or "data"
-    path = results_dir().absolute() / UPLOADS / hashlib.sha256(content).hexdigest()[:32] / f"{stem}{suffix}"
-    if not path.is_file():
-        with replaced_atomically(path) as temporary:
-            temporary.write_bytes(content)
-    return FILE_PREFIX + str(path)
-
-
-def is_upload(name: str) -> bool:
-    """Whether the data file ``name`` (``file:PATH``) is one ``save_upload`` kept."""
-    path = Path(name.removeprefix(FILE_PREFIX)).expanduser().resolve()
-    return path.is_relative_to((results_dir() / UPLOADS).resolve())
-
-
-def dataset_label(name: str) -> str:
-    """A dataset's name as a picker shows it: an uploaded data file by its own name (its folder in
-    the results folder is a long digest), anything else as it is."""
-    return f"upload {Path(name).name}" if name.startswith(FILE_PREFIX) and is_upload(name) else name
-
-
 def is_model_class(name: str, class_names: Sequence[str]) -> bool:
     """Whether a dataset's gold label ``name`` is one of a model's classes (``class_names``), case
     and surrounding spaces aside, as a dataset run counts it (``core.datasets.align_labels``)."""
     return names_the_classes_of([name], class_names)
-
-
-def hidden_uploads(names: Sequence[str], mine: Collection[str]) -> list[bool]:
-    """For each dataset of the stored runs or jobs ``names``, whether it is kept from a session of a
-    shared server: a data file someone uploaded whose bytes the session (``mine``: its own data
-    files) has not uploaded. A visitor sees the runs on their own data, not on a classmate's."""
-    from services.access import shared_mode
-
-    if not shared_mode():
-        return [False] * len(names)
-    own = {_content_folder(name) for name in mine}
-    return [name.startswith(FILE_PREFIX) and is_upload(name) and _content_folder(name) not in own for name in names]
-
-
-def _content_folder(name: str) -> str:
-    return Path(name.removeprefix(FILE_PREFIX)).parent.name  # uploads/<SHA-256 of the bytes>/
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -48,8 +48,8 @@ def bundled_report(name: str) -> dict[str, Any]:
 def stored_jobs(uploads: Collection[str] = ()) -> list[RunInfo]:
     """The ROAR jobs of the run store, newest first; on a shared server, a job on an uploaded data
     file only for a session that counts it as its own (``uploads``,
-    ``services.data.hidden_uploads``)."""
-    from services.data import hidden_uploads
+    ``services.uploads.hidden_uploads``)."""
+    from services.uploads import hidden_uploads
 
     if not _store().catalogue_path.exists():
         return []

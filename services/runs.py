@@ -27,8 +27,8 @@ from engine.runs.store import RunStore
 from services import agreement as _agreement
 from services.access import shared_mode
 from services.background import start_background
-from services.data import dataset_label, hidden_uploads
 from services.explain import HeatmapResult, PredictionResult
+from services.uploads import dataset_label, hidden_uploads
 
 
 def _store() -> RunStore:
@@ -39,7 +39,7 @@ def catalogue(uploads: Collection[str] = ()) -> pd.DataFrame:
     """Every stored run, newest first (an empty frame before the first run), its ``status``
     ``killed`` when it is marked running and its writer is gone; on a shared server, a run on an
     uploaded data file only for a session that counts it as its own (``uploads``,
-    ``data.hidden_uploads``)."""
+    ``uploads.hidden_uploads``)."""
     if not _store().catalogue_path.exists():
         return pd.DataFrame()
     runs = _store().list_runs()  # one read of the catalogue

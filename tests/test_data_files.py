@@ -293,6 +293,45 @@ def test_an_upload_is_kept_in_the_results_folder_and_read_as_a_data_file(reviews
     assert os.listdir(tmp_path / "results" / "uploads") == [kept.parent.name]
 
 
+def test_an_upload_is_picked_again_after_a_reload_and_deleted(reviews, monkeypatch, tmp_path):
+    """An upload is chosen again from the kept ones (no second upload after a reload), named with
+    its size and the stored runs on it; deleting it removes the file and its folder, empties the
+    path box, and leaves the runs on it readable. A file that a live run is computed on, or none
+    that an upload kept, is not deleted."""
+    from engine.runs.executor import open_run
+    from engine.runs.spec import RunSpec
+    from engine.runs.store import RunStore
+    from services.uploads import delete_upload, kept_uploads
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    name = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews).session_state["selection"].dataset
+    store = RunStore(tmp_path / "results")
+    spec = RunSpec(
+        model="minilm-sst2", dataset=name, split="all", limit=2,
+        methods=("random",), metrics=("comprehensiveness",), target="predicted",
+    )  # fmt: skip
+    run_id = open_run(spec, store).info.run_id
+    at = sidebar(state={"sidebar.dataset": "data file"})  # a new session: nothing typed or uploaded
+    picker = at.selectbox(key="sidebar.kept_upload")
+    assert picker.value is None and picker.options == [f"reviews.csv · {reviews.stat().st_size / 1024:.1f} KB · 1 run"]
+    picker.set_value(name).run()
+    assert not at.exception and at.session_state["selection"].example.id == "reviews/0"
+    assert at.session_state["sidebar.data_file"] == name.removeprefix("file:")
+    store.claim(run_id, "serial")  # this process computes a run on it
+    at.button(key="sidebar.delete_upload").click().run()
+    assert f"run {run_id} is being computed on reviews.csv" in at.sidebar.error[0].value
+    assert Path(name.removeprefix("file:")).is_file()
+    store.finish(run_id, "stopped", 1.0)
+    at.button(key="sidebar.delete_upload").click().run()
+    assert not at.exception and kept_uploads(()) == [] and not Path(name.removeprefix("file:")).parent.exists()
+    assert at.session_state["sidebar.data_file"] == ""
+    assert not [s for s in at.selectbox if s.key == "sidebar.kept_upload"]  # no upload left to pick
+    assert "Upload a data file, or type the path" in at.session_state["selection"].error
+    assert len(store.rows(run_id)) == 0 and store.get(run_id).dataset == name  # the run is still there
+    with pytest.raises(ValueError, match="is not an uploaded data file"):
+        delete_upload(f"file:{reviews}")
+
+
 def test_a_shared_server_reads_uploads_and_no_file_of_its_own(reviews, monkeypatch, tmp_path):
     monkeypatch.setenv(access.SHARED_ENV, "1")
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
@@ -308,7 +347,7 @@ def test_a_shared_server_reads_uploads_and_no_file_of_its_own(reviews, monkeypat
         assert chosen.error is None and chosen.example.text == "A wonderful , moving film ."
         linked = sidebar({"dataset": chosen.dataset, "index": "1"})  # a link to the upload, as Copy link makes
         assert linked.session_state["selection"].example.id == "reviews/1"
-        from services.data import save_upload
+        from services.uploads import save_upload
 
         with pytest.raises(ValueError, match="a data file here is one of .csv, .tsv, .json, .jsonl$"):
             save_upload("reviews.parquet", pd.read_csv(reviews).to_parquet())
@@ -324,7 +363,7 @@ def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
     from services import roar, runs
-    from services.data import save_upload
+    from services.uploads import delete_upload, save_upload
 
     monkeypatch.setenv(access.SHARED_ENV, "1")
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
@@ -333,6 +372,12 @@ def test_a_shared_server_lists_runs_on_an_upload_only_to_who_uploaded_it(reviews
         at = upload(sidebar(state={"sidebar.dataset": "data file"}), reviews)
         mine = at.session_state["uploads.mine"]
         assert mine == (at.session_state["selection"].dataset,)
+        assert at.selectbox(key="sidebar.kept_upload").options[0].startswith("reviews.csv · ")  # theirs to pick
+        assert not [b for b in at.button if b.key == "sidebar.delete_upload"]  # but not to delete
+        other = sidebar(state={"sidebar.dataset": "data file"})
+        assert not [s for s in other.selectbox if s.key == "sidebar.kept_upload"]  # nor another's to pick
+        with pytest.raises(ValueError, match="uploads are not deleted on a shared server"):
+            delete_upload(mine[0])
         store = RunStore(tmp_path / "results")
         spec = RunSpec(
             model="minilm-sst2", dataset=mine[0], split="all", limit=2,

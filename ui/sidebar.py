@@ -20,7 +20,7 @@ from ui.share import copy_link, link_warning
 from ui.sidebar_link import DEFAULT_TEXT, default_split, link_texts, read_url_once, write_url
 from ui.state import Selection, set_selection
 from ui.text import plain, shortened_name
-from ui.uploads import count_as_own
+from ui.uploads import count_as_own, earlier_upload_picker
 
 
 def render() -> Selection:
@@ -200,6 +200,7 @@ def _data_file_path() -> tuple[str, str | None]:
         st.session_state["sidebar.upload_seen"] = upload.file_id
         st.session_state["sidebar.data_file"] = name.removeprefix(services.FILE_PREFIX)
         count_as_own(name)
+    earlier_upload_picker(shared)
     if shared:
         path = str(st.session_state.get("sidebar.data_file") or "")
         return path, None if path else "Upload a data file in the sidebar."
