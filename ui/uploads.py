@@ -31,7 +31,7 @@ def earlier_upload_picker(shared: bool) -> None:
         return
     shown = services.FILE_PREFIX + str(st.session_state.get("sidebar.data_file") or "")
     st.session_state["sidebar.kept_upload"] = shown if shown in kept else None  # the data file open now
-    left, right = st.columns([5, 1], vertical_alignment="bottom")
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
     picked = left.selectbox(
         "…or one uploaded before", list(kept), index=None, key="sidebar.kept_upload",
         format_func=lambda name: kept[name].label, placeholder=f"{len(kept)} kept in the results folder",
