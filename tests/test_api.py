@@ -313,9 +313,14 @@ def test_evaluate_a_bundled_dataset_by_name(toy_linear_loaded) -> None:
         api.evaluate(toy_linear_loaded, toy_dataset(), ["random"], ["deletion"])
     from datasets import Dataset
 
-    named = Dataset.from_dict({"text": ["great", "bad"], "label": ["positive", "negative"]})
-    with pytest.raises(ValueError, match="label 'positive' of row 0 in 'label' is not a class index"):
-        api.evaluate(toy_linear_loaded, named, ["random"], ["deletion"])
+    named = Dataset.from_dict({"text": ["great", "bad", "fine"], "label": ["positive", "negative", ""]})
+    examples = api.examples_from_dataset(named)  # labels by name: the column's words, sorted
+    assert [(e.label, e.gold_name) for e in examples] == [(1, "positive"), (0, "negative"), (None, None)]
+    assert examples[0].label_names == ("negative", "positive")
+    stored = api.evaluate(toy_linear_loaded, named, ["random"], ["deletion"], target="gold", limit=2)
+    assert [r.example.label for r in stored.evaluation.results] == [1, 0]
+    with pytest.raises(ValueError, match=r"label 'neutral' of row 0 in 'label' is not a class index nor one of its "):
+        api.examples_from_dataset(Dataset.from_dict({"text": ["so so"], "label": ["neutral"]}), class_names=("a", "b"))
     unlabelled = Dataset.from_dict({"text": ["great", "bad"], "label": [-1, -1]})
     assert [e.label for e in api.examples_from_dataset(unlabelled)] == [None, None]
 

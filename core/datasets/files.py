@@ -59,21 +59,28 @@ def examples_from_dataset(
     *,
     limit: int | None = None,
     rows: Sequence[int] | None = None,
+    class_names: Sequence[str] | None = None,
 ) -> list[Example]:
     """The rows of a ``datasets.Dataset`` as ``Example``s: text split into words as the app splits
-    typed text (a column holding a list of words is taken as it is), the label's names from a
-    ``ClassLabel`` feature, ids ``<split or 'dataset'>/<row>`` (``rows``: the row numbers ids and
-    errors give, when the dataset is a selection of another's rows). A split loaded by
-    ``core.datasets.load_dataset`` (its rows are examples already) keeps its words, labels,
-    rationales and ids. A row without text is refused, naming the row."""
+    typed text (a column holding a list of words is taken as it is), ids ``<split or 'dataset'>/
+    <row>`` (``rows``: the row numbers ids and errors give, when the dataset is a selection of
+    another's rows). A label is a class number, or a class name where the label column holds names
+    (``positive``): the names are ``class_names`` when given, else a ``ClassLabel`` feature's, else
+    the column's words sorted (``label_words``). A split loaded by ``core.datasets.load_dataset``
+    (its rows are examples already) keeps its words, labels, rationales and ids. A row without text,
+    or with a label that is neither, is refused, naming the row."""
     if set(EXAMPLE_COLUMNS) <= set(dataset.column_names):
         return to_examples(dataset if limit is None else dataset.select(range(min(limit, len(dataset)))))
     columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
-    feature = dataset.features.get(label_column) if label_column is not None else None
-    names = tuple(getattr(feature, "names", None) or ())
+    if class_names is None and label_column is not None:
+        feature = dataset.features.get(label_column)
+        class_names = tuple(getattr(feature, "names", None) or ())
+        if not class_names and getattr(feature, "dtype", None) in ("string", "large_string"):
+            class_names = label_words(dataset[label_column])  # read only where the column is text
+    names = tuple(class_names or ())
     prefix = str(dataset.split) if dataset.split is not None else "dataset"
     selected = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
     examples = []
@@ -82,7 +89,7 @@ def examples_from_dataset(
         segments = [_words(row[text_column], index, text_column)]
         if text_pair_column is not None:
             segments.append(_words(row[text_pair_column], index, text_pair_column))
-        label = _class_index(row[label_column], index, label_column) if label_column is not None else None
+        label = _class_index(row[label_column], index, label_column, names) if label_column is not None else None
         examples.append(
             Example(
                 segments=tuple(segments),
@@ -96,16 +103,19 @@ def examples_from_dataset(
     return examples
 
 
-def _class_index(value: Any, row: int, column: str) -> int | None:
+def _class_index(value: Any, row: int, column: str, names: Sequence[str] = ()) -> int | None:
     """A label cell as a class number: a whole number (a float one too, as a CSV column with
-    empty cells reads, or its text), None where it is empty or negative; anything else is
-    refused."""
+    empty cells reads, or its text), or one of ``names`` (spaces around it aside); None where it is
+    empty or negative; anything else is refused."""
     if isinstance(value, float) and (math.isnan(value) or value.is_integer()):
         value = None if math.isnan(value) else int(value)
+    if isinstance(value, str) and value.strip() in names:
+        value = list(names).index(value.strip())
     if isinstance(value, str) and (not value.strip() or _is_whole_number(value)):
         value = int(value) if value.strip() else None
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index")
+        named = f" nor one of its class names ({', '.join(names)})" if names else ""
+        raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index{named}")
     return None if value is None or value < 0 else value
 
 
@@ -208,18 +218,14 @@ def load_file_examples(name: str, split: str = FILE_SPLIT, limit: int | None = N
     pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
     label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
     names = label_words(table[label]) if label is not None else ()  # of the whole file: one numbering
-    examples = examples_from_dataset(selected, text, pair, None if names else label, rows=rows)
+    examples = examples_from_dataset(selected, text, pair, label, rows=rows, class_names=names)
     texts = selected[text]
     spans = selected[RATIONALE_COLUMN] if RATIONALE_COLUMN in table.column_names else None
-    cells = selected[label] if names else None
     stem = file_path(name).stem
     out = []
     for i, (row, example) in enumerate(zip(rows, examples, strict=True)):
         mask = None if spans is None else span_mask(texts[i], spans[i], len(example.words), row)
         given: dict[str, Any] = {"rationales": (mask,), "rationale": mask} if mask is not None else {}
-        if cells is not None:
-            word = str(cells[i] or "").strip()
-            given |= {"label": names.index(word) if word else None, "label_names": names}
         out.append(dataclasses.replace(example, dataset=name, split=split, id=f"{stem}/{row}", **given))
     return out
 
