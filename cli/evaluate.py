@@ -4,8 +4,11 @@ work is ``engine.evaluate``)."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Sequence
 
+from core.types import Example
 from engine.evaluate import (
     DEFAULT_GROUP,
     SliceEvaluation,
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         head_type=args.head_type,
         **autocast_options(args.autocast),
     )
+    print_label_notes(examples, clf.label_names, args.target)
     if args.metrics is None and not clf.head.is_probability:  # log-odds are not defined on a raw score
         params_by_metric.pop("log_odds", None)
     mlm = None
@@ -121,3 +125,19 @@ def register(sub) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
+
+
+def print_label_notes(examples: Sequence[Example], class_names: Sequence[str], target: str) -> None:
+    """On stderr: how the dataset's gold labels were taken under the model's classes, where not by
+    the same names (``alignment_note``), and, explaining the gold class, how many examples have
+    none and so explain the predicted class."""
+    from core.datasets.labels import align_labels, alignment_note
+
+    if examples and (note := alignment_note(examples[0].label_names, class_names)):
+        print(note, file=sys.stderr)
+    unlabelled = sum(e.label is None for e in align_labels(examples, class_names))
+    if target == "gold" and unlabelled:
+        print(
+            f"{unlabelled} of {len(examples)} examples have no gold label: their predicted class is explained",
+            file=sys.stderr,
+        )

@@ -5,6 +5,7 @@ file."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from cli.common import (
     add_dataset,
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from core.classifier import Classifier
-    from core.datasets.labels import align_labels
+    from core.datasets.labels import align_labels, alignment_note
     from core.loaded import load_classifier
 
     if bool(args.dataset) == bool(args.texts):
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    if args.dataset and examples and (note := alignment_note(examples[0].label_names, clf.label_names)):
+        print(note, file=sys.stderr)
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     probabilities = clf.predict_proba(encode_examples(clf, examples))
     head = clf.head

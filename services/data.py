@@ -11,7 +11,7 @@ import streamlit as st
 
 from core import datasets
 from core.datasets import FILE_PREFIX
-from core.datasets.labels import names_the_classes_of
+from core.datasets.labels import shares_classes
 from core.example_dataset import example_at, to_examples
 from core.types import Example
 from services.uploads import SHARED_DATA_FILE_TYPES, is_upload
@@ -70,7 +70,7 @@ def check_data_file(name: str) -> None:
 def is_model_class(name: str, class_names: Sequence[str]) -> bool:
     """Whether a dataset's gold label ``name`` is one of a model's classes (``class_names``), case
     and surrounding spaces aside, as a dataset run counts it (``core.datasets.align_labels``)."""
-    return names_the_classes_of([name], class_names)
+    return shares_classes([name], class_names)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.datasets.labels import alignment_note, shares_classes
 from engine.runs import executor
 from engine.runs.live import LiveProgress, read_live
 from engine.runs.records import RunInfo, run_id_of, run_info, run_key
@@ -187,36 +188,31 @@ def _run_agreement(
 
 
 def gold_names(run: RunInfo, head: str) -> tuple[str, ...]:
-    """The names of a run's gold classes: the model's where the dataset names the same classes
-    (the run numbered its gold labels as the model's, ``core.datasets.align_labels``); else the
-    dataset's own where it loads here and names them; else the model's for a single-label head (a
-    run's model shares its dataset's classes where a data file gives class numbers); else none
+    """The names of a run's gold classes: the model's where the dataset names one of the model's
+    classes (the run numbered its gold labels as the model's, ``core.datasets.align_labels``); else
+    the dataset's own where it loads here and names them; else the model's for a single-label head
+    (a run's model shares its dataset's classes where a data file gives class numbers); else none
     (a regression or multi-label head's labels are not the dataset's classes)."""
-    from core.datasets.labels import names_the_classes_of
-    from services.data import dataset_example
-
-    try:
-        names = dataset_example(run.dataset, run.split, 0).label_names
-    except ValueError:
-        names = ()
-    if names_the_classes_of(names, run.label_names):
+    names = _dataset_class_names(run)
+    if shares_classes(names, run.label_names):
         return tuple(run.label_names)
     return names or (tuple(run.label_names) if head == "single_label" else ())
 
 
 def label_note(run: RunInfo, head: str) -> str | None:
     """A line for a single-label run whose dataset names classes the model does not name (a data
-    file's ``pos``, ``neg`` under a model's ``negative``, ``positive``): its gold labels were
-    taken as the model's classes of the same number, here paired; None otherwise."""
-    classes = gold_names(run, head)
-    if head != "single_label" or not classes or tuple(classes) == tuple(run.label_names):
-        return None
-    pairs = ", ".join(f"{ours} → {theirs}" for ours, theirs in zip(classes, run.label_names, strict=False))
-    counts = f" (the dataset names {len(classes)} classes, the model {len(run.label_names)})"
-    return (
-        "The dataset does not name its classes as the model does, so each gold label was taken as the model's "
-        f"class of the same number: {pairs}{counts if len(classes) != len(run.label_names) else ''}."
-    )
+    file's ``pos``, ``neg`` under a model's ``negative``, ``positive``): how its gold labels were
+    taken (``core.datasets.labels.alignment_note``); None otherwise."""
+    return alignment_note(_dataset_class_names(run), run.label_names) if head == "single_label" else None
+
+
+def _dataset_class_names(run: RunInfo) -> tuple[str, ...]:
+    from services.data import dataset_example
+
+    try:
+        return tuple(dataset_example(run.dataset, run.split, 0).label_names)
+    except ValueError:
+        return ()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -106,14 +106,15 @@ def test_label_words_are_classes_a_model_of_the_same_names_counts_as_its_own(tmp
     import api
     from cli.main import main
     from core.datasets import align_labels
+    from core.datasets.labels import alignment_note
 
-    path = tmp_path / "worded.csv"  # "Positive" sorts before "negative": the other way round from minilm-sst2
+    path = tmp_path / "worded.csv"  # sorted as a reader sorts, case aside: "negative" before "Positive"
     pd.DataFrame({"text": [t for t, _ in ROWS], "label": ["Positive", " negative", ""]}).to_csv(path, index=False)
     examples = load_examples(f"file:{path}", "all")
-    assert [e.label for e in examples] == [0, 1, None]
-    assert examples[0].label_names == ("Positive", "negative") and examples[1].gold_name == "negative"
-    aligned = align_labels(examples, ("negative", "positive"))
-    assert [e.label for e in aligned] == [1, 0, None] and aligned[0].label_names == ("negative", "positive")
+    assert [e.label for e in examples] == [1, 0, None]
+    assert examples[0].label_names == ("negative", "Positive") and examples[1].gold_name == "negative"
+    aligned = align_labels(examples, ("positive", "negative"))  # a model numbering them the other way round
+    assert [e.label for e in aligned] == [0, 1, None] and aligned[0].label_names == ("positive", "negative")
     assert align_labels(examples, ("hatespeech", "normal", "offensive")) == examples  # other classes: as they are
     # the command line's accuracy, a dataset evaluation and the API's gold target count the model's classes
     assert main(["predict", "--model", "minilm-sst2", "--dataset", f"file:{path}", "--json"]) == 0
@@ -126,6 +127,30 @@ def test_label_words_are_classes_a_model_of_the_same_names_counts_as_its_own(tmp
     # class numbers as text (JSON strings) are class numbers
     numbered = json_lines(tmp_path, '{"text": "good", "label": "1"}', '{"text": "bad", "label": "0"}')
     assert [(e.label, e.label_names) for e in load_examples(f"file:{numbered}", "all")] == [(1, ()), (0, ())]
+    # -1 is no label among names too; a class number among names is refused (which class is it?)
+    marked = json_lines(tmp_path, '{"text": "good", "label": "positive"}', '{"text": "meh", "label": -1}')
+    assert [(e.label, e.label_names) for e in load_examples(f"file:{marked}", "all")] == [(0, ("positive",))] + [
+        (None, ("positive",))
+    ]
+    mixed = json_lines(tmp_path, '{"text": "good", "label": "positive"}', '{"text": "bad", "label": 0}')
+    with pytest.raises(ValueError, match="label 0 of row 1 in 'label' is a class number, where the column names"):
+        load_examples(f"file:{mixed}", "all")
+    # a class the model does not name has no gold label; the rest are the model's
+    three = json_lines(
+        tmp_path, *(f'{{"text": "{t}", "label": "{lab}"}}' for t, lab in [("good", "Positive"), ("bad", "negative"),
+                                                                          ("so so", "neutral")])
+    )  # fmt: skip
+    assert main(["predict", "--model", "minilm-sst2", "--dataset", f"file:{three}", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [r["gold"] for r in json.loads(out)["examples"]] == [1, 0, None] and json.loads(out)["accuracy"] == 1.0
+    assert "The model names no class neutral of the dataset's, so its examples of that class have no gold" in err
+    assert alignment_note(("bad", "good"), ("negative", "positive")).endswith(
+        "number: bad → negative, good → positive."
+    )
+    assert alignment_note(("negative", "Positive"), ("positive", "negative")) is None  # the same names
+    assert main(["evaluate", "--model", "minilm-sst2", "--dataset", f"file:{three}", "--methods", "random",
+                 "--metrics", "comprehensiveness", "--target", "gold", "--quiet", "--json"]) == 0  # fmt: skip
+    assert "1 of 3 examples have no gold label: their predicted class is explained" in capsys.readouterr().err
 
 
 def test_rationale_spans_mark_the_words_they_overlap(tmp_path):

@@ -4,8 +4,9 @@ machine read with ``datasets`` (``load_file_examples``).
 
 A file's text is its first column named in ``TEXT_COLUMNS``, a pair task's second text the first
 named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (class numbers,
-or class names: the words the column holds, numbered in sorted order, which ``align_labels``
-renumbers to a model's classes of the same names; -1 or empty for none), and a human rationale
+or class names: the words the column holds, numbered in sorted order (case aside), which
+``align_labels`` renumbers to a model's classes of the same names; -1 or empty for none; a
+column mixing class numbers and names is refused), and a human rationale
 its ``rationale`` column when it has one: character spans ``[[start, end], ...]`` of the (first)
 text, as annotation tools such as Label Studio export them (a JSON list; in a CSV cell, its JSON
 text, parsed, never evaluated); a word is highlighted when a span overlaps it. Its splits are
@@ -75,11 +76,13 @@ def examples_from_dataset(
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         raise ValueError(f"no column {missing[0]!r} in the dataset; its columns: {', '.join(dataset.column_names)}")
+    words = tuple(class_names or ())  # the names a label cell may hold
     if class_names is None and label_column is not None:
         feature = dataset.features.get(label_column)
-        class_names = tuple(getattr(feature, "names", None) or ())
-        if not class_names and getattr(feature, "dtype", None) in ("string", "large_string"):
-            class_names = label_words(dataset[label_column])  # read only where the column is text
+        class_names = tuple(getattr(feature, "names", None) or ())  # a ClassLabel: its cells are numbers
+        numbers = str(getattr(feature, "dtype", "")).startswith(("int", "float"))
+        if not class_names and not numbers:  # text, or a JSON column of text and numbers
+            class_names = words = label_words(dataset[label_column])
     names = tuple(class_names or ())
     prefix = str(dataset.split) if dataset.split is not None else "dataset"
     selected = dataset if limit is None else dataset.select(range(min(limit, len(dataset))))
@@ -89,7 +92,7 @@ def examples_from_dataset(
         segments = [_words(row[text_column], index, text_column)]
         if text_pair_column is not None:
             segments.append(_words(row[text_pair_column], index, text_pair_column))
-        label = _class_index(row[label_column], index, label_column, names) if label_column is not None else None
+        label = _class_index(row[label_column], index, label_column, words) if label_column is not None else None
         examples.append(
             Example(
                 segments=tuple(segments),
@@ -105,17 +108,24 @@ def examples_from_dataset(
 
 def _class_index(value: Any, row: int, column: str, names: Sequence[str] = ()) -> int | None:
     """A label cell as a class number: a whole number (a float one too, as a CSV column with
-    empty cells reads, or its text), or one of ``names`` (spaces around it aside); None where it is
-    empty or negative; anything else is refused."""
+    empty cells reads, or its text), or, in a column of class names (``names``: the words its
+    cells hold), one of them (spaces around it aside); None where it is empty or negative.
+    Anything else is refused, and so is a class number among names (which class it means is not
+    known)."""
     if isinstance(value, float) and (math.isnan(value) or value.is_integer()):
         value = None if math.isnan(value) else int(value)
-    if isinstance(value, str) and value.strip() in names:
-        value = list(names).index(value.strip())
+    if isinstance(value, str) and names and value.strip() in names:
+        return list(names).index(value.strip())
     if isinstance(value, str) and (not value.strip() or _is_whole_number(value)):
         value = int(value) if value.strip() else None
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         named = f" nor one of its class names ({', '.join(names)})" if names else ""
         raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index{named}")
+    if names and value is not None and value >= 0:
+        raise ValueError(
+            f"label {value!r} of row {row} in {column!r} is a class number, where the column names its classes "
+            f"({', '.join(names)}): write every label as a name, or every one as a number"
+        )
     return None if value is None or value < 0 else value
 
 
@@ -124,10 +134,11 @@ def _is_whole_number(text: str) -> bool:
 
 
 def label_words(values: Sequence[Any]) -> tuple[str, ...]:
-    """The class names a label column gives by name, sorted: its distinct non-empty texts, where
-    one of them is not a whole number; none for a column of class numbers."""
-    words = {str(v).strip() for v in values if isinstance(v, str) and v.strip()}
-    return tuple(sorted(words)) if any(not _is_whole_number(w) for w in words) else ()
+    """The class names a label column gives by name: its distinct non-empty texts that are not
+    whole numbers (-1 is no label), sorted as a reader would, case aside; none for a column of
+    class numbers."""
+    words = {str(v).strip() for v in values if isinstance(v, str) and v.strip() and not _is_whole_number(v)}
+    return tuple(sorted(words, key=lambda word: (word.casefold(), word)))
 
 
 def _words(value: Any, row: int, column: str) -> tuple[str, ...]:

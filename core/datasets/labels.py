@@ -17,24 +17,50 @@ def _key(name: str) -> str:
     return name.strip().casefold()
 
 
-def names_the_classes_of(names: Sequence[str], class_names: Sequence[str]) -> bool:
-    """Whether every class a dataset names (``names``) is one of a model's (``class_names``), case
-    and surrounding spaces aside."""
+def shares_classes(names: Sequence[str], class_names: Sequence[str]) -> bool:
+    """Whether a dataset (naming its classes ``names``) names one of a model's classes
+    (``class_names``) at least, case and surrounding spaces aside: its gold labels are then
+    numbered as the model's (``align_labels``)."""
     known = {_key(name) for name in class_names}
-    return bool(names) and all(_key(name) in known for name in names)
+    return any(_key(name) in known for name in names)
 
 
 def align_labels(examples: Sequence[Example], class_names: Sequence[str]) -> list[Example]:
     """``examples`` with their gold labels renumbered to ``class_names`` (a model's) by name, where
-    the dataset names the model's classes (``names_the_classes_of``); they then carry the model's
-    names. Any other example keeps its number, taken as the model's class, as a dataset of bare
-    class numbers does."""
+    the dataset names one of the model's classes at least (``shares_classes``); they then carry
+    the model's names, and an example whose class the model does not name (a ``neutral`` under a
+    model of ``negative`` and ``positive``) has no gold label. Where the dataset names none of the
+    model's classes, each example keeps its number, taken as the model's class, as a dataset of
+    bare class numbers does (``alignment_note`` says which way a dataset went)."""
     lookup = {_key(name): index for index, name in enumerate(class_names)}
     aligned = []
     for example in examples:
         names, label = example.label_names, example.label
         named = label is not None and 0 <= label < len(names) and tuple(names) != tuple(class_names)
-        if named and names_the_classes_of(names, class_names):
-            example = dataclasses.replace(example, label=lookup[_key(names[label])], label_names=tuple(class_names))
+        if named and shares_classes(names, class_names):
+            example = dataclasses.replace(example, label=lookup.get(_key(names[label])), label_names=tuple(class_names))
         aligned.append(example)
     return aligned
+
+
+def alignment_note(names: Sequence[str], class_names: Sequence[str]) -> str | None:
+    """One line on how ``align_labels`` took a dataset's gold labels (its classes ``names``) under
+    a model's ``class_names``, where it is not by the same names: by number, pairing the names, or
+    without the dataset's classes the model does not name; None where there is nothing to say."""
+    if not names or not class_names or tuple(names) == tuple(class_names):
+        return None
+    known = {_key(name) for name in class_names}
+    unknown = [name for name in names if _key(name) not in known]
+    if not unknown:
+        return None
+    if len(unknown) < len(names):
+        return (
+            f"The model names no class {', '.join(unknown)} of the dataset's, so its examples of "
+            f"{'that class' if len(unknown) == 1 else 'those classes'} have no gold label here."
+        )
+    pairs = ", ".join(f"{ours} → {theirs}" for ours, theirs in zip(names, class_names, strict=False))
+    counts = f" (the dataset names {len(names)} classes, the model {len(class_names)})"
+    return (
+        "The dataset does not name its classes as the model does, so each gold label was taken as the model's "
+        f"class of the same number: {pairs}{counts if len(names) != len(class_names) else ''}."
+    )
