@@ -74,16 +74,20 @@ def test_a_pair_file_reads_premise_and_hypothesis(tmp_path):
         ("columns.csv", "body,label\ngood,1\n", "has no text column: name one of text, sentence"),
         ("fraction.csv", "text,label\ngood,0.5\n", "label 0.5 of row 0 in 'label' is not a class index"),
         ("empty.csv", "text,label\ngood,1\n,0\n", "row 1 has no text in 'text'"),
-        ("broken.jsonl", '{"text": "good"\n', "cannot read"),
+        ("broken.jsonl", '{"text": "good"\n', "cannot read .*broken.jsonl as a jsonl file: JSON parse error"),
+        ("quote.csv", 'text,label\n"unclosed,1\nok,0\n', "as a csv file: Error tokenizing data. .* EOF inside string"),
     ],
 )
-def test_a_bad_file_is_refused_in_one_line(tmp_path, name, content, message):
+def test_a_bad_file_is_refused_in_one_line(tmp_path, capfd, name, content, message):
+    """In one line that says what is wrong (the parser's words, not the loader's "An error
+    occurred"), and without the loader's progress bars."""
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
     with pytest.raises((ValueError, FileNotFoundError), match=message) as raised:
         load_examples(f"file:{path}", "all")
     assert "\n" not in str(raised.value)
+    assert "Generating train split" not in capfd.readouterr().err
 
 
 def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsys):

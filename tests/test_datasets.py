@@ -310,6 +310,8 @@ def test_split_words_keeps_combining_marks_and_emoji_sequences_in_their_word():
         "e\u0301te\u0301", "👨\u200d👩\u200d👧", "👍🏽", "🇫🇷", "!",
     )  # fmt: skip
     assert split_words("क्\u200dष") == ("क्\u200dष",)  # a joiner inside a word (Indic half forms) stays in it
+    # an invisible format character alone is no word (BERT drops it: a word with no token)
+    assert split_words("good\u200bfilm \u200b ok \ufeff fine \u2060 !") == ("good", "film", "ok", "fine", "!")
 
 
 # --------------------------------------------------------------------------- hub converters

@@ -18,8 +18,10 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\
 # accent): with \w alone "फ़िल्म" fell apart into six words.
 _LETTERS = rf"(?:(?![{_CJK}])[\w\p{{M}}\p{{N}}])+"
 # Any other mark is one grapheme cluster (``\X``): an emoji with its skin tone, a flag, a family
-# joined by zero-width joiners stays one word instead of pieces and empty-looking joiners.
-_WORD_RE = regex.compile(rf"[{_CJK}]|{_LETTERS}(?:['’]{_LETTERS})*|(?![\w\s])\X")
+# joined by zero-width joiners stays one word instead of pieces and empty-looking joiners. An
+# invisible format character on its own (a zero-width space, a byte-order mark: Unicode's Cf,
+# which BERT's tokenizer drops) is no word: it would be a word that no token stands for.
+_WORD_RE = regex.compile(rf"[{_CJK}]|{_LETTERS}(?:['’]{_LETTERS})*|(?![\w\s\p{{Cf}}])\X")
 
 
 def split_words(text: str) -> tuple[str, ...]:

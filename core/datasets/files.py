@@ -185,14 +185,23 @@ def read_file_table(name: str) -> Dataset:
     """The rows of the file ``file:PATH`` names as a ``datasets.Dataset``; a file that cannot be
     parsed, or has no text column, is refused with one line naming it."""
     import datasets
+    from datasets.exceptions import DatasetGenerationError
 
     path = file_path(name)
     builder, options = BUILDERS[path.suffix.lower()]
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # a local file reads in a moment: no "Generating train split" bar
     try:
         table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
     except Exception as error:
-        reason = " ".join(str(error).split())[:300]
+        cause: BaseException = error
+        while isinstance(cause, DatasetGenerationError) and cause.__cause__ is not None:
+            cause = cause.__cause__  # the parser's own words: what is wrong, and in which row
+        reason = " ".join(str(cause).split())[:300]
         raise ValueError(f"cannot read {path} as a {path.suffix.lstrip('.')} file: {reason}") from error
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     if any(c.startswith("__index_level_") for c in table.column_names):  # pandas' name for surplus fields
         raise ValueError(f"some rows of {path} have more fields than its header (a separator inside unquoted text?)")
     if not any(c in table.column_names for c in TEXT_COLUMNS):
