@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         head_type=args.head_type,
         **autocast_options(args.autocast),
     )
-    print_label_notes(examples, clf.label_names, args.target)
+    if clf.head.kind == "single_label":  # a score's or a label set's outputs are not the dataset's classes
+        print_label_notes(examples, clf.label_names, args.target)
     if args.metrics is None and not clf.head.is_probability:  # log-odds are not defined on a raw score
         params_by_metric.pop("log_odds", None)
     mlm = None

@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
-    if args.dataset and examples and (note := alignment_note(examples[0].label_names, clf.label_names)):
+    single = clf.head.kind == "single_label"  # a score's or a label set's outputs are not the dataset's classes
+    if single and args.dataset and examples and (note := alignment_note(examples[0].label_names, clf.label_names)):
         print(note, file=sys.stderr)
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     probabilities = clf.predict_proba(encode_examples(clf, examples))

@@ -98,7 +98,7 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
     return {
         "empty text": (explain(clf, ""), "empty"),
         "whitespace text": (explain(clf, "   \n\t "), "empty"),
-        "zero-width spaces only": (explain(cleaning, "\u200b \u200b"), "no token the model reads"),
+        "zero-width spaces only": (explain(cleaning, "\u200b \u200b"), "the text is empty"),  # no word at all
         "control characters only": (explain(cleaning, "\x01\x07"), "no token the model reads"),
         "lone surrogate": (explain(clf, "good \udcff movie"), "not valid Unicode: the word '\\udcff'"),
         "lone surrogate in a texts file": (
