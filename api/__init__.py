@@ -28,7 +28,6 @@ Methods and metrics are the registries' keys (``explainers.REGISTRY``, ``metrics
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from api.inputs import examples_from_dataset, is_count, one_example, read_exampl
 from api.results import EvaluationResult, ExplanationResult, ExplanationResults
 from api.runs import open_run, run, runs
 from core.classifier import Classifier, autocast_options
-from core.datasets.labels import align_labels
+from core.datasets.labels import align_labels, class_index
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
@@ -129,7 +128,7 @@ def explain(
         clf,
         example,
         keys,
-        target=_class_index(target, loaded.label_names),
+        target=class_index(target, loaded.label_names),
         params=overrides,
         seed=seed,
         mlm=masked_lm,
@@ -179,7 +178,7 @@ def explain_many(
         check_target(examples, str(target))
         targets = [example.label if target == "gold" else None for example in examples]
     else:
-        targets = [_class_index(target, loaded.label_names)] * len(examples)
+        targets = [class_index(target, loaded.label_names)] * len(examples)
     clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
     resources, found = Resources.saved(), dict[int, Explanation]()
     lengths = [clf.token_count(example) for example in examples]
@@ -322,18 +321,6 @@ def _overrides(params: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict
 def _check_batch_size(batch_size: Any) -> None:
     if not is_count(batch_size):
         raise ValueError(f"batch_size must be a whole number of 1 or more, got {batch_size!r}")
-
-
-def _class_index(target: int | str | None, label_names: Sequence[str]) -> int | None:
-    if target is None:
-        return None
-    if isinstance(target, numbers.Integral) and not isinstance(target, bool):  # numpy's too (an argmax)
-        if not 0 <= target < len(label_names):
-            raise ValueError(f"target {target} is not a class of the model (0..{len(label_names) - 1})")
-        return int(target)
-    if not isinstance(target, str) or target not in label_names:  # True is no class
-        raise ValueError(f"unknown class {target!r}; the model's classes: {', '.join(label_names)}")
-    return list(label_names).index(target)
 
 
 def _masked_lm(mlm: str | MaskedLM, device: str | torch.device | None) -> MaskedLM:

@@ -210,6 +210,7 @@ class EvaluationResult:
     label_names: tuple[str, ...] = ()
     head: str = "single_label"
     dropped_words: tuple[int, ...] = ()  # one per result, in the order of evaluation.results
+    partial: str | None = None  # a stored run read back before it finished: "killed, 2 of 8 examples"
 
     def per_example(self) -> pd.DataFrame:
         """One row per example and method: ``example`` (its position in the slice or run), ``id``,
@@ -289,12 +290,12 @@ class EvaluationResult:
     def __repr__(self) -> str:
         """One line for a terminal (``summary()`` gives the means, Jupyter shows them)."""
         evaluation = self.evaluation
+        count = self.partial or f"{len(evaluation.results)} examples"
         return (
-            f"<EvaluationResult {self.model!r}: {len(evaluation.results)} examples; "
+            f"<EvaluationResult {self.model!r}: {count}; "
             f"methods: {', '.join(evaluation.methods)}; metrics: {', '.join(evaluation.metric_keys)}>"
         )
 
     def _repr_html_(self) -> str:
-        return f"<p><b>{html.escape(self.model)}</b>, {len(self.evaluation.results)} examples</p>" + str(
-            self.summary().to_html()
-        )
+        count = html.escape(self.partial or f"{len(self.evaluation.results)} examples")
+        return f"<p><b>{html.escape(self.model)}</b>, {count}</p>" + str(self.summary().to_html())

@@ -128,7 +128,8 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
     """A stored dataset evaluation (a run, or attributions imported as one) read back as
     ``evaluate`` returns one: its summary, mean curves, per-example values and each example's
     heatmap (``explanation(position)``, by the example's position in the run). A run still being
-    written, or stopped part-way, gives its finished examples. The head (probability or raw
+    written, or stopped part-way, gives its finished examples (its ``partial`` says so: status
+    and count, as its repr shows). The head (probability or raw
     score) is the one the model's config gives, as the run explained it."""
     from engine.runs.executor import read_evaluation
     from engine.runs.store import RunStore
@@ -148,4 +149,7 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
         info.label_names,
         config_head_kind(info.model) or "single_label",
         tuple(int(dropped[result.position]) for result in evaluation.results),
+        None
+        if info.rows_done == info.rows_total
+        else f"{info.shown_status}, {info.rows_done} of {info.rows_total} examples",
     )

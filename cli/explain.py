@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, autocast_options
     from core.datasets import split_words
+    from core.datasets.labels import class_index
     from core.loaded import load_classifier
     from core.types import Example
     from engine.explain import explain_example
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         clf,
         example,
         methods,
-        target=args.target,
+        target=class_index(args.target, clf.label_names),
         params=params,
         seed=args.seed,
         mlm=mlm,
@@ -102,7 +103,9 @@ def register(sub) -> None:
     add_autocast(parser)
     parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")
-    parser.add_argument("--target", type=int, help="class to explain (default: the predicted class)")
+    parser.add_argument(
+        "--target", help="class to explain, by number or by name, such as positive (default: the predicted class)"
+    )
     add_methods(parser, "panel")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--seed", type=seed_int, help="seed for every stochastic method")

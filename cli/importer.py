@@ -13,12 +13,13 @@ from engine.imports import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from cli.common import metric_keys, parse_params, printable, progress_bar
+    from cli.common import metric_keys, parse_params, printable, progress_bar, split_of
     from cli.show import print_run
     from engine.imports import import_file
     from engine.runs.store import RunStore
 
-    if (args.dataset is None) != (args.split is None):
+    split = split_of(args)  # a data file's is "all" when none is given, as in every command
+    if (args.dataset is None) != (split is None):
         raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")
     methods = explainers.resolve(args.methods, args.methods_default)
     metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         fmt=args.format,
         model=args.model,
         dataset=args.dataset,
-        split=args.split,
+        split=split,
         methods=methods,
         metrics=metrics,
         overrides=overrides,
@@ -71,7 +72,7 @@ def register(sub) -> None:
     parser.add_argument(
         "--dataset", help="match the records to this dataset's examples by id (else the file's own text)"
     )
-    parser.add_argument("--split", help="split of --dataset")
+    parser.add_argument("--split", help="split of --dataset (a data file's: all when not given)")
     add_methods(parser, "", "; the built-in methods to compute beside the imported ones")
     parser.add_argument("--metrics", help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS})")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter")

@@ -76,6 +76,7 @@ def _print_table(result) -> None:
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier
+    from core.datasets.labels import class_index
     from core.loaded import load_classifier
     from engine.resources import Resources
     from experiments.randomization import run_randomization
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
         mlm = MaskedLM.load(args.mlm)
     components = [c.strip() for c in args.components.split(",") if c.strip()] if args.components else None
-    targets = [args.target] * len(examples) if args.target is not None else None
+    target = class_index(args.target, clf.label_names)
+    targets = [target] * len(examples) if target is not None else None
     result = run_randomization(
         clf,
         examples,
@@ -127,7 +129,9 @@ def register(sub) -> None:
     parser.add_argument(
         "--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)"
     )
-    parser.add_argument("--target", type=int, help="class to explain (default: each example's predicted class)")
+    parser.add_argument(
+        "--target", help="class to explain, by number or by name (default: each example's predicted class)"
+    )
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method parameter, repeatable")
     parser.add_argument("--mlm", default="minilm-mlm", help="masked LM for methods that need one")
     parser.add_argument("--batch-size", type=positive_int, default=64)

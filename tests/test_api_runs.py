@@ -62,6 +62,7 @@ def test_a_run_stopped_part_way_opens_with_its_finished_examples_by_position(toy
     partial = api.open_run(listed["run_id"], tmp_path)
     positions = sorted(partial.per_example()["example"].unique())
     assert len(positions) == 2
+    assert partial.partial == "failed, 2 of 5 examples" and ": failed, 2 of 5 examples; methods" in repr(partial)
     whole = api.evaluate(toy_bert_folder, "examples", METHODS, METRICS, split="sst2", limit=5, seed=3)
     for position in positions:  # the run's order is by length: the positions need not be 0 and 1
         shown, expected = partial.explanation(position), whole.explanation(position)
@@ -73,6 +74,7 @@ def test_a_run_stopped_part_way_opens_with_its_finished_examples_by_position(toy
     finished = api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
                        results_dir=tmp_path)  # fmt: skip
     assert len(finished.per_example()) == 5 * len(METHODS) and len(api.runs(tmp_path)) == 1
+    assert api.open_run(listed["run_id"], tmp_path).partial is None  # finished: all its examples
 
 
 def test_runs_says_where_a_live_writer_is(toy_bert_folder, tmp_path, monkeypatch):

@@ -121,6 +121,8 @@ def test_explain_pair_and_target(capsys, model_dirs) -> None:
     assert main([*argv, "--methods", "loo_empty"]) == 0
     first_line = capsys.readouterr().out.splitlines()[0]
     assert first_line.endswith(f"explaining {out['label_names'][0]!r}"), first_line
+    named = [*argv[:-1], f" {out['label_names'][1].upper()}", "--methods", "loo_empty", "--json"]  # by name
+    assert main(named) == 0 and json.loads(capsys.readouterr().out)["target"] == 1
     assert out["attributions"]["loo_empty"]["forward_passes"] <= 7
 
 

@@ -114,6 +114,20 @@ def test_a_computed_run_exported_and_imported_back_has_the_same_scores_and_metri
                     assert after.metrics[f"{source}.{method}"][key].value == before.metrics[method][key].value
 
 
+def test_a_csv_import_keyed_to_a_data_file_takes_its_rows_without_a_split(toy_bert_folder, tmp_path, capsys):
+    """A data file's split is ``all`` when none is given, in ``import`` as in every command."""
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\na fine movie,1\n")
+    scores = tmp_path / "scores.csv"
+    scores.write_text(
+        "example_id,word_index,score\n" + "".join(f"reviews/0,{i},{s}\n" for i, s in enumerate([1, 2, 3]))
+    )
+    assert main(["import", str(scores), "--model", toy_bert_folder, "--dataset", f"file:{data}", "--metrics", "deletion",
+                 "--results-dir", str(tmp_path / "results"), "--quiet", "--json"]) == 0, capsys.readouterr().err  # fmt: skip
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert (run["dataset"], run["split"], run["rows_done"]) == (f"file:{data.resolve()}", "all", 1)
+
+
 def test_the_command_line_imports_lists_and_shows(toy_bert_folder, tmp_path, capsys):
     assert main(["import", str(FIXTURES / "ferret.json"), "--model", toy_bert_folder, "--metrics", "deletion",
                  "--results-dir", str(tmp_path), "--quiet", "--json"]) == 0  # fmt: skip

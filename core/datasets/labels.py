@@ -8,6 +8,7 @@ compare the wrong classes."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 
 from core.types import Example
@@ -64,3 +65,21 @@ def alignment_note(names: Sequence[str], class_names: Sequence[str]) -> str | No
         "The dataset does not name its classes as the model does, so each gold label was taken as the model's "
         f"class of the same number: {pairs}{counts if len(names) != len(class_names) else ''}."
     )
+
+
+def class_index(target: int | str | None, class_names: Sequence[str]) -> int | None:
+    """The model's class a user names to explain: its number, or its name (case and surrounding
+    spaces aside; a number written as text, as a command line gives it, is a number); None for
+    the predicted class. Anything else is refused, listing the classes."""
+    if target is None:
+        return None
+    if isinstance(target, str) and target.strip().removeprefix("-").isdigit():
+        target = int(target)
+    if isinstance(target, numbers.Integral) and not isinstance(target, bool):  # numpy's too (an argmax)
+        if not 0 <= target < len(class_names):
+            raise ValueError(f"target {target} is not a class of the model (0..{len(class_names) - 1})")
+        return int(target)
+    lookup = {_key(name): index for index, name in enumerate(class_names)}
+    if not isinstance(target, str) or _key(target) not in lookup:  # True is no class
+        raise ValueError(f"unknown class {target!r}; the model's classes: {', '.join(class_names)}")
+    return lookup[_key(target)]
