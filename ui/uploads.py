@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import services
+from ui.text import plain
 
 UPLOADS = "uploads.mine"  # session state: the session's data files (``file:PATH``)
 
@@ -48,7 +49,7 @@ def earlier_upload_picker(shared: bool) -> None:
         try:
             services.delete_upload(picked)
         except (ValueError, OSError) as error:
-            st.error(f"Cannot delete {kept[picked].label}: {error}")
+            st.error(plain(f"Cannot delete {kept[picked].label}: {error}"))  # a file's name, escaped
             return
         if st.session_state.get("sidebar.data_file") == picked.removeprefix(services.FILE_PREFIX):
             st.session_state["sidebar.data_file"] = ""
