@@ -9,9 +9,10 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from core.types import AUTOCAST_TYPES, HEAD_TYPES, ProgressFn
+from core.types import AUTOCAST_TYPES, HEAD_TYPES, Example, ProgressFn
 
 
 def add_model(parser: argparse.ArgumentParser) -> None:
@@ -280,6 +281,21 @@ _OPEN_BARS: list[Any] = []  # the bars progress_bar drew and has not closed; pri
 
 # tqdm's layout of a bar in percent: the percentage, the bar, time spent and left, the message.
 PERCENT_BAR = "{l_bar}{bar}| [{elapsed}<{remaining}{postfix}]"
+
+
+def print_label_notes(examples: Sequence[Example], class_names: Sequence[str], target: str) -> None:
+    """On stderr: how a dataset's gold labels were taken under a single-label model's classes,
+    where not by the same names (``alignment_note``), and, explaining the gold class, how many
+    examples have none and so explain the predicted class."""
+    from core.datasets.labels import align_labels, alignment_note
+
+    if examples and (note := alignment_note(examples[0].label_names, class_names)):
+        print(note, file=sys.stderr)
+    if target == "gold" and (unlabelled := sum(e.label is None for e in align_labels(examples, class_names))):
+        print(
+            f"{unlabelled} of {len(examples)} examples have no gold label: their predicted class is explained",
+            file=sys.stderr,
+        )
 
 
 def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> ProgressFn | None:

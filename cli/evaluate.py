@@ -4,11 +4,8 @@ work is ``engine.evaluate``)."""
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Sequence
 
-from core.types import Example
 from engine.evaluate import (
     DEFAULT_GROUP,
     SliceEvaluation,
@@ -25,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from cli.common import (
         parse_params,
         print_json,
+        print_label_notes,
         print_stopped,
         print_summary_table,
         progress_bar,
@@ -126,19 +124,3 @@ def register(sub) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
-
-
-def print_label_notes(examples: Sequence[Example], class_names: Sequence[str], target: str) -> None:
-    """On stderr: how the dataset's gold labels were taken under the model's classes, where not by
-    the same names (``alignment_note``), and, explaining the gold class, how many examples have
-    none and so explain the predicted class."""
-    from core.datasets.labels import align_labels, alignment_note
-
-    if examples and (note := alignment_note(examples[0].label_names, class_names)):
-        print(note, file=sys.stderr)
-    unlabelled = sum(e.label is None for e in align_labels(examples, class_names))
-    if target == "gold" and unlabelled:
-        print(
-            f"{unlabelled} of {len(examples)} examples have no gold label: their predicted class is explained",
-            file=sys.stderr,
-        )

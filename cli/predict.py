@@ -5,7 +5,6 @@ file."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from cli.common import (
     add_dataset,
@@ -14,6 +13,7 @@ from cli.common import (
     load_dataset_examples,
     positive_int,
     print_json,
+    print_label_notes,
     read_jsonl,
 )
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from core.classifier import Classifier
-    from core.datasets.labels import align_labels, alignment_note
+    from core.datasets.labels import align_labels
     from core.loaded import load_classifier
 
     if bool(args.dataset) == bool(args.texts):
@@ -68,9 +68,8 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
-    single = clf.head.kind == "single_label"  # a score's or a label set's outputs are not the dataset's classes
-    if single and args.dataset and examples and (note := alignment_note(examples[0].label_names, clf.label_names)):
-        print(note, file=sys.stderr)
+    if clf.head.kind == "single_label" and args.dataset:  # a score's or a label set's are not the dataset's classes
+        print_label_notes(examples, clf.label_names, "predicted")
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     probabilities = clf.predict_proba(encode_examples(clf, examples))
     head = clf.head
