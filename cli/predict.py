@@ -32,6 +32,9 @@ def read_texts(path: str) -> list:
     return examples
 
 
+DEFAULT_THRESHOLD = 0.5
+
+
 def threshold(text: str) -> float:
     """An argparse type: a probability in (0, 1] that a label can reach."""
     try:
@@ -68,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)
+    if args.threshold is not None and clf.head.kind != "multi_label":
+        raise ValueError(f"--threshold picks a multi-label head's labels; {args.model}'s head is {clf.head.kind}")
+    label_threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     if clf.head.kind == "single_label" and args.dataset:  # a score's or a label set's are not the dataset's classes
         print_label_notes(examples, clf.label_names, "predicted")
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
@@ -80,13 +86,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             row = {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
         if head.kind == "multi_label":
-            row["labels"] = list(head.label_set(probs, args.threshold))
+            row["labels"] = list(head.label_set(probs, label_threshold))
         if args.dataset:
             row["gold"] = example.label
         rows.append(row)
     payload: dict = {"model": args.model, "head": head.kind, "label_names": list(clf.label_names)}
     if head.kind == "multi_label":
-        payload["threshold"] = args.threshold
+        payload["threshold"] = label_threshold
     if args.dataset and head.kind == "single_label":
         labelled = [r for r in rows if r["gold"] is not None]
         payload["accuracy"] = sum(r["predicted"] == r["gold"] for r in labelled) / len(labelled) if labelled else None
@@ -104,8 +110,7 @@ def register(sub) -> None:
     parser.add_argument(
         "--threshold",
         type=threshold,
-        default=0.5,
-        help="multi-label head: labels at or above this probability, in (0, 1]",
+        help=f"multi-label head only: labels at or above this probability, in (0, 1] (default {DEFAULT_THRESHOLD})",
     )
     parser.add_argument("--json", action="store_true", help="print JSON (the only output format)")
     parser.set_defaults(run=run)

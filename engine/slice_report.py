@@ -51,7 +51,8 @@ def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary
 
 def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, list[float]]]]:
     """Pointwise mean curve with its 95% band (``x``, ``mean``, ``low``, ``high``) of every metric
-    that has a curve (deletion, insertion, the bin metrics), per method."""
+    that has a curve (deletion, insertion, the bin metrics), per method; the band is cut to the
+    metric's range, which is its curve's too (a probability, or a drop of one)."""
     from metrics.faithfulness import mean_curve
 
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
@@ -64,7 +65,7 @@ def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, li
                 if metric in r.metrics.get(method, {}) and r.metrics[method][metric].curve
             ]
             if curves:
-                out[method][metric] = mean_curve(curves)
+                out[method][metric] = mean_curve(curves, bounds=metrics.get(metric).value_range)
     return out
 
 

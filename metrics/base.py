@@ -113,13 +113,19 @@ def interval_text(
     return text + (f" n={n}" if show_n else "")
 
 
+def lie_within(values: np.ndarray, bounds: tuple[float, float]) -> bool:
+    """Whether every one of ``values`` (not empty) lies in ``bounds``, rounding aside."""
+    return bool(bounds[0] - _RANGE_TOLERANCE <= values.min() and values.max() <= bounds[1] + _RANGE_TOLERANCE)
+
+
 def mean_interval(
     values: Sequence[float | None], confidence: float = 0.95, bounds: tuple[float, float] | None = None
 ) -> tuple[float, float, float, int]:
     """Mean and the normal-approximation 95% interval (t quantile for small n) of finite values;
     with ``bounds`` (the values' own range, such as a metric's ``value_range``) the interval is
-    cut to it, since the mean of values in a range lies in it too. One value has no interval
-    (NaN): a t interval needs two."""
+    cut to it, since the mean of values in a range lies in it too. Values outside ``bounds`` (a
+    regression head's unbounded score under a probability metric) leave the interval uncut. One
+    value has no interval (NaN): a t interval needs two."""
     from scipy import stats
 
     data = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
@@ -131,6 +137,6 @@ def mean_interval(
         return mean, float("nan"), float("nan"), 1
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * data.std(ddof=1) / np.sqrt(n))
     low, high = mean - half, mean + half
-    if bounds is not None:
+    if bounds is not None and lie_within(data, bounds):
         low, high = max(low, bounds[0]), min(high, bounds[1])
     return mean, low, high, n

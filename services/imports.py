@@ -57,16 +57,15 @@ def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMetho
     server loaded it (its fingerprint; the catalogue is read again only when it changed: pages
     ask on every rerun)."""
     store = RunStore(read_only=True)
-    path = store.catalogue_path
-    changed = tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
     plain_name = split_ref(model)[0]
     fingerprint = _fingerprint(plain_name)
-    return _imported_methods(str(store.root.resolve()), changed, plain_name, dataset, split, fingerprint)
+    version = store.catalogue_version()
+    return _imported_methods(str(store.root.resolve()), version, plain_name, dataset, split, fingerprint)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _imported_methods(
-    root: str, changed: tuple[int, ...], model: str, dataset: str, split: str, fingerprint: str
+    root: str, version: tuple[int, ...], model: str, dataset: str, split: str, fingerprint: str
 ) -> list[ImportedMethod]:
     return _stored.imported_methods(RunStore(root, read_only=True), model, dataset, split, fingerprint)
 

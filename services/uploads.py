@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import streamlit as st
 
 from core.datasets import FILE_PREFIX
 from core.datasets.files import BUILDERS
@@ -98,11 +101,11 @@ def kept_uploads(mine: Collection[str]) -> list[KeptUpload]:
     folder = results_dir().absolute() / UPLOADS
     names = [FILE_PREFIX + str(path) for path in folder.glob("*/*") if path.is_file()]
     names = [name for name, hidden in zip(names, hidden_uploads(names, mine), strict=True) if not hidden]
-    runs = [info.dataset for info in _stored_runs()]
+    runs = _runs_per_dataset(*_catalogue()) if names else {}
     kept = []
     for name in names:
         stat = Path(name.removeprefix(FILE_PREFIX)).stat()
-        kept.append(KeptUpload(name, stat.st_size, stat.st_mtime, runs.count(name)))
+        kept.append(KeptUpload(name, stat.st_size, stat.st_mtime, runs.get(name, 0)))
     return sorted(kept, key=lambda upload: upload.saved, reverse=True)
 
 
@@ -129,3 +132,16 @@ def delete_upload(name: str) -> None:
 def _stored_runs() -> list[RunInfo]:
     store = RunStore(read_only=True)
     return store.infos() if store.catalogue_path.exists() else []
+
+
+def _catalogue() -> tuple[str, tuple[int, ...]]:
+    store = RunStore(read_only=True)
+    return str(store.root.resolve()), store.catalogue_version()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _runs_per_dataset(root: str, version: tuple[int, ...]) -> dict[str, int]:
+    """The number of stored runs and jobs on each dataset, read again only when the catalogue
+    changed (the sidebar asks on every rerun)."""
+    store = RunStore(root, read_only=True)
+    return Counter(info.dataset for info in store.infos()) if store.catalogue_path.exists() else {}

@@ -250,14 +250,31 @@ def test_cli_refuses_log_odds_for_a_regression_head_and_takes_an_override(head_d
 def test_cli_predict_shows_the_heads_prediction(head: str, head_dirs, tmp_path, capsys) -> None:
     texts = tmp_path / "texts.jsonl"
     texts.write_text('{"text": "the movie was great"}\n')
-    code = main(["predict", "--model", head_dirs[head], "--texts", str(texts), "--threshold", "0.3"])
+    threshold = ["--threshold", "0.3"] if head == "multi_label" else []
+    code = main(["predict", "--model", head_dirs[head], "--texts", str(texts), *threshold])
     payload = json.loads(capsys.readouterr().out)
     assert code == 0 and payload["head"] == head
     row = payload["examples"][0]
     if head == "regression":
-        assert len(row["scores"]) == 1 and "predicted" not in row
+        assert len(row["scores"]) == 1 and "predicted" not in row and "threshold" not in payload
     else:
         assert row["labels"] == [i for i, p in enumerate(row["probabilities"]) if p >= 0.3]
+        assert payload["threshold"] == 0.3
+
+
+@pytest.mark.parametrize("head", ["single_label", "regression"])
+def test_cli_predict_refuses_a_threshold_its_head_would_ignore(
+    head: str, head_dirs, toy_bert_folder, tmp_path, capsys
+) -> None:
+    """Only a multi-label head's labels are chosen by a threshold: elsewhere it is refused, not
+    silently dropped."""
+    model = toy_bert_folder if head == "single_label" else head_dirs[head]
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "the movie was great"}\n')
+    code = main(["predict", "--model", model, "--texts", str(texts), "--threshold", "0.3"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert f"--threshold picks a multi-label head's labels; {model}'s head is {head}" in captured.err
 
 
 def test_cli_refuses_a_model_with_no_head_in_one_line(tmp_path, capsys) -> None:

@@ -111,6 +111,27 @@ def test_an_interval_is_cut_to_the_values_range() -> None:
     cut = Summary.of(values, skipped=1, bounds=(0.0, 1.0))
     assert (cut.mean, cut.low, cut.high, cut.n, cut.skipped) == (mean, low, 1.0, 4, 1)
     assert mean_interval([0.0, 0.0, 0.1], bounds=(0.0, 1.0))[1] == 0.0
+    # a regression head's scores under a probability metric's range: not theirs, so not cut
+    scores = [2.0, 3.0, 4.5]
+    assert mean_interval(scores, bounds=(0.0, 1.0)) == mean_interval(scores)
+    assert mean_interval(scores)[1] < 3.1667 < mean_interval(scores)[2]
+
+
+def test_a_mean_curves_band_is_cut_to_the_curves_range() -> None:
+    """Each point of a slice's mean curve has the interval of its values, cut to the metric's
+    range as a summary's is: a deletion curve's band stays inside [0, 1] where the plain t
+    interval of four probabilities near 1 passes it; a regression score's band is left alone."""
+    from metrics.base import mean_interval
+    from metrics.faithfulness import mean_curve
+
+    curves = [((0.0, p), (1.0, q)) for p, q in [(0.95, 0.2), (1.0, 0.1), (1.0, 0.5), (0.9, 0.0)]]
+    plain, cut = mean_curve(curves), mean_curve(curves, bounds=(0.0, 1.0))
+    assert plain["x"] == cut["x"] == [0.0, 1.0] and plain["mean"] == cut["mean"]
+    assert plain["high"][0] > 1.0 and plain["low"][1] < 0.0  # what the band was before
+    assert cut["high"][0] == 1.0 and cut["low"][1] == 0.0
+    assert cut["low"][0] == plain["low"][0] == mean_interval([0.95, 1.0, 1.0, 0.9])[1]
+    scores = [((0.0, 1.5), (1.0, 0.2)), ((0.0, 2.5), (1.0, 0.1))]
+    assert mean_curve(scores, bounds=(0.0, 1.0)) == mean_curve(scores)
 
 
 def test_one_value_has_no_interval_and_tables_print_none() -> None:

@@ -111,14 +111,6 @@ REGRESSION_Y = {
     "comprehensiveness": "f(x) − f(x without them)",
     "sufficiency": "f(x) − f(only them)",
 }
-# the range each curve's values can take for a probability: a band is drawn inside it
-# (``ui.charts.band_trace``); a regression score has none
-CURVE_BOUNDS = {
-    "deletion": (0.0, 1.0),
-    "insertion": (0.0, 1.0),
-    "comprehensiveness": (-1.0, 1.0),
-    "sufficiency": (-1.0, 1.0),
-}
 
 
 def curve_axes(metric: str, head: str = "single_label") -> tuple[str, str, str]:
@@ -140,18 +132,18 @@ def mean_curve_figure(
     """The mean ``metric`` curve of every method with its 95% band
     (``engine.slice_report.mean_curves``); with ``summary`` (``[method][metric]`` ->
     ``metrics.base.Summary``) each legend entry shows the method's mean value and each point its
-    band on hover. ``head`` (``core.heads``) names the explained output: a regression head's score
-    is not clipped to a probability's range. ``title``: by default "mean <metric> curve (95%
-    band)", its tail in parentheses on a line of its own (``ui.charts.curve_layout``)."""
+    band on hover; the bands come cut to a probability's range. ``head`` (``core.heads``) names
+    the explained output, a regression head's score or a probability, for the y axis. ``title``:
+    by default "mean <metric> curve (95% band)", its tail in parentheses on a line of its own
+    (``ui.charts.curve_layout``)."""
     theme = current()
-    bounds = None if head == "regression" else CURVE_BOUNDS.get(metric)
     figure = go.Figure()
     for index, (method, per) in enumerate(curves.items()):
         curve = per.get(metric)
         if not curve:
             continue
         line = theme.method_colour(method, index)
-        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method, bounds))
+        figure.add_trace(band_trace(curve["x"], curve["low"], curve["high"], line, method))
         name, hover, band = method, f"<b>{html.escape(method)}</b><br>%{{y:.3f}}<extra></extra>", None
         if summary is not None:
             name = legend_name(method, summary[method][metric].mean)

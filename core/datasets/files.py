@@ -189,8 +189,9 @@ def read_file_table(name: str) -> Dataset:
 
     path = file_path(name)
     builder, options = BUILDERS[path.suffix.lower()]
-    bars = datasets.is_progress_bar_enabled()
+    bars, verbosity = datasets.is_progress_bar_enabled(), datasets.logging.get_verbosity()
     datasets.disable_progress_bars()  # a local file reads in a moment: no "Generating train split" bar
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its parse error is ours to say, once
     try:
         table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
     except Exception as error:
@@ -200,6 +201,7 @@ def read_file_table(name: str) -> Dataset:
         reason = " ".join(str(cause).split())[:300]
         raise ValueError(f"cannot read {path} as a {path.suffix.lstrip('.')} file: {reason}") from error
     finally:
+        datasets.logging.set_verbosity(verbosity)
         if bars:
             datasets.enable_progress_bars()
     if any(c.startswith("__index_level_") for c in table.column_names):  # pandas' name for surplus fields

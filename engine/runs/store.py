@@ -109,6 +109,12 @@ class RunStore:
     def catalogue_path(self) -> Path:
         return self.root / CATALOGUE
 
+    def catalogue_version(self) -> tuple[int, ...]:
+        """The modification times of the catalogue and its write-ahead log (0 for a missing one):
+        a read cached under them is fresh while they are unchanged."""
+        path = self.catalogue_path
+        return tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
+
     # ------------------------------------------------------------------ connections
 
     @contextlib.contextmanager

@@ -7,12 +7,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metrics.base import mean_interval
+from metrics.base import lie_within, mean_interval
 
 
-def mean_curve(curves: Sequence[Sequence[tuple[float, float]]], n_points: int = 21) -> dict[str, list[float]]:
+def mean_curve(
+    curves: Sequence[Sequence[tuple[float, float]]],
+    n_points: int = 21,
+    bounds: tuple[float, float] | None = None,
+) -> dict[str, list[float]]:
     """Pointwise mean and 95% interval of several curves: on their shared x when they all have
-    the same x (bins), else on ``n_points`` evenly spaced x by linear interpolation."""
+    the same x (bins), else on ``n_points`` evenly spaced x by linear interpolation. ``bounds``
+    is the range of the curves' y (a probability's [0, 1]), which each point's interval is cut
+    to as ``metrics.base.mean_interval`` cuts it, unless a curve passes it somewhere (a regression
+    head's score)."""
     curves = [c for c in curves if c]
     if not curves:
         return {"x": [], "mean": [], "low": [], "high": []}
@@ -23,7 +30,9 @@ def mean_curve(curves: Sequence[Sequence[tuple[float, float]]], n_points: int = 
         else np.linspace(min(x[0] for x in xs), max(x[-1] for x in xs), n_points)
     )
     ys = np.stack([np.interp(grid, [x for x, _ in c], [y for _, y in c]) for c in curves])  # (curves, points)
-    stats = [mean_interval(ys[:, j]) for j in range(len(grid))]
+    if bounds is not None and not lie_within(ys, bounds):
+        bounds = None
+    stats = [mean_interval(ys[:, j], bounds=bounds) for j in range(len(grid))]
     return {
         "x": grid.tolist(),
         "mean": [s[0] for s in stats],
