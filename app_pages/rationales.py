@@ -150,7 +150,7 @@ def slice_view(
     )
     imported_note(imported, result.missing, len(indices))
     R.summary_table(result, metric_params["iou"]["threshold"])
-    R.convention_note(metric_params)
+    R.convention_note(metric_params, pairs=len(examples[0].segments) > 1 if examples else True)
     R.micro_table(result)
     R.threshold_table(result, objective)
     R.worst_examples(result, open_example)
@@ -183,7 +183,8 @@ elif selection.example is not None:
     annotators = len(selection.example.rationales)
 options = ["majority", "any", *(str(i) for i in range(annotators if annotators > 1 else 0))]
 own = view == VIEWS[0] and selection.example is not None and not selection.example.has_rationale
-metric_params, annotator = R.settings_form(options, own=own)
+pairs = selection.example is None or len(selection.example.segments) > 1
+metric_params, annotator = R.settings_form(options, own=own, pairs=pairs)
 if not methods and not imported:
     st.info("Choose at least one method.")
     st.stop()

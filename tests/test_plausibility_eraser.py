@@ -108,3 +108,18 @@ def test_page_offers_the_convention_and_counts_documents(toy_folder, monkeypatch
     assert table.loc["random", "AUPRC ↑"].endswith(" n=6")  # three pairs, two documents each
     assert "nan" not in table.loc["random", "IOU-F1 ↑"]  # its figure has no interval: the mean alone
     assert any("ERASER's convention" in c.value for c in app.caption)
+
+
+@pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason="shared data folder missing")
+@pytest.mark.parametrize(
+    ("dataset", "split", "labels"),
+    [
+        ("esnli", "dev_highlighted", ["a pair is one document", "ERASER: premise and hypothesis are two documents"]),
+        ("hatexplain", "test", ["mean of the examples' scores", "ERASER: pooled over documents"]),
+    ],
+)
+def test_the_convention_speaks_of_pairs_only_for_pairs(toy_folder, monkeypatch, dataset, split, labels) -> None:
+    """A single text has no premise and hypothesis: there the two conventions differ only in how
+    the slice averages (over examples, or pooled over documents as ERASER's scorer does)."""
+    app = page(dataset, split, 0, toy_folder, monkeypatch)
+    assert app.radio(key="rationales.convention").options == labels

@@ -61,7 +61,7 @@ def words_shown(words: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 def word_label(example, im, loo, i: int) -> str:
     """Word ``i`` with its IM and leave-one-out scores, which change with the parameters."""
-    return f"{i}: {example.words[i]}  (IM {fixed(im.scores[i], 3, True)}, LOO {fixed(loo.scores[i], 3, True)})"
+    return f"{i}: {example.words[i]}  (IM {fixed(im.scores[i], 3, True)}, LOO_empty {fixed(loo.scores[i], 3, True)})"
 
 
 def word_panel(example, im, row: dict, word: int, table: list, output: str) -> None:

@@ -31,6 +31,8 @@ THRESHOLD_METRICS = tuple(k for k in METRICS if INFOS[k].thresholded)
 CONVENTION = {f.name: f for k in METRICS for f in INFOS[k].fields}.get("convention")
 CONVENTION_METRICS = tuple(k for k in METRICS if any(f.name == "convention" for f in INFOS[k].fields))
 CONVENTION_LABELS = {"ours": "a pair is one document", "eraser": "ERASER: premise and hypothesis are two documents"}
+# for single texts, where a document is an example and the conventions differ in averaging only
+SINGLE_TEXT_LABELS = {"ours": "mean of the examples' scores", "eraser": "ERASER: pooled over documents"}
 CEILING_ROW = "humans (each vs the others)"
 READER_ROW = "you (vs each annotator)"  # the reader's own highlight beside the annotators'
 NOT_METHODS = (CEILING_ROW, READER_ROW)
@@ -77,10 +79,11 @@ TAUS = tuple(round(0.05 * i, 2) for i in range(1, 20))  # the threshold slider's
 SELECTIONS = ("top_k", "threshold")
 
 
-def settings_form(options: list[str], own: bool = False) -> tuple[dict, str]:
-    """Threshold, human mask, selection mode and k; returns every metric's parameters and the
-    human mask compared against. ``own``: the reader marks the words (``ui.highlight``), so there
-    are no annotators to pick from."""
+def settings_form(options: list[str], own: bool = False, pairs: bool = True) -> tuple[dict, str]:
+    """Threshold, human mask, selection mode, k and the ERASER metrics' document convention (said
+    in terms of single texts when the examples are not ``pairs``); returns every metric's
+    parameters and the human mask compared against. ``own``: the reader marks the words
+    (``ui.highlight``), so there are no annotators to pick from."""
     # two rows: in four columns at 1,024 px the Human mask left "majority of the annotators" 91 px;
     first, second = st.columns([2, 3])  # the first row is 2:3, as in halves it still lacked 3 px
     third, fourth = st.columns(2)
@@ -120,7 +123,7 @@ def settings_form(options: list[str], own: bool = False) -> tuple[dict, str]:
     convention = st.radio(
         f"Documents for {', '.join(LABELS[k] for k in CONVENTION_METRICS)}",
         CONVENTION.choices if CONVENTION else ("ours",),
-        format_func=CONVENTION_LABELS.get,
+        format_func=(CONVENTION_LABELS if pairs else SINGLE_TEXT_LABELS).get,
         horizontal=True,
         key="rationales.convention",
         persist_state="session",
@@ -136,13 +139,14 @@ def settings_form(options: list[str], own: bool = False) -> tuple[dict, str]:
     return params, annotator
 
 
-def convention_note(metric_params: dict) -> None:
+def convention_note(metric_params: dict, pairs: bool = True) -> None:
     """Say which document convention the slice's ERASER figures use when it is ERASER's."""
     if CONVENTION_METRICS and metric_params[CONVENTION_METRICS[0]].get("convention") == "eraser":
+        documents = "premise and hypothesis scored as two documents and" if pairs else "each text one document,"
         st.caption(
-            f"{', '.join(LABELS[k] for k in CONVENTION_METRICS)}: ERASER's convention, premise and hypothesis "
-            "scored as two documents and averaged over the slice's documents as ERASER's scoring code does (n "
-            "counts documents; IOU-F1 is the F1 of the mean precision and mean recall, so it has no interval)."
+            f"{', '.join(LABELS[k] for k in CONVENTION_METRICS)}: ERASER's convention, {documents} averaged over "
+            "the slice's documents as ERASER's scoring code does (n counts documents; IOU-F1 is the F1 of the mean "
+            "precision and mean recall, so it has no interval)."
         )
 
 
