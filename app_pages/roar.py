@@ -22,6 +22,7 @@ from ui.roar import (
     SYNTHETIC_SOURCE,
     curve_figure,
     faithfulness_table,
+    few_seeds_note,
     leakage_lines,
     removal_rows,
     source_labels,
@@ -86,6 +87,8 @@ def job_view(report: dict, key: str) -> None:
     )
     table = faithfulness_table(summary)
     st.dataframe(table, hide_index=True)
+    if note := few_seeds_note(job["seeds"]):
+        st.caption(note)
     for line in leakage_lines(summary):
         st.warning(f"Class leakage? {line}")
     with st.expander("t-tests (Pham et al. 2022: Welch, two-sided, over seeds)"):

@@ -42,6 +42,9 @@ def test_the_bundled_job_shows_offline(monkeypatch, tmp_path) -> None:
         mean = expected["faithfulness"][method]["mean"]
         assert shown == ("–" if mean is None else f"{mean:.1f}")
     assert report["command"].startswith("python -m cli roar --task sst2")
+    # two seeds: the intervals are t(0.975, 1) = 12.7 standard errors wide, and the page says why
+    assert report["job"]["seeds"] == 2
+    assert any("With 2 seeds a 95% interval reaches 12.7 standard errors" in c.value for c in at.caption)
     assert any(report["command"] in code.value for code in at.code)
     removed = "".join(m.value for m in at.markdown)
     assert "<s " in removed  # removed words struck through

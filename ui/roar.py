@@ -123,6 +123,21 @@ def faithfulness_table(summary: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def few_seeds_note(seeds: int) -> str:
+    """Why a job of two to four seeds has wide intervals: its t quantile is 3.2 to 12.7 (none for
+    one seed, which has no interval, nor from five on, where the quantile is below 2.8)."""
+    if not 2 <= seeds <= 4:
+        return ""
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, seeds - 1)
+    return (
+        f"With {seeds} seeds a 95% interval reaches {half:.1f} standard errors either side of the mean (Student's t "
+        f"with {seeds - 1} degree{'s' * (seeds > 2)} of freedom), so it is wide: more seeds (the job form's Seeds, "
+        "`--seeds` on the command line) narrow it."
+    )
+
+
 def t_test_table(summary: dict[str, Any]) -> pd.DataFrame:
     """Pham et al.'s Welch t-test between every two methods at each level."""
     return pd.DataFrame(
