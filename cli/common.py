@@ -160,7 +160,8 @@ def stored_runs(results_dir: str | None):
     from engine.runs.store import RunStore
 
     if results_dir is not None and not Path(results_dir).expanduser().is_dir():
-        raise ValueError(f"--results-dir {results_dir}: no such folder (no run store there)")
+        what = "a file, not a folder" if Path(results_dir).expanduser().exists() else "no such folder"
+        raise ValueError(f"--results-dir {results_dir}: {what} (no run store there)")
     return RunStore(results_dir, read_only=True)
 
 

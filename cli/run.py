@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from engine.runs.executor import EXECUTORS
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
     executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stopped run, on either executor, not a killed one
     try:
         outcome = execute(
             opened,
@@ -43,16 +45,21 @@ def run(args: argparse.Namespace) -> int:
             actors=args.actors,
             progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
         )
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit) as stop:
         info = store.get(opened.info.run_id)
         print_stopped(
             f"{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
             f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`"
         )
-        return 130
+        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
     if outcome.computed_units == 0 and not args.quiet:
         print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (``kill``, a service manager) ends a run as Ctrl-C does: marked stopped, resumable."""
+    sys.exit(128 + signum)
 
 
 def run_spec(args: argparse.Namespace):

@@ -105,8 +105,8 @@ def run_json(info, root: Path | None = None) -> dict:
     live = read_live(root, info) if root is not None else None
     return {
         "run_id": info.run_id,
-        "status": info.status,
-        "writer_gone": info.writer_gone,  # status running, its process gone: killed
+        "status": info.shown_status,  # killed: marked running, its writer gone, as the text says
+        "writer_gone": info.writer_gone,
         "error": info.error,
         "kind": info.kind,
         "model": info.model,

@@ -48,22 +48,24 @@ def replaced_atomically(final: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) until the block ends, then deliver it to the handler that was there
-    (Python's raises ``KeyboardInterrupt``). DuckDB answers an interrupt inside a query with
-    ``RuntimeError: Query interrupted``, which would end a catalogue transaction half-way and turn
-    a stopped run into a failed one. Only the main thread can set a signal handler, so elsewhere
-    the block runs as it is."""
+    """Hold Ctrl-C (SIGINT) and SIGTERM until the block ends, then deliver the first to the
+    handler that was there (Python's raises ``KeyboardInterrupt``; ``cli run`` exits on SIGTERM).
+    DuckDB answers an interrupt inside a query with ``RuntimeError: Query interrupted``, which
+    would end a catalogue transaction half-way and turn a stopped run into a failed one. Only the
+    main thread can set a signal handler, so elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, lambda signum, frame: caught.append(signum)) for signum in held}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if caught:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(caught[0])
 
 
 def write_text_atomic(path: Path, text: str) -> None:

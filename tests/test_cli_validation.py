@@ -235,7 +235,7 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path) -> None:
 def test_a_results_dir_that_is_no_folder_is_named_not_read_as_an_empty_store(capsys, tmp_path) -> None:
     """``runs --results-dir`` with a typo printed "no runs in ..." and exited 0."""
     (tmp_path / "a-file").write_text("not a store")
-    for folder in (tmp_path / "nope", tmp_path / "a-file"):
+    for folder, said in ((tmp_path / "nope", "no such folder"), (tmp_path / "a-file", "a file, not a folder")):
         for argv in (["runs"], ["show", "run-000000000000"], ["reproduce", "marc-table1", "--cached"]):
-            refused(capsys, [*argv, "--results-dir", str(folder)], f"--results-dir {folder}: no such folder")
+            refused(capsys, [*argv, "--results-dir", str(folder)], f"--results-dir {folder}: {said}")
     assert not (tmp_path / "nope").exists()

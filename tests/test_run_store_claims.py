@@ -85,6 +85,10 @@ def test_claim_takes_a_dead_writers_run_and_leaves_a_done_run_alone(stopped_run)
     store, run_id = stopped_run
     release(gone := claimer(store.root, run_id))
     assert store.get(run_id).writer_gone
+    from cli.show import run_json
+
+    dead = run_json(store.get(run_id))  # what `runs --json` and `show --json` print
+    assert (dead["status"], dead["writer_gone"]) == ("killed", True)  # it said "running", the text "killed"
     folder = store.root / "runs" / run_id
     (folder / "models").mkdir(parents=True, exist_ok=True)
     left = [folder / ".unit-00001.parquet.4242.0a1b2c3d.tmp", folder / "models" / ".unit-00002.4242.0a1b2c3d.tmp"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -408,6 +409,24 @@ def test_a_run_killed_with_sigkill_resumes_without_loss_or_duplicates(toy_bert_f
     reference_store = RunStore(tmp_path / "reference")
     reference = execute(open_run(spec, reference_store), reference_store, executor="serial")
     assert comparable(table) == comparable(reference_store.read_table(reference.info.run_id))
+
+
+@pytest.mark.slow  # a subprocess that loads torch
+def test_a_run_sent_sigterm_is_stopped_not_failed(toy_bert_folder, tmp_path):
+    """SIGTERM (``kill``, a service manager) ends a run as Ctrl-C does: marked ``stopped``,
+    resumable, exit status 143. On Ray it was ``failed`` with the error "SystemExit: 15", and the
+    serial executor died at once, leaving the run to be found ``killed``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTRIBUTION_RESULTS_DIR": str(tmp_path / "results")}
+    args = ["--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev", "--limit", "40", "--chunk-size", "1"]
+    args += ["--methods", "loo_empty,integrated_gradients", "--metrics", "comprehensiveness"]
+    command = [sys.executable, "-m", "cli", "run", *args, "--executor", "serial", "--quiet", "--json"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    store = RunStore(tmp_path / "results", read_only=True)
+    run_id = kill_once_done(process, store.catalogue_path, "rows_done", 3, timeout_s=120, signum=signal.SIGTERM)
+    stopped = store.get(run_id)
+    assert process.returncode == 143 and stopped.status == "stopped" and stopped.error in (None, "")
+    assert 3 <= stopped.rows_done < 40
+    assert f"{run_id} stopped after {stopped.rows_done} of 40 examples" in process.stderr.read().decode()
 
 
 @pytest.mark.slow

@@ -230,7 +230,7 @@ def execute(
         else:
             used = run_ray(spec, units, commit, progress, within=tracker.within, address=address, actors=actors)
         _check_complete(store, info, executor)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (Ray's driver handler exits on it)
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
     except BaseException as error:
