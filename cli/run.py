@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM (``kill``, a service manager) ends a run as Ctrl-C does: marked stopped, resumable."""
+    """SIGTERM (``kill``, a service manager) ends a run as Ctrl-C does: stopped, resumable."""
     sys.exit(128 + signum)
 
 
