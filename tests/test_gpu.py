@@ -296,3 +296,73 @@ def test_running_out_of_device_memory_halves_the_batch(cpu_loaded, gpu_loaded) -
     assert clf.batch_size < 8192, "the capped device never ran out: the test proves nothing"
     expected = Classifier(cpu_loaded, batch_size=512).predict_proba(variants)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-6)
+
+
+# Methods that read each head and architecture their own way: gradients of a sigmoid or a raw
+# score, attention rows of a decoder, the scorer's padded batches (a decoder's last real token).
+OTHER_MODEL_METHODS = [
+    "loo_empty", "saliency", "grad_x_input", "integrated_gradients", "deeplift", "occlusion", "attention_rollout",
+    "lime", "kernel_shap", "partition_shap",
+]  # fmt: skip
+OTHER_MODEL_EXAMPLES = [
+    Example((("the", "movie", "was", "great"),), id="gpu/a"),
+    Example((("the", "plot", "was", "very", "boring", "and", "bad", "but", "the", "actors", "fun"),), id="gpu/b"),
+    Example((("bad", "movie"),), id="gpu/c"),
+]
+
+
+def _other_model(kind: str) -> torch.nn.Module:
+    """A random multi-label or regression BERT, or a GPT-2 classifier (with a pad id, or without
+    one, when the scorer must not pad), over the toy vocabulary."""
+    from transformers import BertForSequenceClassification, GPT2Config, GPT2ForSequenceClassification
+
+    if kind.startswith("gpt2"):
+        torch.manual_seed(2)
+        config = GPT2Config(
+            vocab_size=len(VOCAB), n_embd=64, n_layer=2, n_head=4, n_positions=64, initializer_range=0.2,
+            bos_token_id=VOCAB["[CLS]"], eos_token_id=VOCAB["[SEP]"],
+            pad_token_id=None if kind == "gpt2 without a pad id" else VOCAB["[PAD]"],
+        )  # fmt: skip
+        config.id2label, config.label2id = {0: "negative", 1: "positive"}, {"negative": 0, "positive": 1}
+        return GPT2ForSequenceClassification(config).eval()
+    names = ("toxic", "insult", "threat") if kind == "multi_label" else ("score",)
+    problem = "multi_label_classification" if kind == "multi_label" else "regression"
+    config = _config(
+        3, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        num_labels=len(names), id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)},
+        problem_type=problem,
+    )  # fmt: skip
+    return BertForSequenceClassification(config).eval()
+
+
+@pytest.mark.parametrize("kind", ["multi_label", "regression", "gpt2", "gpt2 without a pad id"])
+def test_other_heads_and_a_decoder_on_cuda_equal_cpu(kind: str, mlms) -> None:
+    """A multi-label head, a regression head and a decoder (GPT-2, its logits read at each row's
+    last real token) explain three examples of different lengths together on CUDA as on the CPU,
+    and their faithfulness metrics agree."""
+    from engine.evaluate import evaluate_slice
+    from engine.slice_report import metric_values
+
+    model = _other_model(kind)
+    cpu = classifier_from_model(copy.deepcopy(model), toy_tokenizer(), name=kind, device="cpu")
+    gpu = classifier_from_model(model, toy_tokenizer(), name=kind, device="cuda")
+    targets = [len(Classifier(cpu).head.label_names) - 1] * len(OTHER_MODEL_EXAMPLES)
+    for key in OTHER_MODEL_METHODS:
+        spec = explainers.get(key)
+        on_cpu = explainers.run_explainers(spec, Classifier(cpu), OTHER_MODEL_EXAMPLES, targets, _params(spec))
+        on_gpu = explainers.run_explainers(spec, Classifier(gpu), OTHER_MODEL_EXAMPLES, targets, _params(spec))
+        for a, b in zip(on_cpu, on_gpu, strict=True):
+            error = _relative_error(b.scores, a.scores)
+            _report({"test": "other_model", "model": kind, "method": key, "relative_error": error})
+            assert np.isfinite(b.scores).all() and error <= 1e-3, f"{kind} {key}: relative error {error:.2e}"
+    assert all(p.device.type == "cuda" and not p.requires_grad for p in gpu.model.parameters())
+    params = metric_params(["deletion", "comprehensiveness", "sufficiency"])
+    methods = ["loo_empty", "saliency"]
+    cpu_slice = metric_values(evaluate_slice(Classifier(cpu), OTHER_MODEL_EXAMPLES, methods, params, seed=0))
+    gpu_slice = metric_values(evaluate_slice(Classifier(gpu), OTHER_MODEL_EXAMPLES, methods, params, seed=0))
+    for method, per_metric in cpu_slice.items():
+        for metric, values in per_metric.items():
+            np.testing.assert_allclose(
+                np.asarray(gpu_slice[method][metric], dtype=float), np.asarray(values, dtype=float),
+                rtol=1e-3, atol=1e-5, err_msg=f"{kind} {method} {metric}",
+            )  # fmt: skip
