@@ -4,9 +4,12 @@ work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 from engine.runs.executor import EXECUTORS
 from engine.runs.spec import DEFAULT_CHUNK_SIZE
@@ -35,16 +38,16 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
     executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stopped run, on either executor, not a killed one
     try:
-        outcome = execute(
-            opened,
-            store,
-            executor=executor,
-            address=args.address,
-            actors=args.actors,
-            progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
-        )
+        with _sigterm_stops_the_run():  # a stopped run, on either executor, not a killed one
+            outcome = execute(
+                opened,
+                store,
+                executor=executor,
+                address=args.address,
+                actors=args.actors,
+                progress=progress_bar(opened.info.rows_total, enabled=not args.quiet),
+            )
     except (KeyboardInterrupt, SystemExit) as stop:
         info = store.get(opened.info.run_id)
         print_stopped(
@@ -57,8 +60,22 @@ def run(args: argparse.Namespace) -> int:
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
 
 
+@contextlib.contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM (``kill``, a service manager) ends the run as Ctrl-C does: stopped, resumable. The
+    handler that was there is put back afterwards (``cli.main`` may be called in-process), and
+    only the main thread can set one, so elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM (``kill``, a service manager) ends a run as Ctrl-C does: stopped, resumable."""
     sys.exit(128 + signum)
 
 

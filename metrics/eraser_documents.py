@@ -15,11 +15,13 @@ averages therefore run over documents, not over examples:
   per document the model scores, i.e. every document here, averaged; a document with no human
   word scores what that curve gives it (0.5), as in ERASER's code.
 
-Here a document is a segment of the example (one for a single text, two for a pair, so the
-convention changes nothing on SST-2, movies or HateXplain). Which words a map selects is decided
-over the whole example, as in our convention (top-k with k the human count, or tau). One
-example's value is the convention applied to its documents; a slice's figure pools the documents
-of all its examples (``document_summary``), as ERASER's code pools them over a split.
+Here a document is a segment of the example (one for a single text, two for a pair). On a single
+text (SST-2, movies, HateXplain) one example's value is the same under both conventions, but a
+slice's IOU-F1 is not: ERASER's is the F1 of the mean precision and the mean recall, ours the
+mean of the examples' F1s. Which words a map selects is decided over the whole example, as in
+our convention (top-k with k the human count, or tau). One example's value is the convention
+applied to its documents; a slice's figure pools the documents of all its examples
+(``document_summary``), as ERASER's code pools them over a split.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def one_error_line(capsys) -> str:
 
 
 def test_an_executor_that_returns_with_units_missing_fails_the_run(toy_bert_folder, tmp_path, monkeypatch) -> None:
-    def lost_units(spec, units, commit, progress=None, *, within=None, address=None, actors=None):
+    def lost_units(spec, units, commit, ready=None, *, within=None, address=None, actors=None):
         return {}  # as Ray's ActorPool with no actors (--actors -1 on a GPU cluster): no unit comes back
 
     store = RunStore(tmp_path)
@@ -204,3 +204,31 @@ def test_gold_target_on_unlabelled_data_is_refused_before_the_run_is_written(toy
     assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 2
     assert "target 'gold' needs gold labels and these examples have none" in one_error_line(capsys)
     assert RunStore(tmp_path, read_only=True).infos() == []  # no failed run left behind
+
+
+def test_a_resumed_runs_progress_never_goes_back_while_its_actors_start(toy_bert_folder, tmp_path, monkeypatch) -> None:
+    """The Ray executor's "actor(s) ready" line comes through the run's tracker: a resumed run's
+    bar stays at the rows already stored (it went back to 0 of 3, with a negative rate)."""
+    store = RunStore(tmp_path)
+    spec = small_spec(toy_bert_folder)
+    real_serial = executor_module.run_serial
+
+    def stopped_after_one(spec, units, commit, ready=None, *, within=None, **options):
+        real_serial(spec, units[:1], commit, within)
+        raise KeyboardInterrupt
+
+    def actors_then_units(spec, units, commit, ready=None, *, within=None, **options):
+        ready("1 actor(s) ready after 0.1 s")
+        real_serial(spec, units, commit, within)
+        return {"actors": 1, "gpus": 0, "startup_s": 0.1}
+
+    monkeypatch.setattr(executor_module, "run_ray", stopped_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        execute(open_run(spec, store), store, executor="ray")
+    monkeypatch.setattr(executor_module, "run_ray", actors_then_units)
+    reports: list[tuple[float, str]] = []
+    execute(open_run(spec, store, resume=None), store, executor="ray", progress=lambda f, m: reports.append((f, m)))
+    fractions = [fraction for fraction, _ in reports]
+    assert fractions[0] == pytest.approx(1 / 3) and fractions[-1] == 1.0
+    assert fractions == sorted(fractions), reports
+    assert any("actor(s) ready" in message and fraction == pytest.approx(1 / 3) for fraction, message in reports)

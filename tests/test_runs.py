@@ -303,7 +303,9 @@ def test_show_prints_what_evaluate_prints_for_the_same_slice(toy_bert_folder, tm
     common += ["--param", "deletion.fraction=0.5", "--per-example", "--json", "--quiet"]
     assert main(["evaluate", *common]) == 0
     evaluated = json.loads(capsys.readouterr().out)
+    before = signal.getsignal(signal.SIGTERM)
     assert main(["run", *common, "--executor", "serial", "--chunk-size", "2"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before  # run's own handler is gone once it returns
     ran = json.loads(capsys.readouterr().out)
     assert main(["show", ran["run"]["run_id"], "--per-example", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

@@ -228,7 +228,7 @@ def execute(
         if executor == "serial":
             run_serial(spec, units, commit, tracker.within)
         else:
-            used = run_ray(spec, units, commit, progress, within=tracker.within, address=address, actors=actors)
+            used = run_ray(spec, units, commit, tracker.report, within=tracker.within, address=address, actors=actors)
         _check_complete(store, info, executor)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (Ray's driver handler exits on it)
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)

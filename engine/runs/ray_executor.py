@@ -33,15 +33,16 @@ def run_ray(
     spec: RunSpec,
     units: Sequence[Unit],
     commit: Commit,
-    progress: ProgressFn | None = None,
+    ready: Callable[[str], None] | None = None,
     *,
     within: Within | None = None,
     address: str | None = None,
     actors: int | None = None,
 ) -> dict[str, Any]:
     """The units on Ray actors (see the module docstring); returns what was used: ``actors``,
-    ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models). ``within(n_rows,
-    unit)`` gives the driver's callback for the progress of a unit under way."""
+    ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models). ``ready`` gets
+    one line once the actors hold the model (the run's tracker: the bar keeps the rows already
+    stored); ``within(n_rows, unit)`` gives the driver's callback for a unit under way."""
     import ray
     from ray.util import ActorPool
     from ray.util.queue import Queue
@@ -59,8 +60,8 @@ def run_ray(
         try:
             ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
             startup_s = time.perf_counter() - start
-            if progress is not None:
-                progress(0.0, f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
+            if ready is not None:
+                ready(f"{shape.actors} actor(s) ready after {startup_s:.1f} s")
             _run_pool(ActorPool(workers), units, commit, queue, within)
         finally:
             queue.shutdown()
