@@ -56,11 +56,9 @@ def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMetho
     override and autocast do not matter) on ``dataset``/``split``, scored on the model as this
     server loaded it (its fingerprint; the catalogue is read again only when it changed: pages
     ask on every rerun)."""
-    store = RunStore(read_only=True)
     plain_name = split_ref(model)[0]
     fingerprint = _fingerprint(plain_name)
-    version = store.catalogue_version()
-    return _imported_methods(str(store.root.resolve()), version, plain_name, dataset, split, fingerprint)
+    return _imported_methods(*RunStore(read_only=True).cache_key(), plain_name, dataset, split, fingerprint)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -101,7 +101,7 @@ def kept_uploads(mine: Collection[str]) -> list[KeptUpload]:
     folder = results_dir().absolute() / UPLOADS
     names = [FILE_PREFIX + str(path) for path in folder.glob("*/*") if path.is_file()]
     names = [name for name, hidden in zip(names, hidden_uploads(names, mine), strict=True) if not hidden]
-    runs = _runs_per_dataset(*_catalogue()) if names else {}
+    runs = _runs_per_dataset(*RunStore(read_only=True).cache_key()) if names else {}
     kept = []
     for name in names:
         stat = Path(name.removeprefix(FILE_PREFIX)).stat()
@@ -132,11 +132,6 @@ def delete_upload(name: str) -> None:
 def _stored_runs() -> list[RunInfo]:
     store = RunStore(read_only=True)
     return store.infos() if store.catalogue_path.exists() else []
-
-
-def _catalogue() -> tuple[str, tuple[int, ...]]:
-    store = RunStore(read_only=True)
-    return str(store.root.resolve()), store.catalogue_version()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -115,6 +115,11 @@ class RunStore:
         path = self.catalogue_path
         return tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (path, path.with_name(path.name + ".wal")))
 
+    def cache_key(self) -> tuple[str, tuple[int, ...]]:
+        """The store's resolved folder and ``catalogue_version()``: the key of a cached read of
+        the catalogue (the app's pages ask on every rerun)."""
+        return str(self.root.resolve()), self.catalogue_version()
+
     # ------------------------------------------------------------------ connections
 
     @contextlib.contextmanager
