@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
         print_json([run_json(info, store.root) for info in infos])
         return 0
     if not infos:
-        print(f"no runs in {store.root}")
+        print(f"no runs in {store.root}{_without_catalogue(store)}")
         return 0
     print(f"{'run':<16}  {'status':<8}  {'rows':>11}  {'wall':>8}  {'created (UTC)':<19}  model / data / methods")
     for info in infos:
@@ -34,6 +34,17 @@ def run(args: argparse.Namespace) -> int:
         if now:
             print(printable(f"{'':16}  now {now}"))
     return 0
+
+
+def _without_catalogue(store) -> str:
+    """What an empty listing leaves out: run folders whose catalogue was deleted (they hold rows
+    but not what the rows are of, so they cannot be listed)."""
+    if store.catalogue_path.exists():
+        return ""
+    folders = [path for path in (store.root / "runs").glob("run-*") if path.is_dir()]
+    if not folders:
+        return ""
+    return f", but {len(folders)} run folder(s) under runs/ without the catalogue ({store.catalogue_path.name}) to list them"
 
 
 def register(sub) -> None:

@@ -67,3 +67,15 @@ def test_reading_a_duckdb_file_without_the_catalogue_tables_is_one_line(tmp_path
     assert main(["runs", "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot use the run store's catalogue {tmp_path / CATALOGUE}") and "runs" in err
+
+
+def test_a_deleted_catalogue_with_run_folders_left_is_said_not_listed_as_empty(tmp_path, capsys) -> None:
+    """A catalogue deleted by hand leaves the runs' rows behind: ``runs`` says so rather than a bare
+    "no runs"."""
+    root = tmp_path / "results"
+    (root / "runs" / "run-0123456789ab").mkdir(parents=True)
+    assert main(["runs", "--results-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == (
+        f"no runs in {root}, but 1 run folder(s) under runs/ without the catalogue ({CATALOGUE}) to list them"
+    )
