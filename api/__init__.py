@@ -238,9 +238,7 @@ def evaluate(
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
     _check_batch_size(batch_size)
     keys = _method_keys(methods, DEFAULT_METHODS)
-    metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
-    if not metric_keys:
-        raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
+    metric_keys = _metric_keys(metrics)
     overrides = _overrides(params)
     unknown = set(overrides) - set(keys) - set(metric_keys)
     if unknown:
@@ -298,15 +296,30 @@ def _explainer(
 def _method_keys(methods: str | Sequence[str], default: str | Sequence[str]) -> list[str]:
     """The validated method keys, ``"default"`` being the calling function's ``default``; none is
     refused, as the command line refuses it (an empty result)."""
-    keys = explainers.resolve(methods if isinstance(methods, str) else list(methods), default)
+    keys = explainers.resolve(methods, default)
     if not keys:
         raise ValueError(f"no methods in {methods!r}: name at least one method key, 'default', 'panel' or 'all'")
+    return keys
+
+
+def _metric_keys(metrics: str | Sequence[str]) -> list[str]:
+    """The validated metric keys (``"all"``, comma-separated keys or a list of keys); none is
+    refused, as for methods."""
+    if not isinstance(metrics, str) and (
+        not isinstance(metrics, Sequence) or not all(isinstance(key, str) for key in metrics)
+    ):
+        raise ValueError(f"metrics must be metric keys (a list or comma-separated) or 'all', got {metrics!r:.80}")
+    keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
+    if not keys:
+        raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
     return keys
 
 
 def _overrides(params: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """Each method's or metric's parameter overrides as a dict; overrides that are no mapping are
     refused."""
+    if params is not None and not isinstance(params, Mapping):
+        raise ValueError(f"params must map method or metric keys to their parameters, got {params!r:.80}")
     overrides = {}
     for key, value in (params or {}).items():
         if not isinstance(value, Mapping):

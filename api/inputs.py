@@ -1,6 +1,7 @@
 """What the API's functions read as examples: one text, a (premise, hypothesis) pair or an
-``Example`` (``one_example``), and for ``evaluate`` and ``explain_many`` a ``datasets.Dataset``, a
-bundled dataset's split or a list of texts and ``Example``s (``read_examples``)."""
+``Example`` (``one_example``), and for ``evaluate`` and ``explain_many`` a ``datasets.Dataset`` (or
+a pandas DataFrame or a mapping of columns, read as one), a bundled dataset's split or a list of
+texts, pairs and ``Example``s (``read_examples``)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ def read_examples(
     columns: tuple[str, str | None, str | None] = ("text", None, "label"),
 ) -> list[Example]:
     """The first ``limit`` examples (all when None) of a named dataset's ``split`` (a data file's,
-    ``file:PATH``, every row when None), of a ``datasets.Dataset`` (``columns``: its text, text
-    pair and label columns, as ``examples_from_dataset`` reads them) or of a list of texts, pairs
-    and ``Example``s; a bad argument or no example at all is refused (``ValueError``)."""
+    ``file:PATH``, every row when None), of a ``datasets.Dataset``, a DataFrame or a mapping of
+    columns (``columns``: its text, text pair and label columns, as ``examples_from_dataset`` reads
+    them) or of a list of texts, pairs and ``Example``s; a bad argument or no example at all is
+    refused (``ValueError``)."""
     if limit is not None and not is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     if isinstance(dataset, str):
@@ -38,6 +40,8 @@ def read_examples(
         raise ValueError("split= is for a dataset name; select the split of a Dataset yourself")
     elif _is_hf_dataset(dataset):
         examples = examples_from_dataset(dataset, *columns, limit=limit)
+    elif (table := _as_hf_dataset(dataset)) is not None:
+        examples = examples_from_dataset(table, *columns, limit=limit)
     else:
         examples = _text_examples(dataset, limit)
     if not examples:
@@ -51,18 +55,40 @@ def _is_hf_dataset(value: Any) -> bool:
     return isinstance(value, Dataset)
 
 
+def _as_hf_dataset(value: Any) -> Dataset | None:
+    """A pandas DataFrame or a mapping of column names to columns as a ``datasets.Dataset`` (read
+    by its columns, not iterated: iterating either gives its column names); None for anything
+    else."""
+    from collections.abc import Mapping
+
+    from datasets import Dataset
+
+    if type(value).__name__ == "DataFrame" and hasattr(value, "columns"):
+        return Dataset.from_pandas(value, preserve_index=False)
+    if isinstance(value, Mapping):
+        try:
+            return Dataset.from_dict(dict(value))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"a mapping as the dataset must map column names to columns: {error}") from error
+    return None
+
+
 def _text_examples(items: Iterable[Example | str], limit: int | None) -> list[Example]:
-    """The first ``limit`` items: Examples as they are, texts as ``explain`` reads them; anything
-    else is refused with a ``ValueError``, as every bad argument of the API is."""
-    accepted = "give Examples, texts, a datasets.Dataset or a dataset name"
+    """The first ``limit`` items: Examples as they are, texts and (premise, hypothesis) pairs as
+    ``explain`` reads them; anything else is refused with a ``ValueError``, as every bad argument
+    of the API is."""
+    accepted = "give Examples, texts, (premise, hypothesis) pairs, a datasets.Dataset, a DataFrame or a dataset name"
     if not isinstance(items, Iterable):
         raise ValueError(f"the dataset is {items!r:.80} ({type(items).__name__}); {accepted}")  # noqa: TRY004
     examples = []
     for index, item in enumerate(itertools.islice(items, limit)):
-        if not isinstance(item, (Example, str)):
+        if not isinstance(item, (Example, str, tuple, list)):
             given = f"{item!r:.80} ({type(item).__name__})"
             raise ValueError(f"item {index} of the dataset is {given}; {accepted}")  # noqa: TRY004
-        examples.append(one_example(item, f"text/{index}"))
+        try:
+            examples.append(one_example(item, f"text/{index}"))
+        except ValueError as error:
+            raise ValueError(f"item {index} of the dataset: {error}") from None
     return examples
 
 

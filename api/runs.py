@@ -54,9 +54,8 @@ def run(
     ``evaluate``. ``executor`` is ``"serial"`` (this process, the default here) or ``"ray"`` (an
     embedded local Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the
     run's examples done, message)."""
-    from api import _method_keys, _overrides
-    from engine.evaluate import resolve_metrics
-    from engine.runs.executor import execute
+    from api import _method_keys, _metric_keys, _overrides
+    from engine.runs.executor import check_executor, execute
     from engine.runs.executor import open_run as open_stored_run
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
@@ -65,16 +64,19 @@ def run(
         raise ValueError(  # noqa: TRY004 - the API's refusals are ValueErrors, as evaluate's
             "a stored run names its model: give a bundled name, hub id or folder, not a model object"
         )
-    metric_keys = resolve_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
-    if not metric_keys:
-        raise ValueError(f"no metrics in {metrics!r}: name at least one metric key or 'all'")
+    if not isinstance(dataset, str) or not isinstance(split, str):
+        raise ValueError(  # noqa: TRY004
+            "a stored run names its data: give a bundled dataset name (or file:PATH) and a split; "
+            "api.evaluate takes a datasets.Dataset or a list of texts"
+        )
+    check_executor(executor)  # before the run is stored
     spec = RunSpec(
         model=model,
         dataset=dataset,
         split=split,
         limit=limit,
         methods=tuple(_method_keys(methods, DEFAULT_METHODS)),
-        metrics=tuple(metric_keys),
+        metrics=tuple(_metric_keys(metrics)),
         overrides=_overrides(params),
         seed=seed,
         target=target,
@@ -97,10 +99,10 @@ def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     import pandas as pd
 
     from engine.runs.live import read_live
-    from engine.runs.store import RunStore
+    from engine.runs.store import reading_store
 
-    store = RunStore(results_dir, read_only=True)
-    return pd.DataFrame(
+    store = reading_store(results_dir, "results_dir")
+    frame = pd.DataFrame(
         [
             {
                 "run_id": info.run_id,
@@ -122,6 +124,9 @@ def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
             for info in store.infos()
         ]
     )
+    if not frame.empty:
+        frame["seed"] = frame["seed"].astype("Int64")  # whole numbers, with <NA> for no seed (not 1.0)
+    return frame
 
 
 def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> EvaluationResult:
@@ -132,9 +137,9 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
     and count, as its repr shows). The head (probability or raw
     score) is the one the model's config gives, as the run explained it."""
     from engine.runs.executor import read_evaluation
-    from engine.runs.store import RunStore
+    from engine.runs.store import reading_store
 
-    store = RunStore(results_dir, read_only=True)
+    store = reading_store(results_dir, "results_dir")
     found = store.get(run_id)
     if found.kind not in EVALUATION_KINDS:
         raise ValueError(

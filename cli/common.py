@@ -155,14 +155,9 @@ def add_slice_options(parser: argparse.ArgumentParser, seed_help: str = "seed fo
 def stored_runs(results_dir: str | None):
     """The run store a reading command opens (read-only: nothing created); a folder named with
     ``--results-dir`` must exist, so a mistyped one is not read as an empty store."""
-    from pathlib import Path
+    from engine.runs.store import reading_store
 
-    from engine.runs.store import RunStore
-
-    if results_dir is not None and not Path(results_dir).expanduser().is_dir():
-        what = "a file, not a folder" if Path(results_dir).expanduser().exists() else "no such folder"
-        raise ValueError(f"--results-dir {results_dir}: {what} (no run store there)")
-    return RunStore(results_dir, read_only=True)
+    return reading_store(results_dir)
 
 
 def store_option(store) -> str:

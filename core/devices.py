@@ -20,6 +20,22 @@ def best_device() -> torch.device:
     return torch.device("cpu")
 
 
+def chosen_device(device: str | torch.device | None) -> torch.device:
+    """The device asked for (``best_device()`` for None); one this machine lacks, or a name torch
+    does not know, is refused in one line (torch would fail at the first tensor moved there)."""
+    if device is None:
+        return best_device()
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device {device!r} is not a torch device: {error}") from error
+    mps = getattr(torch.backends, "mps", None)
+    available = {"cuda": torch.cuda.is_available(), "mps": mps is not None and mps.is_available()}
+    if not available.get(chosen.type, True):
+        raise ValueError(f"device {str(chosen)!r} is not available on this machine (try 'cpu' or leave it out)")
+    return chosen
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     """A device that ran out of memory: torch's ``OutOfMemoryError``
     (``torch.cuda.OutOfMemoryError`` is the same class) or a backend's "out of memory" runtime error

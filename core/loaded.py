@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from core.attention_view import eager_view
-from core.devices import best_device
+from core.devices import chosen_device
 from core.first_token_view import first_token_view
 from core.heads import detect_head
 from core.last_token import reads_last_token
@@ -103,7 +103,7 @@ def load_classifier(name_or_path: str, device: str | torch.device | None = None)
         ) from error
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"cannot load {name_or_path!r} as a sequence classifier: {error}") from error
-    chosen = torch.device(device) if device is not None else best_device()
+    chosen = chosen_device(device)
     loaded = classifier_from_model(
         model, tokenizer, name=name_or_path, device=chosen, pair=model_info(name_or_path).get("pair")
     )
@@ -129,6 +129,10 @@ def classifier_from_model(
     config = getattr(model, "config", None)
     if not isinstance(model, torch.nn.Module) or config is None:
         raise ValueError(f"{name or type(model).__name__!r} is not a sequence classifier (no config)")
+    if getattr(model, "base_model_prefix", "") and getattr(model, "base_model", None) is model:  # BertModel: no head
+        raise ValueError(
+            f"{name or type(model).__name__!r} has no classification head: give a *ForSequenceClassification model"
+        )
     detect_head(config, name=repr(name or type(model).__name__))  # refuses a model with no head
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: one is needed to map words to subwords")
@@ -139,7 +143,7 @@ def classifier_from_model(
     except ValueError as error:
         raise ValueError(f"{name or type(model).__name__!r}: {error}") from error
     if device is not None:
-        model.to(device)
+        model.to(chosen_device(device))
     first = next(model.parameters(), None)
     chosen = torch.device(device) if device is not None else first.device if first is not None else torch.device("cpu")
     model.eval()

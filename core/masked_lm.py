@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.devices import best_device, chunk_rows
+from core.devices import best_device, chosen_device, chunk_rows
 from core.encoding import token_text, word_token_ids
 
 
@@ -47,7 +47,7 @@ class MaskedLM:
             raise ValueError(f"cannot load {name_or_path!r} as a masked language model: {error}") from error
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{name_or_path!r} has no mask token")
-        return cls(name_or_path, model, tokenizer, torch.device(device) if device else None)
+        return cls(name_or_path, model, tokenizer, chosen_device(device) if device else None)
 
     def _mask_logits(self, enc: dict[str, torch.Tensor]) -> torch.Tensor:
         """Vocabulary logits at the mask positions only, shape (n_masks, vocab).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,9 +74,9 @@ def params_from(params_cls: type, values: dict[str, Any]) -> Any:
 
 
 def _convert(f: dataclasses.Field, value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
     kind = type(f.default)
+    if not isinstance(value, str):
+        return _of_kind(f.name, kind, value)
     if kind is bool:
         if value.lower() in {"1", "true", "yes", "on"}:
             return True
@@ -88,3 +89,30 @@ def _convert(f: dataclasses.Field, value: Any) -> Any:
             raise ValueError(f"{f.name} expects {wanted} in plain ASCII digits, got {value!r:.40}")
         return kind(value)
     return value
+
+
+def _of_kind(name: str, kind: type, value: Any) -> Any:
+    """A value given as a Python object (the API's ``params``, a form's number) as its field's
+    type: a whole number for an int field (numpy's too; 8.0 is 8), any real number for a float
+    field, True or False for a bool field; anything else for those is refused in one line."""
+    is_bool = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
+    if kind is bool and is_bool:
+        return bool(value)
+    if kind is int and not is_bool and isinstance(value, numbers.Real) and float(value).is_integer():
+        return int(value)
+    if kind is float and not is_bool and isinstance(value, numbers.Real):
+        return float(value)
+    if kind not in (bool, int, float):
+        return value
+    wanted = {bool: "true or false", int: "a whole number", float: "a number"}[kind]
+    raise ValueError(f"{name} expects {wanted}, got {value!r:.40} ({type(value).__name__})")
+
+
+def whole_number(name: str, value: Any, minimum: int = 0, maximum: int | None = None) -> int:
+    """``value`` as an int when it is a whole number (numpy's too; True and False are not) from
+    ``minimum`` to ``maximum``; else a one-line ``ValueError`` naming ``name``."""
+    is_whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if is_whole and minimum <= int(value) and (maximum is None or int(value) <= maximum):
+        return int(value)
+    bounds = f"from {minimum:,} to {maximum:,}" if maximum is not None else f"of {minimum:,} or more"
+    raise ValueError(f"{name} must be a whole number {bounds}, got {value!r:.40}")

@@ -68,12 +68,13 @@ class SliceEvaluation:
 
 
 def resolve_metrics(metrics_arg: str) -> list[str]:
-    """``"all"`` or comma-separated keys -> validated metric keys."""
+    """``"all"`` or comma-separated keys -> validated metric keys (a key named twice once, where
+    it is first named)."""
     import metrics
 
     if metrics_arg == "all":
         return list(metrics.REGISTRY)
-    keys = [k.strip() for k in metrics_arg.split(",") if k.strip()]
+    keys = list(dict.fromkeys(k.strip() for k in metrics_arg.split(",") if k.strip()))
     for key in keys:
         metrics.get(key)
     return keys

@@ -330,7 +330,8 @@ DEFAULT_PANEL = (
 def resolve(methods: str | Sequence[str], default: str | Sequence[str] = "panel") -> list[str]:
     """Validated method keys from ``"all"`` (registry order), ``"panel"`` (``DEFAULT_PANEL``),
     ``"default"`` (``default``: what the caller runs when no methods are named, so that naming
-    ``"default"`` and naming nothing are the same), comma-separated keys or a list of keys."""
+    ``"default"`` and naming nothing are the same), comma-separated keys or a list of keys. A key
+    named twice is run once, where it is first named."""
     if methods == "default":
         methods = default
     if isinstance(methods, str):
@@ -339,9 +340,13 @@ def resolve(methods: str | Sequence[str], default: str | Sequence[str] = "panel"
         if methods == "panel":
             return list(DEFAULT_PANEL)
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    if not isinstance(methods, Sequence) or not all(isinstance(key, str) for key in methods):
+        raise ValueError(
+            f"methods must be method keys (a list or comma-separated), 'panel' or 'all', got {methods!r:.80}"
+        )
     for key in methods:
         get(key)
-    return list(methods)
+    return list(dict.fromkeys(methods))
 
 
 __all__ = [

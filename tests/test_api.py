@@ -260,9 +260,11 @@ def test_evaluate_reads_texts_as_explain_does(toy_linear_loaded) -> None:
             scores = by_text.attributions[key].scores.tobytes()
             assert scores == by_example.attributions[key].scores.tobytes() == explained[key].scores.tobytes()
         assert by_text.metrics == by_example.metrics
-    accepted = "give Examples, texts, a datasets.Dataset or a dataset name"
-    with pytest.raises(ValueError, match=rf"item 1 of the dataset is \('a', 'b'\) \(tuple\); {accepted}"):
-        api.evaluate(toy_linear_loaded, [TEXT, ("a", "b")], ["random"], ["deletion"])
+    accepted = re.escape(
+        "give Examples, texts, (premise, hypothesis) pairs, a datasets.Dataset, a DataFrame or a dataset name"
+    )
+    with pytest.raises(ValueError, match=rf"item 1 of the dataset is 7 \(int\); {accepted}"):
+        api.evaluate(toy_linear_loaded, [TEXT, 7], ["random"], ["deletion"])
     with pytest.raises(ValueError, match=rf"the dataset is 42 \(int\); {accepted}"):
         api.evaluate(toy_linear_loaded, 42, ["random"], ["deletion"])
 

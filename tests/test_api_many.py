@@ -120,3 +120,61 @@ def test_an_evaluations_examples_as_a_table_and_as_heatmaps(toy_linear_loaded) -
     long_text = " ".join(["great", "film"] * 40)  # 80 words, past the toy model's 64 positions
     cut = api.evaluate(toy_linear_loaded, [long_text], ["loo_empty"], ["deletion"]).explanation(0)
     assert cut.dropped_words == api.explain(toy_linear_loaded, long_text, ["loo_empty"]).dropped_words > 0
+
+
+def test_a_dataframe_a_mapping_of_columns_and_a_list_of_pairs_are_read_as_their_rows(toy_bert_loaded) -> None:
+    """A DataFrame or a dict of columns was iterated, so its column names were explained as the
+    texts; a list of (premise, hypothesis) pairs was refused though a pair is what explain takes."""
+    import pandas as pd
+
+    texts = ["the movie was great", "the plot was bad"]
+    expected = [tuple(text.split()) for text in texts]
+    frame = pd.DataFrame({"text": texts, "label": [1, 0]})
+    assert [r.words for r in api.explain_many(toy_bert_loaded, frame, ["saliency"])] == expected
+    mapping = {"text": texts}
+    assert [r.words for r in api.explain_many(toy_bert_loaded, mapping, ["saliency"], label_column=None)] == expected
+    evaluated = api.evaluate(toy_bert_loaded, frame, ["loo_empty"], ["comprehensiveness"], target="gold")
+    assert [evaluated.explanation(i).target for i in range(2)] == [1, 0]
+    pairs = api.explain_many(toy_bert_loaded, [("the movie", "was great"), ("the plot", "was bad")], ["saliency"])
+    for (premise, hypothesis), result in zip([("the movie", "was great"), ("the plot", "was bad")], pairs, strict=True):
+        alone = api.explain(toy_bert_loaded, (premise, hypothesis), ["saliency"])
+        assert result.words == alone.words and len(alone.example.segments) == 2
+        np.testing.assert_allclose(result["saliency"].scores, alone["saliency"].scores, atol=1e-5)
+    with pytest.raises(ValueError, match="item 1 of the dataset: give a text, a"):
+        api.explain_many(toy_bert_loaded, ["fine", ("a", "b", "c")], ["saliency"])
+    with pytest.raises(ValueError, match="a mapping as the dataset must map column names to columns"):
+        api.explain_many(toy_bert_loaded, {"text": 3}, ["saliency"], label_column=None)
+
+
+def test_a_method_or_metric_named_twice_runs_once(toy_bert_loaded) -> None:
+    once = api.evaluate(toy_bert_loaded, ["the movie was great"], ["loo_empty"], ["comprehensiveness"])
+    twice = api.evaluate(
+        toy_bert_loaded, ["the movie was great"], ["loo_empty", "loo_empty"], "comprehensiveness,comprehensiveness"
+    )
+    assert list(twice.evaluation.methods) == list(once.evaluation.methods) == ["loo_empty"]
+    assert list(twice.evaluation.metric_keys) == ["comprehensiveness"] and len(twice.per_example()) == 1
+    assert twice.per_example().equals(once.per_example())
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: api.explain(m, "good", methods=None), "methods must be method keys"),
+        (lambda m: api.evaluate(m, ["good"], ["loo_empty"], metrics=None), "metrics must be metric keys"),
+        (lambda m: api.explain(m, "good", ["loo_empty"], params=[("lime", {})]), "params must map method or metric"),
+        (lambda m: api.explain(m, "good film", ["lime"], seed=1.5), "seed expects a whole number, got 1.5"),
+        (
+            lambda m: api.explain(
+                m, "good film", ["integrated_gradients"], params={"integrated_gradients": {"n_steps": 8.5}}
+            ),
+            "n_steps expects a whole number, got 8.5",
+        ),
+        (
+            lambda m: api.explain(m.model.bert, "good", ["saliency"], tokenizer=m.tokenizer),
+            "has no classification head",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_value_error(toy_bert_loaded, call, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(toy_bert_loaded)

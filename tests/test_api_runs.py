@@ -126,3 +126,40 @@ def test_the_head_of_a_stored_run_comes_from_the_models_config():
     kinds = [config_head_kind(m) for m in ("minilm-sst2", "minilm-hatexplain-score", "minilm-hatexplain-targets")]
     assert kinds == ["single_label", "regression", "multi_label"]
     assert config_head_kind("no/such-model-anywhere") is None
+
+
+def test_a_notebooks_numbers_and_a_repeated_method_are_the_same_run(toy_bert_folder, tmp_path):
+    """numpy's integers (a notebook's usual numbers) and a method or metric named twice give the
+    run the plain settings give: one id, computed once (numpy's ints failed in JSON, a method named
+    twice failed the run with an Arrow error)."""
+    first = api.run(toy_bert_folder, "examples", "sst2", ["loo_empty"], ["deletion"], limit=2, seed=1,
+                    results_dir=tmp_path)  # fmt: skip
+    again = api.run(toy_bert_folder, "examples", "sst2", ["loo_empty", "loo_empty"], "deletion,deletion",
+                    limit=np.int64(2), seed=np.int32(1), chunk_size=None, results_dir=tmp_path)  # fmt: skip
+    listed = api.runs(tmp_path)
+    assert len(listed) == 1 and listed["seed"].tolist() == [1] and str(listed["seed"].dtype) == "Int64"
+    pd.testing.assert_frame_equal(again.per_example(), first.per_example())
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"seed": "1"}, "--seed must be a whole number from 0 to 2,147,483,647, got '1'"),
+        ({"seed": True}, "--seed must be a whole number from 0 to 2,147,483,647, got True"),
+        ({"seed": 2**31}, "--seed must be a whole number from 0 to 2,147,483,647"),
+        ({"limit": 2.0}, "--limit must be a whole number of 1 or more, got 2.0"),
+        ({"executor": "threads"}, "unknown executor 'threads'; known: ray, serial"),
+        ({"split": None}, "a stored run names its data"),
+    ],
+)
+def test_a_bad_argument_is_refused_before_anything_is_stored(toy_bert_folder, tmp_path, changes, message):
+    arguments = {"limit": 2, "results_dir": tmp_path, **changes}
+    split = arguments.pop("split", "sst2")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        api.run(toy_bert_folder, "examples", split, ["loo_empty"], ["deletion"], **arguments)
+    assert not (tmp_path / "catalogue.duckdb").exists()
+
+
+def test_runs_of_a_folder_that_is_not_there_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=f"results_dir {re.escape(str(tmp_path / 'typo'))}: no such folder"):
+        api.runs(tmp_path / "typo")

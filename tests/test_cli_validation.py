@@ -128,7 +128,7 @@ def test_run_refuses_a_chunk_size_the_catalogue_cannot_hold(capsys, tmp_path, to
     """A chunk size of 2**31 or more ended in DuckDB's INT32 ConversionException."""
     argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
     argv += ["--chunk-size", str(2**31), "--executor", "serial", "--results-dir", str(tmp_path)]
-    refused(capsys, argv, f"--chunk-size must be from 1 to 2,147,483,647, got {2**31}")
+    refused(capsys, argv, f"--chunk-size must be a whole number from 1 to 2,147,483,647, got {2**31}")
 
 
 # --------------------------------------------------------------------------- import (finding 11)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
-from core.params import param, params_from
+from core.params import param, params_from, whole_number
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,9 @@ class Knobs:
         ({"scale": "2."}, Knobs(scale=2.0)),
         ({"signed": "Yes", "removal": "mask"}, Knobs(signed=True, removal="mask")),
         ({"steps": 9, "scale": 0.0}, Knobs(steps=9, scale=0.0)),
+        # Python objects (the API's params): numpy's numbers, a whole float for an int, an int for a float
+        ({"steps": np.int64(9), "scale": np.float32(0.25), "signed": np.bool_(True)}, Knobs(9, 0.25, True)),
+        ({"steps": 8.0, "scale": 2}, Knobs(steps=8, scale=2.0)),
     ],
 )
 def test_strings_become_typed_values(values: dict, expected: Knobs) -> None:
@@ -50,10 +55,16 @@ def test_strings_become_typed_values(values: dict, expected: Knobs) -> None:
         ({"signed": "maybe"}, "expects true or false"),
         ({"removal": "zero"}, "is not one of"),
         ({"bogus": "1"}, "unknown parameter 'bogus'"),
+        # Python objects of the wrong kind: refused in one line, not deep inside a method
+        ({"steps": 8.5}, "steps expects a whole number, got 8.5 (float)"),
+        ({"steps": None}, "steps expects a whole number, got None (NoneType)"),
+        ({"steps": True}, "steps expects a whole number, got True (bool)"),
+        ({"scale": [1]}, "scale expects a number, got [1] (list)"),
+        ({"signed": 1}, "signed expects true or false, got 1 (int)"),
     ],
 )
 def test_loose_or_wrong_values_are_refused(values: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         params_from(Knobs, values)
 
 
@@ -65,3 +76,27 @@ def test_a_renamed_choice_is_read_under_its_old_name() -> None:
     assert params_from(CurveParams, {"convention": "pham2022"}).convention == "pham2022"
     with pytest.raises(ValueError, match="convention='paper001' is not one of"):
         params_from(CurveParams, {"convention": "paper001"})  # the old name of a ROAR rule, not a convention
+
+
+@pytest.mark.parametrize(
+    "value, minimum, maximum, expected",
+    [(3, 0, None, 3), (np.int32(7), 1, 10, 7), (0, 0, 5, 0)],
+)
+def test_whole_numbers_are_read_as_ints(value, minimum, maximum, expected) -> None:
+    found = whole_number("--seed", value, minimum, maximum)
+    assert found == expected and type(found) is int
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("1", "--seed must be a whole number from 0 to 10, got '1'"),
+        (True, "--seed must be a whole number from 0 to 10, got True"),
+        (2.0, "--seed must be a whole number from 0 to 10, got 2.0"),
+        (-1, "--seed must be a whole number from 0 to 10, got -1"),
+        (11, "--seed must be a whole number from 0 to 10, got 11"),
+    ],
+)
+def test_anything_else_is_refused_as_a_whole_number(value, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        whole_number("--seed", value, 0, 10)

@@ -49,6 +49,12 @@ if TYPE_CHECKING:
 EXECUTORS = ("ray", "serial")
 
 
+def check_executor(executor: str) -> None:
+    """Refuse an executor that is not one of ``EXECUTORS`` (call it before the run is stored)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+
+
 def run_serial(spec: RunSpec, units: Sequence[Unit], commit: Commit, within: Within | None = None) -> None:
     """Every unit in this process, one after the other; ``within(n_rows, unit)`` gives the
     progress callback of a unit's examples."""
@@ -195,8 +201,7 @@ def execute(
     ``progress`` gets (fraction of the run's rows done, message). A run another live process
     writes is refused (``RunStore.claim``). Ctrl-C marks the run ``stopped``, an error ``failed``
     (an executor that returns with a unit not computed too); both resume."""
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    check_executor(executor)
     spec, examples, created = opened.spec, opened.examples, opened.created
     order = store.row_order(opened.info.run_id) or range(len(examples))  # a run made before length order: its own
     if len(order) != len(examples):

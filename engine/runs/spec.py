@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.params import whole_number
 from core.types import AUTOCAST_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
@@ -17,6 +18,8 @@ from engine.runs.records import RunInfo
 # gives the measured effect of the group size); a killed run loses at most one unit per worker.
 DEFAULT_CHUNK_SIZE = 16
 MAX_CHUNK_SIZE = 2**31 - 1  # the catalogue keeps it as a 32-bit integer
+MAX_SEED = 2**31 - 1  # likewise
+WHOLE_NUMBERS = (("limit", 1, None), ("seed", 0, MAX_SEED), ("chunk_size", 1, MAX_CHUNK_SIZE), ("batch_size", 1, None))
 
 
 @dataclass(frozen=True)
@@ -44,12 +47,9 @@ class RunSpec:
 
         if self.target not in ("predicted", "gold"):
             raise ValueError(f"target must be predicted or gold, got {self.target!r}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit must be at least 1, got {self.limit}")
-        if self.chunk_size is not None and not 1 <= self.chunk_size <= MAX_CHUNK_SIZE:
-            raise ValueError(f"--chunk-size must be from 1 to {MAX_CHUNK_SIZE:,}, got {self.chunk_size}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError(f"--batch-size must be at least 1, got {self.batch_size}")
+        for name, minimum, maximum in WHOLE_NUMBERS:  # numpy's ints read as ints: one run, one id
+            if (value := getattr(self, name)) is not None:
+                object.__setattr__(self, name, whole_number(f"--{name.replace('_', '-')}", value, minimum, maximum))
         if self.autocast not in (None, *AUTOCAST_TYPES):
             raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_TYPES)}, got {self.autocast!r}")
         methods = explainers.resolve(list(self.methods))

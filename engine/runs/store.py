@@ -90,6 +90,15 @@ def results_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(explicit or os.environ.get(RESULTS_ENV) or "results").expanduser()
 
 
+def reading_store(explicit: str | os.PathLike | None, option: str = "--results-dir") -> RunStore:
+    """The store a reader opens (read-only: nothing created); a folder named explicitly must
+    exist, so a mistyped one is not read as an empty store (``option``: how the caller names it)."""
+    if explicit is not None and not Path(explicit).expanduser().is_dir():
+        what = "a file, not a folder" if Path(explicit).expanduser().exists() else "no such folder"
+        raise ValueError(f"{option} {explicit}: {what} (no run store there)")
+    return RunStore(explicit, read_only=True)
+
+
 class RunStore:
     """The run store under one results folder. Create it freely: it holds no open connection,
     and its folder and catalogue are made by its first write, so a store that only reads, or a
