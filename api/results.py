@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.types import Attribution, Example, encode_json, read_record
-from engine.bundles import read_explanation
+from engine.bundles import EXPLANATION_SCHEMA, read_explanation
 from engine.evaluate import SliceEvaluation
 from engine.explain import Explanation, Prediction
 from engine.slice_report import mean_curves, metric_summaries, metric_values
@@ -24,8 +24,6 @@ from ui.heatmap import heatmap_html
 
 if TYPE_CHECKING:
     import pandas as pd
-
-EXPLANATION_SCHEMA = "explanation/1"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         progress=progress_bar(100, enabled=not args.quiet, unit="%"),
     )
     info = outcome.info
+    for note in outcome.notes:  # shown with --quiet too: a warning, not progress
+        print(printable(f"warning: {note}"), file=sys.stderr)
     if not args.quiet:
         origin = info.selection["import"]
         state = "imported" if outcome.created else "already imported"

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from engine.explain import Explanation
 
 BUNDLE_SCHEMA = "bundle/1"
+EXPLANATION_SCHEMA = "explanation/1"  # one explanation (api.ExplanationResult.to_json)
 MAX_BUNDLE_BYTES = 32 * 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 64

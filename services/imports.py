@@ -33,10 +33,11 @@ def import_upload(
     methods: Sequence[str] = (),
     fmt: str | None = None,
     progress: ProgressFn | None = None,
-) -> str:
-    """Store the uploaded file's attributions as a run; returns its id. ``model`` is the
-    sidebar's reference: the import is stored for the model itself, scored in float32 with the
-    head its config gives (an import's key names neither a head override nor autocast)."""
+) -> tuple[str, tuple[str, ...]]:
+    """Store the uploaded file's attributions as a run; returns its id and the lines to show as
+    warnings (the file names another model). ``model`` is the sidebar's reference: the import is
+    stored for the model itself, scored in float32 with the head its config gives (an import's key
+    names neither a head override nor autocast)."""
     if len(data) > UPLOAD_MB * 1024 * 1024:
         raise ValueError(f"{name} is larger than the {UPLOAD_MB} MB an upload may be")
     plain_name, head_type = split_ref(model)
@@ -48,7 +49,7 @@ def import_upload(
         data, name, RunStore(), fmt=fmt, model=plain_name, dataset=dataset, split=split, methods=list(methods),
         progress=progress, clf=classifier(plain_name),
     )  # fmt: skip
-    return outcome.info.run_id
+    return outcome.info.run_id, outcome.notes
 
 
 def imported_methods(model: str, dataset: str, split: str) -> list[ImportedMethod]:

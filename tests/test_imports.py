@@ -280,9 +280,10 @@ def test_the_apps_upload_path_stores_a_run_and_refuses_oversized_files(toy_bert_
 
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
     data = (FIXTURES / "ferret.json").read_bytes()
-    run_id = upload.import_upload(
+    run_id, notes = upload.import_upload(
         data, "ferret.json", model=toy_bert_folder, dataset=None, split=None, methods=["random"]
     )
+    assert notes == ()  # a ferret file names no model
     info = RunStore(tmp_path, read_only=True).get(run_id)
     assert info.methods == ("random", "ferret.partition_shap") and info.rows_done == 2
     monkeypatch.setattr(upload, "UPLOAD_MB", 0)

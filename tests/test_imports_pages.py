@@ -249,7 +249,7 @@ def test_an_import_under_the_sidebars_autocast_or_head_override(sst2, tmp_path, 
     common = {"dataset": "examples", "split": "sst2"}
     with pytest.raises(ValueError, match="clear the sidebar's head-type override"):
         import_upload(data, "scores.csv", model=model_ref("minilm-sst2", "multi_label"), **common)
-    run_id = import_upload(data, "scores.csv", model=model_ref("minilm-sst2", None, "bfloat16"), **common)
+    run_id, _ = import_upload(data, "scores.csv", model=model_ref("minilm-sst2", None, "bfloat16"), **common)
     assert RunStore(tmp_path).get(run_id).model == "minilm-sst2"
     for reference in (
         "minilm-sst2",

@@ -46,12 +46,14 @@ def import_box(selection: Selection) -> str | None:
     if selection.error:
         st.error(selection.error)
         return None
-    run_id = run_or_stop(
+    run_id, notes = run_or_stop(
         import_upload, upload.getvalue(), upload.name, model=selection.model,
         dataset=selection.dataset if by_id else None, split=selection.split if by_id else None,
         methods=beside, fmt=None if fmt == AUTO else fmt,
     )  # fmt: skip
     st.success(f"Imported as run `{run_id}`.")
+    for note in notes:
+        st.warning(plain(note))
     return run_id
 
 

@@ -44,6 +44,7 @@ UNIT_ROWS = 32  # examples per stored unit of an import
 class ImportOutcome:
     info: RunInfo
     created: bool  # False: the same import was already stored
+    notes: tuple[str, ...] = ()  # one line each, to show as warnings: the file names another model
 
 
 def import_file(path: str | Path, store: RunStore, *, fmt: str | None = None, **options: Any) -> ImportOutcome:
@@ -99,6 +100,7 @@ def _store_import(
     from core.loaded import load_classifier
     from engine.evaluate import evaluate_slice, metric_params, needs_mlm, resolve_metrics
     from engine.imports.align import align
+    from engine.imports.explanations import model_notes
     from engine.runs.model_identity import label_names, model_fingerprint
     from engine.runs.records import run_id_of, run_key
     from engine.runs.rows import to_table
@@ -111,6 +113,7 @@ def _store_import(
     params_by_metric = metric_params(metric_keys, overrides)
     clf = clf if clf is not None else _Classifier(load_classifier(model))
     examples = load_examples(dataset, split) if dataset is not None and split is not None else None
+    notes = model_notes(records, model, name)
     aligned = align(clf, records, examples, source=f"import:{Path(name).stem}")
     for entry in aligned:  # before anything is stored: an import the model cannot score leaves no run
         try:
@@ -140,7 +143,7 @@ def _store_import(
         key_fields["mlm_fingerprint"] = model_fingerprint(mlm)
     found = store.find(run_id_of(run_key(key_fields)))
     if found is not None and found.status == "done":
-        return ImportOutcome(found, False)
+        return ImportOutcome(found, False, notes)
     provenance = {
         "format": fmt,
         "file": Path(name).name,
@@ -169,7 +172,7 @@ def _store_import(
     info, _ = store.create_or_resume(new)
     info = store.claim(info.run_id, "import")  # one writer: refused while another live process imports it
     if info.status == "done":
-        return ImportOutcome(info, False)
+        return ImportOutcome(info, False, notes)
     done = store.done_units(info.run_id)  # an import stopped half-way goes on where it stopped
     start = time.perf_counter()
     try:  # from here on, a failure marks the run failed (and lets it go) instead of leaving it held
@@ -210,4 +213,4 @@ def _store_import(
     store.finish(info.run_id, "done", time.perf_counter() - start)
     if progress is not None:
         progress(1.0, f"{len(aligned)} examples imported")
-    return ImportOutcome(store.get(info.run_id), True)
+    return ImportOutcome(store.get(info.run_id), True, notes)

@@ -88,7 +88,7 @@ def _example_of(
         raise BadFile(f"{record.where}: example {record.example_id!r} is not in the dataset split{hint}")
     example_id = record.example_id or f"{source}/{n_found}"
     if record.words is not None:
-        return None, Example(segments=(record.words,), id=example_id, dataset=source)
+        return None, Example(segments=record.segments or (record.words,), id=example_id, dataset=source)
     if record.text is not None and record.text.strip():
         from core.datasets import split_words
 

@@ -33,10 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engine.bundles import BUNDLE_SCHEMA, EXPLANATION_SCHEMA
+from engine.imports.explanations import checked_example
 from engine.imports.inseq import read_inseq
 from engine.imports.records import (
     BadFile,
     Imported,
+    Segments,
     check_count,
     method_name,
     number,
@@ -147,7 +150,7 @@ def _explain_summary(document: dict) -> bool:
 def read_ours(document: Any, name: str) -> list[Imported]:
     from core.types import ATTRIBUTION_SCHEMA, Attribution, decode_json
 
-    def attribution(record: Any, where: str, words: tuple[str, ...] | None = None) -> Imported:
+    def attribution(record: Any, where: str, model: Any = None, segments: Segments | None = None) -> Imported:
         if not isinstance(record, dict) or record.get("schema") != ATTRIBUTION_SCHEMA:
             raise BadFile(f"{where}: expected an {ATTRIBUTION_SCHEMA!r} record")
         try:  # the scores as written and finite: Attribution keeps NaN, which an import refuses
@@ -167,9 +170,10 @@ def read_ours(document: Any, name: str) -> list[Imported]:
             level="word",
             where=where,
             example_id=parsed.example_id or None,
-            words=words or parsed.words,
+            words=parsed.words,
+            segments=segments,
             target=parsed.target,
-            extras={"params": record.get("params"), "original_method": parsed.method},
+            extras={"params": record.get("params"), "original_method": parsed.method, "model": model},
         )
 
     if isinstance(document, list):
@@ -179,18 +183,13 @@ def read_ours(document: Any, name: str) -> list[Imported]:
     schema = document.get("schema")
     if schema == ATTRIBUTION_SCHEMA:
         return [attribution(document, f"{name} record 0")]
-    if schema == "bundle/1":  # the whole bundle checked as ``open`` checks it, not its attributions only
-        from engine.bundles import check_bundle
-
-        try:
-            check_bundle(document, name)
-        except ValueError as error:
-            raise BadFile(str(error)) from None
-    if schema in ("explanation/1", "bundle/1") or _explain_summary(document):
+    if schema in (EXPLANATION_SCHEMA, BUNDLE_SCHEMA) or _explain_summary(document):
+        example = checked_example(document, name)  # the whole record, as ``open`` / ``from_json`` check it
         found = document.get("attributions")
         if not isinstance(found, dict):
             raise BadFile(f"{name}: {schema} without an 'attributions' object")
-        return [attribution(r, f"{name} attribution {k!r}") for k, r in found.items()]
+        model = document.get("model")  # the model the file was made with (a note if it is not ours)
+        return [attribution(r, f"{name} attribution {k!r}", model, example.segments) for k, r in found.items()]
     if schema is None:
         return [attribution(r, f"{name} attribution {k!r}") for k, r in document.items()]
     raise BadFile(f"{name}: unknown schema {schema!r}")

@@ -24,6 +24,7 @@ MAX_BYTES = 64 * 1024 * 1024  # the largest file read (uploads are capped lower 
 MAX_RECORDS = 100_000
 MAX_SCORES = 8192  # per record (a few times any model's maximum length)
 LEVELS = ("word", "token")
+Segments = tuple[tuple[str, ...], ...]
 
 
 class BadFile(ValueError):
@@ -36,7 +37,8 @@ class Imported:
 
     ``level`` says what ``scores`` are over: ``word`` (one per word of ``words`` or of the
     matched example) or ``token`` (one per entry of ``tokens`` / ``token_ids``, special tokens
-    included where the file has them). ``where`` names the record for error messages."""
+    included where the file has them). ``where`` names the record for error messages; ``segments``
+    the example's texts where the file keeps them apart (a pair's premise and hypothesis)."""
 
     method: str
     scores: tuple[float, ...]
@@ -44,6 +46,7 @@ class Imported:
     where: str
     example_id: str | None = None
     words: tuple[str, ...] | None = None
+    segments: Segments | None = None  # ``words`` split into the example's texts (their words in order)
     text: str | None = None
     tokens: tuple[str, ...] = ()
     token_ids: tuple[int, ...] = ()

@@ -1,0 +1,141 @@
+"""An imported ``explanation/1`` record (``api.explain(...).to_json()``) or ``explain --json``
+summary is checked as ``api.ExplanationResult.from_json`` checks it, with the same words; a file
+made with another model than the one it is imported for says so on stderr."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import api
+from cli.main import main
+from engine.imports import formats, import_bytes
+from engine.imports.explanations import same_model
+from engine.runs.store import RunStore
+from tests.test_imports import refused_by_the_command_line
+
+TEXT = "a fine film"
+
+
+@pytest.fixture(scope="module")
+def record(toy_bert_folder) -> dict:
+    """A saved result of the toy BERT model: two methods over the words of ``TEXT``."""
+    return api.explain(toy_bert_folder, TEXT, ["loo_empty", "random"], seed=0).to_json()
+
+
+def from_json_refusal(record: dict) -> str:
+    with pytest.raises(ValueError) as caught:
+        api.ExplanationResult.from_json(record)
+    return str(caught.value)
+
+
+def shifted_words(record: dict) -> dict:
+    changed = {**record["attributions"]["loo_empty"], "words": ["a", "bad", "film"]}
+    return {**record, "attributions": {**record["attributions"], "loo_empty": changed}}
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (shifted_words, "the loo_empty attribution scores other words than the example"),
+        (lambda r: {**r, "target": 5}, "the prediction does not match the model's classes"),
+        (
+            lambda r: {**r, "probabilities": [0.5, 0.7]},
+            "the probabilities of a single-label head sum to 1, these to 1.2",
+        ),
+    ],
+)
+def test_a_record_from_json_refuses_is_refused_with_its_words(record, toy_bert_folder, tmp_path, capsys, change, said):
+    """Each was imported: other words as a second example with the same id, a target of no class
+    and probabilities no softmax gives stored as they were."""
+    bad = change(record)
+    assert from_json_refusal(bad) == said
+    assert (
+        refused_by_the_command_line(tmp_path / "x.json", json.dumps(bad).encode(), toy_bert_folder, capsys)
+        == f"x.json: not a valid explanation/1 file (ValueError: {said})"
+    )
+
+
+def test_an_explain_summary_is_checked_the_same_way(toy_bert_folder, tmp_path, capsys):
+    assert main(["explain", "--model", toy_bert_folder, "--text", TEXT, "--methods", "random", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [r.words for r in formats.read_bytes(json.dumps(summary).encode(), "s.json")[1]] == [("a", "fine", "film")]
+    bad = {**summary, "probabilities": [0.5, 0.7]}
+    assert refused_by_the_command_line(tmp_path / "s.json", json.dumps(bad).encode(), toy_bert_folder, capsys) == (
+        "s.json: not a valid explain --json summary file "
+        "(ValueError: the probabilities of a single-label head sum to 1, these to 1.2)"
+    )
+    moved = {**summary, "words": ["a", "bad", "film"]}
+    with pytest.raises(ValueError, match=re.escape("the random attribution scores other words than the example")):
+        formats.read_bytes(json.dumps(moved).encode(), "s.json")
+
+
+def test_multi_label_and_regression_outputs_need_not_sum_to_one(record):
+    """A multi-label head's sigmoids and a regression head's scores are read as from_json reads them."""
+    multi = {**record, "head": "multi_label", "probabilities": [0.9, 0.8]}
+    one = {k: {**a, "target": 0} for k, a in record["attributions"].items()}
+    regression = {**record, "head": "regression", "probabilities": [3.5], "label_names": ["score"], "target": 0,
+                  "predicted": 0, "attributions": one}  # fmt: skip
+    for fine in (multi, regression):
+        api.ExplanationResult.from_json(fine)
+        found, read = formats.read_bytes(json.dumps(fine).encode(), "ok.json")
+        assert found == "json" and [r.method for r in read] == ["json.loo_empty", "json.random"]
+    with pytest.raises(ValueError, match="single-label head sum to 1, these to 1.7"):
+        formats.read_bytes(json.dumps({**multi, "head": "single_label"}).encode(), "ok.json")
+
+
+def test_a_file_made_with_another_model_says_so_on_stderr(record, toy_bert_folder, tmp_path, capsys):
+    """A file naming minilm-sst2 was imported for another model without a word."""
+    results = str(tmp_path / "results")
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({**record, "model": "minilm-sst2"}))
+    options = ["--model", toy_bert_folder, "--metrics", "deletion", "--results-dir", results, "--quiet"]
+    assert main(["import", str(path), *options]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        f"warning: other.json was made with the model 'minilm-sst2', not {toy_bert_folder!r}: its scores are stored"
+        " as that model's\n"
+    )
+    assert main(["import", str(path), *options]) == 0  # found stored: said again
+    assert capsys.readouterr().err == err
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps(record))
+    assert main(["import", str(same), *options]) == 0
+    assert capsys.readouterr().err == ""
+    outcome = import_bytes(json.dumps(record).encode(), "same.json", RunStore(results), model=toy_bert_folder)
+    assert outcome.notes == ()
+
+
+def test_the_same_model_under_another_spelling_is_not_another_model(tmp_path):
+    assert same_model("minilm-sst2 [head: multi_label] [autocast: bfloat16]", "minilm-sst2")
+    assert same_model(str(tmp_path), str(tmp_path / "." / ""))
+    assert not same_model("minilm-sst2", "minilm-movies")
+    assert not same_model("a\0b", str(Path("a")))
+
+
+def test_a_pairs_two_texts_stay_two_texts(toy_bert_folder, tmp_path):
+    """The words of an explanation/1 record were imported as one text: a model of sentence pairs
+    refused them ("classifies sentence pairs: give a premise and a hypothesis"), another model
+    scored one text it was never given."""
+    from engine.runs.executor import read_evaluation
+
+    pair = api.explain(toy_bert_folder, ["a fine film", "it is"], ["random"], seed=0).to_json()
+    store = RunStore(tmp_path)
+    outcome = import_bytes(json.dumps(pair).encode(), "pair.json", store, model=toy_bert_folder, metrics=["deletion"])
+    (result,) = read_evaluation(store, outcome.info.run_id)[1].results
+    assert result.example.segments == (("a", "fine", "film"), ("it", "is"))
+
+
+def test_the_apps_upload_passes_the_warning_on(record, toy_bert_folder, tmp_path, monkeypatch):
+    """The Dataset explorer's import box shows the same line (``ui.imports`` as a warning)."""
+    from services.imports import import_upload
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    data = json.dumps({**record, "model": "minilm-sst2"}).encode()
+    run_id, notes = import_upload(data, "other.json", model=toy_bert_folder, dataset=None, split=None)
+    assert RunStore(tmp_path).get(run_id).rows_done == 1
+    said = f"other.json was made with the model 'minilm-sst2', not {toy_bert_folder!r}: its scores are stored as that model's"
+    assert notes == (said,)
