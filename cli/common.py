@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
 import shlex
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.types import AUTOCAST_TYPES, HEAD_TYPES, Example, ProgressFn
@@ -327,6 +330,26 @@ def progress_bar(total: int, enabled: bool = True, unit: str = "ex") -> Progress
             _OPEN_BARS.remove(bar)
 
     return report
+
+
+@contextlib.contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """SIGTERM (``kill``, a service manager) ends the block as Ctrl-C does (``SystemExit`` 143 in
+    place of ``KeyboardInterrupt``): the run or import is marked stopped and goes on when asked
+    again. The handler that was there is put back afterwards (``cli.main`` may be called
+    in-process); only the main thread can set one, so elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    sys.exit(128 + signum)
 
 
 def print_stopped(message: str) -> None:

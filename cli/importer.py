@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from engine.imports import FORMATS
@@ -13,7 +14,7 @@ from engine.imports import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from cli.common import metric_keys, parse_params, printable, progress_bar, split_of
+    from cli.common import metric_keys, parse_params, print_stopped, printable, progress_bar, sigterm_stops, split_of
     from cli.show import print_run
     from engine.imports import import_file
     from engine.runs.store import RunStore
@@ -25,20 +26,25 @@ def run(args: argparse.Namespace) -> int:
     metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
     if not os.path.exists(args.file):
         raise ValueError(f"{args.file}: no such file")
-    outcome = import_file(
-        args.file,
-        RunStore(args.results_dir),  # written only once the file passed its checks: a refusal leaves none
-        fmt=args.format,
-        model=args.model,
-        dataset=args.dataset,
-        split=split,
-        methods=methods,
-        metrics=metrics,
-        overrides=overrides,
-        target=args.target,
-        mlm=args.mlm,
-        progress=progress_bar(100, enabled=not args.quiet, unit="%"),
-    )
+    try:
+        with sigterm_stops():  # a stopped import, as Ctrl-C leaves it, not a killed one
+            outcome = import_file(
+                args.file,
+                RunStore(args.results_dir),  # written only once the file passed its checks: a refusal leaves none
+                fmt=args.format,
+                model=args.model,
+                dataset=args.dataset,
+                split=split,
+                methods=methods,
+                metrics=metrics,
+                overrides=overrides,
+                target=args.target,
+                mlm=args.mlm,
+                progress=progress_bar(100, enabled=not args.quiet, unit="%"),
+            )
+    except (KeyboardInterrupt, SystemExit) as stop:
+        print_stopped(f"the import of {args.file} stopped; the same command goes on where it stopped")
+        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
     info = outcome.info
     for note in outcome.notes:  # shown with --quiet too: a warning, not progress
         print(printable(f"warning: {note}"), file=sys.stderr)

@@ -4,12 +4,9 @@ work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator
 
 from engine.runs.executor import EXECUTORS
 from engine.runs.spec import DEFAULT_CHUNK_SIZE
@@ -17,7 +14,7 @@ from engine.runs.worker import UNIT_TOKENS
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_stopped, progress_bar, store_option
+    from cli.common import print_stopped, progress_bar, sigterm_stops, store_option
     from cli.show import print_run
     from engine.runs.executor import execute, open_run
     from engine.runs.ray_executor import check_reachable
@@ -39,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
     executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")
     try:
-        with _sigterm_stops_the_run():  # a stopped run, on either executor, not a killed one
+        with sigterm_stops():  # a stopped run, on either executor, not a killed one
             outcome = execute(
                 opened,
                 store,
@@ -58,25 +55,6 @@ def run(args: argparse.Namespace) -> int:
     if outcome.computed_units == 0 and not args.quiet:
         print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
-
-
-@contextlib.contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
-    """SIGTERM (``kill``, a service manager) ends the run as Ctrl-C does: stopped, resumable. The
-    handler that was there is put back afterwards (``cli.main`` may be called in-process), and
-    only the main thread can set one, so elsewhere the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    sys.exit(128 + signum)
 
 
 def run_spec(args: argparse.Namespace):

@@ -139,3 +139,35 @@ def test_the_apps_upload_passes_the_warning_on(record, toy_bert_folder, tmp_path
     assert RunStore(tmp_path).get(run_id).rows_done == 1
     said = f"other.json was made with the model 'minilm-sst2', not {toy_bert_folder!r}: its scores are stored as that model's"
     assert notes == (said,)
+
+
+def test_an_import_sent_sigterm_is_stopped_and_the_same_command_goes_on(toy_bert_folder, tmp_path, monkeypatch, capsys):
+    """SIGTERM ended an import with exit 143 and no word, the run marked killed; now it stops as
+    Ctrl-C does (``cli run`` too), and the handler that was there is put back."""
+    import signal
+
+    import engine.imports
+    from engine import evaluate
+    from tests.test_imports import FIXTURES
+
+    monkeypatch.setattr(engine.imports, "UNIT_ROWS", 1)  # the file's two records: two units
+    original, calls = evaluate.evaluate_slice, []
+
+    def terminated_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGTERM)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "evaluate_slice", terminated_on_second)
+    before = signal.getsignal(signal.SIGTERM)
+    argv = ["import", str(FIXTURES / "thermostat.jsonl"), "--model", toy_bert_folder, "--metrics", "deletion"]
+    argv += ["--results-dir", str(tmp_path), "--quiet"]
+    assert main(argv) == 143
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert capsys.readouterr().err.endswith("stopped; the same command goes on where it stopped\n")
+    (stopped,) = RunStore(tmp_path).infos()
+    assert (stopped.status, stopped.units_done) == ("stopped", 1)
+    assert main(argv) == 0
+    (done,) = RunStore(tmp_path).infos()
+    assert (done.run_id, done.status, done.units_done) == (stopped.run_id, "done", 2)

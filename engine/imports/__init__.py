@@ -204,7 +204,7 @@ def _store_import(
                 unit, first, len(chunk), clf.forward_passes - passes, evaluation.explain_s, evaluation.metrics_s
             )
             store.commit_unit(info.run_id, stats, to_table(evaluation), time.perf_counter() - start)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM under the command line's handler
         store.finish(info.run_id, "stopped", time.perf_counter() - start)
         raise
     except BaseException as error:
