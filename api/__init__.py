@@ -175,7 +175,7 @@ def explain_many(
     loaded = load(model, tokenizer, device=device)
     examples = align_labels(examples, loaded.label_names)  # gold labels numbered as the model's classes
     if target in ("predicted", "gold"):
-        check_target(examples, str(target))
+        check_target(examples, str(target), Classifier(loaded, head_type=head_type).head.kind)
         targets = [example.label if target == "gold" else None for example in examples]
     else:
         targets = [class_index(target, loaded.label_names)] * len(examples)

@@ -244,7 +244,7 @@ def evaluate_slice(
     check_head(clf, list(params_by_metric))
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     if given is None:
-        check_target(examples, target)
+        check_target(examples, target, clf.head.kind)
     all_methods = slice_methods(methods, given)
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):
@@ -331,9 +331,11 @@ def evaluate_slice(
     return evaluation
 
 
-def check_target(examples: Sequence[Example], target: str) -> None:
-    """Refuse ``target="gold"`` on examples none of which has a gold label (an unlabelled test
-    split)."""
+def check_target(examples: Sequence[Example], target: str, head: str | None = None) -> None:
+    """Refuse ``target="gold"`` for a regression ``head`` (it has no classes to pick) and on
+    examples none of which has a gold label (an unlabelled test split)."""
+    if target == "gold" and head == "regression":
+        raise ValueError("target 'gold' picks a class, and a regression head has none: explain its predicted score")
     if target == "gold" and examples and all(e.label is None for e in examples):
         raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
 

@@ -10,6 +10,7 @@ import numpy as np
 
 import explainers
 from core.classifier import Classifier
+from core.heads import DEFAULT_THRESHOLD
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
 from engine import windows as windowing
@@ -29,8 +30,9 @@ class Prediction:
 
     def text(self, target: int, label_names: Sequence[str], name: Callable[[str], str] = repr) -> str:
         """What the model predicts and what is explained, as the head defines them: a regression
-        head's score, or the predicted label with its probability and the explained label; each
-        label's name (its index where the model names fewer) as ``name`` writes it."""
+        head's score, a multi-label head's labels at or above ``DEFAULT_THRESHOLD``, or the
+        predicted label, each with its probability, and the explained label; each label's name (its
+        index where the model names fewer) as ``name`` writes it."""
 
         def label(index: int) -> str:
             return name(label_names[index] if index < len(label_names) else str(index))
@@ -38,6 +40,12 @@ class Prediction:
         if self.head == "regression":
             return f"score {label(target)} = {self.probabilities[target]:.4f}"
         predicted = self.predicted
+        if self.head == "multi_label":  # the labels at or above the threshold, not the likeliest one
+            chosen = [i for i, p in enumerate(self.probabilities) if p >= DEFAULT_THRESHOLD]
+            found = ", ".join(f"{label(i)} (p = {self.probabilities[i]:.3f})" for i in chosen) or (
+                f"no label at p ≥ {DEFAULT_THRESHOLD} (likeliest {label(predicted)}, p = {self.probabilities[predicted]:.3f})"
+            )
+            return f"predicted {found}; explaining {label(target)}"
         return f"predicted {label(predicted)} (p = {self.probabilities[predicted]:.3f}); explaining {label(target)}"
 
 

@@ -246,6 +246,17 @@ def test_cli_refuses_log_odds_for_a_regression_head_and_takes_an_override(head_d
     assert "log_odds" in payload["metrics"]
 
 
+def test_gold_targets_of_a_regression_head_are_refused_in_one_line(head_dirs, tmp_path, capsys) -> None:
+    """A regression head has no class to pick: "gold" said "target 1 is not a class of ... (0..0)"."""
+    said = "error: target 'gold' picks a class, and a regression head has none: explain its predicted score\n"
+    code, _, err = evaluate(capsys, head_dirs["regression"], "--target", "gold")
+    assert (code, err) == (2, said)
+    results = tmp_path / "results"
+    argv = ["run", "--model", head_dirs["regression"], "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    assert main([*argv, "--target", "gold", "--results-dir", str(results)]) == 2
+    assert capsys.readouterr().err == said and not results.exists()  # refused before the run is stored
+
+
 @pytest.mark.parametrize("head", ["multi_label", "regression"])
 def test_cli_predict_shows_the_heads_prediction(head: str, head_dirs, tmp_path, capsys) -> None:
     texts = tmp_path / "texts.jsonl"
@@ -302,3 +313,16 @@ def test_a_gold_label_the_model_does_not_have_is_named_the_datasets_label():
     assert classes.endswith("**Gold label:** normal")
     groups = prediction_markdown(("African", "Jewish"), (0.2, 0.9), "multi_label", 1, 1, gold="normal")
     assert groups.endswith("**Dataset label:** normal (not one of the model's labels)")
+
+
+def test_a_multi_label_prediction_is_said_as_its_label_set() -> None:
+    """It said "predicted 'Jewish' (p = 0.062)" for a head that predicts no label at all."""
+    from engine.explain import Prediction
+
+    names = ("toxic", "insult", "threat")
+    both = Prediction((0.9, 0.2, 0.7), 0, "multi_label").text(2, names)
+    assert both == "predicted 'toxic' (p = 0.900), 'threat' (p = 0.700); explaining 'threat'"
+    none = Prediction((0.1, 0.3, 0.2), 1, "multi_label").text(1, names)
+    assert none == "predicted no label at p ≥ 0.5 (likeliest 'insult', p = 0.300); explaining 'insult'"
+    single = Prediction((0.1, 0.9), 1).text(1, ("negative", "positive"))
+    assert single == "predicted 'positive' (p = 0.900); explaining 'positive'"

@@ -80,11 +80,12 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     when one is used) and the examples of its selection. The entry's unit size and row order are
     those of a new run (``worker.unit_size``, ``worker.unit_order``); a stored run keeps its own."""
     from core.datasets import load_examples
+    from core.models import config_head_kind
 
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
-    check_target(examples, spec.target)  # before the run is written: a refused run leaves nothing behind
+    check_target(examples, spec.target, config_head_kind(spec.model))  # before the run is written
     fingerprint = model_fingerprint(spec.model)
     lengths, read = token_lengths(spec.model, examples)
     chunk_size = spec.chunk_size or unit_size(read)
