@@ -68,6 +68,12 @@ class LoadedClassifier:
                     self._last_token = reads_last_token(self.model)
         return self._last_token
 
+    def __repr__(self) -> str:
+        """One line (a notebook cell printed the whole model and tokenizer): the name, the model's
+        class, its labels and device."""
+        labels = ", ".join(self.label_names)
+        return f"<LoadedClassifier {self.name!r}: {type(self.model).__name__} on {self.device}, labels {labels:.200}>"
+
     @property
     def label_names(self) -> tuple[str, ...]:
         config = self.model.config

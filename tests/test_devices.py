@@ -32,3 +32,10 @@ def test_a_name_torch_does_not_know_is_refused() -> None:
 def test_the_api_refuses_a_missing_device_in_one_line(toy_bert_folder) -> None:
     with pytest.raises(ValueError, match="device 'cuda' is not available on this machine"):
         api.explain(toy_bert_folder, "good film", ["saliency"], device="cuda")
+
+
+def test_a_loaded_classifier_prints_as_one_line(toy_bert_loaded) -> None:
+    """``repr(api.load(...))`` printed the whole model and tokenizer into a notebook cell."""
+    assert repr(toy_bert_loaded) == (
+        f"<LoadedClassifier {toy_bert_loaded.name!r}: BertForSequenceClassification on cpu, labels negative, positive>"
+    )
