@@ -212,8 +212,9 @@ class EvaluationResult:
 
     def per_example(self) -> pd.DataFrame:
         """One row per example and method: ``example`` (its position in the slice or run), ``id``,
-        ``method``, ``target``, ``predicted`` and one column per metric (NaN where the metric
-        skipped the example or the method failed on it), to find the examples behind a mean."""
+        ``method``, ``target``, ``predicted``, ``label`` (the gold label as the model's class, <NA>
+        where there is none) and one column per metric (NaN where the metric skipped the example or
+        the method failed on it), to find the examples behind a mean."""
         import pandas as pd
 
         values = metric_values(self.evaluation)
@@ -224,13 +225,15 @@ class EvaluationResult:
                 "method": method,
                 "target": result.target,
                 "predicted": result.predicted,
+                "label": result.example.label,
                 **{metric: values[method][metric][index] for metric in self.evaluation.metric_keys},
             }
             for index, result in enumerate(self.evaluation.results)
             for method in self.evaluation.methods
         ]
-        columns = ["example", "id", "method", "target", "predicted", *self.evaluation.metric_keys]
-        return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(self.evaluation.metric_keys, float))
+        columns = ["example", "id", "method", "target", "predicted", "label", *self.evaluation.metric_keys]
+        types = {"label": "Int64", **dict.fromkeys(self.evaluation.metric_keys, float)}
+        return pd.DataFrame(rows, columns=columns).astype(types)
 
     def explanation(self, position: int) -> ExplanationResult:
         """The example at ``position`` (``per_example``'s ``example``: its index in the slice, or
@@ -288,12 +291,16 @@ class EvaluationResult:
     def __repr__(self) -> str:
         """One line for a terminal (``summary()`` gives the means, Jupyter shows them)."""
         evaluation = self.evaluation
-        count = self.partial or f"{len(evaluation.results)} examples"
+        count = self.partial or _examples(len(evaluation.results))
         return (
             f"<EvaluationResult {self.model!r}: {count}; "
             f"methods: {', '.join(evaluation.methods)}; metrics: {', '.join(evaluation.metric_keys)}>"
         )
 
     def _repr_html_(self) -> str:
-        count = html.escape(self.partial or f"{len(self.evaluation.results)} examples")
+        count = html.escape(self.partial or _examples(len(self.evaluation.results)))
         return f"<p><b>{html.escape(self.model)}</b>, {count}</p>" + str(self.summary().to_html())
+
+
+def _examples(count: int) -> str:
+    return f"{count} example{'' if count == 1 else 's'}"

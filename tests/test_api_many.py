@@ -102,7 +102,9 @@ def test_an_evaluations_examples_as_a_table_and_as_heatmaps(toy_linear_loaded) -
     methods, metrics = ["loo_empty", "random"], ["deletion", "comprehensiveness"]
     result = api.evaluate(toy_linear_loaded, dataset, methods, metrics, text_column="sentence", target="gold", seed=2)
     table = result.per_example()
-    assert list(table.columns) == ["example", "id", "method", "target", "predicted", *metrics] and len(table) == 8
+    assert (
+        list(table.columns) == ["example", "id", "method", "target", "predicted", "label", *metrics] and len(table) == 8
+    )
     row = table[(table["example"] == 1) & (table["method"] == "loo_empty")].iloc[0]
     assert row["id"] == "validation/1" and row["target"] == 0
     assert row["deletion"] == result.evaluation.results[1].metrics["loo_empty"]["deletion"].value
@@ -135,6 +137,7 @@ def test_a_dataframe_a_mapping_of_columns_and_a_list_of_pairs_are_read_as_their_
     assert [r.words for r in api.explain_many(toy_bert_loaded, mapping, ["saliency"], label_column=None)] == expected
     evaluated = api.evaluate(toy_bert_loaded, frame, ["loo_empty"], ["comprehensiveness"], target="gold")
     assert [evaluated.explanation(i).target for i in range(2)] == [1, 0]
+    assert evaluated.per_example()["label"].tolist() == [1, 0]  # the gold labels, beside what was explained
     pairs = api.explain_many(toy_bert_loaded, [("the movie", "was great"), ("the plot", "was bad")], ["saliency"])
     for (premise, hypothesis), result in zip([("the movie", "was great"), ("the plot", "was bad")], pairs, strict=True):
         alone = api.explain(toy_bert_loaded, (premise, hypothesis), ["saliency"])
@@ -154,6 +157,7 @@ def test_a_method_or_metric_named_twice_runs_once(toy_bert_loaded) -> None:
     assert list(twice.evaluation.methods) == list(once.evaluation.methods) == ["loo_empty"]
     assert list(twice.evaluation.metric_keys) == ["comprehensiveness"] and len(twice.per_example()) == 1
     assert twice.per_example().equals(once.per_example())
+    assert ": 1 example; methods: loo_empty; metrics: comprehensiveness>" in repr(once)  # not "1 examples"
 
 
 @pytest.mark.parametrize(

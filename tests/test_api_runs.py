@@ -107,7 +107,7 @@ def test_a_run_with_no_unit_stored_yet_opens_empty(toy_bert_folder, tmp_path):
     run_id = open_stored_run(toy_spec(toy_bert_folder, limit=4), store).info.run_id  # created, nothing computed
     empty = api.open_run(run_id, tmp_path)
     assert empty.evaluation.results == [] and empty.per_example().empty
-    assert list(empty.per_example().columns) == ["example", "id", "method", "target", "predicted", "deletion",
+    assert list(empty.per_example().columns) == ["example", "id", "method", "target", "predicted", "label", "deletion",
                                                  "comprehensiveness", "iou"]  # fmt: skip
     assert (empty.summary()["n"] == 0).all()
 
