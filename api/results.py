@@ -11,11 +11,11 @@ returns.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.types import Attribution, Example, encode_json, read_record
+from core.types import Attribution, Example, encode_json, parsed_json, read_record
 from engine.bundles import EXPLANATION_SCHEMA, read_explanation
 from engine.evaluate import SliceEvaluation
 from engine.explain import Explanation, Prediction
@@ -153,8 +153,15 @@ class ExplanationResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> ExplanationResult:
-        """The result written by ``to_json`` (a dict, or its JSON text)."""
-        record = read_record(data, EXPLANATION_SCHEMA)
+        """The result written by ``to_json`` (a dict, or its JSON text), or read from the summary
+        ``python -m cli explain --json`` prints (its example named ``cli``)."""
+        from engine.imports.explanations import SUMMARY, check_explanation, is_summary
+
+        document = parsed_json(data, f"{EXPLANATION_SCHEMA} record")
+        if is_summary(document):
+            explanation = check_explanation(document, "the record", SUMMARY)  # its words and prediction
+            return cls(str(document.get("model")), tuple(map(str, document["label_names"])), explanation)
+        record = read_record(document, EXPLANATION_SCHEMA)
         try:
             return cls._from_record(record)
         except (KeyError, TypeError, IndexError) as error:
@@ -186,6 +193,26 @@ class ExplanationResults(list[ExplanationResult]):
             frame.insert(2, "target", result.target)
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """A JSON-ready list of the results' ``explanation/1`` records, which ``from_json`` (and
+        ``python -m cli import``) reads back."""
+        return [result.to_json() for result in self]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Mapping[str, Any]] | str) -> ExplanationResults:
+        """The results written by ``to_json`` (a list, or its JSON text); each record as
+        ``ExplanationResult.from_json`` reads it."""
+        records = parsed_json(data)
+        if not isinstance(records, list):
+            raise ValueError(f"expected a list of {EXPLANATION_SCHEMA} records, got {type(records).__name__}")  # noqa: TRY004
+        results = cls()
+        for index, record in enumerate(records):
+            try:
+                results.append(ExplanationResult.from_json(record))
+            except ValueError as error:
+                raise ValueError(f"record {index}: {error}") from None
+        return results
 
     def __repr__(self) -> str:
         """One line for a terminal, not every result's (index the list to see one)."""

@@ -16,6 +16,7 @@ from cli.common import (
     print_label_notes,
     read_jsonl,
 )
+from core.types import DEFAULT_THRESHOLD
 
 
 def read_texts(path: str) -> list:
@@ -30,9 +31,6 @@ def read_texts(path: str) -> list:
             segments.append(split_words(str(record["text_b"])))
         examples.append(Example(segments=tuple(segments), id=f"{path}:{record['line']}"))
     return examples
-
-
-DEFAULT_THRESHOLD = 0.5
 
 
 def threshold(text: str) -> float:

@@ -23,7 +23,7 @@ from core.devices import chunk_rows, is_out_of_memory, release_device_memory, re
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks, word_token_ids
 from core.heads import Head, detect_head
 from core.last_token import last_token_logits
-from core.loaded import LoadedClassifier
+from core.loaded import LoadedClassifier, segments_refusal
 from core.padding import in_parts, padded_batch, padding_rule
 from core.passes import PassBook
 from core.types import AUTOCAST_TYPES, Example, ProgressFn
@@ -145,10 +145,9 @@ class Classifier(PassBook):
             raise ValueError("the text is empty: give at least one word")
         if all(word is None for word in self._tokenize(example).word_ids()):
             raise ValueError("the text has no token the model reads: give at least one word")
-        if self.loaded.pair is True and not example.is_pair:
-            raise ValueError(f"{self.name} classifies sentence pairs: give a premise and a hypothesis")
-        if self.loaded.pair is False and example.is_pair:
-            raise ValueError(f"{self.name} classifies single texts, not sentence pairs")
+        refusal = segments_refusal(self.name, self.loaded.pair, example.is_pair)
+        if refusal is not None:
+            raise ValueError(refusal)
 
     def token_count(self, example: Example) -> int:
         """The example's tokens, special tokens included, before any cut to the model's length

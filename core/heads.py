@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.types import HEAD_TYPES
+from core.types import DEFAULT_THRESHOLD, HEAD_TYPES
 
 # Short names (the sidebar's head picker shows them in a narrow box; its help says what each means).
 HEAD_LABELS = {
@@ -35,7 +35,6 @@ HEAD_LABELS = {
     "multi_label": "multi-label (sigmoids)",
     "regression": "regression",
 }
-DEFAULT_THRESHOLD = 0.5
 # An attack keeps a regression head's prediction when the score moves by at most this much.
 SCORE_TOLERANCE = 0.05
 _PROBLEM_TYPES = {

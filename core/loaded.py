@@ -92,6 +92,17 @@ class LoadedClassifier:
             )
 
 
+def segments_refusal(name: str, pair: bool | None, is_pair: bool) -> str | None:
+    """Why the model ``name``, which reads sentence pairs (``pair`` True) or single texts (False),
+    cannot read an example of two segments (``is_pair``) or one; None where it can, or where what
+    it reads is unknown (``pair`` None)."""
+    if pair is True and not is_pair:
+        return f"{name} classifies sentence pairs: give a premise and a hypothesis"
+    if pair is False and is_pair:
+        return f"{name} classifies single texts, not sentence pairs"
+    return None
+
+
 def load_classifier(name_or_path: str, device: str | torch.device | None = None) -> LoadedClassifier:
     """Load a sequence classifier (bundled name, hub id or local folder) for sharing, frozen as
     ``classifier_from_model`` freezes it, on ``device`` (default: CUDA, else MPS, else CPU)."""

@@ -22,6 +22,8 @@ ProgressFn = Callable[[float, str], None]
 # (core/classifier.py); named here, without torch, for the command line's choices.
 HEAD_TYPES = ("single_label", "multi_label", "regression")
 AUTOCAST_TYPES = ("float16", "bfloat16")
+# A multi-label head predicts the labels whose own probability reaches this (core/heads.py).
+DEFAULT_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -361,12 +363,20 @@ def int_field(value: Any, name: str) -> int:
     return number
 
 
+def parsed_json(data: Any, what: str = "JSON") -> Any:
+    """JSON text parsed (``ValueError`` where it is not JSON, or ``what`` is nested too deeply);
+    anything else as it is."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(f"the {what} is nested too deeply") from None
+
+
 def read_record(data: Mapping[str, Any] | str, schema: str) -> Mapping[str, Any]:
     """``data`` (a dict, or JSON text) checked to be a record of ``schema``."""
-    try:
-        record = json.loads(data) if isinstance(data, str) else data
-    except RecursionError:
-        raise ValueError(f"the {schema} record is nested too deeply") from None
+    record = parsed_json(data, f"{schema} record")
     if not isinstance(record, Mapping) or record.get("schema") != schema:
         found = record.get("schema") if isinstance(record, Mapping) else type(record).__name__
         raise ValueError(f"expected a {schema!r} record, got schema {found!r}")

@@ -10,9 +10,9 @@ import numpy as np
 
 import explainers
 from core.classifier import Classifier
-from core.heads import DEFAULT_THRESHOLD
+from core.heads import Head
 from core.masked_lm import MaskedLM
-from core.types import Attribution, Example, ProgressFn
+from core.types import DEFAULT_THRESHOLD, Attribution, Example, ProgressFn
 from engine import windows as windowing
 from engine.resources import Resources
 from engine.windows import Windows
@@ -41,7 +41,7 @@ class Prediction:
             return f"score {label(target)} = {self.probabilities[target]:.4f}"
         predicted = self.predicted
         if self.head == "multi_label":  # the labels at or above the threshold, not the likeliest one
-            chosen = [i for i, p in enumerate(self.probabilities) if p >= DEFAULT_THRESHOLD]
+            chosen = Head(self.head, ()).label_set(np.asarray(self.probabilities))
             found = ", ".join(f"{label(i)} (p = {self.probabilities[i]:.3f})" for i in chosen) or (
                 f"no label at p ≥ {DEFAULT_THRESHOLD} (likeliest {label(predicted)}, p = {self.probabilities[predicted]:.3f})"
             )

@@ -8,6 +8,7 @@ them with ``st.error``.
 """
 
 from core.datasets import FILE_PREFIX
+from core.model_refs import model_ref, ref_autocast, split_ref
 from core.progress import duration_text
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 from explainers import DEFAULT_PANEL
@@ -46,7 +47,7 @@ from services.estimates import (
     worth_estimating,
 )
 from services.experiments import attack, attack_summary, randomization_steps, randomize
-from services.explain import HeatmapResult, PredictionResult, explain, predict_example, unknown_words
+from services.explain import HeatmapResult, PredictionResult, explain, label_set, predict_example, unknown_words
 from services.faithfulness import (
     FaithfulnessResult,
     MetricsRun,
@@ -76,11 +77,8 @@ from services.models import (
     mlm_choices,
     model_choices,
     model_info,
-    model_ref,
     model_task,
     randomized_name,
-    ref_autocast,
-    split_ref,
 )
 from services.rationales import (
     human_outline,
@@ -175,6 +173,7 @@ __all__ = [
     "is_upload",
     "kept_uploads",
     "label_refusal",
+    "label_set",
     "lime_counterfactual_rows",
     "loo_counterfactual_rows",
     "masked_lm",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 import explainers
+from core.heads import Head
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_example, predict, predict_in_windows
 from engine.windows import Windows
@@ -97,6 +100,12 @@ def _attribution(
     attribution = explanation.attributions[method]
     cache.put(key, attribution)
     return attribution
+
+
+def label_set(head: str, outputs: Sequence[float], threshold: float) -> tuple[int, ...]:
+    """The labels a head of type ``head`` predicts from its ``outputs`` (``core.heads.Head``),
+    a multi-label head's at ``threshold``."""
+    return Head(head, ()).label_set(np.asarray(outputs), threshold)
 
 
 def unknown_words(model: str, example: Example) -> tuple[str, ...]:

@@ -10,13 +10,14 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from core.model_refs import split_ref
 from core.types import Attribution, Example, ProgressFn
 from engine.imports import FORMATS, import_bytes
 from engine.imports import stored as _stored
 from engine.imports.stored import ImportedMethod
 from engine.runs.store import RunStore, results_dir
 from services.explain import HeatmapResult
-from services.models import classifier, split_ref
+from services.models import classifier
 
 UPLOAD_MB = 32  # the largest upload (the uploader refuses more; checked here again)
 

@@ -14,7 +14,7 @@ from core.devices import best_device
 from core.heads import HEAD_LABELS
 from core.loaded import LoadedClassifier, load_classifier
 from core.masked_lm import MaskedLM
-from core.types import AUTOCAST_TYPES, HEAD_TYPES
+from core.model_refs import ref_autocast, split_ref
 from experiments import randomization
 from services import access
 
@@ -46,39 +46,6 @@ class ModelInfo:
     max_length: int
     task: str | None = None
     head: str = "single_label"  # the explained output in use (core.heads), override applied
-
-
-# A head-type override and the scorer's autocast travel inside the model reference the pages
-# pass to the services ("minilm-sst2 [head: multi_label] [autocast: bfloat16]"), so every cache
-# keyed by the model also keys by them.
-_MARKS = re.compile(
-    rf"^(?P<name>.*?)(?: \[head: (?P<head>{'|'.join(HEAD_TYPES)})\])?"
-    rf"(?: \[autocast: (?P<autocast>{'|'.join(AUTOCAST_TYPES)})\])?$"
-)
-
-
-def model_ref(name: str, head_type: str | None, autocast: str | None = None) -> str:
-    """The reference of ``name`` explained with the head ``head_type`` (None: the detected one),
-    its perturbations scored under ``autocast`` (None: float32)."""
-    head = f" [head: {head_type}]" if head_type is not None else ""
-    return f"{name}{head}" + (f" [autocast: {autocast}]" if autocast is not None else "")
-
-
-def _ref_parts(ref: str) -> dict[str, str | None]:
-    found = _MARKS.match(ref.strip())
-    assert found is not None  # every part after the name is optional
-    return found.groupdict()
-
-
-def split_ref(ref: str) -> tuple[str, str | None]:
-    """(model name, head-type override or None) of a reference made by ``model_ref``."""
-    parts = _ref_parts(ref)
-    return str(parts["name"]), parts["head"]
-
-
-def ref_autocast(ref: str) -> str | None:
-    """The scorer's autocast type a reference made by ``model_ref`` names (None: float32)."""
-    return _ref_parts(ref)["autocast"]
 
 
 def autocast_choices() -> tuple[str, ...]:

@@ -318,7 +318,8 @@ def start_run(
     same key that is already done is returned as it is; one being written is left alone. Runs
     use the head the model's config gives (a regression head's runs leave log-odds out); in
     shared mode one background process at a time (``start_background``)."""
-    from services.models import classifier, ref_autocast, split_ref
+    from core.model_refs import ref_autocast, split_ref
+    from services.models import classifier
 
     name, head_type = split_ref(model)
     if head_type is not None:

@@ -12,7 +12,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import services
-from services.models import model_ref, ref_autocast, split_ref
+from core.model_refs import model_ref, ref_autocast, split_ref
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TEXT = "the acting is great , but the plot is awful and the ending makes no sense ."

@@ -1,6 +1,6 @@
 """A refused command leaves no run store behind: ``run``, ``import`` and ``roar`` check their spec,
-job, file and its content (a ``--limit`` past the split's end, a file cut short, records that
-match no example) before the store (catalogue.duckdb and runs/) is created."""
+job, file and its content (a ``--limit`` past the split's end, a split of sentence pairs for a
+single-text model, a file cut short, records that match no example) before the store (catalogue.duckdb and runs/) is created."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from cli.main import main
         ["run", "--model", "minilm-sst2", "--dataset", "sst2", "--split", "dev", "--limit", "2", "--metrics", ""],
         ["run", "--resume", "nosuchrun"],
         ["run", "--model", "minilm-sst2", "--dataset", "examples", "--split", "sst2", "--limit", "100000"],
+        ["run", "--model", "minilm-sst2", "--dataset", "examples", "--split", "esnli", "--limit", "2"],  # pairs
+        ["run", "--model", "minilm-esnli", "--dataset", "examples", "--split", "sst2", "--limit", "2"],  # singles
         ["import", "FILE", "--model", "minilm-sst2", "--methods", "bogus"],
         ["import", "FILE", "--model", "minilm-sst2", "--param", "nodot=1"],
         ["import", "FILE", "--model", "minilm-sst2", "--dataset", "sst2"],

@@ -171,3 +171,59 @@ def test_an_import_sent_sigterm_is_stopped_and_the_same_command_goes_on(toy_bert
     assert main(argv) == 0
     (done,) = RunStore(tmp_path).infos()
     assert (done.run_id, done.status, done.units_done) == (stopped.run_id, "done", 2)
+
+
+def test_a_list_of_explanations_round_trips_and_imports_every_example(toy_bert_folder, tmp_path):
+    """``ExplanationResults`` had no ``to_json``, and a list of ``explanation/1`` records was
+    refused by ``import`` ("record 0: expected an 'attribution/1' record")."""
+    from engine.runs.executor import read_evaluation
+
+    results = api.explain_many(
+        toy_bert_folder, ["a fine film", "a dull plot", "it is"], ["loo_empty", "random"], seed=0
+    )
+    written = json.dumps(results.to_json())
+    restored = api.ExplanationResults.from_json(written)
+    assert [r.to_json() for r in restored] == json.loads(written)
+    store = RunStore(tmp_path)
+    outcome = import_bytes(written.encode(), "many.json", store, model=toy_bert_folder, metrics=["deletion"])
+    stored = {r.example.id: r for r in read_evaluation(store, outcome.info.run_id)[1].results}
+    assert list(stored) == ["text/0", "text/1", "text/2"]
+    for result in results:
+        for method in ("loo_empty", "random"):
+            assert (
+                stored[result.example.id].attributions[f"json.{method}"].scores.tolist()
+                == result[method].scores.tolist()
+            )
+    with pytest.raises(ValueError, match=re.escape("record 1: expected a 'explanation/1' record, got schema None")):
+        api.ExplanationResults.from_json([results[0].to_json(), {}])
+
+
+def test_one_example_id_for_two_texts_is_refused(record, toy_bert_folder, tmp_path):
+    """Two records of one id and different words were stored as two rows of the same id."""
+    other = api.explain(toy_bert_folder, "a dull plot", ["loo_empty", "random"], seed=0).to_json()
+    data = json.dumps([record, other]).encode()
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "many.json record 1 attribution 'loo_empty': example id 'text' is given to two different texts"
+        ),
+    ):
+        import_bytes(data, "many.json", RunStore(tmp_path), model=toy_bert_folder)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_from_json_reads_the_summary_explain_json_prints(toy_bert_folder, capsys):
+    assert main(["explain", "--model", toy_bert_folder, "--text", TEXT, "--methods", "random,loo_empty", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    result = api.ExplanationResult.from_json(json.dumps(summary))
+    assert result.words == tuple(TEXT.split()) and result.example.id == "cli" and result.model == toy_bert_folder
+    assert result["loo_empty"].scores.tolist() == summary["attributions"]["loo_empty"]["scores"]
+    assert (result.probabilities, result.target) == (tuple(summary["probabilities"]), summary["target"])
+    with pytest.raises(ValueError, match="the record: not a valid explain --json summary file"):
+        api.ExplanationResult.from_json({**summary, "words": ["other", "words", "here"]})
+
+
+def test_a_name_with_a_line_break_is_compared_as_written():
+    """``core.model_refs`` reads names from files, which may hold any character."""
+    assert same_model("a\nb [head: regression]", "a\nb")
+    assert not same_model("a\nb", "a")

@@ -240,8 +240,8 @@ def test_an_import_under_the_sidebars_autocast_or_head_override(sst2, tmp_path, 
     """The sidebar's model reference carries its autocast and head override: an import is stored
     for the model itself (it once failed as an unknown hub id) and offered under any reference of
     it (imports once vanished from every picker once autocast or a head was chosen)."""
+    from core.model_refs import model_ref
     from services.imports import import_upload, imported_methods
-    from services.models import model_ref
 
     monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
     _, examples = sst2

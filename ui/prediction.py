@@ -6,15 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import services
+from core.types import DEFAULT_THRESHOLD
 from ui.text import plain
-
-DEFAULT_THRESHOLD = 0.5
-
-
-def label_set(outputs: Sequence[float], threshold: float = DEFAULT_THRESHOLD) -> list[int]:
-    """The labels of a multi-label head predicted at ``threshold`` (their own probability at or
-    above it)."""
-    return [i for i, p in enumerate(outputs) if p >= threshold]
 
 
 def prediction_markdown(
@@ -45,7 +38,7 @@ def prediction_markdown(
             + gold_line
         )
     if head == "multi_label":
-        chosen = label_set(outputs, threshold)
+        chosen = services.label_set(head, outputs, threshold)
         shown = ", ".join(f"{names[i]} ({outputs[i]:.1%})" for i in chosen) or "none"
         return (
             f"**Predicted labels** (probability ≥ {threshold:.0%}): {shown}  \n"

@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 import services
-from ui.prediction import DEFAULT_THRESHOLD
+from core.types import DEFAULT_THRESHOLD
 from ui.share import copy_link, link_warning
 from ui.sidebar_link import DEFAULT_TEXT, default_split, link_texts, read_url_once, write_url
 from ui.state import Selection, set_selection

@@ -50,9 +50,14 @@ def align(
     """The examples of ``records`` in the order they first appear, each with its attributions."""
     by_id = {example.id: (i, example) for i, example in enumerate(dataset or ())}
     found: dict[object, Aligned] = {}
+    texts: dict[str, tuple[str, ...]] = {}  # each example id's words: one id names one text
     for record in records:
         index, example = _example_of(clf, record, by_id, dataset is not None, source, len(found))
         key = index if index is not None else (example.id, example.words)
+        if texts.setdefault(example.id, example.words) != example.words:
+            raise BadFile(
+                f"{record.where}: example id {example.id!r} is given to two different texts; give each its own"
+            )
         if key not in found:
             try:
                 found[key] = Aligned(clf.fit_example(example)[0], index)

@@ -10,11 +10,11 @@ give. A file that names the model it was made with and is imported for another g
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.model_refs import split_ref
 from engine.bundles import EXPLANATION_SCHEMA
 from engine.imports.records import BadFile
 
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from engine.imports.records import Imported
 
 SUMMARY = "explain --json summary"
-# The marks the app's model references carry after the name ("minilm-sst2 [head: multi_label]").
-_REF_MARKS = re.compile(r"(?: \[[a-z_]+: [^\]]*\])+$")
 _ERRORS = (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError, RecursionError)
 
 
@@ -54,6 +52,16 @@ def check_explanation(document: Mapping[str, Any], name: str, kind: str = EXPLAN
         return read_explanation(record, label_names)
     except _ERRORS as error:
         raise BadFile(f"{name}: not a valid {kind} file ({type(error).__name__}: {error})") from None
+
+
+def is_summary(document: Any) -> bool:
+    """Whether ``document`` is the summary ``python -m cli explain --json`` prints: no schema, the
+    example's words and an ``attributions`` object of records (not a record of a method named
+    "attributions")."""
+    if not isinstance(document, Mapping):
+        return False
+    found = document.get("attributions")
+    return "schema" not in document and "words" in document and isinstance(found, dict) and "schema" not in found
 
 
 def summary_record(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,8 +97,8 @@ def model_notes(records: Sequence[Imported], model: str, name: str) -> tuple[str
 
 def same_model(named: str, model: str) -> bool:
     """Whether a file's model name and the model imported for are the same: equal once an app
-    reference's marks are cut, or the same folder."""
-    first, second = _REF_MARKS.sub("", named.strip()), _REF_MARKS.sub("", model.strip())
+    reference's marks are cut (``core.model_refs``), or the same folder."""
+    first, second = split_ref(named)[0], split_ref(model)[0]
     if first == second:
         return True
     try:

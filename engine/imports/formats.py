@@ -3,7 +3,8 @@ Thermostat in their own modules).
 
 - ``json``: this project's own JSON (docs/attribution-schema.md): one ``attribution/1`` record,
   a list of them, the heatmap page's ``{method: attribution/1}`` download, an ``explanation/1``
-  (the notebook API) or a session bundle's ``bundle.json`` (or the bundle's zip, whose
+  (the notebook API; a list of them from ``ExplanationResults.to_json``), the summary
+  ``explain --json`` prints, or a session bundle's ``bundle.json`` (or the bundle's zip, whose
   ``bundle.json`` is read as ``engine.bundles`` reads it). Word level.
 - ``csv``: a header and rows of ``example_id`` (or ``id``), ``word_index``, ``score``, with
   optional ``method`` and ``target`` columns. Word level.
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.bundles import BUNDLE_SCHEMA, EXPLANATION_SCHEMA
-from engine.imports.explanations import checked_example
+from engine.imports.explanations import checked_example, is_summary
 from engine.imports.inseq import read_inseq
 from engine.imports.records import (
     BadFile,
@@ -122,7 +123,7 @@ def detect(document: Any, name: str) -> str:
             return "inseq"
         if (
             "schema" in first
-            or _explain_summary(first)
+            or is_summary(first)
             or (first and all(isinstance(v, dict) and "schema" in v for v in first.values()))
         ):
             return "json"
@@ -137,14 +138,6 @@ def detect(document: Any, name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- our JSON
-
-
-def _explain_summary(document: dict) -> bool:
-    """Whether ``document`` is the summary ``python -m cli explain --json`` prints: no schema, the
-    example's words and an ``attributions`` object of records (not a record of a method named
-    "attributions")."""
-    found = document.get("attributions")
-    return "schema" not in document and "words" in document and isinstance(found, dict) and "schema" not in found
 
 
 def read_ours(document: Any, name: str) -> list[Imported]:
@@ -176,20 +169,32 @@ def read_ours(document: Any, name: str) -> list[Imported]:
             extras={"params": record.get("params"), "original_method": parsed.method, "model": model},
         )
 
-    if isinstance(document, list):
-        return [attribution(r, f"{name} record {i}") for i, r in enumerate(document)]
+    def whole(record: dict, where: str) -> list[Imported]:
+        example = checked_example(record, where)  # the whole record, as ``open`` / ``from_json`` check it
+        found = record.get("attributions")
+        if not isinstance(found, dict):
+            raise BadFile(f"{where}: {record.get('schema')} without an 'attributions' object")
+        model = record.get("model")  # the model the file was made with (a note if it is not ours)
+        return [attribution(r, f"{where} attribution {k!r}", model, example.segments) for k, r in found.items()]
+
+    def is_whole(record: Any) -> bool:
+        return isinstance(record, dict) and (
+            record.get("schema") in (EXPLANATION_SCHEMA, BUNDLE_SCHEMA) or is_summary(record)
+        )
+
+    if isinstance(document, list):  # attribution/1 records, or whole explanations (``ExplanationResults``)
+        return [
+            found
+            for i, r in enumerate(document)
+            for found in (whole(r, f"{name} record {i}") if is_whole(r) else [attribution(r, f"{name} record {i}")])
+        ]
     if not isinstance(document, dict):
         raise BadFile(f"{name}: expected a JSON object or list, got {type(document).__name__}")
     schema = document.get("schema")
     if schema == ATTRIBUTION_SCHEMA:
         return [attribution(document, f"{name} record 0")]
-    if schema in (EXPLANATION_SCHEMA, BUNDLE_SCHEMA) or _explain_summary(document):
-        example = checked_example(document, name)  # the whole record, as ``open`` / ``from_json`` check it
-        found = document.get("attributions")
-        if not isinstance(found, dict):
-            raise BadFile(f"{name}: {schema} without an 'attributions' object")
-        model = document.get("model")  # the model the file was made with (a note if it is not ours)
-        return [attribution(r, f"{name} attribution {k!r}", model, example.segments) for k, r in found.items()]
+    if is_whole(document):
+        return whole(document, name)
     if schema is None:
         return [attribution(r, f"{name} attribution {k!r}") for k, r in document.items()]
     raise BadFile(f"{name}: unknown schema {schema!r}")

@@ -86,6 +86,7 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
     check_target(examples, spec.target, config_head_kind(spec.model))  # before the run is written
+    _check_segments(spec, examples)
     fingerprint = model_fingerprint(spec.model)
     lengths, read = token_lengths(spec.model, examples)
     chunk_size = spec.chunk_size or unit_size(read)
@@ -131,6 +132,18 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         row_order=unit_order(lengths, chunk_size),
     )
     return new, examples
+
+
+def _check_segments(spec: RunSpec, examples: Sequence[Example]) -> None:
+    """Refuse, before the run is written, a split of sentence pairs for a model known to read
+    single texts, or of single texts for a pair model (``core.loaded.segments_refusal``)."""
+    from core.loaded import segments_refusal
+    from core.models import model_info
+
+    pair = model_info(spec.model).get("pair")
+    if any(segments_refusal(spec.model, pair, example.is_pair) for example in examples):
+        reads, holds = ("sentence pairs", "single texts") if pair else ("single texts", "sentence pairs")
+        raise ValueError(f"{spec.model} classifies {reads}, and {spec.dataset}/{spec.split} holds {holds}")
 
 
 @dataclass
