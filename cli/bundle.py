@@ -22,21 +22,10 @@ def app_command(bundle: Path, port: int | None = None) -> tuple[list[str], dict[
     return command, {**os.environ, BUNDLE_ENV: str(bundle.resolve())}
 
 
-def prediction_line(bundle) -> str:
-    """What the bundled model predicted and what is explained, as its head defines them: a
-    regression head's score, the labels whose sigmoid reaches 0.5, or one class's probability."""
-    names, outputs, target = bundle.label_names, bundle.probabilities, bundle.target
-    if bundle.head == "regression":
-        return f"score {names[target]} = {outputs[target]:.4f}, explaining that score"
-    if bundle.head == "multi_label":
-        chosen = ", ".join(f"{names[i]} ({p:.1%})" for i, p in enumerate(outputs) if p >= 0.5) or "none"
-        return f"predicted labels (probability >= 50%): {chosen}; explaining {names[target]} ({outputs[target]:.1%})"
-    return f"predicted {names[bundle.predicted]} ({outputs[bundle.predicted]:.1%}), explaining {names[target]}"
-
-
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json, printable
     from engine.bundles import MAX_BUNDLE_BYTES, read_bundle
+    from engine.explain import Prediction
     from engine.imports.records import read_limited
 
     path = Path(args.bundle)
@@ -54,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         else "typed text"
     )
     print(printable(f"{path.name}: {bundle.model}, {where} ({bundle.example.id or 'text'}), made {bundle.created}"))
-    print(printable(prediction_line(bundle)))
+    prediction = Prediction(bundle.probabilities, bundle.predicted, bundle.head)
+    print(printable(prediction.text(bundle.target, bundle.label_names)))  # as ``explain`` prints it
     methods = [printable(m) for m in bundle.attributions]
     words = [printable(w) for w in bundle.example.words]
     width = max(map(len, words), default=4)

@@ -44,7 +44,7 @@ def test_open_prints_a_hostile_bundle_escaped_one_row_per_word(tmp_path, capsys)
     assert "\x1b" not in out
     lines = out.splitlines()
     assert lines[0].startswith("evil.zip: evil\\x1b[31m, typed text (x\\x1b[1m)")
-    assert lines[1] == "predicted pos\\x1b[5m (70.0%), explaining pos\\x1b[5m"
+    assert lines[1] == "predicted 'pos\\x1b[5m' (p = 0.700); explaining 'pos\\x1b[5m'"
     rows = lines[3:6]
     assert [row.split()[0] for row in rows] == ["good", "\\x1b[2J\\x1b[31mPWNED", "line\\nbreak"]
     assert len({row.index(".") for row in rows}) == 1  # the scores line up under their method
