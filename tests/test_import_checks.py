@@ -198,18 +198,26 @@ def test_a_list_of_explanations_round_trips_and_imports_every_example(toy_bert_f
         api.ExplanationResults.from_json([results[0].to_json(), {}])
 
 
-def test_one_example_id_for_two_texts_is_refused(record, toy_bert_folder, tmp_path):
-    """Two records of one id and different words were stored as two rows of the same id."""
+def test_two_texts_of_one_id_get_ids_of_their_own(record, toy_bert_folder, tmp_path):
+    """Two records of one id and other words (two downloads of the heatmap page, both "text")
+    were stored as two rows of the same id; records of the same id and words stay one example."""
+    from engine.runs.executor import read_evaluation
+
     other = api.explain(toy_bert_folder, "a dull plot", ["loo_empty", "random"], seed=0).to_json()
-    data = json.dumps([record, other]).encode()
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            "many.json record 1 attribution 'loo_empty': example id 'text' is given to two different texts"
-        ),
-    ):
-        import_bytes(data, "many.json", RunStore(tmp_path), model=toy_bert_folder)
-    assert not (tmp_path / "runs").exists()
+    third = api.explain(toy_bert_folder, "it is", ["loo_empty"], seed=0).to_json()
+    again = {**record, "attributions": {"mine": {**record["attributions"]["random"], "method": "mine"}}}
+    data = json.dumps([record, other, again, third]).encode()
+    store = RunStore(tmp_path)
+    outcome = import_bytes(data, "many.json", store, model=toy_bert_folder, metrics=["deletion"])
+    results = read_evaluation(store, outcome.info.run_id)[1].results
+    assert [(r.example.id, r.example.words) for r in results] == [
+        ("text", ("a", "fine", "film")),
+        ("text (2)", ("a", "dull", "plot")),
+        ("text (3)", ("it", "is")),
+    ]
+    first = results[0].attributions
+    assert first["json.mine"].scores.tolist() == first["json.random"].scores.tolist()
+    assert results[1].attributions["json.loo_empty"].scores.tolist() == other["attributions"]["loo_empty"]["scores"]
 
 
 def test_from_json_reads_the_summary_explain_json_prints(toy_bert_folder, capsys):

@@ -4,7 +4,8 @@ The example of a record is the dataset example with its id (``idx`` for Thermost
 dataset is given, else one built from the record: its words (our JSON), its text split with
 ``core.datasets.split_words`` (ferret, inseq), or its tokens joined into words (word pieces
 ``##x`` continue a word; ``Ġ``/``▁`` start one; a separator token in the middle starts the
-second segment). The example is then cut to the model's length as every method sees it.
+second segment); a text under an id another text of the file already has gets "<id> (2)". The
+example is then cut to the model's length as every method sees it.
 
 Word scores must be one per word. Token scores must be over exactly the model's own tokens of
 that example (special tokens left out on both sides; ids compared where the file has them, else
@@ -16,7 +17,7 @@ attention, and the token scores are kept as the attribution's subword scores. An
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,14 +51,13 @@ def align(
     """The examples of ``records`` in the order they first appear, each with its attributions."""
     by_id = {example.id: (i, example) for i, example in enumerate(dataset or ())}
     found: dict[object, Aligned] = {}
-    texts: dict[str, tuple[str, ...]] = {}  # each example id's words: one id names one text
     for record in records:
         index, example = _example_of(clf, record, by_id, dataset is not None, source, len(found))
         key = index if index is not None else (example.id, example.words)
-        if texts.setdefault(example.id, example.words) != example.words:
-            raise BadFile(
-                f"{record.where}: example id {example.id!r} is given to two different texts; give each its own"
-            )
+        if key in found:
+            example = replace(example, id=found[key].example.id)
+        elif index is None:  # a text of the file's own: its id names it alone
+            example = replace(example, id=_unused_id(example.id, {e.example.id for e in found.values()}))
         if key not in found:
             try:
                 found[key] = Aligned(clf.fit_example(example)[0], index)
@@ -71,6 +71,16 @@ def align(
         if len(named) > 1:
             raise BadFile(f"{record.where}: example {example.id!r} is explained for two classes {sorted(named)}")
     return list(found.values())
+
+
+def _unused_id(example_id: str, used: set[str]) -> str:
+    """``example_id``, or where another text of the file already has it (two downloads of the
+    heatmap page are both "text") the first of "<id> (2)", "<id> (3)", ... that none has."""
+    found, copy = example_id, 1
+    while found in used:
+        copy += 1
+        found = f"{example_id} ({copy})"
+    return found
 
 
 def _example_of(
