@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.progress import count_text
 from core.types import Attribution, Example, encode_json, parsed_json, read_record
 from engine.bundles import EXPLANATION_SCHEMA, read_explanation
 from engine.evaluate import SliceEvaluation
@@ -318,16 +319,12 @@ class EvaluationResult:
     def __repr__(self) -> str:
         """One line for a terminal (``summary()`` gives the means, Jupyter shows them)."""
         evaluation = self.evaluation
-        count = self.partial or _examples(len(evaluation.results))
+        count = self.partial or count_text(len(evaluation.results), "example")
         return (
             f"<EvaluationResult {self.model!r}: {count}; "
             f"methods: {', '.join(evaluation.methods)}; metrics: {', '.join(evaluation.metric_keys)}>"
         )
 
     def _repr_html_(self) -> str:
-        count = html.escape(self.partial or _examples(len(self.evaluation.results)))
+        count = html.escape(self.partial or count_text(len(self.evaluation.results), "example"))
         return f"<p><b>{html.escape(self.model)}</b>, {count}</p>" + str(self.summary().to_html())
-
-
-def _examples(count: int) -> str:
-    return f"{count} example{'' if count == 1 else 's'}"

@@ -64,6 +64,7 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
     request = {"model": selection.model, "data": data, "methods": methods, "metrics": metric_sets,
                "method_params": method_params, "mlm": selection.mlm, "imported": [m.name for m in imported]}  # fmt: skip
     examples = services.slice_examples(*data[:3], random_order=random_order == "random N", seed=seed)
+    request["examples"] = services.examples_key(examples)  # an edited data file's slice is another request
     kept = {"method_params": method_params, "mlm_name": selection.mlm, "imported": imported}
     stopped_note([services.slice_stopped_at(selection.model, examples, methods, m, **kept) for m in metric_sets])
     slice_estimate(selection.model, examples, methods, method_params, metric_sets, scored=len(imported))
@@ -83,9 +84,9 @@ def slice_results(selection, methods, imported, metric_sets, method_params, memo
             st.error(plain(f"{method}: {message}"))
     explained = " (or the class of its imported attributions)" if imported else ""
     st.caption(
-        f"{len(examples)} examples of {selection.dataset}/{selection.split}, each explaining its predicted class"
+        f"{len(examples)} examples of {plain(f'{selection.dataset}/{selection.split}')}, each explaining its predicted class"
         f"{explained} · {sum(r.runtime_s for r in results):.1f} s · {sum(r.forward_passes for r in results):,} forward "
-        "passes for the metrics"
+        "passes (the methods', where they were not computed before, and the metrics')"
     )
     imported_note(imported, results[0].missing, len(examples))
     return results
@@ -134,7 +135,9 @@ def compare_view(selection, methods: list[str], imported: list, metric_params: d
     results = slice_results(selection, methods, imported, sets, method_params, "faithfulness.compare_request")
     if results is None:
         return
-    modes, methods = (mode_a, mode_b), list(results[0].summary)  # the built-in and the imported methods
+    # the built-in and the imported methods, of either set (a method that failed on every example
+    # is only in the first)
+    modes, methods = (mode_a, mode_b), list(dict.fromkeys([*results[0].summary, *results[1].summary]))
     frame, styled, flips, rankings = F.compare_table(methods, key, modes, tuple(results))
     show_table(frame, shown=styled, key="faithfulness.compare.table", name=f"faithfulness-{key}-{mode_a}-vs-{mode_b}")
     st.caption(f"{F.LABELS[key]}: {'higher' if F.higher_is_better(key) else 'lower'} is better; rank 1 = best.")

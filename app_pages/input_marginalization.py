@@ -137,7 +137,7 @@ with loo_tab:
     show_table(gallery, key="im.gallery.loo", name="im-gallery-loo", hide_index=True)
 with im_tab:
     only_word = st.toggle(
-        f"Only the fill-ins of “{example.words[word]}”", key="im.gallery.only_word", persist_state="session"
+        f"Only the fill-ins of “{plain(example.words[word])}”", key="im.gallery.only_word", persist_state="session"
     )
     gallery_rows = services.im_counterfactual_rows(example, im, labels, selection.head)
     gallery_rows = [r for r in gallery_rows if r["#"] == word] if only_word else gallery_rows

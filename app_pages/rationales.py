@@ -132,6 +132,7 @@ def slice_view(
                "imported": [m.name for m in imported]}  # fmt: skip
     indices = services.slice_indices(selection.dataset, selection.split, n, random_order=order == "random N", seed=seed)
     examples = [services.dataset_example(selection.dataset, selection.split, i) for i in indices]
+    request["examples"] = services.examples_key(examples)  # an edited data file's slice is another request
     slice_estimate(selection.model, examples, methods, {}, [])
     if not gate("rationales.slice_run", request, "Run on the slice", container=fifth):
         return
@@ -142,7 +143,7 @@ def slice_view(
     for method, message in result.errors.items():
         st.error(plain(f"{method}: {message}"))
     st.caption(
-        f"{len(result.items)} examples of {selection.dataset}/{selection.split} (predicted class explained"
+        f"{len(result.items)} examples of {plain(f'{selection.dataset}/{selection.split}')} (predicted class explained"
         f"{', or that of the imported attributions' if imported else ''}"
         f"{', correct predictions only' if correct_only else ''}) · {result.human_coverage.skipped} without a human "
         f"rationale ({R.annotator_label(annotator)}), counted apart · {result.runtime_s:.1f} s · "

@@ -124,7 +124,7 @@ row = result.examples[row_index]
 st.subheader("Heatmap after each step")
 st.caption(
     "One thumbnail per step, each scaled to its own largest |score| (red: for the target class, blue: against). "
-    f"Target: {selection.label_names[row.target] if selection.label_names else row.target}."
+    f"Target: {plain(str(selection.label_names[row.target])) if selection.label_names else row.target}."
 )
 S.step_rows(result, names, row, measure)
 with st.expander("Full-size heatmaps of one method, one row per step"):

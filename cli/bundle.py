@@ -28,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from engine.explain import Prediction
     from engine.imports.records import read_limited
 
+    if args.port is not None and not args.app:
+        raise ValueError("--port is the app's port: add --app")
     path = Path(args.bundle)
     bundle = read_bundle(read_limited(path, MAX_BUNDLE_BYTES), path.name)
     if args.app:

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.progress import count_text
 from core.types import AUTOCAST_TYPES, HEAD_TYPES, Example, ProgressFn
 
 
@@ -379,7 +380,9 @@ def print_summary_table(payload: dict[str, Any]) -> None:
             scored = interval_text(s["mean"], *s["interval"], s["n"], show_n=True) if s["mean"] is not None else None
             cells.append(scored or (f"— ({s['skipped']} skipped)" if s.get("skipped") else "—"))
         print(f"{printable(method):<{width}}  " + "  ".join(f"{c:>24}" for c in cells))
-    print(f"{payload['n_examples']} examples, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes")
+    print(
+        f"{count_text(payload['n_examples'], 'example')}, {payload['runtime_s']:.1f} s, {payload['forward_passes']} forward passes"
+    )
     for key in metric_keys:  # why a metric scored no example (a plausibility metric on data without rationales)
         reasons: dict[str, int] = {}
         for per in summary.values():
@@ -387,7 +390,7 @@ def print_summary_table(payload: dict[str, Any]) -> None:
                 for reason, count in per[key].get("skipped_because", {}).items():
                     reasons[reason] = max(reasons.get(reason, 0), count)
         if reasons and all(per[key]["n"] == 0 for per in summary.values()):
-            why = "; ".join(f"{reason} ({count} examples)" for reason, count in reasons.items())
+            why = "; ".join(f"{reason} ({count_text(count, 'example')})" for reason, count in reasons.items())
             print(printable(f"{key} scored no example: {why}"))
     for method, failures in payload["errors"].items():
-        print(printable(f"{method} failed on {len(failures)} examples, first: {failures[0]['error']}"))
+        print(printable(f"{method} failed on {count_text(len(failures), 'example')}, first: {failures[0]['error']}"))

@@ -28,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.windows import Windows
 
     methods, params = methods_and_params(args)
+    window_options = {"overlap": args.window_overlap, "stitch": args.stitch}
+    if not args.windows and any(value is not None for value in window_options.values()):
+        raise ValueError("--window-overlap and --stitch set how --windows explains a long text: add --windows")
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         from core.masked_lm import MaskedLM
 
         mlm = MaskedLM.load(args.mlm)
-    windows = Windows(overlap=args.window_overlap, stitch=args.stitch) if args.windows else None
+    windows = Windows(**{k: v for k, v in window_options.items() if v is not None}) if args.windows else None
     result = explain_example(
         clf,
         example,
@@ -116,7 +119,9 @@ def register(sub) -> None:
         action="store_true",
         help="explain a single text longer than the model accepts in overlapping windows (windowable methods only)",
     )
-    parser.add_argument("--window-overlap", type=float, default=0.5, help="share of a window's words the next repeats")
-    parser.add_argument("--stitch", default="central", help="central (the window with most context) or mean")
+    parser.add_argument(
+        "--window-overlap", type=float, help="with --windows: share of a window's words the next repeats (default 0.5)"
+    )
+    parser.add_argument("--stitch", help="with --windows: central (the window with most context, the default) or mean")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     payload: dict = {"model": args.model, "head": head.kind, "label_names": list(clf.label_names)}
     if head.kind == "multi_label":
         payload["threshold"] = label_threshold
+    if args.dataset and head.kind != "single_label" and examples:  # "gold" numbers the dataset's classes
+        payload["gold_label_names"] = list(examples[0].label_names)
     if args.dataset and head.kind == "single_label":
         labelled = [r for r in rows if r["gold"] is not None]
         payload["accuracy"] = sum(r["predicted"] == r["gold"] for r in labelled) / len(labelled) if labelled else None

@@ -19,6 +19,11 @@ MIN_FRACTION = 0.02
 MIN_SECONDS = 1.0
 
 
+def count_text(count: int, noun: str) -> str:
+    """``1 example``, ``2 examples``: ``count`` of ``noun`` (a noun made plural by an s)."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def duration_text(seconds: float) -> str:
     """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
     seconds = max(0, round(seconds))

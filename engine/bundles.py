@@ -217,8 +217,9 @@ def _bundle(document: Any, figures: tuple[str, ...]) -> Bundle:
 
 def read_explanation(record: Mapping[str, Any], label_names: tuple[str, ...]) -> Explanation:
     """The explanation a stored record holds (a session bundle's, or an ``ExplanationResult``'s
-    JSON), checked as user input: attributions of the example's own words; a prediction of the
-    model's classes that its head could give; at most ``MAX_DROPPED_WORDS`` words cut."""
+    JSON), checked as user input: attributions of the example's own words and of its target; a
+    prediction of the model's classes that its head could give; at most ``MAX_DROPPED_WORDS`` words
+    cut."""
     from core.heads import KINDS
     from core.types import decode_json
     from engine.explain import Explanation, Prediction
@@ -232,10 +233,14 @@ def read_explanation(record: Mapping[str, Any], label_names: tuple[str, ...]) ->
             raise ValueError(f"the {method} attribution scores other words than the example")
     probabilities = tuple(_finite(decode_json(p), "probabilities") for p in record["probabilities"])
     target, predicted = int_field(record["target"], "target"), int_field(record["predicted"], "predicted")
-    if len(probabilities) != len(label_names) or not (
-        0 <= target < len(label_names) and 0 <= predicted < len(label_names)
-    ):
-        raise ValueError("the prediction does not match the model's classes")
+    if len(probabilities) != len(label_names):
+        raise ValueError(f"{len(probabilities)} probabilities for the model's {len(label_names)} classes")
+    for name, value in (("target", target), ("predicted", predicted)):
+        if not 0 <= value < len(label_names):
+            raise ValueError(f"{name} {value} is not one of the model's classes (0 to {len(label_names) - 1})")
+    for method, attribution in attributions.items():  # one record explains one class
+        if attribution.target is not None and attribution.target != target:
+            raise ValueError(f"the {method} attribution explains class {attribution.target}, not the target {target}")
     head = str(record.get("head") or "single_label")  # records before the field were single-label
     if head not in KINDS:
         raise ValueError(f"unknown head {head!r} (one of {', '.join(KINDS)})")

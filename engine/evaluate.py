@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.datasets.labels import align_labels
+from core.progress import count_text
 from core.types import Attribution, Example, ProgressFn
 from engine.explain import explain_examples
 from engine.resources import Resources
@@ -327,15 +328,19 @@ def evaluate_slice(
     for failures in evaluation.errors.values():
         failures.sort(key=lambda failure: failure["index"])
     if progress is not None:
-        progress(1.0, f"{len(examples)} examples done")
+        progress(1.0, f"{count_text(len(examples), 'example')} done")
     return evaluation
 
 
 def check_target(examples: Sequence[Example], target: str, head: str | None = None) -> None:
-    """Refuse ``target="gold"`` for a regression ``head`` (it has no classes to pick) and on
-    examples none of which has a gold label (an unlabelled test split)."""
-    if target == "gold" and head == "regression":
-        raise ValueError("target 'gold' picks a class, and a regression head has none: explain its predicted score")
+    """Refuse ``target="gold"`` for a regression or multi-label ``head`` (the dataset's gold class
+    is none of its outputs: HateXplain's "normal" is 1, a target-group model's label 1 "Islam") and
+    on examples none of which has a gold label (an unlabelled test split)."""
+    if target == "gold" and head is not None and head != "single_label":
+        raise ValueError(
+            f"a {head.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
+            "explain the predicted output"
+        )
     if target == "gold" and examples and all(e.label is None for e in examples):
         raise ValueError("target 'gold' needs gold labels and these examples have none: explain the predicted class")
 

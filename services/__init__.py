@@ -97,6 +97,7 @@ from services.slices import (
     rationale_slice,
     slice_stopped_at,
 )
+from services.store import examples_key
 from services.uploads import (
     DATA_FILE_TYPES,
     DATA_UPLOAD_MB,
@@ -160,6 +161,7 @@ __all__ = [
     "estimate_perturbation_cost",
     "estimate_slice",
     "evaluate_slice",
+    "examples_key",
     "explain",
     "faithfulness",
     "free_text_example",

@@ -64,7 +64,8 @@ def start_background(run_id: str, command: list[str]) -> None:
     """Start ``command`` in its own session (it outlives the page), its output appended to
     ``log_path(run_id)``, unless this server's process for ``run_id`` still runs. In shared mode
     ``ValueError`` while another process this server started still runs: visitors share one
-    background process at a time."""
+    background process at a time; ``ValueError`` naming the folder where the log cannot be written
+    (a results folder that is not writable, a full disk)."""
     started = background()
     with started.lock:
         if started.is_running(run_id):  # still starting (not in the catalogue yet): not started twice
@@ -74,8 +75,13 @@ def start_background(run_id: str, command: list[str]) -> None:
             raise ValueError(
                 f"this server runs one background job at a time and {running[0]} is still running: try later"
             )
-        log_path(run_id).parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path(run_id), "a") as log:
+        try:
+            log_path(run_id).parent.mkdir(parents=True, exist_ok=True)
+            log = open(log_path(run_id), "a")  # noqa: SIM115 (closed below, once the process has it)
+        except OSError as error:
+            raise ValueError(f"the job cannot be started: its log cannot be written in {error.filename} "
+                             f"({error.strerror})") from None  # fmt: skip
+        with log:
             started.processes[run_id] = subprocess.Popen(
                 command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ}
             )

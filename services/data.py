@@ -42,11 +42,16 @@ def _loaded(name: str, split: str, version: tuple[int, int] | None) -> Dataset:
     return datasets.load_dataset(name, split)
 
 
+def _version(name: str) -> tuple[int, int] | None:
+    """A data file's modification time and size (None for a bundled dataset): part of the key of
+    everything cached from its rows."""
+    return datasets.file_version(name) if name.startswith(FILE_PREFIX) else None
+
+
 def _dataset(name: str, split: str) -> Dataset:
     try:
         check_data_file(name)
-        version = datasets.file_version(name) if name.startswith(FILE_PREFIX) else None
-        loaded = _loaded(name, split, version)
+        loaded = _loaded(name, split, _version(name))
     except (ValueError, OSError) as error:
         raise ValueError(f"cannot load {name}/{split}: {error}") from error
     if not loaded.num_rows:
@@ -137,7 +142,16 @@ def slice_indices(dataset: str, split: str, n: int, *, random_order: bool = Fals
     return select_examples(range(size), n, seed) if random_order else list(range(n))
 
 
-@st.cache_data(show_spinner=False)
 def annotator_count(dataset: str, split: str) -> int:
-    """The most annotator masks any example of the split has."""
+    """The most annotator masks any example of the split has (read again once a data file is
+    edited)."""
+    try:
+        version = _version(dataset)
+    except OSError:
+        version = None  # loading the split names what is wrong
+    return _annotator_count(dataset, split, version)
+
+
+@st.cache_data(show_spinner=False)
+def _annotator_count(dataset: str, split: str, version: tuple[int, int] | None) -> int:
     return max((len(masks) for masks in _dataset(dataset, split)["rationales"]), default=0)

@@ -21,6 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from core.datasets.labels import alignment_note, shares_classes
+from engine.evaluate import check_target
 from engine.runs import executor
 from engine.runs.live import LiveProgress, read_live
 from engine.runs.records import RunInfo, run_id_of, run_info, run_key
@@ -289,12 +290,8 @@ def stored_for(stored: tuple[str, int] | None, model: str, dataset: str | None, 
 def _run_metrics(head, target: str, methods: list[str], metrics: list[str]) -> list[str]:
     """The metrics a run of ``head`` computes (log-odds left out for a raw score); ``ValueError``
     in one line for a run that explains nothing or measures nothing, or the gold class of a head
-    that does not output it."""
-    if target == "gold" and head.kind != "single_label":
-        raise ValueError(
-            f"a {head.kind.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
-            "explain the predicted output"
-        )
+    that does not output it (``engine.evaluate.check_target``)."""
+    check_target([], target, head.kind)
     if not methods:
         raise ValueError("pick at least one method to run")
     kept = metrics if head.is_probability else [m for m in metrics if m != "log_odds"]

@@ -269,8 +269,9 @@ def rationale_slice(
     ``correct_only`` keeps the correctly predicted examples (Pham et al. 2022); the ``imported``
     methods' stored attributions are scored beside them."""
 
+    examples = [dataset_example(dataset, split, index) for index in indices]  # a data file's as it is now
+
     def compute() -> RationaleSlice:
-        examples = [dataset_example(dataset, split, index) for index in indices]
         evaluation, params_by_metric, runtime, missing = _evaluate(
             key, model, examples, method_keys, metric_params, method_params, target, mlm_name, progress, imported
         )
@@ -309,6 +310,7 @@ def rationale_slice(
         dataset,
         split,
         tuple(indices),
+        store.examples_key(examples),  # an edited data file's rationales are other examples
         tuple(method_keys),
         store.params_key(metric_params),
         correct_only,

@@ -418,8 +418,8 @@ def test_methods_default_is_what_leaving_methods_out_runs(toy_linear_loaded) -> 
     [
         ({"dropped_words": 2**62}, "dropped_words must be at most 1,000,000"),
         ({"dropped_words": -1}, "dropped_words must not be negative"),
-        ({"target": 7}, "the prediction does not match the model's classes"),
-        ({"predicted": -1}, "the prediction does not match the model's classes"),
+        ({"target": 7}, "target 7 is not one of the model's classes (0 to 1)"),
+        ({"predicted": -1}, "predicted -1 is not one of the model's classes (0 to 1)"),
         ({"probabilities": [0.9, 0.9]}, "the probabilities of a single-label head sum to 1"),
         ({"probabilities": [{"$float": "nan"}, 0.5]}, "probabilities must be finite numbers"),
     ],

@@ -22,6 +22,7 @@ from engine.bundles import Bundle, read_bundle, write_bundle
 from engine.explain import explain_example
 from services.bundles import bundle_bytes, bundle_result
 from tests.page_text import errors, one_layout
+from ui.text import plain
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -64,8 +65,10 @@ def test_a_regression_bundle_keeps_its_head(linear_clf, toy_example, tmp_path, c
     """A bundle of a regression model reopens as a score (it was shown as a class probability)."""
     from dataclasses import replace
 
-    bundle = replace(toy_bundle(linear_clf, toy_example), label_names=("score",), probabilities=(1.75,),
-                     predicted=0, target=0, head="regression")  # fmt: skip
+    made = toy_bundle(linear_clf, toy_example)
+    scores = {method: replace(attribution, target=0) for method, attribution in made.attributions.items()}
+    bundle = replace(made, label_names=("score",), probabilities=(1.75,), predicted=0, target=0, head="regression",
+                     attributions=scores)  # fmt: skip
     back = read_bundle(write_bundle(bundle), "score.zip")
     assert back.head == bundle_result(back).prediction.head == "regression"
     path = tmp_path / "score.zip"
@@ -151,6 +154,9 @@ def test_the_command_line_prints_the_view_and_starts_the_app_on_it(linear_clf, t
         "8600",
     ]
     assert started["bundle"] == str(path.resolve())
+    capsys.readouterr()
+    assert main(["open", str(path), "--port", "8600"]) == 2  # a port without the app was ignored
+    assert capsys.readouterr().err == "error: --port is the app's port: add --app\n"
     (tmp_path / "bad.zip").write_bytes(b"PK\x03\x04broken")
     assert main(["open", str(tmp_path / "bad.zip")]) == 2
     assert "bad.zip is not a readable zip file" in capsys.readouterr().err
@@ -183,7 +189,7 @@ def test_the_app_opens_the_bundle_it_was_started_on_without_recomputing(tmp_path
     monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
     at = AppTest.from_file(str(APP), default_timeout=300).run()
     assert not at.exception, at.exception
-    assert any("planted.zip" in info.value for info in at.info), [i.value for i in at.info]
+    assert any(plain("planted.zip") in info.value for info in at.info), [i.value for i in at.info]
     assert at.query_params["index"] == "2" and at.query_params["dataset"] == "examples"
     shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
     from core.datasets import load_bundled_examples
@@ -304,7 +310,7 @@ def test_opening_a_bundle_sets_the_parameter_form_so_recompute_gives_its_scores(
     monkeypatch.setenv("ATTRIBUTION_BUNDLE", str(path))
     at = AppTest.from_file(str(APP), default_timeout=600).run()
     assert not at.exception, at.exception
-    assert any("tuned.zip" in info.value for info in at.info)
+    assert any(plain("tuned.zip") in info.value for info in at.info)
     assert at.session_state["sidebar.index"] == 2 and at.session_state["sidebar.mlm"] == "minilm-mlm"
     assert at.multiselect(key="heatmaps.methods").value == ["integrated_gradients", "lime"]
     assert at.number_input(key="heatmaps.param.integrated_gradients.n_steps").value == 20

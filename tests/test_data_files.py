@@ -466,3 +466,28 @@ def test_the_slice_views_run_on_a_data_file(tmp_path):
     assert list(slice_table(at, "faithfulness")["n"]) == [3, 3]
     table = slice_table(at, "rationales")
     assert set(table["n"]) == {2} and set(table["skipped"]) == {1}  # the third row has no rationale
+    # The file edited: the old numbers were shown without a click (the slice was keyed by name)
+    path.write_text(path.read_text().replace('"label": 1}', '"label": 1, "rationale": [[7, 11]]}'))
+    at.run()
+    assert any("Press **Run on the slice**" in i.value for i in at.info)
+    at.button(key="rationales.slice_run").click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert set(table["n"]) == {3} and set(table["skipped"]) == {0}
+
+
+def test_a_one_row_split_has_no_slice_scope(tmp_path):
+    """Sanity checks and Adversarial offered "dataset slice" with a picker of 2 to 1 examples,
+    which Streamlit refuses (StreamlitInvalidMinMaxError) on every run of the page."""
+    one = tmp_path / "one.csv"
+    pd.DataFrame({"text": ["A warm, funny film."], "label": [1]}).to_csv(one, index=False)
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["heatmaps.methods"] = []
+    at.session_state["sanity.scope"] = "dataset slice"
+    for key, value in {"sidebar.dataset": "data file", "sidebar.data_file": str(one)}.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page("app_pages/sanity_checks.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("has one example: it is run as this example" in i.value for i in at.info)
+    assert not [n for n in at.number_input if n.key == "sanity.n_examples"]

@@ -229,3 +229,17 @@ def test_a_run_with_a_damaged_unit_file_says_so_in_one_line(model, tmp_path, mon
     assert not at.exception, at.exception
     [error] = errors(at)
     assert "cannot be read: it is not a whole Parquet file" in error and "run --resume" in error
+
+
+def test_a_results_folder_that_cannot_be_written_is_said_in_one_line(model, tmp_path, started, monkeypatch) -> None:
+    """The log's folder could not be made (a results folder under a file): a traceback."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    at = open_explorer(
+        model, blocker / "results", monkeypatch, **{"sidebar.dataset": "examples", "sidebar.split": "sst2"}
+    )
+    start_form(at, ["deletion"])
+    assert not at.exception, at.exception
+    [error] = [e.value for e in at.error]
+    assert error.startswith("the job cannot be started: its log cannot be written in ") and "Not a directory" in error
+    assert not started

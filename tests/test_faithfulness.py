@@ -543,3 +543,26 @@ def test_plan_cost_counts_the_inputs_and_fill_ins_a_plan_builds(linear_clf, mixe
     assert cost.inputs == len(plans.plans["m"][key].variants)
     assert cost.fills == mlm.forward_passes
     assert F.plan_cost(key, len(mixed_example.words), dataclasses.replace(params, removal="delete")).fills == 0
+
+
+def test_removals_compared_leave_a_method_without_values_empty():
+    """A method that failed on every example is in the first set's summary only (the second scores
+    the first's stored attributions): the comparison raised KeyError."""
+    from types import SimpleNamespace
+
+    from metrics.base import Summary
+    from ui.faithfulness import compare_table
+
+    def result(**means):
+        return SimpleNamespace(
+            summary={m: {"deletion": Summary.of([v] if v is not None else [])} for m, v in means.items()}
+        )
+
+    first, second = result(loo_empty=0.2, random=0.5, deeplift=None), result(loo_empty=0.4, random=0.3)
+    frame, _, flips, (rank_a, rank_b) = compare_table(
+        ["loo_empty", "random", "deeplift"], "deletion", ("delete", "mask"), (first, second)
+    )
+    assert frame.loc["loo_empty"].iloc[0] == pytest.approx(0.2) and frame.loc["random"].iloc[2] == pytest.approx(0.3)
+    assert frame.loc["deeplift"].isna().all()
+    assert (rank_a, rank_b) == ({"loo_empty": 1, "random": 2}, {"random": 1, "loo_empty": 2})
+    assert flips == ["loo_empty: 1 → 2", "random: 2 → 1"]

@@ -246,13 +246,19 @@ def test_cli_refuses_log_odds_for_a_regression_head_and_takes_an_override(head_d
     assert "log_odds" in payload["metrics"]
 
 
-def test_gold_targets_of_a_regression_head_are_refused_in_one_line(head_dirs, tmp_path, capsys) -> None:
-    """A regression head has no class to pick: "gold" said "target 1 is not a class of ... (0..0)"."""
-    said = "error: target 'gold' picks a class, and a regression head has none: explain its predicted score\n"
-    code, _, err = evaluate(capsys, head_dirs["regression"], "--target", "gold")
+@pytest.mark.parametrize("head", ["regression", "multi_label"])
+def test_gold_targets_of_a_regression_or_multi_label_head_are_refused_in_one_line(head, head_dirs, tmp_path, capsys):
+    """A regression head has no class to pick: "gold" said "target 1 is not a class of ... (0..0)";
+    a multi-label head explained its label of the gold class's number (HateXplain's "normal", 1,
+    as the target-group model's "Islam") with exit code 0."""
+    said = (
+        f"error: a {head.replace('_', '-')} head explains its own outputs, not the dataset's gold class: "
+        "explain the predicted output\n"
+    )
+    code, _, err = evaluate(capsys, head_dirs[head], "--target", "gold")
     assert (code, err) == (2, said)
     results = tmp_path / "results"
-    argv = ["run", "--model", head_dirs["regression"], "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    argv = ["run", "--model", head_dirs[head], "--dataset", "examples", "--split", "sst2", "--limit", "2"]
     assert main([*argv, "--target", "gold", "--results-dir", str(results)]) == 2
     assert capsys.readouterr().err == said and not results.exists()  # refused before the run is stored
 
@@ -326,3 +332,16 @@ def test_a_multi_label_prediction_is_said_as_its_label_set() -> None:
     assert none == "predicted no label at p ≥ 0.5 (likeliest 'insult', p = 0.300); explaining 'insult'"
     single = Prediction((0.1, 0.9), 1).text(1, ("negative", "positive"))
     assert single == "predicted 'positive' (p = 0.900); explaining 'positive'"
+
+
+@pytest.mark.parametrize("head", ["multi_label", "regression"])
+def test_predict_names_the_datasets_classes_a_gold_number_stands_for(head, head_dirs, capsys) -> None:
+    """A multi-label or regression head's predictions printed "gold": 1 beside its own outputs,
+    which read as its label 1 (a target group, or no label at all)."""
+    import json
+
+    argv = ["predict", "--model", head_dirs[head], "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["gold_label_names"] == ["negative", "positive"]
+    assert [row["gold"] for row in payload["examples"]] == [1, 0] and "accuracy" not in payload

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from tests.page_text import errors
 from tests.toy import toy_bert_head
 from ui.sidebar import DEFAULT_TARGET
+from ui.text import plain
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TEXT = "the movie was great but the plot was bad ."
@@ -150,7 +151,7 @@ def test_every_page_runs_with_each_head(page: str, head: str, head_dirs) -> None
         assert {f"{symbol} before", f"{symbol} after", change} <= columns, columns
     if page == "app_pages/input_marginalization.py":  # a score f, and no predicted class, for a regression head
         outputs = ["f(sentiment score)"] if head == "regression" else ["P(toxic)", "P(insult)", "P(threat)"]
-        output = next(o for o in outputs if any(m.label == f"{o} of the input" for m in at.metric))
+        output = next(o for o in outputs if any(m.label == plain(f"{o} of the input") for m in at.metric))
         tables = [t.value for t in at.dataframe if {"counterfactual", "fill-in"} & set(t.value.columns)]
         assert len(tables) >= 3  # the fill-ins, the leave-one-out and the IM galleries
         for table in tables:

@@ -41,7 +41,7 @@ def shifted_words(record: dict) -> dict:
     ("change", "said"),
     [
         (shifted_words, "the loo_empty attribution scores other words than the example"),
-        (lambda r: {**r, "target": 5}, "the prediction does not match the model's classes"),
+        (lambda r: {**r, "target": 5}, "target 5 is not one of the model's classes (0 to 1)"),
         (
             lambda r: {**r, "probabilities": [0.5, 0.7]},
             "the probabilities of a single-label head sum to 1, these to 1.2",
@@ -235,3 +235,16 @@ def test_a_name_with_a_line_break_is_compared_as_written():
     """``core.model_refs`` reads names from files, which may hold any character."""
     assert same_model("a\nb [head: regression]", "a\nb")
     assert not same_model("a\nb", "a")
+
+
+def test_an_attribution_of_another_class_than_the_records_is_refused(record, toy_bert_folder, tmp_path, capsys):
+    """``open`` showed such a bundle as it was; ``import`` refused it naming the wrong method."""
+    other = 1 - record["target"]
+    changed = {**record["attributions"]["loo_empty"], "target": other}
+    bad = {**record, "attributions": {**record["attributions"], "loo_empty": changed}}
+    said = f"the loo_empty attribution explains class {other}, not the target {record['target']}"
+    assert from_json_refusal(bad) == said
+    assert (
+        refused_by_the_command_line(tmp_path / "x.json", json.dumps(bad).encode(), toy_bert_folder, capsys)
+        == f"x.json: not a valid explanation/1 file (ValueError: {said})"
+    )

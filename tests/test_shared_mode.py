@@ -117,3 +117,20 @@ def test_private_mode_starts_background_jobs_side_by_side(shared, started) -> No
     start(1)
     start(2)
     assert len(started) == 2 and all(p.poll() is None for p in started)
+
+
+def test_a_links_refused_model_gives_way_to_a_listed_one(shared) -> None:
+    """The link's model stayed in the hidden field and won over the picker: every page kept saying
+    "not offered on this server" whatever the visitor picked, and a reload brought it back."""
+    at = run("textattack/bert-base-uncased-SST-2")
+    assert "not offered on this server" in errors(at)[0]
+    listed = at.selectbox(key="sidebar.model").value
+    at.button(key="sidebar.drop_link_model").click().run()
+    assert not at.exception and not errors(at)
+    assert 'data-method="random"' in "".join(h.value for h in at.html)
+    assert at.query_params["model"] == listed  # the link now names the model shown
+    again = run("textattack/bert-base-uncased-SST-2")
+    other = next(name for name in again.selectbox(key="sidebar.model").options if name != listed)
+    again.selectbox(key="sidebar.model").set_value(other).run()
+    assert not again.exception and not errors(again)
+    assert not [b for b in again.button if b.key == "sidebar.drop_link_model"]

@@ -118,7 +118,7 @@ def opened_for(selection: Selection) -> tuple[str, services.HeatmapResult] | Non
 
 def show_opened(name: str, result: services.HeatmapResult) -> services.HeatmapResult | None:
     """The opened bundle's note and "Recompute" button; its result, or None once recomputing."""
-    st.info(f"The view and results of the session bundle `{name}` (nothing recomputed).")
+    st.info(f"The view and results of the session bundle {plain(name)} (nothing recomputed).")
     if st.button("Recompute with the settings above", key="heatmaps.recompute_bundle"):
         st.session_state.pop(OPENED)
         st.rerun()

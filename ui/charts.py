@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
+import services
+from core.types import DEFAULT_THRESHOLD
 from ui.theme import Theme, current
 
 
@@ -155,7 +157,7 @@ def probability_chart(
     predicted: int,
     target: int,
     head: str = "single_label",
-    threshold: float = 0.5,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> go.Figure:
     """Horizontal bars of the explained outputs (``core.heads``); the prediction in the palette's
     red (the predicted class, or every label at or above ``threshold`` of a multi-label head, with
@@ -163,13 +165,13 @@ def probability_chart(
     score is drawn on its own scale."""
     theme = current()
     muted = f"rgb{tuple(round(0.35 * c + 0.65 * 200) for c in theme.colours.negative)}"
-    chosen = {i for i, p in enumerate(probabilities) if p >= threshold} if head == "multi_label" else {predicted}
+    chosen = set(services.label_set(head, probabilities, threshold)) if head == "multi_label" else {predicted}
     colours = [theme.rgb("positive") if i in chosen else muted for i in range(len(label_names))]
     outline = [2.5 if i == target and i not in chosen else 0 for i in range(len(label_names))]
     figure = go.Figure(
         go.Bar(
             x=list(probabilities),
-            y=list(label_names),
+            y=[html.escape(name, quote=False) for name in label_names],  # a config's names, not plotly's HTML
             orientation="h",
             marker={"color": colours, "line": {"color": theme.ink, "width": outline}},
             text=[f"{p:.4f}" if head == "regression" else f"{p:.1%}" for p in probabilities],

@@ -164,16 +164,23 @@ def ranks(result: services.SliceResult, key: str) -> dict[str, int]:
 def compare_table(
     methods: list[str], key: str, modes: tuple[str, str], results: tuple[services.SliceResult, services.SliceResult]
 ) -> tuple[pd.DataFrame, object, list[str], tuple[dict[str, int], dict[str, int]]]:
-    """The two removal modes side by side: means, ranks and the rank change per method; returns
-    the table, its styled view, the flips ("method: 1 → 3") and both rankings."""
+    """The two removal modes side by side: means, ranks and the rank change per method (empty
+    where a method has no value under a removal: the second set scores the first set's stored
+    attributions, so a method that failed on every example is not in it); returns the table, its
+    styled view, the flips ("method: 1 → 3") and both rankings."""
     (mode_a, mode_b), (result_a, result_b) = modes, results
     rank_a, rank_b = ranks(result_a, key), ranks(result_b, key)
     name_a, name_b = f"{LABELS[key]} · {mode_a}", f"{LABELS[key]} · {mode_b}"
+
+    def mean(result: services.SliceResult, method: str) -> float | None:
+        found = result.summary.get(method, {}).get(key)
+        return found.mean if found is not None and found.n else None
+
     rows = {
         m: {
-            name_a: result_a.summary[m][key].mean,
+            name_a: mean(result_a, m),
             f"rank ({mode_a})": rank_a.get(m),
-            name_b: result_b.summary[m][key].mean,
+            name_b: mean(result_b, m),
             f"rank ({mode_b})": rank_b.get(m),
             "rank change": (rank_b[m] - rank_a[m]) if m in rank_a and m in rank_b else None,
         }

@@ -30,7 +30,7 @@ def import_box(selection: Selection) -> str | None:
             upload = st.file_uploader("File", key="explorer.import_file", max_upload_size=UPLOAD_MB)
             fmt = st.selectbox("Format", [AUTO, *FORMATS], key="explorer.import_format", persist_state="session")
             by_id = st.checkbox(
-                f"Match records to {selection.dataset}/{selection.split} by example id"
+                plain(f"Match records to {selection.dataset}/{selection.split} by example id")
                 if selection.dataset
                 else "Match records to a dataset split (pick one in the sidebar)",
                 key="explorer.import_by_id", persist_state="session", disabled=not selection.dataset,

@@ -70,7 +70,7 @@ def word_panel(example, im, row: dict, word: int, table: list, output: str) -> N
     # Each metric as wide as its label, wrapping onto a second line where the column is narrow: five
     # equal columns cut the labels at 1,024 px with the sidebar open ("Expe…")
     metrics = st.container(horizontal=True, gap="large", key="im.metrics")
-    metrics.metric(f"{output} of the input", f"{im.extras['original_probability']:.4f}", width="content")
+    metrics.metric(plain(f"{output} of the input"), f"{im.extras['original_probability']:.4f}", width="content")
     metrics.metric(
         "Expectation E[f]", f"{row['expectation']:.4f}", help="Σ weight × output over the candidates",
         width="content",

@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ui.charts import band_trace, legend_under_axis, style
+from ui.text import plain
 from ui.theme import current
 
 SHARED = "*"
@@ -213,5 +214,6 @@ def removal_rows(example: dict[str, Any], label_names: list[str]) -> list[tuple[
         for level, stored in levels.items():
             predicted = stored.get("predicted")
             name = label_names[predicted] if predicted is not None and predicted < len(label_names) else predicted
-            out.append((method, f"{level} · predicts {name}", removal_html(example["words"], stored["shown"])))
+            level_text = plain(f"{level} · predicts {name}")  # a data file's class names, shown as typed
+            out.append((method, level_text, removal_html(example["words"], stored["shown"])))
     return out

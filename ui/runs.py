@@ -144,8 +144,11 @@ def example_scope(container, selection, prefix: str, most: int, default: int, he
     if scope != SLICE:
         return scope, 1
     size = services.dataset_size(selection.dataset, selection.split)
+    if size < 2:  # the picker's least is 2 (one example is "this example"): a one-row split has no slice
+        container.info(plain(f"{selection.dataset}/{selection.split} has one example: it is run as this example."))
+        return SINGLE, 1
     count = st.number_input(
-        f"First N examples of {selection.dataset}/{selection.split}",
+        plain(f"First N examples of {selection.dataset}/{selection.split}"),
         min_value=2,
         max_value=min(most, size),
         value=min(default, size),
@@ -184,7 +187,7 @@ def coverage_note(model: str, prediction: services.PredictionResult) -> None:
         st.info(f"All {n_words} words explained in {len(prediction.windows)} sliding windows.")
     elif prediction.dropped_words:
         st.warning(
-            f"The text is longer than {model} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
+            f"The text is longer than {plain(model)} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
             f"words are explained; the last {prediction.dropped_words} words were dropped"
             + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
         )

@@ -91,8 +91,12 @@ def _model_picker(choices: dict[str, services.ModelChoice], options: dict[str, l
     )
     if services.shared_mode():
         # Shared mode offers the allow-list only; a model named in a link is still checked (and
-        # refused with the one message of services.access) rather than silently replaced.
+        # refused with the one message of services.access) rather than silently replaced, until the
+        # visitor picks a listed one (the picker's change, or this button for the one it shows).
         typed = str(st.session_state.get("sidebar.model_path", ""))
+        if typed.strip() and st.button(plain(f"Use {labels[selected]} instead"), key="sidebar.drop_link_model"):
+            st.session_state.pop("sidebar.model_path", None)
+            typed = ""
     else:
         typed = st.text_input(
             "…or any hub id or local folder",
@@ -122,7 +126,10 @@ def model_labels(choices: dict[str, services.ModelChoice]) -> dict[str, str]:
 
 
 def _follow_model_task(options: dict[str, list[str]]) -> None:
-    """When the bundled examples are shown, switch to those written for the new model's task."""
+    """When the bundled examples are shown, switch to those written for the new model's task; in
+    shared mode, the picked model replaces one a link named (it has no field of its own there)."""
+    if services.shared_mode():
+        st.session_state.pop("sidebar.model_path", None)
     task = services.model_task(st.session_state["sidebar.model"])
     if st.session_state.get("sidebar.dataset") == "examples" and task in options["examples"]:
         st.session_state["sidebar.split"] = task
@@ -167,7 +174,8 @@ def _example_picker(options: dict[str, list[str]]):
     st.session_state["sidebar.index"] = min(max(asked, 0), size - 1)
     if st.session_state["sidebar.index"] != asked:  # a link's or the last split's index: say so, never swap silently
         link_warning(
-            f"{dataset}/{split} has no example {asked} (0–{size - 1}): showing {st.session_state['sidebar.index']}."
+            f"{plain(f'{dataset}/{split}')} has no example {asked} (0–{size - 1}): "
+            f"showing {st.session_state['sidebar.index']}."
         )
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     index = int(left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index"))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.progress import count_text
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
 from engine.runs.records import NewRun, RunInfo, UnitStats
@@ -212,5 +213,5 @@ def _store_import(
         raise
     store.finish(info.run_id, "done", time.perf_counter() - start)
     if progress is not None:
-        progress(1.0, f"{len(aligned)} examples imported")
+        progress(1.0, f"{count_text(len(aligned), 'example')} imported")
     return ImportOutcome(store.get(info.run_id), True, notes)

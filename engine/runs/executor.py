@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.datasets.files import FILE_PREFIX, content_key
+from core.progress import count_text
 from core.types import Example, ProgressFn
 from engine.evaluate import SliceEvaluation, check_target
 from engine.runs.live import LiveWriter, RunTracker
@@ -259,7 +260,7 @@ def execute(
     finally:
         live.close()
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
-    tracker.report(f"{total} examples done")
+    tracker.report(f"{count_text(total, 'example')} done")
     return RunOutcome(store.get(info.run_id), created, len(units), used)
 
 
