@@ -48,6 +48,7 @@ from engine.evaluate import (
     DEFAULT_METRICS,
     check_target,
     evaluate_slice,
+    head_defaults,
     length_groups,
     metric_params,
     needs_mlm,
@@ -111,7 +112,9 @@ def explain(
     """Attribute one text, a (premise, hypothesis) pair (two texts, refused by a model known to
     read one; several texts go to ``explain_many``) or an ``Example`` with ``methods``
     (``"panel"``, also ``"default"``: ``explainers.DEFAULT_PANEL``; ``"all"``, comma-separated keys
-    or a list) for ``target``: a class index or label name, the predicted class when None.
+    or a list) for ``target``: a class index or label name, the predicted class when None or
+    ``"predicted"`` (as ``explain_many`` and ``evaluate`` name it; a class of that name is that
+    class).
     ``seed`` seeds every stochastic method; ``mlm`` (a name or a ``MaskedLM``) is loaded only when
     a method needs it. A method that refuses the text is listed in the result's ``errors``; the
     others still run. ``head_type`` overrides the head the config gives (``single_label``,
@@ -124,11 +127,12 @@ def explain(
     loaded = load(model, tokenizer, device=device)
     loaded.check_texts(len(example.segments))
     clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
+    predicted = target == "predicted" and target not in loaded.label_names
     result = explain_example(
         clf,
         example,
         keys,
-        target=class_index(target, loaded.label_names),
+        target=None if predicted else class_index(target, loaded.label_names),
         params=overrides,
         seed=seed,
         mlm=masked_lm,
@@ -245,9 +249,9 @@ def evaluate(
         raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     loaded = load(model, tokenizer, device=device)
-    params_by_metric = metric_params(metric_keys, overrides)
-    masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
+    params_by_metric = metric_params(_default_metrics(metrics, clf.head.kind), overrides)
+    masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None
     evaluation = evaluate_slice(
         clf,
         examples,
@@ -300,6 +304,13 @@ def _method_keys(methods: str | Sequence[str], default: str | Sequence[str]) -> 
     if not keys:
         raise ValueError(f"no methods in {methods!r}: name at least one method key, 'default', 'panel' or 'all'")
     return keys
+
+
+def _default_metrics(metrics: str | Sequence[str], head: str | None) -> list[str]:
+    """The validated metric keys; the defaults (``metrics`` left as ``DEFAULT_METRICS``) fitted to
+    a ``head`` of that kind, as the command line fits them (``engine.evaluate.head_defaults``)."""
+    keys = _metric_keys(metrics)
+    return head_defaults(keys, head) if metrics == DEFAULT_METRICS else keys
 
 
 def _metric_keys(metrics: str | Sequence[str]) -> list[str]:

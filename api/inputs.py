@@ -17,18 +17,20 @@ from core.types import Example
 if TYPE_CHECKING:
     from datasets import Dataset
 
+DEFAULT_LABEL_COLUMN = "label"
+
 
 def read_examples(
     dataset: Dataset | str | Iterable[Example | str],
     split: str | None,
     limit: int | None,
-    columns: tuple[str, str | None, str | None] = ("text", None, "label"),
+    columns: tuple[str, str | None, str | None] = ("text", None, DEFAULT_LABEL_COLUMN),
 ) -> list[Example]:
     """The first ``limit`` examples (all when None) of a named dataset's ``split`` (a data file's,
     ``file:PATH``, every row when None), of a ``datasets.Dataset``, a DataFrame or a mapping of
     columns (``columns``: its text, text pair and label columns, as ``examples_from_dataset`` reads
-    them) or of a list of texts, pairs and ``Example``s; a bad argument or no example at all is
-    refused (``ValueError``)."""
+    them; one without a column of the default label name is unlabelled) or of a list of texts,
+    pairs and ``Example``s; a bad argument or no example at all is refused (``ValueError``)."""
     if limit is not None and not is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     if isinstance(dataset, str):
@@ -38,9 +40,9 @@ def read_examples(
         examples = load_examples(dataset, split, limit=limit, exact=True)
     elif split is not None:
         raise ValueError("split= is for a dataset name; select the split of a Dataset yourself")
-    elif _is_hf_dataset(dataset):
-        examples = examples_from_dataset(dataset, *columns, limit=limit)
     elif (table := _as_hf_dataset(dataset)) is not None:
+        if columns[2] == DEFAULT_LABEL_COLUMN and DEFAULT_LABEL_COLUMN not in table.column_names:
+            columns = (columns[0], columns[1], None)  # unlabelled: only a label column named on purpose must be there
         examples = examples_from_dataset(table, *columns, limit=limit)
     else:
         examples = _text_examples(dataset, limit)
@@ -49,20 +51,16 @@ def read_examples(
     return examples
 
 
-def _is_hf_dataset(value: Any) -> bool:
-    from datasets import Dataset
-
-    return isinstance(value, Dataset)
-
-
 def _as_hf_dataset(value: Any) -> Dataset | None:
-    """A pandas DataFrame or a mapping of column names to columns as a ``datasets.Dataset`` (read
-    by its columns, not iterated: iterating either gives its column names); None for anything
-    else."""
+    """A ``datasets.Dataset`` as it is; a pandas DataFrame or a mapping of column names to columns
+    as one (read by its columns, not iterated: iterating either gives its column names); None for
+    anything else."""
     from collections.abc import Mapping
 
     from datasets import Dataset
 
+    if isinstance(value, Dataset):
+        return value
     if type(value).__name__ == "DataFrame" and hasattr(value, "columns"):
         return Dataset.from_pandas(value, preserve_index=False)
     if isinstance(value, Mapping):

@@ -150,6 +150,8 @@ class ExplanationResult:
             "attributions": {key: a.to_json() for key, a in self.attributions.items()},
             "dropped_words": self.dropped_words,
             "errors": dict(self.errors),
+            "windows": [list(span) for span in self.explanation.windows],
+            "forward_passes": self.explanation.forward_passes,
         }
 
     @classmethod

@@ -10,6 +10,7 @@ still writes it. The store is ``results_dir``, else ``$ATTRIBUTION_RESULTS_DIR``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +20,13 @@ from core.types import ProgressFn
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS
 
 if TYPE_CHECKING:
-    import os
-
     import pandas as pd
 
 EVALUATION_KINDS = ("evaluate", "import")  # the kinds whose rows are a dataset evaluation
 
 
 def run(
-    model: str,
+    model: str | os.PathLike,
     dataset: str,
     split: str,
     methods: str | Sequence[str] = DEFAULT_METHODS,
@@ -49,17 +48,20 @@ def run(
     run`` keeps it: the same settings are the same run id, a stored run is read back without
     computing anything, and a stopped or killed one computes only its missing units.
 
-    ``model`` is a bundled name, hub id or folder (a run fingerprints its files); ``limit`` None
+    ``model`` is a bundled name, hub id or folder (a ``str`` or a path; a run fingerprints its
+    files); ``limit`` None
     is the whole split. ``methods``, ``metrics``, ``target``, ``params`` and ``autocast`` as for
     ``evaluate``. ``executor`` is ``"serial"`` (this process, the default here) or ``"ray"`` (an
     embedded local Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the
     run's examples done, message)."""
-    from api import _method_keys, _metric_keys, _overrides
+    from api import _default_metrics, _method_keys, _overrides
     from engine.runs.executor import check_executor, execute
     from engine.runs.executor import open_run as open_stored_run
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
 
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
     if not isinstance(model, str):
         raise ValueError(  # noqa: TRY004 - the API's refusals are ValueErrors, as evaluate's
             "a stored run names its model: give a bundled name, hub id or folder, not a model object"
@@ -76,7 +78,7 @@ def run(
         split=split,
         limit=limit,
         methods=tuple(_method_keys(methods, DEFAULT_METHODS)),
-        metrics=tuple(_metric_keys(metrics)),
+        metrics=tuple(_default_metrics(metrics, config_head_kind(model))),
         overrides=_overrides(params),
         seed=seed,
         target=target,

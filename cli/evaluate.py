@@ -10,6 +10,7 @@ from engine.evaluate import (
     DEFAULT_GROUP,
     SliceEvaluation,
     evaluate_slice,
+    head_defaults,
     metric_params,
     needs_mlm,
     select_examples,
@@ -56,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if clf.head.kind == "single_label":  # a score's or a label set's outputs are not the dataset's classes
         print_label_notes(examples, clf.label_names, args.target)
-    if args.metrics is None and not clf.head.is_probability:  # log-odds are not defined on a raw score
-        params_by_metric.pop("log_odds", None)
+    if args.metrics is None:  # the defaults the head can compute (no log-odds of a regression score)
+        params_by_metric = {key: params_by_metric[key] for key in head_defaults(list(params_by_metric), clf.head.kind)}
     mlm = None
     if needs_mlm(methods, params_by_metric):
         from core.masked_lm import MaskedLM

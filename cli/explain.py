@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     window_options = {"overlap": args.window_overlap, "stitch": args.stitch}
     if not args.windows and any(value is not None for value in window_options.values()):
         raise ValueError("--window-overlap and --stitch set how --windows explains a long text: add --windows")
+    if args.windows and args.text_b:
+        raise ValueError(
+            "--windows explains a single long text; a (premise, hypothesis) pair is cut to the model's length"
+        )
     segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
     example = Example(segments=tuple(segments), id="cli")
     if not example.words:
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print(printable(result.prediction.text(result.target, clf.label_names)))
-        print(_coverage(len(result.example.words), result.dropped_words, len(result.windows)))
+        print(_coverage(len(result.example.words), result.dropped_words, len(result.windows), result.example.is_pair))
         for key, attribution in result.attributions.items():
             # three significant digits: gradient scores are often 1e-4 and would print as +0.000
             pairs = " ".join(f"{w}:{s:+.3g}" for w, s in zip(attribution.words, attribution.scores))
@@ -88,15 +92,13 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result.errors and not result.attributions else 0
 
 
-def _coverage(explained: int, dropped: int, n_windows: int) -> str:
+def _coverage(explained: int, dropped: int, n_windows: int, pair: bool = False) -> str:
     """The line that says how much of the text the scores cover."""
     if n_windows:
         return f"explained all {explained} words in {n_windows} sliding windows"
     if dropped:
-        return (
-            f"explained the first {explained} of {explained + dropped} words (the model's length limit); "
-            "--windows explains all of them"
-        )
+        cut = f"explained the first {explained} of {explained + dropped} words (the model's length limit)"
+        return cut if pair else f"{cut}; --windows explains all of them"
     return f"explained all {explained} words"
 
 

@@ -70,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
         new = "not stored: an estimate only)" if args.estimate_only else "new)"
         stored = f"{found.shown_status}): {found.units_done} of {found.units_total} units stored" if found else new
         print(f"job {run_id} ({stored}", file=sys.stderr)
-    if not args.no_estimate and (found is None or found.status != "done"):  # nothing stored before the go-ahead
+    # nothing stored before the go-ahead; a finished job is estimated only when asked to be
+    if args.estimate_only or (not args.no_estimate and (found is None or found.status != "done")):
         cost, rates = estimate(prepared.data)
         shown = cost_json(cost, rates)
         left = ""
-        if found is not None and found.units_done:  # the units are of about one size: what remains, pro rata
+        if found is not None and 0 < found.units_done < found.units_total:  # units of about one size: pro rata
             share = (found.units_total - found.units_done) / found.units_total
             left = (
                 f"; about {cost.seconds * share / 60:.1f} min for the {found.units_total - found.units_done} units left"

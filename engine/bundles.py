@@ -253,7 +253,20 @@ def read_explanation(record: Mapping[str, Any], label_names: tuple[str, ...]) ->
             f"dropped_words must be at most {MAX_DROPPED_WORDS:,} (the longest document explained), got {dropped_words}"
         )
     errors = {str(k): str(v) for k, v in dict(record.get("errors") or {}).items()}
-    return Explanation(example, Prediction(probabilities, predicted, head), target, attributions, dropped_words, errors)
+    windows = tuple(_window(span, len(example.words)) for span in record.get("windows") or ())
+    passes = int_field(record.get("forward_passes") or 0, "forward_passes")
+    if passes < 0:
+        raise ValueError(f"forward_passes must not be negative, got {passes}")
+    prediction = Prediction(probabilities, predicted, head)
+    return Explanation(example, prediction, target, attributions, dropped_words, errors, windows, passes)
+
+
+def _window(span: Any, n_words: int) -> tuple[int, int]:
+    """A sliding window's word range [start, end) within the example's ``n_words`` words."""
+    start, end = (int_field(value, "a window's start and end") for value in span)
+    if not 0 <= start < end <= n_words:
+        raise ValueError(f"window {[start, end]} is not a range of the example's {n_words} words")
+    return start, end
 
 
 def _attribution(method: str, record: Any, n_words: int) -> Attribution:

@@ -242,7 +242,7 @@ def evaluate_slice(
     length. Their class is explained (a target of -1 stands for the class ``target`` picks)."""
     from metrics.faithfulness import check_head
 
-    check_head(clf, list(params_by_metric))
+    check_head(clf.head, list(params_by_metric))
     examples = align_labels(examples, clf.label_names)  # gold labels numbered as the model's classes
     if given is None:
         check_target(examples, target, clf.head.kind)
@@ -330,6 +330,15 @@ def evaluate_slice(
     if progress is not None:
         progress(1.0, f"{count_text(len(examples), 'example')} done")
     return evaluation
+
+
+def head_defaults(metric_keys: Sequence[str], head: str | None) -> list[str]:
+    """``metric_keys``, a command's default metrics, fitted to a ``head`` of that kind: the metrics
+    of probabilities (log-odds) left out for a regression head's raw score. Metrics named on
+    purpose are not fitted: ``metrics.faithfulness.check_head`` refuses them."""
+    from metrics.faithfulness import PROBABILITY_ONLY
+
+    return [key for key in metric_keys if head != "regression" or key not in PROBABILITY_ONLY]
 
 
 def check_target(examples: Sequence[Example], target: str, head: str | None = None) -> None:

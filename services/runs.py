@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from core.datasets.labels import alignment_note, shares_classes
-from engine.evaluate import check_target
+from engine.evaluate import check_target, head_defaults
 from engine.runs import executor
 from engine.runs.live import LiveProgress, read_live
 from engine.runs.records import RunInfo, run_id_of, run_info, run_key
@@ -294,7 +294,7 @@ def _run_metrics(head, target: str, methods: list[str], metrics: list[str]) -> l
     check_target([], target, head.kind)
     if not methods:
         raise ValueError("pick at least one method to run")
-    kept = metrics if head.is_probability else [m for m in metrics if m != "log_odds"]
+    kept = head_defaults(metrics, head.kind)  # the app's default metrics hold log-odds
     if not kept:
         dropped = " other than log_odds (a regression head's score has no log-odds)" if metrics else ""
         raise ValueError(f"pick at least one metric{dropped} to run")

@@ -451,3 +451,39 @@ def test_two_texts_for_a_model_that_reads_one_are_refused(capsys) -> None:
     pair = api.explain("minilm-esnli", ("a man runs", "a man sleeps"), "loo_empty")
     assert pair.example.segment_ids == (0, 0, 0, 1, 1, 1) and np.isfinite(pair["loo_empty"].scores).all()
     assert api.explain("minilm-sst2", "a good film", "loo_empty").words == ("a", "good", "film")
+
+
+def test_a_result_read_back_from_json_equals_the_result(toy_linear_loaded) -> None:
+    """``to_json`` left out the forward passes and the sliding windows, so ``from_json`` gave back
+    a result that was not equal to the one written ("lossless" in the README)."""
+    result = api.explain(toy_linear_loaded, TEXT, ["loo_empty", "random"], seed=0)
+    assert result.explanation.forward_passes > 0
+    back = api.ExplanationResult.from_json(json.dumps(result.to_json()))
+    assert back.explanation.forward_passes == result.explanation.forward_passes
+    assert back.to_json() == result.to_json()
+    windowed = {**result.to_json(), "windows": [[0, 2], [1, len(result.words)]]}
+    assert api.ExplanationResult.from_json(windowed).explanation.windows == ((0, 2), (1, len(result.words)))
+    with pytest.raises(ValueError, match=re.escape("window [2, 99] is not a range of the example's")):
+        api.ExplanationResult.from_json({**windowed, "windows": [[2, 99]]})
+
+
+def test_predicted_names_the_predicted_class_in_explain_as_in_evaluate(toy_linear_loaded) -> None:
+    """``api.explain(target="predicted")`` said "unknown class 'predicted'"; ``explain_many`` and
+    ``evaluate`` take it."""
+    named = api.explain(toy_linear_loaded, TEXT, ["loo_empty"], target="predicted")
+    assert named.target == api.explain(toy_linear_loaded, TEXT, ["loo_empty"]).target == named.predicted
+
+
+def test_a_frame_without_a_label_column_is_unlabelled(toy_linear_loaded) -> None:
+    """A DataFrame or dict of texts only was refused ("no column 'label' in the dataset") unless
+    ``label_column=None`` was given, though explaining the predicted class needs no label."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"text": ["a good film", "bad"]})
+    results = api.explain_many(toy_linear_loaded, frame, ["random"], seed=0)
+    assert [r.words for r in results] == [("a", "good", "film"), ("bad",)]
+    assert [r.example.label for r in results] == [None, None]
+    evaluation = api.evaluate(toy_linear_loaded, {"text": ["a good film", "bad"]}, ["random"], ["deletion"], seed=0)
+    assert len(evaluation.per_example()) == 2
+    with pytest.raises(ValueError, match="no column 'gold' in the dataset"):
+        api.explain_many(toy_linear_loaded, frame, ["random"], label_column="gold")

@@ -20,6 +20,7 @@ from cli.main import main
         ["run", "--model", "minilm-esnli", "--dataset", "examples", "--split", "sst2", "--limit", "2"],  # singles
         ["import", "FILE", "--model", "minilm-sst2", "--methods", "bogus"],
         ["import", "FILE", "--model", "minilm-sst2", "--param", "nodot=1"],
+        ["import", "FILE", "--model", "minilm-sst2", "--param", "lime.n_samples=10"],  # lime is not computed
         ["import", "FILE", "--model", "minilm-sst2", "--dataset", "sst2"],
         ["import", "MISSING", "--model", "minilm-sst2"],
         ["import", "BAD", "--model", "minilm-sst2"],

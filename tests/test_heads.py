@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -345,3 +346,40 @@ def test_predict_names_the_datasets_classes_a_gold_number_stands_for(head, head_
     payload = json.loads(capsys.readouterr().out)
     assert payload["gold_label_names"] == ["negative", "positive"]
     assert [row["gold"] for row in payload["examples"]] == [1, 0] and "accuracy" not in payload
+
+
+def test_runs_imports_and_the_api_leave_log_odds_out_of_a_regression_heads_defaults(head_dirs, tmp_path, capsys):
+    """``evaluate`` and the app left log-odds out of a regression head's default metrics, but
+    ``run`` stored a run that failed on every unit, ``import`` an import that failed, and
+    ``api.evaluate`` / ``api.run`` refused the defaults."""
+    import json
+
+    import api
+
+    model, results = head_dirs["regression"], tmp_path / "results"
+    slice_args = ["--model", model, "--dataset", "examples", "--split", "sst2", "--limit", "2", "--methods", "random"]
+    common = ["--executor", "serial", "--results-dir", str(results), "--quiet", "--json"]
+    assert main(["run", *slice_args, *common]) == 0
+    assert list(json.loads(capsys.readouterr().out)["metrics"]) == [
+        "deletion",
+        "insertion",
+        "comprehensiveness",
+        "sufficiency",
+    ]
+    assert main(["run", *slice_args, "--metrics", "deletion,log_odds", *common]) == 2  # named on purpose: refused
+    assert "the log_odds metric needs probabilities" in capsys.readouterr().err
+    assert [info.status for info in api.runs(results).itertuples()] == ["done"]  # nothing failed was stored
+
+    record = api.explain(model, "a fine film", ["random"], seed=0).to_json()
+    (tmp_path / "one.json").write_text(json.dumps(record))
+    assert main(["import", str(tmp_path / "one.json"), "--model", model, "--results-dir", str(results), "--quiet"]) == 0
+    capsys.readouterr()
+    evaluation = api.evaluate(model, ["a fine film", "a dull plot"], ["random"], seed=0)
+    assert set(evaluation.summary().index.get_level_values("metric")) == {
+        "deletion",
+        "insertion",
+        "comprehensiveness",
+        "sufficiency",
+    }
+    stored = api.run(Path(model), "examples", "sst2", ["random"], limit=2, results_dir=results)  # a path, too
+    assert "log_odds" not in set(stored.summary().index.get_level_values("metric"))

@@ -170,6 +170,11 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "window overlap 1.5": (explain(clf, "x", "--windows", "--window-overlap", "1.5"), "overlap 1.5"),
         "unknown stitch rule": (explain(clf, "x", "--windows", "--stitch", "max"), "'max'"),
         "window options without windows": (explain(clf, "x", "--stitch", "mean"), "add --windows"),
+        "windows for a pair": (explain(clf, "x", "--windows", "--text-b", "y"), "pair is cut to the model's length"),
+        "limit of a texts file": (
+            ["predict", "--model", clf, "--texts", str(folders["empty.jsonl"]), "--limit", "2"],
+            "--texts predicts every line",
+        ),
         "windows with LIME": (
             ["explain", "--model", clf, "--text", " ".join(["good"] * 200), "--methods", "lime", "--windows"],
             "lime cannot be explained in sliding windows",
@@ -210,7 +215,7 @@ REFUSED_IDS = [
     "negative target", "bad dataset", "bad split", "unknown metric", "zero random", "negative limit",
     "invalid UTF-8 texts file", "texts file not JSON", "missing texts file", "fill without a mask", "unknown class name",
     "empty weights file", "weights header too large", "weights without tensors", "batch size 0", "window overlap 1.5",
-    "unknown stitch rule", "window options without windows", "windows with LIME", "missing masked LM", "IG steps 0", "negative LIME samples", "no methods",
+    "unknown stitch rule", "window options without windows", "windows for a pair", "limit of a texts file", "windows with LIME", "missing masked LM", "IG steps 0", "negative LIME samples", "no methods",
     "only commas as methods", "huge target", "negative seed", "text seed", "empty texts file", "unknown hub dataset",
     "limit 0", "unknown command", "unknown reproduction", "classifier given to fill",
 ]  # fmt: skip

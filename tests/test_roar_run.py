@@ -268,3 +268,19 @@ def test_a_job_on_ray_gives_the_serial_results_and_reports_inside_its_units(refe
     assert any(" · retraining step " in m for m in messages), messages
     assert any(" · explaining train example " in m for m in messages), messages
     assert all(found.pid == os.getpid() for found, _ in seen)  # the driver writes the file
+
+
+def test_an_estimate_of_a_finished_job_prints_its_cost_and_touches_nothing(reference, capsys):
+    """``--estimate-only`` on a finished job skipped the estimate, claimed the job and printed its
+    whole report (with ``--json``, the result instead of the run id and cost)."""
+    from cli.main import main
+
+    store, run_id = reference
+    before = store.get(run_id)
+    argv = ["roar", "--resume", run_id, "--estimate-only", "--json", "--results-dir", str(store.root)]
+    assert main(argv) == 0
+    printed = capsys.readouterr()
+    answer = json.loads(printed.out)
+    assert set(answer) == {"run_id", "cost"} and answer["run_id"] == run_id
+    assert "for the whole job" in printed.err and "units left" not in printed.err
+    assert store.get(run_id) == before  # not claimed, not written

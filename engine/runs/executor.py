@@ -81,12 +81,17 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     when one is used) and the examples of its selection. The entry's unit size and row order are
     those of a new run (``worker.unit_size``, ``worker.unit_order``); a stored run keeps its own."""
     from core.datasets import load_examples
+    from core.heads import Head
     from core.models import config_head_kind
+    from metrics.faithfulness import check_head
 
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
-    check_target(examples, spec.target, config_head_kind(spec.model))  # before the run is written
+    head = config_head_kind(spec.model)
+    check_target(examples, spec.target, head)  # these refusals come before the run is written
+    if head is not None:
+        check_head(Head(head, ()), spec.metrics)
     _check_segments(spec, examples)
     fingerprint = model_fingerprint(spec.model)
     lengths, read = token_lengths(spec.model, examples)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from core.classifier import Classifier
 from core.encoding import Variant
+from core.heads import Head
 from core.params import param
 from metrics.base import MetricResult
 from metrics.faithfulness.removal import FILL_CANDIDATES, REMOVALS, Context, pham2022_steps, word_count
@@ -145,7 +145,7 @@ def _sufficiency_plan(ctx: Context, params: BinParams) -> Plan:
 
 
 def _log_odds_plan(ctx: Context, params: LogOddsParams) -> Plan:
-    check_head(ctx.clf, ["log_odds"])
+    check_head(ctx.clf.head, ["log_odds"])
     count = word_count(params.fraction, ctx.n_words)
     variant, text = ctx.remover(params.removal).apply(ctx.descending, ctx.descending[:count])
 
@@ -195,8 +195,8 @@ def plan_cost(key: str, n_words: int, params: Any) -> PlanCost:
     return PlanCost(inputs, filled if params.removal == "mlm" else 0)
 
 
-def check_head(clf: Classifier, keys: Sequence[str]) -> None:
+def check_head(head: Head, keys: Sequence[str]) -> None:
     """Refuse, before any work, a metric the head's explained output does not allow."""
     for key in keys:
         if key in PROBABILITY_ONLY:
-            clf.head.require_probability(f"the {key} metric")
+            head.require_probability(f"the {key} metric")
