@@ -23,8 +23,9 @@ def run(args: argparse.Namespace) -> int:
     if args.actors is not None and args.actors < 1:
         raise ValueError(f"--actors must be at least 1, got {args.actors}")
     spec = run_spec(args)
+    executor = args.executor or (_stored_executor(args) if args.resume else None) or "ray"
     address = args.address or os.environ.get("RAY_ADDRESS")
-    if address and args.executor != "serial":  # before anything is written: no failed run is left behind
+    if address and executor == "ray":  # before anything is written: no failed run is left behind
         check_reachable(address)
     store = RunStore(args.results_dir)  # written only once the run passed its checks
     opened = open_run(spec, store, resume=args.resume)
@@ -34,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
         "new" if opened.created else f"{stored.shown_status}, {stored.rows_done} of {stored.rows_total} examples stored"
     )
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
-    executor = args.executor or (opened.info.executor if args.resume and opened.info.executor in EXECUTORS else "ray")
     try:
         with sigterm_stops():  # a stopped run, on either executor, not a killed one
             outcome = execute(
@@ -55,6 +55,14 @@ def run(args: argparse.Namespace) -> int:
     if outcome.computed_units == 0 and not args.quiet:
         print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)
+
+
+def _stored_executor(args: argparse.Namespace) -> str | None:
+    """The executor the run ``--resume`` names ran on (None where it names none we know)."""
+    from engine.runs.store import RunStore
+
+    executor = RunStore(args.results_dir, read_only=True).get(args.resume).executor
+    return executor if executor in EXECUTORS else None
 
 
 def run_spec(args: argparse.Namespace):

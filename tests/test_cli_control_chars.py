@@ -72,7 +72,7 @@ def test_a_stored_summary_escapes_methods_metrics_and_errors(capsys) -> None:
     print_summary_table(payload)
     out = capsys.readouterr().out
     assert "\x1b" not in out and len(out.splitlines()) == 4
-    assert out.splitlines()[-1] == "m\\x1b[31m failed on 1 examples, first: boom\\x1b[2J\\ntraceback line"
+    assert out.splitlines()[-1] == "m\\x1b[31m failed on 1 example, first: boom\\x1b[2J\\ntraceback line"
 
 
 def test_an_error_message_escapes_what_was_given(tmp_path, capsys) -> None:

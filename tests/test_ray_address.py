@@ -68,3 +68,19 @@ def test_rays_client_is_installed() -> None:
     from ray.util.client import worker
 
     assert grpc.__version__ and worker.Worker
+
+
+def test_a_serial_runs_resume_does_not_try_the_environments_cluster(closed_port, no_ray_start, toy_bert_folder,
+                                                                   tmp_path, capsys, monkeypatch) -> None:  # fmt: skip
+    """``run --resume`` of a serial run checked ``$RAY_ADDRESS`` (the run's executor was not known
+    yet), so an unreachable cluster refused a resume that runs in this process."""
+    args = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1",
+            "--methods", "random", "--metrics", "deletion", "--executor", "serial"]  # fmt: skip
+    assert main([*args, "--results-dir", str(tmp_path), "--quiet"]) == 0
+    [info] = RunStore(tmp_path, read_only=True).infos()
+    capsys.readouterr()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{closed_port}")
+    assert main(["run", "--resume", info.run_id, "--results-dir", str(tmp_path), "--quiet"]) == 0
+    assert "cannot reach" not in capsys.readouterr().err
+    assert main(["run", "--resume", info.run_id, "--executor", "ray", "--results-dir", str(tmp_path)]) == 2
+    assert "cannot reach ray address" in capsys.readouterr().err
