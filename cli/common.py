@@ -174,19 +174,22 @@ def store_option(store) -> str:
     return f" --results-dir {shlex.quote(str(store.root))}"
 
 
-def slice_keys(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The method and metric keys of a dataset evaluation (``evaluate``, ``run``). An empty list
-    is refused: ``--metrics ""`` once computed the defaults, under another run id than the one
-    asked for; only an absent ``--metrics`` means the defaults."""
-    return tuple(method_keys(args)), metric_keys(args.metrics)
+def slice_keys(args: argparse.Namespace, fitted_to: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The method and metric keys of a dataset evaluation (``evaluate``, ``run``; the defaults
+    fitted to the model ``fitted_to``, as ``metric_keys`` fits them); only an absent ``--metrics``
+    means the defaults (``--metrics ""`` once computed them under another run id)."""
+    return tuple(method_keys(args)), metric_keys(args.metrics, fitted_to)
 
 
-def metric_keys(metrics_arg: str | None) -> tuple[str, ...]:
-    """The metric keys of ``--metrics``: the defaults when it is absent (None), and an empty list
-    (``--metrics ""``) refused."""
-    from engine.evaluate import DEFAULT_METRICS, resolve_metrics
+def metric_keys(metrics_arg: str | None, model: str | None = None) -> tuple[str, ...]:
+    """The metric keys of ``--metrics``: the defaults when absent, fitted to ``model``'s head where
+    one is named (``engine.evaluate.head_defaults``); an empty list (``--metrics ""``) refused."""
+    from core.models import config_head_kind
+    from engine.evaluate import DEFAULT_METRICS, head_defaults, resolve_metrics
 
-    metrics = tuple(resolve_metrics(DEFAULT_METRICS if metrics_arg is None else metrics_arg))
+    if metrics_arg is None:
+        return tuple(head_defaults(resolve_metrics(DEFAULT_METRICS), config_head_kind(model) if model else None))
+    metrics = tuple(resolve_metrics(metrics_arg))
     if not metrics:
         raise ValueError(f"no metrics in --metrics {metrics_arg!r}: name at least one or 'all'")
     return metrics

@@ -23,12 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.dataset is None) != (split is None):
         raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")
     methods = explainers.resolve(args.methods, args.methods_default)
-    metrics, overrides = metric_keys(args.metrics), parse_params(args.param)
-    if args.metrics is None:  # the defaults a regression head can compute (no log-odds of a score)
-        from core.models import config_head_kind
-        from engine.evaluate import head_defaults
-
-        metrics = tuple(head_defaults(metrics, config_head_kind(args.model)))
+    metrics, overrides = metric_keys(args.metrics, args.model), parse_params(args.param)
     if unknown := set(overrides) - set(methods) - set(metrics):
         raise ValueError(f"--param for methods or metrics not requested: {', '.join(sorted(unknown))}")
     if not os.path.exists(args.file):

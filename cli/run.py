@@ -88,12 +88,7 @@ def run_spec(args: argparse.Namespace):
         raise ValueError("--model, --dataset and --split are needed (or --resume RUN_ID)")
     if args.limit is None and not args.all:
         raise ValueError("give --limit N or --all (the whole split)")
-    methods, metrics = slice_keys(args)
-    if args.metrics is None:  # the defaults a regression head can compute (no log-odds of a score)
-        from core.models import config_head_kind
-        from engine.evaluate import head_defaults
-
-        metrics = tuple(head_defaults(metrics, config_head_kind(args.model)))
+    methods, metrics = slice_keys(args, fitted_to=args.model)
     return RunSpec(
         model=args.model,
         dataset=args.dataset,
