@@ -211,9 +211,9 @@ def test_csv_errors_name_the_line_and_example():
         assert refused(f"id,word_index,score\ne,0,{value}\n".encode(), "x.csv").endswith(
             f"x.csv line 2: the score {float(value)!r} is not finite"
         )
-    for target in ("one", "\u00b2", "--1"):  # "²" is a digit to str.isdigit, not to int
+    for target in ("one", "\u00b2", "--1"):  # a label name to match later ("²" is a digit to str.isdigit, not to int)
         row = f"id,word_index,score,target\ne,0,0.1,{target}\n".encode()
-        assert f"x.csv line 2: target must be a whole number, got '{target}'" in refused(row, "x.csv")
+        assert [r.target for r in formats.read_bytes(row, "x.csv")[1]] == [target]
 
 
 def test_an_import_that_does_not_line_up_names_the_example_and_position(toy_bert_folder, tmp_path):
@@ -540,7 +540,7 @@ HOSTILE = [
     ('{"sequence_attributions": [{"source": [], "source_attributions": []}]}', "inseq", "is empty"),
     # CSV that Python's csv module refuses
     ("example_id,word_index,score\n" + "a" * 200_000 + ",0,1\n", "csv", "field larger than field limit"),
-    ("example_id,word_index,score,target\na,0,1," + "9" * 5000 + "\n", "csv", "target must be a whole number"),
+    ("example_id,word_index,score,target\na,0,1," + "9" * 5000 + "\n", "csv", "is too large for a class index"),
 ]
 
 
@@ -643,6 +643,29 @@ def test_a_target_that_is_not_a_whole_number_is_refused(toy_bert_folder, tmp_pat
         == "t.json record 0: not a valid attribution/1 record (ValueError: attribution target must be an integer, got 1.5)"
     )
     assert refused(ours(target=True), "t.json").endswith("attribution target must be an integer, got True)")
+
+
+def test_a_csv_target_may_be_a_label_name(toy_bert_folder, tmp_path, capsys):
+    """A CSV's target column took class indices only: "positive" was refused as not a whole number."""
+    from core.classifier import Classifier
+    from core.loaded import load_classifier
+
+    clf = Classifier(load_classifier(toy_bert_folder))
+    labels = clf.label_names
+    rows = "".join(f"examples/sst2/3,{i},{i}\n" for i in range(20))
+    for target, index in ((labels[1], 1), (labels[0].upper(), 0)):
+        data = f"example_id,word_index,score,target\n{rows.replace(chr(10), ',' + target + chr(10))}".encode()
+        imported = import_bytes(data, "named.csv", RunStore(tmp_path / target), model=toy_bert_folder,
+                                dataset="examples", split="sst2", metrics=METRICS)  # fmt: skip
+        _, evaluation = read_evaluation(RunStore(tmp_path / target), imported.info.run_id)
+        assert [r.attributions["csv.scores"].target for r in evaluation.results] == [index]
+    unknown = f"example_id,word_index,score,target\n{rows.replace(chr(10), ',nope' + chr(10))}".encode()
+    assert refused_by_the_command_line(
+        tmp_path / "nope.csv", unknown, toy_bert_folder, capsys, "--dataset", "examples", "--split", "sst2"
+    ) == (
+        f"nope.csv example 'examples/sst2/3': target 'nope' is neither a class index nor a label of"
+        f" {clf.name} ({', '.join(labels)})"
+    )
 
 
 def test_a_session_bundles_zip_imports_its_attributions(linear_clf, toy_example):

@@ -160,10 +160,25 @@ def _kept_words(full: Example, fitted: Example) -> list[int]:
     return kept
 
 
+def _class_index(clf: Classifier, target: int | str, where: str) -> int:
+    """The class a record names by index or by label name (case aside when only one label fits)."""
+    if isinstance(target, int):
+        if not 0 <= target < clf.num_labels:
+            raise BadFile(f"{where}: target {target} is not a class of {clf.name}")
+        return target
+    if target in clf.label_names:
+        return clf.label_names.index(target)
+    folded = [i for i, name in enumerate(clf.label_names) if name.casefold() == target.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    raise BadFile(
+        f"{where}: target {target!r:.40} is neither a class index nor a label of {clf.name}"
+        f" ({', '.join(clf.label_names)})"
+    )
+
+
 def _attribution(clf: Classifier, record: Imported, full: Example, fitted: Example) -> Attribution:
-    target = EXPLAINED if record.target is None else record.target
-    if record.target is not None and not 0 <= record.target < clf.num_labels:
-        raise BadFile(f"{record.where}: target {record.target} is not a class of {clf.name}")
+    target = EXPLAINED if record.target is None else _class_index(clf, record.target, record.where)
     params = {"imported": record.where, **{k: v for k, v in record.extras.items() if v is not None}}
     if record.level == "word":
         n = len(record.scores)

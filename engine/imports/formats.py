@@ -225,7 +225,7 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
     if id_column is None or "word_index" not in header or "score" not in header:
         raise BadFile(f"{name}: the header needs example_id (or id), word_index and score columns")
     groups: dict[tuple[str, str], dict[int, float]] = {}
-    targets: dict[tuple[str, str], int | None] = {}
+    targets: dict[tuple[str, str], int | str | None] = {}
     for line, row in enumerate(reader, 2):
         where = f"{name} line {line}"
         if None in row:
@@ -247,11 +247,7 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
             raise BadFile(f"{where}: score must be a number, got {row['score']!r:.40}") from None
         score = number(value, where)
         key = (example_id, method_name("csv", row.get("method") or "scores", where))
-        target_text = (row.get("target") or "").strip()
-        digits = target_text.removeprefix("-")
-        target = int(target_text) if digits.isascii() and digits.isdigit() and len(digits) < 10 else None  # not "²"
-        if target_text and target is None:
-            raise BadFile(f"{where}: target must be a whole number, got {target_text!r:.40}")
+        target = csv_target((row.get("target") or "").strip(), where)
         if key in targets and targets[key] != target:
             raise BadFile(f"{where}: example {example_id!r} has two targets")
         targets[key] = target
@@ -278,6 +274,17 @@ def _csv_records(reader: csv.DictReader, name: str) -> list[Imported]:
             )
         )
     return out
+
+
+def csv_target(text: str, where: str) -> int | str | None:
+    """A CSV row's target: a class index (a whole number), a label name (any other text, matched
+    to the model's labels when the file is aligned) or None (an empty cell: the class explained)."""
+    digits = text.removeprefix("-")
+    if digits.isascii() and digits.isdigit():  # not "²"
+        if len(digits) >= 10:
+            raise BadFile(f"{where}: target {text:.40} is too large for a class index")
+        return int(text)
+    return text or None
 
 
 # ---------------------------------------------------------------------------------- ferret

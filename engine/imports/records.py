@@ -50,7 +50,7 @@ class Imported:
     text: str | None = None
     tokens: tuple[str, ...] = ()
     token_ids: tuple[int, ...] = ()
-    target: int | None = None
+    target: int | str | None = None  # a class index, or a label name (a CSV's target column)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
