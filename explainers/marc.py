@@ -196,11 +196,18 @@ def _start(clf: Classifier, example: Example, owner: int, target: int, params: M
     )
 
 
+def _keeps(run: _Run, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(seq,) keep weights of the masked input (λ, Eq. 1) and of the complement (1 − λ, Eq. 3) from
+    a word mask: the special tokens are not features, so both inputs keep them."""
+    ones = mask.new_ones(1)
+    return torch.cat([mask, ones])[run.word_index], torch.cat([1 - mask, ones])[run.word_index]
+
+
 def _inputs(run: _Run, pad: torch.Tensor, params: MarcParams, mask: torch.Tensor) -> torch.Tensor:
     """(2, seq, dim): the masked and the complement input of this step, with flips and noise drawn
     from the example's own generator (in the order a single-example run draws them)."""
-    keep = torch.cat([_flip(mask, params.flip_fraction, run.generator), mask.new_ones(1)])[run.word_index]
-    pair = torch.stack([blend(run.embeds, pad, keep), blend(run.embeds, pad, 1 - keep)])
+    keep, complement = _keeps(run, _flip(mask, params.flip_fraction, run.generator))
+    pair = torch.stack([blend(run.embeds, pad, keep), blend(run.embeds, pad, complement)])
     return pair + run.noise_scale * torch.randn(pair.shape, generator=run.generator).to(pair.device)
 
 
@@ -310,12 +317,12 @@ def _finish(clf: Classifier, runs: list[_Run], params: MarcParams, score: str, p
     example (one pass), and each example's attribution."""
     with torch.no_grad():
         masks = [span_mask(run.weights, run.widths, params.kernel) for run in runs]
-        keeps = [torch.cat([mask, mask.new_ones(1)])[run.word_index] for run, mask in zip(runs, masks)]
+        keeps = [_keeps(run, mask) for run, mask in zip(runs, masks)]
         logits = _logits(
             clf,
             runs,
-            [blend(run.embeds, pad, keep)[None] for run, keep in zip(runs, keeps)],
-            [blend(run.embeds, pad, 1 - keep)[None] for run, keep in zip(runs, keeps)],
+            [blend(run.embeds, pad, keep)[None] for run, (keep, _) in zip(runs, keeps)],
+            [blend(run.embeds, pad, complement)[None] for run, (_, complement) in zip(runs, keeps)],
         )
     n = len(runs)
     out = []

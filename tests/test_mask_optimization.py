@@ -125,6 +125,23 @@ def test_marc_same_seed_same_mask(linear_clf, toy_example):
     assert not np.array_equal(first.scores, other.scores)
 
 
+def test_marc_complement_keeps_the_special_tokens(bert_clf, toy_example):
+    """The complement input (Brinner & Zarrieß 2023, Eq. 3) blends the words only: it replaced
+    [CLS] and [SEP] with [PAD] as well, so every step scored a different input than Eq. 3's."""
+    params = marc.MarcParams(noise_std=0.0, flip_fraction=0.0)
+    run = marc._start(bert_clf, toy_example, 0, 1, params)
+    pad = _masking.special_embedding(bert_clf, ("pad",))
+    mask = torch.linspace(0.1, 0.9, run.encoded.n_words)
+    masked, complement = marc._inputs(run, pad, params, mask)
+    special = run.word_index == run.encoded.n_words
+    assert special.sum() == 2
+    torch.testing.assert_close(masked[special], run.embeds[special])
+    torch.testing.assert_close(complement[special], run.embeds[special])
+    lam = mask[run.word_index[~special]][:, None]
+    torch.testing.assert_close(complement[~special], (1 - lam) * run.embeds[~special] + lam * pad)
+    torch.testing.assert_close(masked[~special], lam * run.embeds[~special] + (1 - lam) * pad)
+
+
 def test_marc_leaves_the_shared_model_unchanged(bert_clf, toy_example):
     before = _state(bert_clf.model)
     attribution = _run("marc", bert_clf, toy_example, 0, n_steps=20)
