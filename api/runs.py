@@ -55,7 +55,7 @@ def run(
     embedded local Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the
     run's examples done, message)."""
     from api import _default_metrics, _method_keys, _overrides
-    from engine.runs.executor import check_executor, execute
+    from engine.runs.executor import check_startable, execute
     from engine.runs.executor import open_run as open_stored_run
     from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
@@ -71,7 +71,6 @@ def run(
             "a stored run names its data: give a bundled dataset name (or file:PATH) and a split; "
             "api.evaluate takes a datasets.Dataset or a list of texts"
         )
-    check_executor(executor)  # before the run is stored
     spec = RunSpec(
         model=model,
         dataset=dataset,
@@ -87,6 +86,7 @@ def run(
         batch_size=batch_size,
         autocast=autocast,
     )
+    check_startable(spec, executor)  # before the run is stored
     store = RunStore(results_dir)
     outcome = execute(open_stored_run(spec, store), store, executor=executor, progress=progress)
     return open_run(outcome.info.run_id, results_dir)

@@ -4,7 +4,6 @@ work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 
@@ -16,17 +15,14 @@ from engine.runs.worker import UNIT_TOKENS
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_stopped, progress_bar, sigterm_stops, store_option
     from cli.show import print_run
-    from engine.runs.executor import execute, open_run
-    from engine.runs.ray_executor import check_reachable
+    from engine.runs.executor import check_startable, execute, open_run
     from engine.runs.store import RunStore
 
     if args.actors is not None and args.actors < 1:
         raise ValueError(f"--actors must be at least 1, got {args.actors}")
     spec = run_spec(args)
     executor = args.executor or (_stored_executor(args) if args.resume else None) or "ray"
-    address = args.address or os.environ.get("RAY_ADDRESS")
-    if address and executor == "ray":  # before anything is written: no failed run is left behind
-        check_reachable(address)
+    check_startable(spec, executor, args.address)  # before anything is written
     store = RunStore(args.results_dir)  # written only once the run passed its checks
     opened = open_run(spec, store, resume=args.resume)
     # The run id even with --quiet: it is what a stopped or killed run is resumed by.

@@ -19,7 +19,7 @@ import torch
 
 from core.attention_view import attention_implementation
 from core.attention_weights import read_attention_weights
-from core.devices import chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
+from core.devices import check_autocast, chunk_rows, is_out_of_memory, release_device_memory, release_host_memory
 from core.encoding import Encoded, Variant, cut_to_fit, length_chunks, word_token_ids
 from core.heads import Head, detect_head
 from core.last_token import last_token_logits
@@ -69,8 +69,8 @@ class Classifier(PassBook):
     ) -> None:
         self.loaded = loaded
         self.batch_size = batch_size
-        if autocast and loaded.device.type == "cpu" and autocast_dtype != torch.bfloat16:
-            raise ValueError(f"{autocast_dtype} autocast needs a GPU; on a CPU use bfloat16")
+        if autocast:
+            check_autocast(loaded.device, autocast_dtype)
         self.autocast = autocast and loaded.device.type in ("cuda", "cpu")
         self.autocast_dtype = autocast_dtype
         self.head_type = head_type

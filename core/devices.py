@@ -36,6 +36,12 @@ def chosen_device(device: str | torch.device | None) -> torch.device:
     return chosen
 
 
+def check_autocast(device: torch.device, dtype: torch.dtype) -> None:
+    """Refuse an autocast type ``device`` cannot run: a CPU autocasts to bfloat16 only."""
+    if device.type == "cpu" and dtype != torch.bfloat16:
+        raise ValueError(f"{dtype} autocast needs a GPU; on a CPU use bfloat16")
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     """A device that ran out of memory: torch's ``OutOfMemoryError``
     (``torch.cuda.OutOfMemoryError`` is the same class) or a backend's "out of memory" runtime error

@@ -40,9 +40,10 @@ _CARD = "card.json"
 _CARD_FIELDS = ("backbone", "source", "n_examples", "runtime_s", "forward_passes", "backward_passes", "trace")
 
 
-def default_folder() -> Path:
-    """Where the app and the command line keep pre-trained models: under the results folder."""
-    return results_dir() / FOLDER
+def default_folder(results: Path | None = None) -> Path:
+    """Where pre-trained models are kept: under the results folder ``results`` (None: the app's
+    and the command line's default)."""
+    return (results if results is not None else results_dir()) / FOLDER
 
 
 def entry_key(clf: Classifier, params: AmlParams, training: str) -> str | None:

@@ -134,11 +134,12 @@ class Resources:
             return trained
 
     @classmethod
-    def saved(cls) -> Resources:
-        """Resources that keep pre-trained models in the results folder (``pretrained_store``)."""
+    def saved(cls, results: Path | None = None) -> Resources:
+        """Resources that keep pre-trained models in the results folder ``results`` (None: the
+        default one; ``pretrained_store``)."""
         from engine.pretrained_store import default_folder
 
-        return cls(folder=default_folder())
+        return cls(folder=default_folder(results))
 
     def _trained(
         self, clf: Classifier, example: Example, params: AmlParams, progress: ProgressFn | None

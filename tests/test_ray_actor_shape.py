@@ -23,6 +23,9 @@ def node(cpus: float, gpus: float = 0, alive: bool = True) -> dict:
         ([node(16)], None, 3, ActorShape(3, 1, 0, None)),
         # three 16-CPU nodes and 2 actors: 24 CPUs each would fit on no node; 16 does
         ([node(16), node(16), node(16)], 2, 100, ActorShape(2, 16, 0, None)),
+        # a 4-CPU and a 2-CPU node, 2 actors: 3 CPUs each fit one actor only (the second waited for ever)
+        ([node(4), node(2)], 2, 100, ActorShape(2, 2, 0, None)),
+        ([node(4), node(2)], 3, 100, ActorShape(3, 2, 0, None)),
         # a dead node's CPUs are not counted
         ([node(8), node(64, alive=False)], None, 100, ActorShape(8, 1, 0, None)),
         # GPUs: one actor per GPU, with the CPUs its node has per GPU

@@ -50,7 +50,7 @@ def one_error_line(capsys) -> str:
 
 
 def test_an_executor_that_returns_with_units_missing_fails_the_run(toy_bert_folder, tmp_path, monkeypatch) -> None:
-    def lost_units(spec, units, commit, ready=None, *, within=None, address=None, actors=None):
+    def lost_units(spec, units, commit, ready=None, *, within=None, address=None, actors=None, results=None):
         return {}  # as Ray's ActorPool with no actors (--actors -1 on a GPU cluster): no unit comes back
 
     store = RunStore(tmp_path)
@@ -154,7 +154,7 @@ def test_resume_continues_on_the_executor_the_run_was_started_with(
     store = RunStore(tmp_path)
     real_serial = executor_module.run_serial
 
-    def stopped_after_one(spec, units, commit, progress=None):
+    def stopped_after_one(spec, units, commit, progress=None, results=None):
         real_serial(spec, units[:1], commit, progress)
         raise KeyboardInterrupt
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.datasets.files import FILE_PREFIX, content_key
@@ -56,12 +58,33 @@ def check_executor(executor: str) -> None:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
 
 
-def run_serial(spec: RunSpec, units: Sequence[Unit], commit: Commit, within: Within | None = None) -> None:
+def check_startable(spec: RunSpec, executor: str, address: str | None = None) -> None:
+    """The refusals that come before a run is stored, so none leaves a failed run behind: an
+    unknown executor, a Ray cluster (``address``, else ``$RAY_ADDRESS``) that takes no
+    connection, and an autocast type that this machine, where the serial executor and the
+    embedded Ray compute, cannot run."""
+    import torch
+
+    from core.devices import best_device, check_autocast
+    from engine.runs.ray_executor import check_reachable
+
+    check_executor(executor)
+    address = (address or os.environ.get("RAY_ADDRESS")) if executor == "ray" else None
+    if address:
+        check_reachable(address)
+    elif spec.autocast is not None:
+        check_autocast(best_device(), getattr(torch, spec.autocast))
+
+
+def run_serial(
+    spec: RunSpec, units: Sequence[Unit], commit: Commit, within: Within | None = None, *, results: Path | None = None
+) -> None:
     """Every unit in this process, one after the other; ``within(n_rows, unit)`` gives the
-    progress callback of a unit's examples."""
+    progress callback of a unit's examples; AML's pre-trained models are kept under the results
+    folder ``results``."""
     if not units:
         return
-    worker = UnitWorker(spec)
+    worker = UnitWorker(spec, results=str(results) if results is not None else None)
     for unit, rows, examples in units:
         commit(*worker.run(unit, rows, examples, within(len(examples), unit) if within else None))
 
@@ -227,33 +250,35 @@ def execute(
     if len(order) != len(examples):
         raise ValueError(f"run {opened.info.run_id} has {len(order)} rows; its selection has {len(examples)} examples")
     info = store.claim(opened.info.run_id, executor)  # refused while another process writes it
-    done = _readable_units(store, info.run_id)  # a unit whose file is gone or damaged is computed again
-    if info.status == "done":
-        if len(done) == info.units_total:
+    if info.status == "done":  # untouched by the claim: whole, or reopened to compute what is gone
+        if len(_readable_units(store, info.run_id)) == info.units_total:
             return RunOutcome(info, created, 0)
-        info = store.claim(info.run_id, executor, reopen=True)  # no longer whole: computes the rest
-    units = [
-        (unit, rows, [examples[row] for row in rows])
-        for unit, rows in enumerate(unit_rows(order, info.chunk_size))
-        if unit not in done
-    ]
+        info = store.claim(info.run_id, executor, reopen=True)
     total = len(examples)
     base_wall = info.wall_s
     start = time.perf_counter()
-    live = LiveWriter(store.root, info.run_id, lambda: base_wall + time.perf_counter() - start)
-    tracker = RunTracker(progress, live, info.rows_done, total)
+    live: LiveWriter | None = None
+    try:  # the run is this process's from here: whatever ends the session is recorded
+        done = _readable_units(store, info.run_id)  # a unit whose file is gone or damaged is computed again
+        units = [
+            (unit, rows, [examples[row] for row in rows])
+            for unit, rows in enumerate(unit_rows(order, info.chunk_size))
+            if unit not in done
+        ]
+        live = LiveWriter(store.root, info.run_id, lambda: base_wall + time.perf_counter() - start)
+        tracker = RunTracker(progress, live, total - sum(len(rows) for _, rows, _ in units), total)
 
-    def commit(stats: UnitStats, table: pa.Table) -> None:
-        store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)
-        tracker.finished(stats.n_rows, stats.unit)
+        def commit(stats: UnitStats, table: pa.Table) -> None:
+            store.commit_unit(info.run_id, stats, table, base_wall + time.perf_counter() - start)
+            tracker.finished(stats.n_rows, stats.unit)
 
-    tracker.report(f"{len(units)} of {info.units_total} units to run")
-    used: dict[str, Any] = {}
-    try:
+        tracker.report(f"{len(units)} of {info.units_total} units to run")
+        used: dict[str, Any] = {}
         if executor == "serial":
-            run_serial(spec, units, commit, tracker.within)
-        else:
-            used = run_ray(spec, units, commit, tracker.report, within=tracker.within, address=address, actors=actors)
+            run_serial(spec, units, commit, tracker.within, results=store.root)
+        elif units:  # nothing left (a run stopped after its last commit) starts no cluster
+            used = run_ray(spec, units, commit, tracker.report, within=tracker.within, address=address,
+                           actors=actors, results=store.root)  # fmt: skip
         _check_complete(store, info, executor)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (Ray's driver handler exits on it)
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
@@ -263,7 +288,8 @@ def execute(
         store.finish(info.run_id, "failed", base_wall + time.perf_counter() - start, message)
         raise
     finally:
-        live.close()
+        if live is not None:
+            live.close()
     store.finish(info.run_id, "done", base_wall + time.perf_counter() - start)
     tracker.report(f"{count_text(total, 'example')} done")
     return RunOutcome(store.get(info.run_id), created, len(units), used)

@@ -38,24 +38,31 @@ def run_ray(
     within: Within | None = None,
     address: str | None = None,
     actors: int | None = None,
+    results: Path | None = None,
 ) -> dict[str, Any]:
     """The units on Ray actors (see the module docstring); returns what was used: ``actors``,
     ``gpus``, ``startup_s`` (connecting or starting Ray and loading the models). ``ready`` gets
     one line once the actors hold the model (the run's tracker: the bar keeps the rows already
-    stored); ``within(n_rows, unit)`` gives the driver's callback for a unit under way."""
+    stored); ``within(n_rows, unit)`` gives the driver's callback for a unit under way. AML's
+    pre-trained models are kept under the results folder ``results`` on a local cluster (a remote
+    node keeps them in its own default folder: the driver's path need not exist there)."""
     import ray
     from ray.util import ActorPool
     from ray.util.queue import Queue
 
     start = time.perf_counter()
     started_here = not ray.is_initialized()
+    address = address or os.environ.get("RAY_ADDRESS")
     if started_here:
-        _ray_init(address or os.environ.get("RAY_ADDRESS"))
+        _ray_init(address)
+    kept = str(results) if results is not None and not address else None
     try:
         shape = actor_shape(ray.nodes(), actors, len(units))
         remote = ray.remote(UnitWorker)
         options = {"num_cpus": shape.cpus_each, "num_gpus": 1 if shape.gpus else 0}
-        workers = [remote.options(**options).remote(spec, shape.device, shape.cpus_each) for _ in range(shape.actors)]
+        workers = [
+            remote.options(**options).remote(spec, shape.device, shape.cpus_each, kept) for _ in range(shape.actors)
+        ]
         queue = Queue(actor_options={"num_cpus": 0})  # started while the models load; fits beside them
         try:
             ray.get([w.batch_size.remote() for w in workers])  # type: ignore[attr-defined]  # wait for the models
@@ -124,9 +131,9 @@ class ActorShape:
 def actor_shape(nodes: Sequence[dict[str, Any]], actors: int | None, n_units: int) -> ActorShape:
     """How many model actors a run gets and what each asks for, from ``ray.nodes()``: one per GPU
     when the cluster has GPUs (at most ``actors``), else ``actors`` CPU actors (default one per
-    CPU) sharing the CPUs, never more actors than units. What an actor asks for must fit on one
-    node, or Ray waits for ever: a GPU actor gets the CPUs its GPU's node has per GPU, a CPU actor
-    at most the CPUs of the largest node."""
+    CPU) sharing the CPUs, never more actors than units. What the actors ask for must fit on the
+    nodes, or Ray waits for ever: a GPU actor gets the CPUs its GPU's node has per GPU, CPU actors
+    as many CPUs each as lets every one of them find a node with room."""
     alive = [node.get("Resources", {}) for node in nodes if node.get("Alive", True)]
     cpus = max(1, int(sum(node.get("CPU", 0) for node in alive)))
     gpus = int(sum(node.get("GPU", 0) for node in alive))
@@ -138,8 +145,10 @@ def actor_shape(nodes: Sequence[dict[str, Any]], actors: int | None, n_units: in
     # each barrier and two of them in one process ran 5-20x slower than one (BENCHMARKS.md,
     # "Dataset runs").
     n_actors = max(1, min(actors or cpus, cpus))
-    largest = max(1, int(max((node.get("CPU", 0) for node in alive), default=1)))
-    return ActorShape(min(n_actors, max(1, n_units)), max(1, min(cpus // n_actors, largest)), 0, None)
+    each = max(1, cpus // n_actors)
+    while each > 1 and sum(int(node.get("CPU", 0) // each) for node in alive) < n_actors:
+        each -= 1  # every actor must find a node with room: 3 CPUs each fit 2 actors on 4 + 2 nodes only once
+    return ActorShape(min(n_actors, max(1, n_units)), each, 0, None)
 
 
 def _ray_init(address: str | None) -> None:
@@ -158,11 +167,11 @@ def _ray_init(address: str | None) -> None:
             log_to_driver=True,
         )
         return
-    # Ray's workers get the driver's sys.path, so the project imports there as here.
+    # Ray's workers get the driver's sys.path, so the project imports there as here; Ray counts
+    # the CPUs itself, within a container's cgroup limits (os.cpu_count() counts the host's).
     ray.init(
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
-        num_cpus=os.cpu_count(),
         logging_level=logging.WARNING,
         log_to_driver=True,
     )

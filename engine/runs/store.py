@@ -186,11 +186,6 @@ class RunStore:
             raise ValueError(f"no run {run_id!r} in {self.root}")
         return info
 
-    def progress(self, run_id: str) -> RunInfo:
-        """The run's catalogue row, read now: ``status``, ``rows_done`` / ``rows_total``,
-        ``fraction``, ``wall_s``, ``writer_gone``."""
-        return self.get(run_id)
-
     def units(self, run_id: str) -> pd.DataFrame:
         """The run's finished units in row order."""
         return self._query("SELECT * FROM units WHERE run_id = ? ORDER BY first_row", [run_id])
@@ -337,13 +332,16 @@ class RunStore:
         the run's writer commits: a process whose run another one has claimed meanwhile (its
         writer judged gone, ``writers``) is refused (ValueError) and stops its heartbeat."""
         self._require_writer()
-        relative = write_unit_file(self.root, run_id, stats.unit, table)
-        with self._connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            lost = lost_writer(run_id, select_run(con, run_id))
-            if lost is None:
-                commit_unit_rows(con, run_id, stats, relative, wall_s)
-            con.execute("ROLLBACK" if lost else "COMMIT")
+        with self._connect() as con:  # checked before the file is written too, so a refused
+            lost = lost_writer(run_id, select_run(con, run_id))  # writer leaves no file behind
+        if lost is None:
+            relative = write_unit_file(self.root, run_id, stats.unit, table)
+            with self._connect() as con:
+                con.execute("BEGIN TRANSACTION")
+                lost = lost_writer(run_id, select_run(con, run_id))
+                if lost is None:
+                    commit_unit_rows(con, run_id, stats, relative, wall_s)
+                con.execute("ROLLBACK" if lost else "COMMIT")
         if lost is not None:
             stop_heartbeat(self, run_id)
             raise ValueError(lost)

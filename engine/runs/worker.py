@@ -13,6 +13,7 @@ size beyond float rounding).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.types import Example, ProgressFn
@@ -75,7 +76,9 @@ class UnitWorker:
     """Holds a loaded model and evaluates units; the same class runs in-process (serial) and as
     a Ray actor."""
 
-    def __init__(self, spec: RunSpec, device: str | None = None, threads: int | None = None) -> None:
+    def __init__(
+        self, spec: RunSpec, device: str | None = None, threads: int | None = None, results: str | None = None
+    ) -> None:
         import torch
 
         from core.classifier import Classifier, autocast_options
@@ -93,8 +96,9 @@ class UnitWorker:
 
             self.mlm = MaskedLM.load(spec.mlm, device)
         self.params_by_metric = spec.params_by_metric()
-        # AML's pre-trained models: trained once, then read back by every unit and worker.
-        self.resources = Resources.saved()
+        # AML's pre-trained models: trained once, then read back by every unit and worker, in the
+        # run's results folder (``results``; None: the default one, as on a remote cluster's node).
+        self.resources = Resources.saved(Path(results) if results is not None else None)
         self.halvings = 0
 
     def batch_size(self) -> int:
