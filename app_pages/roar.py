@@ -72,8 +72,9 @@ def job_view(report: dict, key: str) -> None:
     job = report["job"]
     kind = "Recursive ROAR" if job["recursive"] else "ROAR"
     removal = REMOVALS.get(job["removal"], job["removal"])
+    retrained = f"task `{job['task']}`" if job["task"] else plain(f"model {job['model']} on {job['dataset']}")
     st.markdown(
-        f"**{kind}**, removal: {removal}, task `{job['task']}`: {report['n_train']} training and {report['n_eval']} "
+        f"**{kind}**, removal: {removal}, {retrained}: {report['n_train']} training and {report['n_eval']} "
         f"evaluation examples, {job['train_steps']} training steps, {job['seeds']} seed(s), "
         f"explaining the {job['target']} class · {report['units_done']} of {report['units_total']} units"
     )
@@ -108,7 +109,11 @@ else:
     run_id = source.removeprefix("stored:")
     live_progress(run_id, roar.info, "units", "job", within=services.runs.within_unit)
     delete_control(roar.info(run_id), roar.delete_job, "job", "units")
-    report = roar.stored_report(run_id)
+    try:
+        report = roar.stored_report(run_id)
+    except (ValueError, OSError) as error:  # e.g. the job's uploaded data file or the data folder is gone
+        st.error(plain(f"Job {run_id} cannot be read: {error}"))
+        st.stop()
 
 if not report["units"]:
     st.info("No unit of this job has finished yet.")

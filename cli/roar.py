@@ -141,8 +141,9 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def print_summary(result: dict) -> None:
-    """The job's curves, Eq. 3 and leakage flags; what the store holds printed escaped."""
+    """The job's curves, Eq. 3, t-tests and leakage flags; what the store holds printed escaped."""
     from cli.common import printable
+    from metrics.base import interval_text
 
     print(
         printable(
@@ -152,12 +153,15 @@ def print_summary(result: dict) -> None:
     )
     print(printable(result["command"]))
     for method, cells in result["curves"].items():
-        values = "  ".join(f"{c['level']}: {_cell(c)}" for c in cells)
+        values = "  ".join(f"{c['level']}: {interval_text(c['mean'], c['low'], c['high'], c['n'])}" for c in cells)
         print(printable(f"{method:>22}  {values}"))
     for method, f in result["faithfulness"].items():
         mean = "-" if f["mean"] is None else f"{f['mean']:.1f}%"
         interval = "" if f["low"] is None or f["high"] is None else f" [{f['low']:.1f}, {f['high']:.1f}]"
         print(printable(f"Eq. 3 {method}: {mean}{interval} over {f['n']} seed(s): {f['reading']}"))  # as the page
+    for t in result["t_tests"]:  # Pham et al. 2022: Welch, two-sided, over seeds
+        shown = "-" if t["t"] is None else f"t = {t['t']:.2f}, p = {'-' if t['p'] is None else format(t['p'], '.4f')}"
+        print(printable(f"t-test {t['a']} vs {t['b']} at {t['level']}: {shown}"))
     for leak in result["leakage"]:
         print(
             printable(
@@ -165,13 +169,6 @@ def print_summary(result: dict) -> None:
                 + (" (beyond the 95% intervals)" if leak["significant"] else "")
             )
         )
-
-
-def _cell(cell: dict) -> str:
-    if cell["mean"] is None:
-        return "-"
-    interval = "" if cell["low"] is None else f" [{cell['low']:.3f}, {cell['high']:.3f}]"
-    return f"{cell['mean']:.3f}{interval}"
 
 
 def register(sub) -> None:

@@ -79,8 +79,8 @@ def test_cost_estimate_by_hand():
     assert recursive.explanations["im"] == 2872 * 3 * 3  # explained again at each level
     assert recursive.seconds == pytest.approx(6300 + 25848 * 0.42 + 36.624)
     mlm = pham2022_job(removal="mlm").estimate(0.5, 0.01, seconds_per_fill=0.002, n_train=100, n_eval=50)
-    assert mlm.fills == 150 * 4 * 3 * 3
-    assert mlm.seconds == pytest.approx(12600 * 0.5 + 4 * 150 * 3 * 0.01 + 5400 * 0.002)
+    assert mlm.fills == 150 * 3 * (4 * 3 + 1)  # + 1: each seed's shared 100% unit
+    assert mlm.seconds == pytest.approx(12600 * 0.5 + 4 * 150 * 3 * 0.01 + 5850 * 0.002)
 
 
 @pytest.mark.parametrize(

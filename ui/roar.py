@@ -187,22 +187,30 @@ def sparsity_figure(shares: dict[str, dict[str, float | None]]) -> go.Figure:
 def removal_html(words: list[str], shown: dict[str, str]) -> str:
     """The example's words with the removed ones visible: deleted words struck through, replaced
     ones struck through with their replacement ([MASK] or the masked LM's fill-in) after them.
-    Every word is escaped; the colours are the current theme's (removed: the palette's red)."""
+    Every word is escaped for HTML and for Markdown (``ui.text.plain``: the page renders it with
+    ``st.markdown``, where ``$x$``, ``*a*`` or ``:smile:`` would become math, emphasis or an emoji);
+    the colours are the current theme's (removed: the palette's red)."""
     theme = current()
     removed, added = theme.rgb("positive"), theme.series[0]
     parts = []
     for i, word in enumerate(words):
         replacement = shown.get(str(i))
         if replacement is None:
-            parts.append(html.escape(word))
+            parts.append(_literal(word))
         elif replacement == "":
-            parts.append(f'<s style="color:{removed}">{html.escape(word)}</s>')
+            parts.append(f'<s style="color:{removed}">{_literal(word)}</s>')
         else:
             parts.append(
-                f'<s style="color:{removed}">{html.escape(word)}</s>'
-                f'<span style="color:{added}">&nbsp;→&nbsp;{html.escape(replacement)}</span>'
+                f'<s style="color:{removed}">{_literal(word)}</s>'
+                f'<span style="color:{added}">&nbsp;→&nbsp;{_literal(replacement)}</span>'
             )
     return '<span style="line-height:1.9">' + " ".join(parts) + "</span>"
+
+
+def _literal(text: str) -> str:
+    """``text`` as typed inside Markdown with HTML: ``&``, ``<`` and ``>`` as entities (no quotes
+    escaped: their entities hold a ``#``, which Markdown escaping would break), then ``plain``."""
+    return plain(html.escape(text, quote=False))
 
 
 def removal_rows(example: dict[str, Any], label_names: list[str]) -> list[tuple[str, str, str]]:

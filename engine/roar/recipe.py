@@ -7,8 +7,11 @@ starting encoder with a new head of the dataset's labels, ``core.models.base_mod
 this project's adapters, from the encoder it was fine-tuned from: ``starting_point``) with the
 default recipe below, on these splits of the dataset: the training split is ``train`` (else the
 first split that is not the evaluation split) and the evaluation split is the first of
-``EVAL_SPLITS`` the dataset has, as Pham et al. 2022 and Madsen et al. 2022 train on train and
-report on dev. A data file (``file:PATH``) offers the splits its ``split`` column names.
+``EVAL_SPLITS`` the dataset has: a dev split first, as Pham et al. 2022 (arXiv:2110.11929) report
+SST-2 dev accuracy, else a test split, the split Madsen et al. 2022 (arXiv:2110.08412) report on
+(``p_i = perf(M_i, test_i)``). A data file (``file:PATH``) offers the splits its ``split`` column
+names. Every model is retrained and scored at the recipe's ``max_length`` (a bundled task's, e.g.
+64 tokens for ``movies``): words past it are cut, so a removal there is unseen by the model.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ resumes with the units not committed; units already committed are never recomput
 Executors: ``serial`` runs the units in the job's order (every unit after the unit it depends
 on); ``ray`` (Moritz et al. 2018, arXiv:1712.05889) runs every unit whose dependency is
 committed as a Ray task (one CPU and one torch thread each, or one GPU each where the cluster
-has GPUs) and submits the units that depend on it as each one finishes; the driver is the only
-writer.
+has GPUs) and submits the units that depend on it as each one finishes (a plain ROAR level past
+the first also waits for its method's step-0 scores, which the first level computes and keeps:
+``ready``); the driver is the only writer.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from core.datasets.files import content_key
 from core.types import Example, ProgressFn
 from engine.roar.recipe import recipe_of
-from engine.roar.unit import JobData, UnitOutcome, run_unit
+from engine.roar.unit import JobData, UnitOutcome, run_unit, step0_cached
 from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.records import NewRun, RunInfo, UnitStats
 from engine.runs.secrets import redact
@@ -293,6 +294,21 @@ def run_order(job: RoarJob, index: int) -> tuple[int, int, int]:
     return job.middle_levels.index(unit.level), unit.seed, method
 
 
+def ready(job: RoarJob, index: int, committed: set[int], folder: Path) -> bool:
+    """Whether the Ray executor may start unit ``index`` now: the unit it depends on is committed
+    and, for a plain ROAR unit past the first level, its method's step-0 scores for its seed are
+    kept under ``folder`` (``runs/<run_id>``) or the first level's unit, which computes and keeps
+    them, is committed; so each (method, seed) is explained once, as in the serial order."""
+    unit = job.units[index]
+    dependency = job.depends_on(unit)
+    if dependency is not None and job.units.index(dependency) not in committed:
+        return False
+    if unit.method == SHARED or job.recursive or unit.level == job.middle_levels[0]:
+        return True
+    first = job.units.index(Unit(unit.method, job.middle_levels[0], unit.seed))
+    return first in committed or step0_cached(folder, unit.method, unit.seed)
+
+
 def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_after, within) -> None:
     """The units ``todo`` as Ray tasks, each once its dependency is committed; ``within[unit]``
     gets the unit's progress, which its task sends through a Ray queue read while waiting."""
@@ -315,12 +331,9 @@ def _run_ray(job, todo, done, store, run_id, data_dir, n_classes, commit, stop_a
         running: dict[Any, int] = {}
         count = 0
 
-        def ready(index: int) -> bool:
-            dependency = job.depends_on(job.units[index])
-            return dependency is None or job.units.index(dependency) in committed
-
+        folder = store.root / "runs" / run_id
         while waiting or running:
-            for index in [i for i in waiting if ready(i)]:
+            for index in [i for i in waiting if ready(job, index=i, committed=committed, folder=folder)]:
                 waiting.remove(index)
                 progress = QueueProgress(queue, index, REPORT_EVERY_S)
                 running[remote.remote((job, data_dir), index, str(store.root), run_id, n_classes, progress)] = index

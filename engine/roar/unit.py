@@ -59,6 +59,7 @@ class JobData:
     recipe: Recipe
     mlm: MaskedLM | None = None
     _base: Any = None
+    _mask_token: str | None = None
     _models: dict[str, Classifier] = field(default_factory=dict)
 
     def examples(self, split: str) -> list[Example]:
@@ -70,6 +71,16 @@ class JobData:
 
             self.mlm = MaskedLM.load(self.job.mlm)
         return self.mlm
+
+    def mask_token(self) -> str:
+        """The retrained classifier's own mask token (RoBERTa's ``<mask>``, BERT's ``[MASK]``),
+        which the ``mask`` removal writes, as Madsen et al. 2022 (arXiv:2110.08412) do; ``[MASK]``
+        for a tokenizer without one."""
+        if self._mask_token is None:
+            from core.models import base_source, load_tokenizer
+
+            self._mask_token = load_tokenizer(base_source(self.info)).mask_token or "[MASK]"
+        return self._mask_token
 
     def base(self):
         """The packaged encoder with the task's head, loaded once; training copies it."""
@@ -130,16 +141,26 @@ class UnitOutcome:
 def _views(data: JobData, removed: Sequence[np.ndarray], split: str) -> list[View]:
     removal = data.job.removal if any(m.any() for m in removed) else "delete"  # nothing removed: no masked LM
     mlm = data.masked_lm() if removal == "mlm" else None
-    return removed_views(data.examples(split), removed, removal, mlm=mlm)
+    mask_token = data.mask_token() if removal == "mask" else "[MASK]"
+    return removed_views(data.examples(split), removed, removal, mask_token=mask_token, mlm=mlm)
 
 
-def _pad_scores(scores: np.ndarray, n_words: int, order: str) -> np.ndarray:
-    """Scores over ``n_words`` when the classifier dropped words past its maximum length: the
-    dropped words rank last."""
-    if len(scores) == n_words:
+def _pad_scores(scores: np.ndarray, lengths: Sequence[int], kept: Sequence[int], order: str) -> np.ndarray:
+    """Scores over segments of ``lengths`` words from the scores of the cut the classifier read
+    (``Classifier.fit_example``: the first ``kept[i]`` words of segment ``i``, the words past its
+    maximum length dropped from the end of the longer segment): each segment's dropped words rank
+    last, in their own segment."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if len(scores) != sum(kept) or len(kept) != len(lengths):
+        raise ValueError(f"{len(scores)} scores for segments of {list(kept)} words")
+    if list(kept) == list(lengths):
         return scores
     low = 0.0 if order == "absolute" else (float(np.min(scores)) - 1.0 if len(scores) else 0.0)
-    return np.r_[scores, np.full(n_words - len(scores), low)]
+    parts, start = [], 0
+    for n, k in zip(lengths, kept, strict=True):
+        parts += [scores[start : start + k], np.full(n - k, low)]
+        start += k
+    return np.concatenate(parts)
 
 
 def explain_views(
@@ -176,13 +197,22 @@ def explain_views(
         if method in explanation.errors:
             raise ValueError(f"{method} failed on {view.example.id!r}: {explanation.errors[method]}")
         scores = np.asarray(explanation.attributions[method].scores, dtype=np.float64)
-        out.append(view.original_scores(_pad_scores(scores, len(view.example.words), order_of(job))))
+        lengths = [len(segment) for segment in view.example.segments]
+        kept = [len(segment) for segment in explanation.example.segments]  # the cut it explained
+        out.append(view.original_scores(_pad_scores(scores, lengths, kept, order_of(job))))
         count += 1
     return out, count
 
 
-def _scores_path(data: JobData, method: str, seed: int, split: str) -> Path:
-    return data.folder / "scores" / f"{method}-seed{seed}-{split}.json"
+def scores_path(folder: Path, method: str, seed: int, split: str) -> Path:
+    """Where plain ROAR keeps ``method``'s step-0 scores of ``split`` for ``seed`` (``folder``:
+    ``runs/<run_id>``)."""
+    return folder / "scores" / f"{method}-seed{seed}-{split}.json"
+
+
+def step0_cached(folder: Path, method: str, seed: int) -> bool:
+    """Whether ``method``'s step-0 scores for ``seed`` are kept for every split."""
+    return all(scores_path(folder, method, seed, split).is_file() for split in SPLITS)
 
 
 def step0_scores(
@@ -194,7 +224,7 @@ def step0_scores(
     out: dict[str, list] = {}
     count = 0
     for split in SPLITS:
-        path = _scores_path(data, method, seed, split)
+        path = scores_path(data.folder, method, seed, split)
         if path.is_file():
             out[split] = [np.asarray(s, dtype=np.float64) for s in json.loads(path.read_text())]
             continue

@@ -20,8 +20,10 @@ method and seed (``depends_on``).
 
 **Cost.** Retrains = units; explanations = examples (train + evaluation) x methods x seeds,
 times the levels between 0% and 100% when recursive; masked-LM fill passes = examples x methods
-x seeds x those levels for ``mlm`` removal; predictions = units x evaluation examples. The time
-is their sum weighted by measured per-item rates, on one worker.
+x seeds x the levels between 0% and 100% for ``mlm`` removal, plus per seed the shared 100%
+unit's examples and, when recursive, the views of the previous level that each later level
+explains (examples x methods x seeds x (levels - 1)); predictions = units x evaluation examples.
+The time is their sum weighted by measured per-item rates, on one worker.
 """
 
 from __future__ import annotations
@@ -132,7 +134,8 @@ class RoarJob:
             raise ValueError(
                 f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASET_NAMES)}, hub:NAME or file:PATH"
             )
-        methods = tuple(dict.fromkeys((*self.methods, RANDOM)))
+        # random last whatever the order given: ("random", "m") and ("m",) are the same job (and run id)
+        methods = tuple(dict.fromkeys((*(m for m in self.methods if m != RANDOM), RANDOM)))
         if len(methods) < 2:
             raise ValueError("give at least one method besides the random baseline")
         for method in methods:
@@ -155,6 +158,11 @@ class RoarJob:
             raise ValueError(f"give at least one level between 0% and 100%, got {[lv.label for lv in levels]}")
         if len({level.unit for level in middle}) > 1:
             raise ValueError(f"levels are all percentages or all token counts, got {[lv.label for lv in levels]}")
+        if FULL in levels and middle[0].unit == "tokens":  # 100% has no place on a curve over token counts
+            raise ValueError(
+                f"token levels cannot end at 100% (a share, not a count), got {[lv.label for lv in levels]}: "
+                "drop 100% or give percentages"
+            )
         if any(b.amount <= a.amount for a, b in itertools.pairwise(levels)):
             raise ValueError(f"levels must increase, got {[level.label for level in levels]}")
         _positive(self.seeds, "seeds", most=MAX_SEEDS)
@@ -257,7 +265,11 @@ class RoarJob:
         examples = n_train + n_eval
         passes = len(self.middle_levels) if self.recursive else 1
         explanations = {m: examples * self.seeds * passes for m in self.methods}
-        fills = examples * len(self.methods) * self.seeds * len(self.middle_levels) if self.removal == "mlm" else 0
+        fills = 0
+        if self.removal == "mlm":  # engine.roar.unit: every view with a removed word is filled
+            levels = len(self.middle_levels)
+            before = len(self.methods) * (levels - 1) if self.recursive else 0  # the previous level's views, explained
+            fills = examples * self.seeds * (len(self.methods) * levels + 1 + before)  # + 1: the shared 100% unit
         retrains = len(self.units)
         predictions = retrains * n_eval
         steps = retrains * self.train_steps
