@@ -147,7 +147,10 @@ def detect_head(config: object, override: str | None = None, name: str = "the mo
     return Head(kind, names)
 
 
-def log2_odds(p: np.ndarray | float, eps: float = 1e-7) -> np.ndarray:
-    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (Pham et al.'s log-odds space)."""
+def log2_odds(p: np.ndarray | float, eps: float = 1e-15) -> np.ndarray:
+    """log2(p / (1 - p)) with p clipped to [eps, 1 - eps] (Pham et al.'s log-odds space). The
+    probabilities are float64 from the logits, so ``eps`` sits near float64's resolution: with
+    1e-7 every p above 1 - 1e-7 read as the same ±23.25, and leave-one-out found 0 for a word
+    that moved a very confident model's probability from 1 - 1e-9 to 1 - 1e-12."""
     p = np.clip(np.asarray(p, dtype=np.float64), eps, 1 - eps)
     return np.log2(p / (1 - p))

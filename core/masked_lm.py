@@ -64,7 +64,8 @@ class MaskedLM:
 
     def _chunks(self, rows: Sequence[Sequence[Sequence[str]]], batch_size: int) -> Iterator[tuple[int, dict]]:
         """(first row, tokenized chunk) over rows of one or two segments of words: at most
-        ``batch_size`` rows, fewer for long texts (``core.devices.chunk_rows``)."""
+        ``batch_size`` rows, fewer for long texts (``core.devices.chunk_rows``). A row whose
+        mask tokens the model's length cut off is refused: its fill-ins would go missing."""
         start, size = 0, batch_size
         while start < len(rows):
             chunk = rows[start : start + size]
@@ -78,6 +79,10 @@ class MaskedLM:
                 return_tensors="pt",
             )
             n = min(len(chunk), chunk_rows(batch_size, enc["input_ids"].shape[1]))
+            counts = (enc["input_ids"][:n] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
+            expected = [sum(w == self.tokenizer.mask_token for segment in row for w in segment) for row in chunk[:n]]
+            if counts != expected:
+                raise ValueError(f"{self.name}: masks lost to truncation ({counts} of {expected} per row)")
             yield start, {key: value[:n] for key, value in enc.items()}
             start, size = start + n, n if n < len(chunk) else batch_size  # tokenize no more rows than fit next time
 
@@ -120,12 +125,8 @@ class MaskedLM:
         one pass per row (LIME with masked-LM fill-ins). A row is one or two segments of words in
         which some words are this model's mask token."""
         results: list[list[Fill]] = []
-        for start, enc in self._chunks(rows, batch_size):
-            chunk = rows[start : start + len(enc["input_ids"])]
+        for _, enc in self._chunks(rows, batch_size):
             counts = (enc["input_ids"] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
-            expected = [sum(word == self.tokenizer.mask_token for segment in row for word in segment) for row in chunk]
-            if counts != expected:
-                raise ValueError(f"{self.name}: masks lost to truncation ({counts} of {expected} per row)")
             enc = {key: value.to(self.device) for key, value in enc.items()}
             best = torch.softmax(self._mask_logits(enc).float(), dim=-1).max(dim=-1)  # (masks in the chunk,)
             ids = best.indices.tolist()

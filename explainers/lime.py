@@ -13,6 +13,9 @@ The word scores are the surrogate's coefficients.
 ``lime_mlm``: removed words are replaced by the masked LM's top-1 fill-in, all masks filled in
 one pass (``all_at_once``) or left to right, each fill conditioned on the previous ones
 (``one_at_a_time``); Pham et al. 2022 report that both give similar results.
+A sentence pair is explained in one run by default (``pairs="joint"``: the words of both texts
+sampled together, one kernel distance over all of them); ``pairs="separate"`` explains each text
+in its own run of ``n_samples`` with the other held whole, as Pham et al. 2022's code does.
 All samples are drawn from a local generator before anything is scored, and all are scored in
 one scorer call, so the scores do not depend on the batch size; ``lime`` pools several examples'
 samples in that call in a dataset run (explainers/pooling.py).
@@ -34,6 +37,8 @@ from explainers.input_marginalization import fill_converter
 from explainers.pooling import Scoring, pooled
 
 FILLS = ("all_at_once", "one_at_a_time")
+PAIRS = ("joint", "separate")
+_PAIRS_HELP = "a sentence pair's texts sampled together (joint) or each in its own run, the other kept (separate)"
 GALLERY_SIZE = 50  # perturbed samples kept in the extras for display
 
 
@@ -45,6 +50,7 @@ class LimeParams:
     removal: str = param("delete", "how a removed word is removed", choices=REMOVALS)
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
+    pairs: str = param("joint", _PAIRS_HELP, choices=PAIRS)
     seed: int = param(0, "random seed")
 
 
@@ -56,6 +62,7 @@ class LimeMlmParams:
     fill: str = param("all_at_once", "fill every removed word in one masked-LM pass or one at a time", choices=FILLS)
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
+    pairs: str = param("joint", _PAIRS_HELP, choices=PAIRS)
     seed: int = param(0, "random seed")
 
 
@@ -74,6 +81,22 @@ def draw_kept(n_words: int, n_samples: int, rng: np.random.Generator) -> np.ndar
     for row, size in enumerate(sizes, start=1):
         kept[row, rng.choice(n_words, size, replace=False)] = False
     return kept
+
+
+def draw_runs(example: Example, n_samples: int, pairs: str, rng: np.random.Generator) -> list[tuple[slice, np.ndarray]]:
+    """The samples of each LIME run as (the words it explains, (n_samples, n_words) kept rows): one
+    run over every word, or with ``pairs="separate"`` one per text of a pair, the other text kept
+    whole in its rows."""
+    n_words = len(example.words)
+    if pairs == "joint" or not example.is_pair:
+        return [(slice(0, n_words), draw_kept(n_words, n_samples, rng))]
+    runs, start = [], 0
+    for segment in example.segments:
+        kept = np.ones((n_samples, n_words), dtype=bool)
+        kept[:, start : start + len(segment)] = draw_kept(len(segment), n_samples, rng)
+        runs.append((slice(start, start + len(segment)), kept))
+        start += len(segment)
+    return runs
 
 
 def kernel_weights(kept: np.ndarray, kernel_width: float) -> np.ndarray:
@@ -119,16 +142,25 @@ def _stage(progress: ProgressFn | None, start: float, end: float) -> ProgressFn:
 def _attribution(
     example: Example,
     target: int,
-    kept: np.ndarray,
+    runs: list[tuple[slice, np.ndarray]],
     probabilities: np.ndarray,
     texts: list[str],
     kernel_width: float,
     alpha: float,
 ) -> Attribution:
-    """Fit the surrogate on the scored samples and keep its diagnostics and the first samples."""
+    """Fit each run's surrogate on its scored samples (the runs' rows one after the other, each
+    run over its own words) and keep the diagnostics and the first samples; with several runs the
+    intercept and local prediction are each run's and R² the lowest."""
     values = probabilities[:, target]
-    weights = kernel_weights(kept, kernel_width)
-    surrogate = fit_ridge(kept.astype(np.float64), values, weights, alpha)
+    surrogates, all_weights, start = [], [], 0
+    for words, kept in runs:
+        weights = kernel_weights(kept[:, words], kernel_width)
+        surrogates.append(
+            fit_ridge(kept[:, words].astype(np.float64), values[start : start + len(kept)], weights, alpha)
+        )
+        all_weights.append(weights)
+        start += len(kept)
+    kept, weights = np.concatenate([k for _, k in runs]), np.concatenate(all_weights)
     gallery = [
         {
             "text": text,
@@ -140,27 +172,30 @@ def _attribution(
         }
         for text, row, v, p, w in zip(texts[:GALLERY_SIZE], kept, values, probabilities, weights)
     ]
+    intercepts = [s.intercept for s in surrogates]
+    local = [s.intercept + float(s.coef.sum()) for s in surrogates]
+    removed = [1.0 - float(k[1:, words].mean()) for words, k in runs if len(k) > 1]
     extras = {
         "original_probability": float(values[0]),
-        "intercept": surrogate.intercept,
-        "r2": surrogate.r2,
-        "local_prediction": surrogate.intercept + float(surrogate.coef.sum()),
-        "mean_removed_share": float(1.0 - kept[1:].mean()) if len(kept) > 1 else 0.0,
+        "intercept": intercepts[0] if len(runs) == 1 else intercepts,
+        "r2": min(s.r2 for s in surrogates),
+        "local_prediction": local[0] if len(runs) == 1 else local,
+        "mean_removed_share": float(np.mean(removed)) if removed else 0.0,
         "samples": gallery,
     }
-    return make_attribution(example, target, surrogate.coef, extras=extras)
+    return make_attribution(example, target, np.concatenate([s.coef for s in surrogates]), extras=extras)
 
 
 def plan(clf: Classifier, example: Example, target: int, params: LimeParams) -> Scoring:
     encoded = clf.encode(example)
-    kept = draw_kept(encoded.n_words, params.n_samples, np.random.default_rng(params.seed))
-    removed = [np.flatnonzero(~row).tolist() for row in kept]
+    runs = draw_runs(example, params.n_samples, params.pairs, np.random.default_rng(params.seed))
+    removed = [np.flatnonzero(~row).tolist() for _, kept in runs for row in kept]
     variants = [removal_variant(clf, encoded, words, params.removal) for words in removed]
     marker = _removed_text(clf, params.removal)
     texts = [sample_text(replaced_segments(example, dict.fromkeys(words, marker))) for words in removed[:GALLERY_SIZE]]
 
     def finish(probabilities: np.ndarray) -> Attribution:
-        return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+        return _attribution(example, target, runs, probabilities, texts, params.kernel_width, params.alpha)
 
     return Scoring(variants, finish)
 
@@ -218,8 +253,8 @@ def explain_mlm(
     progress: ProgressFn | None = None,
 ) -> Attribution:
     encoded = clf.encode(example)
-    kept = draw_kept(encoded.n_words, params.n_samples, np.random.default_rng(params.seed))
-    fills = fill_removed(mlm, example, kept, params.fill, _stage(progress, 0.0, 0.5))
+    runs = draw_runs(example, params.n_samples, params.pairs, np.random.default_rng(params.seed))
+    fills = fill_removed(mlm, example, np.concatenate([k for _, k in runs]), params.fill, _stage(progress, 0.0, 0.5))
     to_ids = fill_converter(clf, mlm)
     variants = [encoded.perturb({i: to_ids(f) for i, f in row.items()}) for row in fills]
     texts = [
@@ -227,7 +262,7 @@ def explain_mlm(
         for row in fills[:GALLERY_SIZE]
     ]
     probabilities = clf.predict_proba(variants, progress=_stage(progress, 0.5, 1.0))
-    return _attribution(example, target, kept, probabilities, texts, params.kernel_width, params.alpha)
+    return _attribution(example, target, runs, probabilities, texts, params.kernel_width, params.alpha)
 
 
 def passes(n_words: int, params: LimeParams) -> Passes:

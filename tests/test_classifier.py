@@ -117,3 +117,5 @@ def test_log2_odds() -> None:
     assert log2_odds(0.5) == 0.0
     assert log2_odds(0.8) == pytest.approx(2.0)
     assert np.isfinite(log2_odds(1.0))
+    # a very confident model's probabilities still differ (clipped at 1 - 1e-7 they were equal)
+    assert log2_odds(1 - 1e-12) - log2_odds(1 - 1e-9) == pytest.approx(np.log2(1e3), abs=1e-3)

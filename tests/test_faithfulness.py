@@ -485,6 +485,18 @@ def test_deletion_pham2022_by_hand(linear_clf, mixed_example):
     assert result.extras["convention"] == "pham2022"
 
 
+@pytest.mark.parametrize("key", ["deletion", "insertion"])
+def test_a_one_word_text_has_no_pham2022_curve(linear_clf, key):
+    """One word gives Pham et al.'s rule one step, whose curve is the single point x = 1: its area
+    was 0, the best deletion score there is, and pulled a slice's mean down."""
+    example = Example(segments=(("great",),), id="one")
+    params = F.CurveParams(convention="pham2022")
+    result = metrics.get(key).compute(linear_clf, example, oracle(example), params)
+    assert math.isnan(result.value) and result.extras == {"skipped": "one word: no curve of two steps"}
+    ours = metrics.get(key).compute(linear_clf, example, oracle(example), F.CurveParams())
+    assert len(ours.curve) == 2  # ours keeps the unperturbed input at x = 0
+
+
 def test_deletion_bert_pham2022_takes_the_top_two_only(linear_clf, toy_example):
     """The fake masked LM ranks the original word first, a ## piece second and a real word fourth:
     ours uses the real word, Pham et al.'s top-2 rule finds nothing usable and puts [UNK]."""

@@ -327,3 +327,15 @@ def test_the_word_table_marks_a_word_without_a_likelihood(monkeypatch, toy_linea
     assert cells["likelihood of the word"][3] == "0.5000"  # 'great'
     assert not any("None" in column for column in cells.values()), cells
     assert any("– (likelihood of the word): the word is not one token" in c.value for c in app.caption)
+
+
+def test_a_word_past_the_masked_lms_length_is_refused_not_dropped():
+    """``fill_words`` returned fewer fill-in lists than positions when the masked LM cut a row's
+    mask off (a classifier longer than its masked LM): IM zipped them and lost words silently."""
+    from tests.toy import toy_masked_lm
+
+    mlm = toy_masked_lm()
+    words = ("the", "movie", "was", "good") * 25  # 100 words, past the toy masked LM's 64 tokens
+    assert len(mlm.fill_words((words,), [2], k=3)) == 1
+    with pytest.raises(ValueError, match=r"masks lost to truncation \(\[1, 0\] of \[1, 1\] per row\)"):
+        mlm.fill_words((words,), [2, 90], k=3)

@@ -73,6 +73,8 @@ def _curve_plan(ctx: Context, params: CurveParams, insertion: bool) -> Plan:
     if paper and params.correct_only and ctx.example.label is not None and ctx.predicted() != ctx.example.label:
         return Plan([], lambda probs: MetricResult(float("nan"), extras={"skipped": "predicted wrongly"}))
     steps = pham2022_steps(params.fraction, ctx.n_words) if paper else word_count(params.fraction, ctx.n_words)
+    if paper and steps < 2:  # one point, with the unperturbed input off the curve: an area of 0
+        return Plan([], lambda probs: MetricResult(float("nan"), extras={"skipped": "one word: no curve of two steps"}))
     first = 1 if paper else 0  # Pham et al. 2022 leave the unperturbed input off the curve
     order = ctx.descending
     remover = ctx.remover(params.removal, PHAM2022_FILL_CANDIDATES if paper else FILL_CANDIDATES)
