@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
         "new" if opened.created else f"{stored.shown_status}, {stored.rows_done} of {stored.rows_total} examples stored"
     )
     print(f"run {stored.run_id} ({found})", file=sys.stderr)
+    if not opened.created and args.resume is None and args.chunk_size not in (None, stored.chunk_size):
+        print(f"--chunk-size ignored: the stored run keeps its units of {stored.chunk_size}", file=sys.stderr)
     try:
         with sigterm_stops():  # a stopped run, on either executor, not a killed one
             outcome = execute(
@@ -103,7 +105,8 @@ def run_spec(args: argparse.Namespace):
     )
 
 
-# What a run is (its key, ``engine.runs.executor.prepare``): with --resume, the stored run's.
+# A run's settings (its key, ``engine.runs.executor.prepare``, and the unit size and masked LM it
+# was made with): with --resume, the stored run's.
 _RUN_SETTINGS = ("model", "dataset", "split", "limit", "all", "methods", "metrics", "param", "seed", "target", "mlm",
                  "chunk_size", "autocast")  # fmt: skip
 

@@ -5,6 +5,7 @@ pre-trained models."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,21 @@ def test_a_run_keeps_amls_pretrained_models_in_its_results_folder(toy_bert_folde
 
     worker = UnitWorker(spec_of(toy_bert_folder), results=str(tmp_path))
     assert worker.resources.folder == Path(tmp_path) / "pretrained" / "aml"
+
+
+def test_a_run_resumes_from_the_data_folder_it_was_started_with(toy_bert_folder, tmp_path, monkeypatch) -> None:
+    """``--data-dir`` was not stored: the printed ``run --resume ID`` read $ATTRIBUTION_DATA_DIR,
+    which failed, or silently took another copy of the dataset."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sst2").symlink_to(Path(os.environ["ATTRIBUTION_DATA_DIR"]) / "sst2")
+    store = RunStore(tmp_path / "store")
+    spec = spec_of(toy_bert_folder, dataset="sst2", split="dev", data_dir=str(data))
+    run_id = open_run(spec, store).info.run_id
+    store.finish(run_id, "stopped", 0.0)
+    monkeypatch.setenv("ATTRIBUTION_DATA_DIR", str(tmp_path / "elsewhere"))
+    resumed = resume_spec(store, run_id)
+    assert resumed.data_dir == str(data.resolve())
+    outcome = execute(open_run(resumed, store, resume=run_id), store, executor="serial")
+    assert (outcome.info.status, outcome.info.rows_done) == ("done", 2)
+    assert resume_spec(store, run_id, data_dir="/given").data_dir == "/given"  # a folder given wins

@@ -232,3 +232,16 @@ def test_a_resumed_runs_progress_never_goes_back_while_its_actors_start(toy_bert
     assert fractions[0] == pytest.approx(1 / 3) and fractions[-1] == 1.0
     assert fractions == sorted(fractions), reports
     assert any("actor(s) ready" in message and fraction == pytest.approx(1 / 3) for fraction, message in reports)
+
+
+def test_a_chunk_size_an_existing_run_cannot_take_is_said_to_be_ignored(toy_bert_folder, tmp_path, capsys) -> None:
+    """The unit size is not part of a run's key: the same run asked for again with another
+    --chunk-size kept its own units without a word."""
+    args = ["run", "--model", toy_bert_folder, *RUN, "--limit", "3", "--executor", "serial", "--quiet",
+            "--results-dir", str(tmp_path)]  # fmt: skip
+    assert main([*args, "--chunk-size", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--chunk-size", "2"]) == 0
+    assert "--chunk-size ignored: the stored run keeps its units of 1\n" in capsys.readouterr().err
+    assert main([*args, "--chunk-size", "1"]) == 0
+    assert "--chunk-size ignored" not in capsys.readouterr().err

@@ -136,6 +136,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     content = content_key(spec.dataset)  # a file of one's own: keyed by its content, not its name
     key_fields |= content
     selection |= content
+    if spec.data_dir is not None:  # where to find the data again on resume (not in the key)
+        selection["data_dir"] = str(Path(spec.data_dir).resolve())
     if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
         key_fields["autocast"] = selection["autocast"] = spec.autocast
     if spec.needs_mlm():
@@ -186,8 +188,10 @@ class OpenedRun:
 
 
 def resume_spec(store: RunStore, run_id: str, *, data_dir: str | None = None, batch_size: int | None = None) -> RunSpec:
-    """The spec of stored run ``run_id`` (its model, data, methods, metrics, parameters, seed)."""
-    return dataclasses.replace(spec_of(store.get(run_id)), data_dir=data_dir, batch_size=batch_size)
+    """The spec of stored run ``run_id`` (its model, data, methods, metrics, parameters, seed),
+    its data read from ``data_dir`` when given, else from the folder it was started with."""
+    stored = spec_of(store.get(run_id))
+    return dataclasses.replace(stored, data_dir=data_dir or stored.data_dir, batch_size=batch_size)
 
 
 def open_run(spec: RunSpec, store: RunStore, *, resume: str | None = None) -> OpenedRun:

@@ -102,6 +102,7 @@ def spec_of(info: RunInfo) -> RunSpec:
         seed=info.seed,
         target=info.target,
         mlm=info.selection.get("mlm", "minilm-mlm"),
+        data_dir=info.selection.get("data_dir"),
         chunk_size=info.chunk_size,
         autocast=info.selection.get("autocast"),
     )
