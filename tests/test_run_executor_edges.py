@@ -122,3 +122,30 @@ def test_a_run_resumes_from_the_data_folder_it_was_started_with(toy_bert_folder,
     outcome = execute(open_run(resumed, store, resume=run_id), store, executor="serial")
     assert (outcome.info.status, outcome.info.rows_done) == ("done", 2)
     assert resume_spec(store, run_id, data_dir="/given").data_dir == "/given"  # a folder given wins
+
+
+def test_a_hub_models_fingerprint_is_its_commit_whichever_files_are_cached(tmp_path, monkeypatch) -> None:
+    """The fingerprint hashed the cached snapshot's files: it changed as more of the model's files
+    were cached, so a run could not be resumed, and online it downloaded every weight format the
+    repository has. Now the commit the snapshot is named by is the model (offline, from the cache)."""
+    import huggingface_hub.constants
+
+    from engine.runs.model_identity import model_fingerprint
+
+    repo = tmp_path / "hub" / "models--org--model"
+    snapshot = repo / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    (snapshot / "config.json").write_text("{}")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    first = model_fingerprint("org/model")
+    (snapshot / "pytorch_model.bin").write_bytes(b"weights in another format, cached later")
+    assert model_fingerprint("org/model") == first
+    (repo / "refs" / "main").write_text("b" * 40)  # the branch moved to another commit
+    (repo / "snapshots" / ("b" * 40)).mkdir()
+    (repo / "snapshots" / ("b" * 40) / "config.json").write_text("{}")
+    assert model_fingerprint("org/model") != first
+    with pytest.raises(ValueError):
+        model_fingerprint("org/missing")

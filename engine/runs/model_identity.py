@@ -12,8 +12,8 @@ MODEL_FILE_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".json", ".txt", "
 
 def model_files(name_or_path: str) -> list[tuple[str, Path]]:
     """(name, path) of every file that defines the model: a bundled delta with the packaged
-    encoder it is merged into, a local folder's files, a hub model's cached snapshot, or for a
-    benchmark model the packaged encoder's tokenizer and config files."""
+    encoder it is merged into, a local folder's files, or for a benchmark model the packaged
+    encoder's tokenizer and config files; none for a hub model (``hub_commit``)."""
     from core.models import delta_folder, encoder_path
 
     def folder_files(label: str, folder: Path) -> list[tuple[str, Path]]:
@@ -31,24 +31,28 @@ def model_files(name_or_path: str) -> list[tuple[str, Path]]:
     if delta is not None:
         return folder_files("delta", delta) + folder_files("encoder", Path(encoder_path()))
     path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        return folder_files("model", path)
+    return folder_files("model", path) if path.is_dir() else []
+
+
+def hub_commit(name: str) -> str:
+    """The commit of hub model ``name`` that loading it reads (its default branch's, as cached
+    when offline): the snapshot folder is named by it. Only the config is fetched: the commit
+    names every file, so the weights' several formats need not be downloaded to be told apart."""
     from huggingface_hub import snapshot_download
 
     try:
-        snapshot = snapshot_download(name_or_path, allow_patterns=[f"*{s}" for s in MODEL_FILE_SUFFIXES])
+        return Path(snapshot_download(name, allow_patterns=["config.json"])).name
     except Exception as error:  # the hub client raises many types; every one means "not found"
         from core.models import missing_model_message
 
-        raise ValueError(missing_model_message(name_or_path, error)) from error
-    return folder_files("hub", Path(snapshot))
+        raise ValueError(missing_model_message(name, error)) from error
 
 
 def model_fingerprint(name_or_path: str) -> str:
     """SHA-256 over the names and contents of ``model_files``: a changed weight, adapter,
     config or tokenizer file gives another fingerprint. A benchmark model (``random:<size>``) has
     no weight files: its config, its seed and the packaged vocabulary it reads make it what it
-    is."""
+    is. A hub model is its name at a commit (``hub_commit``), whichever of its files are cached."""
     from core.random_models import SEED, is_random, random_config
 
     if is_random(name_or_path):
@@ -57,9 +61,11 @@ def model_fingerprint(name_or_path: str) -> str:
         digest.update(files_digest(model_files(name_or_path)).encode())
         return digest.hexdigest()
     files = model_files(name_or_path)
-    if not files:
+    if files:
+        return files_digest(files)
+    if Path(name_or_path).expanduser().is_dir():
         raise ValueError(f"no model files found for {name_or_path!r}")
-    return files_digest(files)
+    return hashlib.sha256(f"hub\0{name_or_path}\0{hub_commit(name_or_path)}".encode()).hexdigest()
 
 
 def files_digest(files: list[tuple[str, Path]]) -> str:
