@@ -122,4 +122,5 @@ def test_the_convention_speaks_of_pairs_only_for_pairs(toy_folder, monkeypatch, 
     """A single text has no premise and hypothesis: there the two conventions differ only in how
     the slice averages (over examples, or pooled over documents as ERASER's scorer does)."""
     app = page(dataset, split, 0, toy_folder, monkeypatch)
-    assert app.radio(key="rationales.convention").options == labels
+    key = "rationales.convention" if dataset == "esnli" else "rationales.convention_single"
+    assert app.radio(key=key).options == labels and app.radio(key=key).value == "ours"

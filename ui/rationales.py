@@ -125,7 +125,9 @@ def settings_form(options: list[str], own: bool = False, pairs: bool = True) -> 
         CONVENTION.choices if CONVENTION else ("ours",),
         format_func=(CONVENTION_LABELS if pairs else SINGLE_TEXT_LABELS).get,
         horizontal=True,
-        key="rationales.convention",
+        # One widget per set of labels: a radio keeps its choice as the label shown, so the same key
+        # with the other labels (a tour from pairs to a typed text) showed no option selected.
+        key="rationales.convention" if pairs else "rationales.convention_single",
         persist_state="session",
         help=CONVENTION.help if CONVENTION else None,
     )

@@ -39,8 +39,10 @@ def how_to_read() -> None:
         "- Attention scores do not use the classifier head, so they cannot change at the *head* step.\n"
         f"- {THESIS[0].upper()}{THESIS[1:]} reports gradient methods near 0 after one or two blocks and attention "
         "methods falling "
-        "gradually; Pham et al. 2022 report, after re-initialising the head, the share of words whose score "
-        "changes sign and the mean absolute change (higher is better, table below the curves)."
+        "gradually (on the bundled MiniLM models saliency can keep a correlation near 0.8 for several blocks: "
+        "the curves above are this model's answer, not the thesis's); Pham et al. 2022 report, after "
+        "re-initialising the head, the share of words whose score changes sign and the mean absolute change "
+        "(higher is better, table below the curves)."
     )
 
 

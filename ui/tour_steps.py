@@ -218,7 +218,9 @@ TOURS = (
                 title="Why recursive: redundant features",
                 text="A synthetic task with four informative features that can replace each other. Plain ROAR "
                 "ranks once with the first model: while a redundant copy remains, accuracy stays high and the "
-                "importance looks wrong. Recursive ROAR ranks again after each retraining and follows the truth.",
+                "importance looks wrong. Recursive ROAR ranks again after each retraining and follows the truth. "
+                "Compare the curves, not Eq. 3: random masks another feature in each example, which one linear "
+                "model cannot retrain around, so it falls first and Eq. 3 scores even the truth below it here.",
                 state={"roar.source": SYNTHETIC_SOURCE},
             ),
         ),
