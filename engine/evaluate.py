@@ -63,6 +63,7 @@ class SliceEvaluation:
     metrics_s: float = 0.0
     forward_passes: int = 0
     errors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # method -> [{id, index, error}]
+    probabilities: bool = True  # the model's outputs are probabilities (False: a regression head's raw scores)
 
     def skipped(self, metric: str) -> int:
         return sum(metric in r.skipped for r in self.results)
@@ -248,6 +249,7 @@ def evaluate_slice(
         check_target(examples, target, clf.head.kind)
     all_methods = slice_methods(methods, given)
     evaluation = resume if resume is not None else SliceEvaluation(all_methods, list(params_by_metric))
+    evaluation.probabilities = clf.head.is_probability
     if (evaluation.methods, evaluation.metric_keys) != (all_methods, list(params_by_metric)):
         raise ValueError("the evaluation to resume has other methods or metrics than this request")
     done = {r.position for r in evaluation.results}

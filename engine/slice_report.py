@@ -32,6 +32,13 @@ def metric_values(evaluation: SliceEvaluation) -> dict[str, dict[str, list[float
     }
 
 
+def metric_bounds(evaluation: SliceEvaluation, metric: str) -> tuple[float, float] | None:
+    """The range of ``metric``'s values on ``evaluation``'s model: its declared one, except for a
+    metric of the model's outputs on a regression head, whose raw scores have no bounds."""
+    spec = metrics.get(metric)
+    return spec.value_range if evaluation.probabilities or not spec.needs_classifier else None
+
+
 def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary]]:
     """Mean and 95% t interval of every method's every metric over the slice; a plausibility
     metric computed under ERASER's document convention is ERASER's macro figure over the slice's
@@ -43,7 +50,7 @@ def metric_summaries(evaluation: SliceEvaluation) -> dict[str, dict[str, Summary
         summaries[method] = {}
         for metric, vals in per.items():
             results = [r.metrics[method][metric] for r in evaluation.results if metric in r.metrics.get(method, {})]
-            bounds = metrics.get(metric).value_range
+            bounds = metric_bounds(evaluation, metric)
             pooled = document_summary(metric, results, vals.count(None), bounds)
             summaries[method][metric] = pooled if pooled is not None else Summary.of(vals, vals.count(None), bounds)
     return summaries
@@ -65,7 +72,7 @@ def mean_curves(evaluation: SliceEvaluation) -> dict[str, dict[str, dict[str, li
                 if metric in r.metrics.get(method, {}) and r.metrics[method][metric].curve
             ]
             if curves:
-                out[method][metric] = mean_curve(curves, bounds=metrics.get(metric).value_range)
+                out[method][metric] = mean_curve(curves, bounds=metric_bounds(evaluation, metric))
     return out
 
 

@@ -383,3 +383,27 @@ def test_runs_imports_and_the_api_leave_log_odds_out_of_a_regression_heads_defau
     }
     stored = api.run(Path(model), "examples", "sst2", ["random"], limit=2, results_dir=results)  # a path, too
     assert "log_odds" not in set(stored.summary().index.get_level_values("metric"))
+
+
+def test_a_regression_slices_intervals_are_not_cut_to_a_probabilitys_range() -> None:
+    """A slice's interval was cut to a metric's probability range [0, 1] whenever the values lay
+    in it, a regression head's raw scores too, whose range is not [0, 1]: the interval came out
+    narrower than the t interval."""
+    from engine.evaluate import ExampleResult, SliceEvaluation, evaluate_slice, metric_params
+    from engine.slice_report import summarize
+    from metrics.base import MetricResult, mean_interval
+
+    values = [0.95, 0.99, 1.0]
+    results = [
+        ExampleResult(EXAMPLE, (0.5, 0.5), 0, {}, {"random": {"deletion": MetricResult(v)}}, position=i)
+        for i, v in enumerate(values)
+    ]
+    cut = summarize(SliceEvaluation(["random"], ["deletion"], results))["random"]["deletion"]
+    raw = summarize(SliceEvaluation(["random"], ["deletion"], results, probabilities=False))["random"]["deletion"]
+    _, low, high, _ = mean_interval(values)
+    assert high > 1 and cut["interval"] == [pytest.approx(low), 1.0]
+    assert raw["interval"] == [pytest.approx(low), pytest.approx(high)]
+    evaluation = evaluate_slice(
+        Classifier(toy_linear("regression")), [EXAMPLE], ["random"], metric_params(["deletion"])
+    )
+    assert evaluation.probabilities is False

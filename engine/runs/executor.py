@@ -326,6 +326,7 @@ def _check_complete(store: RunStore, info: RunInfo, executor: str) -> None:
 def read_evaluation(store: RunStore, run_id: str) -> tuple[RunInfo, SliceEvaluation]:
     """A stored run's rows as the ``SliceEvaluation`` that ``evaluate_slice`` returned for them
     (finished units only), with the times and passes summed over its units."""
+    from core.models import config_head_kind
     from engine.runs.rows import from_table
 
     info = store.get(run_id)
@@ -337,6 +338,7 @@ def read_evaluation(store: RunStore, run_id: str) -> tuple[RunInfo, SliceEvaluat
         split=info.split,
         label_names=info.label_names,
     )
+    evaluation.probabilities = config_head_kind(info.model) != "regression"  # the head the run explained
     evaluation.explain_s = info.explain_s
     evaluation.metrics_s = info.metrics_s
     evaluation.forward_passes = info.forward_passes
