@@ -85,17 +85,18 @@ def test_the_roar_summary_escapes_what_the_store_holds(capsys) -> None:
     """``roar`` printed its job's methods, levels and command unescaped."""
     from cli.roar import print_summary
 
-    cell = {"level": f"10%{CLEAR_RED}", "mean": 0.8, "low": 0.7, "high": 0.9}
+    cell = {"level": f"10%{CLEAR_RED}", "mean": 0.8, "low": 0.7, "high": 0.9, "n": 3}
     result = {
         "run_id": "run-x\x1b[1m", "status": "done\x1b[2J", "units_done": 1, "units_total": 1, "wall_s": 1.0,
         "command": f"python -m cli roar --methods m{CLEAR_RED}",
         "curves": {f"m{CLEAR_RED}": [cell]},
         "faithfulness": {f"m{CLEAR_RED}": {"mean": 5.0, "low": 1.0, "high": 9.0, "n": 3, "reading": "ok\x1b[5m"}},
+        "t_tests": [{"a": f"m{CLEAR_RED}", "b": "random", "level": "10%\x1b[5m", "t": 2.0, "p": 0.05}],
         "leakage": [{"method": f"m{CLEAR_RED}", "rise": 0.1, "from": "0%\x1b[2J", "to": "10%\n", "significant": True}],
     }  # fmt: skip
     print_summary(result)
     out = capsys.readouterr().out
-    assert "\x1b" not in out and len(out.splitlines()) == 5, out
+    assert "\x1b" not in out and len(out.splitlines()) == 6, out
     assert out.splitlines()[1] == "python -m cli roar --methods m\\x1b[2J\\x1b[31mPWNED"
 
 
