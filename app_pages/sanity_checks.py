@@ -85,7 +85,8 @@ st.caption(
     f"({len(chosen)} method(s) take {one_step:.2f} s on this example; × {len(step_names)} steps: "
     f"{', '.join(step_names)}; × {n_examples} example(s))."
 )
-request = [selection.model, chosen, mode, seed, top_k, scope, n_examples, params, repr(selection.example)]
+request = [selection.model, chosen, mode, seed, top_k, scope, n_examples, params, repr(selection.example),
+           selection.target, selection.mlm]  # fmt: skip
 if not gate("sanity.run", request, "Run the sanity check", memory="sanity.requested"):
     st.stop()
 single = scope != SLICE

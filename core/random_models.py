@@ -42,11 +42,11 @@ def random_config(name: str):
 def random_model(name: str, architecture: str):
     """The ``random:<size>`` model with a ``sequence-classification`` or ``masked-lm`` head, in eval
     mode."""
-    import torch
     from transformers import BertForMaskedLM, BertForSequenceClassification
+
+    from core.global_rng import seeded_globals
 
     config = random_config(name)
     cls = BertForMaskedLM if architecture == "masked-lm" else BertForSequenceClassification
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SEED)
+    with seeded_globals(SEED):
         return cls(config).eval()

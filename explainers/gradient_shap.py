@@ -13,7 +13,7 @@ Captum's convergence delta.
 The baseline set is where every word token's embedding is the [PAD] embedding, the [MASK]
 embedding or zero (special tokens kept, as ``integrated_gradients`` builds them), or just one
 of them. Captum draws the baselines and ``alpha`` from numpy's global generator and the noise
-from torch's, seeded with ``seed`` in ``explainers._seeding.seeded`` (global states restored).
+from torch's, seeded with ``seed`` in ``core.global_rng.seeded_globals`` (global states restored).
 All draws go through one forward and backward batch. A word's score is the sum of its
 subwords'. Cost: ``n_samples`` forward+backward passes and one forward pass per baseline and
 one on the input for the completeness figures.
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import torch
 
 from core.classifier import Classifier
+from core.global_rng import seeded_globals
 from core.params import param
 from core.types import Attribution, Example
-from explainers._seeding import seeded
+from explainers._masking import rng_devices
 from explainers.base import Passes
 from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
 from explainers.noise_tunnel import noise_stdev
@@ -68,7 +69,7 @@ def explain(
     def forward(embeds: torch.Tensor) -> torch.Tensor:
         return clf.head.target_output(clf.forward_embeds(embeds, encoded.variant), target, params.output)
 
-    with torch.enable_grad(), seeded(params.seed, clf):
+    with torch.enable_grad(), seeded_globals(params.seed, rng_devices(clf)):
         attributions = GradientShap(forward).attribute(
             inputs,
             baselines=baselines,

@@ -17,7 +17,7 @@ embeddings, the paper's "noise level" sigma / (x_max - x_min) (the paper finds 1
 images). Noise is added to every token's embedding, special tokens included, as Captum does. All
 noisy copies go through one forward and backward batch (for integrated gradients, chunks of the
 classifier's batch size), the noise drawn once from torch's generator seeded with ``seed``
-(explainers/_seeding.py), so the scores do not depend on the batch size. With ``noise=0``
+(``core.global_rng``), so the scores do not depend on the batch size. With ``noise=0``
 SmoothGrad is saliency and SmoothGrad-IG is integrated gradients. Cost: ``n_samples``
 forward+backward passes (SmoothGrad, VarGrad); ``n_samples x n_steps`` (SmoothGrad-IG).
 """
@@ -31,9 +31,10 @@ import torch
 
 from core.classifier import Classifier
 from core.encoding import Encoded
+from core.global_rng import seeded_globals
 from core.params import param
 from core.types import Attribution, Example
-from explainers._seeding import seeded
+from explainers._masking import rng_devices
 from explainers.base import Passes
 from explainers.gradients import OUTPUTS, baseline_embeddings, embed, to_attribution
 
@@ -98,7 +99,7 @@ def _tunnel(clf: Classifier, example: Example, target: int, params, nt_type: str
     else:
         method = Saliency(forward)
         options["abs"] = False
-    with torch.enable_grad(), seeded(params.seed, clf):
+    with torch.enable_grad(), seeded_globals(params.seed, rng_devices(clf)):
         attributions = NoiseTunnel(method).attribute(inputs, **options)
     return encoded, attributions[0].detach(), {"noise_stdev": stdev}
 

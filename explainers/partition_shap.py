@@ -17,7 +17,7 @@ Owen values are Shapley values when the model is additive over words, and always
 ``f(x) - f(no words)`` (efficiency). ``n_evals`` caps the evaluations (shap's ``max_evals``); a
 balanced tree of n words needs about 2 n^2 / 3 to be explored fully (then the result does not depend
 on the budget; ``extras["evaluations"]`` says how many were used). shap breaks ties in its priority
-queue with numpy's global generator, seeded with 0 (explainers/_seeding.py), so the method is
+queue with numpy's global generator, seeded with 0 (``core.global_rng``), so the method is
 deterministic. Cost: at most ``n_evals`` forward passes.
 """
 
@@ -28,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.classifier import Classifier, ProgressFn
+from core.global_rng import seeded_globals
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
-from explainers._seeding import seeded
+from explainers._masking import rng_devices
 from explainers._shap_kernels import partition_explainer
 from explainers.base import Passes, make_attribution
 from explainers.loo import OUTPUTS
@@ -103,7 +104,9 @@ def explain(
         return clf.head.transform(clf.predict_proba(variants, progress=progress)[:, target], params.output)
 
     explainer = partition_explainer(model, _WordMasker(word_tree(segments), n))
-    with seeded(0, clf):  # shap breaks rare priority ties at random: fixed, so the method is deterministic
+    with seeded_globals(
+        0, rng_devices(clf)
+    ):  # shap breaks rare priority ties at random: fixed, so the method is deterministic
         explanation = explainer(np.ones((1, n)), max_evals=params.n_evals, batch_size=params.n_evals, silent=True)
     scores = np.asarray(explanation.values[0], dtype=np.float64)
     base = float(np.asarray(explanation.base_values).reshape(-1)[0])

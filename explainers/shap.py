@@ -24,6 +24,7 @@ import torch
 from captum.attr import KernelShap
 
 from core.classifier import Classifier, ProgressFn
+from core.global_rng import seeded_globals
 from core.params import param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
@@ -65,8 +66,7 @@ def explain(
         values = forward(torch.as_tensor(present)).numpy()
         scores = exact_shapley(present, values)
     else:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(params.seed)
+        with seeded_globals(params.seed):
             scores = (
                 KernelShap(forward)
                 .attribute(

@@ -572,3 +572,29 @@ def test_the_attacked_line_names_the_label_its_probability_belongs_to():
     assert attacked_line(kept, ("negative", "positive").__getitem__) == "**Attacked** — negative p = 0.800"
     score = SimpleNamespace(target=0, attacked_probabilities=(2.5,), attacked_predicted=0)
     assert attacked_line(score, ("toxicity",).__getitem__, "regression") == "**Attacked** — toxicity f = 2.500"
+
+
+def test_a_kept_step_after_a_rejection_restores_the_step_size():
+    """The halved size of a rejected step was never restored, so eleven rejections in the whole
+    ascent (not in a row) ended it: with one step in ten rejected, a 500-step attack stopped at
+    step 109 with its learning rate divided by 2,048."""
+    from types import SimpleNamespace
+
+    from experiments.attacks.embedding import EmbeddingAttackParams, _ascend
+
+    weight = torch.tensor([1.0, -2.0, 0.5])
+    calls = []
+
+    def explain(delta, create_graph):
+        return (delta[0] * weight).sum(-1), torch.tensor([0.3, 0.7])
+
+    def keeps_prediction(probs) -> bool:
+        calls.append(1)
+        return len(calls) % 10 != 0  # one evaluated step in ten loses the class
+
+    params = EmbeddingAttackParams(steps=300, stop_delta=0.0)
+    _, trace, steps = _ascend(
+        explain, torch.zeros(1, 4, 3), SimpleNamespace(scored_positions=[1, 2]), 1, torch.tensor([1]), 0.7,
+        params, None, keeps_prediction, lambda candidates: [(True, 0.7)] * len(candidates),
+    )  # fmt: skip
+    assert steps == 300 and len(trace["objective"]) == 301

@@ -208,7 +208,9 @@ def _ascend(
     the number of tried steps.
 
     Unconstrained: an iterate that loses the prediction (``keeps_prediction``: core.heads) is
-    rejected and the step retried at half the size, each try using up a step. After a rejection
+    rejected and the step retried at half the size, each try using up a step; a kept iterate
+    puts the size back to the schedule's, and the ascent ends once 11 tries in a row are
+    rejected (the size below 2^-10 of the schedule's). After a rejection
     the next ``_SCREENED`` tries (sizes halving) are screened together (``screen``: one forward
     pass, no gradient) and only the first that keeps the prediction is evaluated (explanation and
     its gradient by double back-propagation); the tries screened out are the ones a try-by-try
@@ -295,6 +297,7 @@ def _ascend(
             if scale < 2**-10:
                 break
             continue
+        scale = 1.0  # kept: the next step takes the schedule's full size again
         moved = float((delta.detach() - kept_delta).abs().max())
         grad = new_grad
         if objective > best_objective:

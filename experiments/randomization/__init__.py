@@ -4,8 +4,9 @@ After Adebayo et al. (2018), as the thesis "Assessing the Interpretability of La
 (Oxford MSc, 2022, sections 2.2.3.3 and 3.3) applies it to transformers:
 
 * **cascading**: re-initialise the classifier head, then the top encoder block, then the next,
-  down to the embeddings, and explain again after each step (the x-axis of the thesis's plots
-  runs "original, head, block L, ..., block 1, embeddings");
+  down to the embeddings, and explain again after each step (the thesis's x-axis runs "Full, L,
+  L-1, ..., 1" over the blocks; whether it re-initialised the head and the embeddings is not
+  stated: ``components`` picks the blocks alone);
 * **independent**: re-initialise one component at a time, every other weight kept.
 
 A block is a whole transformer layer (self-attention and the MLP after it), as in the thesis. The

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.global_rng import seeded_globals
 from core.loaded import LoadedClassifier
 
 MODES = ("cascading", "independent")
@@ -143,8 +144,7 @@ def reinitialize(model: nn.Module, component: Component, seed: int) -> None:
     init_weights = getattr(model, "_init_weights", None)
     if init_weights is None:
         raise ValueError(f"{type(model).__name__} has no _init_weights initializer")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_globals(seed):
         for path in component.modules:
             module = model.get_submodule(path)
             device = next(module.parameters()).device

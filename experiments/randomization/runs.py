@@ -29,6 +29,7 @@ from experiments.randomization.components import (
     reinitialize,
 )
 from experiments.randomization.similarity import MEASURE_BOUNDS, MEASURES, Similarity, similarity
+from metrics import agreement
 from metrics.base import mean_interval
 
 
@@ -171,6 +172,7 @@ def run_randomization(
     """
     if not examples:
         raise ValueError("give at least one example")
+    agreement.top_k_size(1, top_k_fraction)  # a fraction out of (0, 1] is refused before any step
     methods = tuple(explainers.resolve(list(methods)))
     if not methods:
         raise ValueError("give at least one method")

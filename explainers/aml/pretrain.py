@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from core.classifier import Classifier, ProgressFn
+from core.global_rng import seeded_globals
 from core.types import Example
 from explainers._masking import Batch, rng_devices, special_embedding, trace_row
 from explainers.aml.model import (
@@ -152,8 +153,7 @@ def pretrain_aml(
     fill = special_embedding(own, ("mask", "unk"))
     pad_id = own.tokenizer.pad_token_id or 0
     trace: dict[str, list[float]] = {}
-    with torch.random.fork_rng(devices=rng_devices(clf)), torch.enable_grad():
-        torch.manual_seed(params.seed)
+    with seeded_globals(params.seed, rng_devices(clf)), torch.enable_grad():
         model, backbone_name = new_attribution_model(own, backbone)
         for p in model.backbone.parameters():
             p.requires_grad_(p is not model.backbone.get_input_embeddings().weight)
