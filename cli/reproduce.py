@@ -3,7 +3,8 @@ data, set beside the published values (the work is ``engine.reproduce``).
 
 ``--list`` names every reproduction with its paper, table and claim; ``reproduce NAME`` prints row
 by row the published value, ours (mean, 95% interval, n), the convention used and whether the
-finding holds, with the reasons ours may differ. Results are kept in the run store under
+finding holds, does not hold or is undecided (a paired interval contains 0), with the reasons ours
+may differ. Results are kept in the run store under
 ``$ATTRIBUTION_RESULTS_DIR`` (default ./results, or ``--results-dir``) as runs of kind
 ``reproduce`` (``engine.reproduce.stored``); a stored result of the same name, slice and code
 version is printed instead of recomputed, ``--refresh`` recomputes and replaces it, and
@@ -129,7 +130,9 @@ def _print(payload: dict[str, Any], cached: bool) -> None:
         )
     line(f"settings: {payload['settings']}")
     finding = payload["finding"]
-    line(f"finding: {'HOLDS' if finding['holds'] else 'DOES NOT HOLD'}: {finding['reason']}")
+    holds = finding["holds"]
+    word = "UNDECIDED" if holds is None else "HOLDS" if holds else "DOES NOT HOLD"
+    line(f"finding: {word}: {finding['reason']}")
     print("ours may differ because:")
     for reason in payload["differences"]:
         line(f"  - {reason}")

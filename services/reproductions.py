@@ -26,44 +26,61 @@ class ReproductionInfo:
     claim: str
     published_note: str
     default_limit: int
+    min_limit: int  # the smallest slice it computes
 
 
 @dataclass(frozen=True)
 class Shown:
-    """One reproduction's stored results (newest first), the one to show, whether the current
-    code computed it, and its whole payload (None when it never ran)."""
+    """One reproduction's stored results (newest first, every slice), the payload shown (None when
+    it never ran), whether the current code computed it, and a one-line warning when the stored
+    result could not be read (the bundled one is shown instead)."""
 
     stored: list[StoredResult]
     payload: dict[str, Any] | None
     current: bool
+    warning: str | None = None
 
 
 def reproductions() -> list[ReproductionInfo]:
     """Every registered reproduction, in registry order."""
     return [
-        ReproductionInfo(r.name, r.paper.cite(), r.paper.title, r.table, r.claim, r.published_note, r.default_limit)
+        ReproductionInfo(
+            r.name, r.paper.cite(), r.paper.title, r.table, r.claim, r.published_note, r.default_limit, r.min_limit
+        )
         for r in reproduce.REGISTRY.values()
     ]
 
 
 def stored() -> dict[str, Shown]:
     """Every reproduction's stored results, read from the run store's catalogue in one pass (each
-    rerun, so a result another process stores appears), and the payload of the one to show
-    (``engine.reproduce.pick``); a reproduction the store has no result of shows the one bundled
-    with the app, when there is one (``engine.reproduce.bundled``)."""
+    rerun, so a result another process stores appears), and the payload of the one to show at its
+    default slice (``engine.reproduce.pick``); a reproduction the store has no readable result of
+    at that slice shows the one bundled with the app, when there is one
+    (``engine.reproduce.bundled``)."""
     results = reproduce.stored_results()
-    version = code_version()
     shown = {}
-    for name in reproduce.REGISTRY:
-        own = [result for result in results if result.name == name]
-        chosen, current = reproduce.pick(own, version)
-        if chosen is None:
-            payload = reproduce.bundled(name)  # a few kilobytes of JSON: read on each rerun
-            current = payload is not None and payload["code_version"] == version
-        else:
-            payload = _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
-        shown[name] = Shown(own, payload, current)
+    for name, entry in reproduce.REGISTRY.items():
+        shown[name] = at_slice(name, [result for result in results if result.name == name], entry.default_limit)
     return shown
+
+
+def at_slice(name: str, own: list[StoredResult], limit: int) -> Shown:
+    """What the page shows of ``name`` at slice ``limit``: the stored result ``pick`` chooses,
+    else the bundled one when it is of that slice (with a warning when a stored one could not be
+    read)."""
+    version = code_version()
+    chosen, current = reproduce.pick(own, version, limit)
+    warning = None
+    if chosen is not None:
+        try:
+            return Shown(own, _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat()), current)
+        except reproduce.UnreadableResult as error:
+            warning = str(error)
+    payload = reproduce.bundled(name)  # a few kilobytes of JSON: read on each rerun
+    if payload is None or payload["limit"] != limit:
+        return Shown(own, None, False, warning)
+    warning = warning and f"{warning}; showing the result bundled with the app"
+    return Shown(own, payload, payload["code_version"] == version, warning)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

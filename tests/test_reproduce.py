@@ -12,14 +12,16 @@ import pytest
 
 from cli.main import main
 from engine import reproduce
-from engine.reproduce import base, mask_papers
+from engine.reproduce import base, mask_papers, recursive_roar
 from engine.reproduce.base import Row
 from engine.reproduce.double_trouble import common, table1, table3, table4, table_a3, table_a5
 from engine.runs.store import RESULTS_ENV
 
 
 def rows(*cells: tuple[tuple[str, ...], float]) -> list[Row]:
-    return [Row(" · ".join(key), key, None, mean, mean, mean, 2) for key, mean in cells]
+    """Rows of three examples each scoring the row's mean: two rows' paired differences are all
+    alike, so their interval is a point and decides unless the means are equal."""
+    return [Row(" · ".join(key), key, None, mean, mean, mean, 3, (mean,) * 3) for key, mean in cells]
 
 
 # --------------------------------------------------------------------------- registry contract
@@ -67,11 +69,14 @@ def test_double_trouble_cites_its_arxiv_id():
 # --------------------------------------------------------------------------- finding checks
 
 
-def table1_rows(sst_bert_best: str) -> list[Row]:
+def table1_rows(sst_bert_best: str = "IM", sst_deletion_im: float = 0.47) -> list[Row]:
     cells = []
     for dataset in ("SST-2", "e-SNLI"):
-        cells += [((dataset, "Deletion", m), v) for m, v in (("IM", 0.47), ("LOO_unk", 0.45), ("LOO_empty", 0.42))]
-        bert = {"IM": 0.49, "LOO_unk": 0.50, "LOO_empty": 0.51}
+        deletion = {"IM": 0.47, "LOO_zero": 0.44, "LOO_unk": 0.45, "LOO_empty": 0.42}
+        if dataset == "SST-2":
+            deletion["IM"] = sst_deletion_im
+        cells += [((dataset, "Deletion", m), v) for m, v in deletion.items()]
+        bert = {"IM": 0.49, "LOO_zero": 0.495, "LOO_unk": 0.50, "LOO_empty": 0.51}
         if dataset == "SST-2" and sst_bert_best == "LOO_empty":
             bert["LOO_empty"] = 0.40
         cells += [((dataset, "Deletion_BERT", m), v) for m, v in bert.items()]
@@ -91,29 +96,68 @@ def test_table1_names_the_papers_loo_zero_apart_from_ours():
     assert worded(note, {"loo_pad": "pad", "loo_zero": "zero"}) == note  # shown as written
 
 
-def test_table1_flip_holds_when_the_winner_changes():
-    finding = table1.check_table1(table1_rows("IM"))
-    assert finding.holds
-    assert "SST-2: best under Deletion LOO_empty, under Deletion_BERT IM" in finding.reason
+def test_table1_holds_when_im_is_best_under_bert_and_worst_under_deletion():
+    finding = table1.check_table1(table1_rows())
+    assert finding.holds is True
+    assert "SST-2 Deletion_BERT: IM minus LOO_zero -0.005 [-0.005, -0.005], n=3 (IM better)" in finding.reason
 
 
-def test_table1_flip_fails_when_one_dataset_keeps_its_winner():
+def test_table1_fails_when_one_dataset_keeps_its_winner():
     finding = table1.check_table1(table1_rows("LOO_empty"))
-    assert not finding.holds and "does not flip" in finding.reason
+    assert finding.holds is False and "does not flip" in finding.reason
+    assert "SST-2 Deletion_BERT: IM minus LOO_empty +0.090" in finding.reason
+
+
+def test_table1_checks_that_im_is_the_worst_under_deletion_not_only_that_the_winner_changes():
+    """The winner flips (LOO_empty under Deletion, IM under Deletion_BERT), but IM is not the worst
+    under Deletion: the caption's claim does not hold (the old check only asked for a flip)."""
+    finding = table1.check_table1(table1_rows(sst_deletion_im=0.43))
+    assert finding.holds is False and "SST-2 Deletion: LOO_zero minus IM +0.010" in finding.reason
 
 
 def test_table3_check():
     good = rows((("iou", "IM"), 0.30), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
-    assert table3.check_table3(good).holds
+    assert table3.check_table3(good).holds is True
     bad = rows((("iou", "IM"), 0.40), (("iou", "LOO_empty"), 0.34), (("f1", "IM"), 0.50), (("f1", "LOO_empty"), 0.54))
     finding = table3.check_table3(bad)
-    assert not finding.holds and "iou LOO_empty 0.340 vs IM 0.400" in finding.reason
+    assert finding.holds is False and "iou: LOO_empty minus IM -0.060" in finding.reason
+
+
+def test_overlapping_paired_interval_is_undecided_not_reversed():
+    """Table 3 at 8 examples: IM's mean IoU above LOO_empty's with intervals overlapping was shown as
+    "does not hold"; the paired difference's interval contains 0, so it is undecided."""
+    im = (0.5, 0.1, 0.4, 0.3, 0.6, 0.2, 0.35, 0.39)
+    loo = (0.2, 0.6, 0.1, 0.5, 0.3, 0.4, 0.1, 0.33)
+    cells = [
+        Row(f"{key} {name}", (key, name), None, sum(v) / 8, None, None, 8, v)
+        for key in ("iou", "f1")
+        for name, v in (("IM", im), ("LOO_empty", loo))
+    ]
+    finding = table3.check_table3(cells)
+    assert finding.holds is None and finding.reason.startswith("undecided: 2 of 2 paired differences")
+    assert "iou: LOO_empty minus IM -0.039 [-0.294, +0.217], n=8 (undecided)" in finding.reason
+
+
+def test_paired_comparison_needs_two_pairs_and_values():
+    a = Row("a", ("x", "A"), None, 0.5, None, None, 3, (0.5, None, 0.7))
+    b = Row("b", ("x", "B"), None, 0.1, None, None, 3, (0.1, 0.2, float("nan")))
+    c = base.compare([a, b], ("x", "A"), ("x", "B"), lower=False)
+    assert (c.better, c.n) == (None, 0) and "fewer than 2 examples scored by both" in c.text()
+    stored_before = Row("a", ("x", "A"), None, 0.5, 0.4, 0.6, 3)  # a result stored before values were kept
+    assert base.compare([stored_before, b], ("x", "A"), ("x", "B"), lower=False).better is None
+    assert base.paired((1.0, 2.0, 4.0), (0.0, 0.0, 1.0)) == pytest.approx(base.mean_interval([1.0, 2.0, 3.0]))
+
+
+def test_rows_keep_their_per_example_values_in_the_json():
+    row = Row.scored("r", ("k",), None, [0.5, None, float("nan"), 0.25], bounds=(0.0, 1.0), scale=100.0)
+    assert row.values == (50.0, None, None, 25.0) and row.mean == 37.5 and row.n == 2
+    assert base.row_json(row)["values"] == [50.0, None, None, 25.0]
 
 
 def test_table4_ratio_check():
     names = table4.TABLE4_ROWS
     good = rows(*[(("SST-2", n), v) for n, v in zip(names, (3.0, 2.0, 16.0))])
-    assert table4.check_table4(good).holds
+    assert table4.check_table4(good).holds is True
     # 9 points is more than half of 16: the single-word change is not "much smaller".
     bad = rows(*[(("SST-2", n), v) for n, v in zip(names, (9.0, 2.0, 16.0))])
     assert not table4.check_table4(bad).holds
@@ -128,22 +172,24 @@ def test_table_a3_thresholds():
 
 def test_table_a5_ordering():
     good = rows((("SST-2", "sign_change", "LOO_empty"), 70.0), (("SST-2", "sign_change", "IM"), 60.0))
-    assert table_a5.check_table_a5(good).holds
+    assert table_a5.check_table_a5(good).holds is True
     bad = rows((("SST-2", "sign_change", "LOO_empty"), 50.0), (("SST-2", "sign_change", "IM"), 60.0))
-    assert not table_a5.check_table_a5(bad).holds
+    assert table_a5.check_table_a5(bad).holds is False
 
 
-def test_marc_check_needs_both_human_metrics():
-    cells = [
-        (("token_f1", "MaRC"), 0.47),
-        (("token_f1", "LIME"), 0.43),
-        (("iou_f1", "MaRC"), 0.16),
-        (("iou_f1", "LIME"), 0.08),
-    ]
-    assert mask_papers.check_marc(rows(*cells)).holds
-    cells[3] = (("iou_f1", "LIME"), 0.2)
-    finding = mask_papers.check_marc(rows(*cells))
-    assert not finding.holds and "best IoU F1: LIME 0.200" in finding.reason
+def marc_rows(**lime: float) -> list[Row]:
+    marc = {"token_f1": 0.47, "auprc": 0.47, "iou_f1": 0.16}
+    return rows(
+        *[((key, "MaRC"), v) for key, v in marc.items()], *[((key, "LIME"), lime.get(key, 0.1)) for key in marc]
+    )
+
+
+def test_marc_check_needs_every_human_metric():
+    assert mask_papers.check_marc(marc_rows()).holds is True
+    finding = mask_papers.check_marc(marc_rows(iou_f1=0.2))
+    assert finding.holds is False and "iou_f1: MaRC minus LIME -0.040" in finding.reason
+    # The claim names mAP too: the check read only token F1 and IoU F1.
+    assert mask_papers.check_marc(marc_rows(auprc=0.6)).holds is False
 
 
 def test_aml_check_directions():
@@ -155,14 +201,41 @@ def test_aml_check_directions():
         (("comprehensiveness", "fAML"), 0.29),
         (("comprehensiveness", "IG"), 0.19),
     ]
-    assert mask_papers.check_aml(rows(*cells)).holds
+    assert mask_papers.check_aml(rows(*cells)).holds is True
     cells[3] = (("sufficiency", "IG"), 0.01)  # lower sufficiency is better: IG wins it
-    assert not mask_papers.check_aml(rows(*cells)).holds
+    assert mask_papers.check_aml(rows(*cells)).holds is False
 
 
-def test_a_check_without_scored_rows_does_not_hold():
+def test_a_check_without_scored_rows_is_undecided():
     finding = table_a5.check_table_a5(rows((("SST-2", "sign_change", "IM"), 60.0)))
-    assert not finding.holds and "no scored examples" in finding.reason
+    assert finding.holds is None and "fewer than 2 examples scored by both" in finding.reason
+
+
+def synthetic_rows(plain_gaps: tuple[float, ...], recursive_gap: float = 0.01) -> list[Row]:
+    n = len(plain_gaps)
+    return [
+        Row("plain gap", ("plain", "gap"), None, sum(plain_gaps) / n, None, None, n, plain_gaps),
+        Row("recursive gap", ("recursive", "gap"), None, recursive_gap, None, None, n, (recursive_gap,) * n),
+        Row("plain at4", ("plain", "at4"), None, 0.9, None, None, n, tuple(0.5 + 4 * g for g in plain_gaps)),
+        Row("truth at4", ("truth", "at4"), None, 0.5, None, None, n, (0.5,) * n),
+    ]
+
+
+def test_recursive_roar_uses_an_unselected_range_of_seeds_and_counts_them():
+    """Seeds were (0, 2, 3): seed 1, where plain ROAR matches the truth, was left out by outcome."""
+    assert recursive_roar.SEEDS == (0, 1, 2, 3, 4)
+    finding = recursive_roar.check_synthetic(synthetic_rows((0.1, 0.0, 0.12, 0.11, 0.09)))
+    assert "plain ROAR is off the truth curve (mean |gap| above 0.05) on 4 of 5 seeds" in finding.reason
+    assert recursive_roar.check_synthetic(synthetic_rows((0.1, 0.11, 0.12, 0.11, 0.09))).holds is True
+    assert recursive_roar.check_synthetic(synthetic_rows((0.1,) * 5, recursive_gap=0.05)).holds is False
+
+
+def test_differences_disclose_where_our_protocol_departs():
+    said = {name: " ".join(entry.differences) for name, entry in reproduce.REGISTRY.items()}
+    assert "IM's samples" in said["double-trouble-table4"]
+    assert "pools all words" in said["double-trouble-tableA3"]
+    assert "int(tokens * k / 100)" in said["aml-table1"]
+    assert "L1 norm" in said["marc-table1"]
 
 
 # --------------------------------------------------------------------------- end to end and the run store
@@ -185,7 +258,8 @@ def test_table_a3_end_to_end_then_stored(results, capsys, monkeypatch):
     # Top-10 mass holds the top-1 probability, so it is at least the exact matches' likelihood share.
     assert 0 < by_key[("SST-2", "exact_all")]["mean"] < 100
     assert by_key[("e-SNLI", "top10_mass")]["mean"] <= 100
-    assert isinstance(payload["finding"]["holds"], bool) and payload["finding"]["reason"]
+    assert payload["finding"]["holds"] in (True, False, None) and payload["finding"]["reason"]
+    assert all(len(row["values"]) == 2 for row in payload["rows"])
     [stored] = reproduce.stored_results()
     assert (stored.name, stored.limit, stored.code, stored.n) == ("double-trouble-tableA3", 2, base.code_version(), 2)
     assert stored.run_id == payload["run_id"] and not (results / "reproduce").exists()

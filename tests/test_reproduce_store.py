@@ -30,7 +30,7 @@ def fake_rows(resources, limit, progress):
     if progress:
         progress(0.5, "half way")
     return [
-        Row("SST-2 · exact", ("SST-2", "exact_all"), 48.94, 40.25, 30.125, 50.375, limit),
+        Row("SST-2 · exact", ("SST-2", "exact_all"), 48.94, 40.25, 30.125, 50.375, limit, (40.0, None, 40.5)),
         Row("SST-2 · likelihood", ("SST-2", "likelihood"), 0.8229, 0.6123456789012345, 0.5, 0.7246913578024690, limit),
         Row("SST-2 · highlighted", ("SST-2", "exact_highlighted"), None, 32.5, None, None, limit - 1),
     ]
@@ -79,7 +79,9 @@ def test_round_trip_through_a_reopened_store(results):
         "low": None,
         "high": None,
         "n": 4,
+        "values": [],
     }
+    assert again["rows"][0]["values"] == [40.0, None, 40.5]
     for field in ("name", "paper", "table", "claim", "published_note", "limit", "finding", "differences"):
         assert again[field] == computed[field], field
     assert again["settings"] == json.loads(json.dumps(computed["settings"]))
@@ -246,3 +248,57 @@ def test_run_listings_name_the_reproduction_and_the_explorer_leaves_it_out(resul
     assert line.startswith(f"{payload['run_id']}  done") and line.endswith(f"(reproduce {NAME} --limit 3)")
     assert "minilm-mlm / sst2/dev, esnli/dev_highlighted / " in line
     assert runs.catalogue().empty  # the explorer lists dataset runs only
+
+
+def test_an_unreadable_stored_result_is_computed_again(results):
+    """A stored result whose file is gone raised FileNotFoundError through ``cached_run`` (and the
+    page); it is a one-line ``UnreadableResult``, and ``cached_run`` computes the result again."""
+    payload, _ = reproduce.cached_run(NAME, 5)
+    for path in parquet_files(results):
+        path.unlink()
+    with pytest.raises(stored.UnreadableResult, match=r"^stored reproduction \S+ cannot be read \(\w+\)$"):
+        reproduce.load(payload["run_id"])
+    again, was_stored = reproduce.cached_run(NAME, 5)
+    assert not was_stored and again["rows"] == payload["rows"]
+    assert reproduce.load(again["run_id"])["rows"] == payload["rows"]
+
+
+def test_pick_shows_the_slice_asked_for_not_the_newest_of_any(results):
+    """A run at --limit 2 replaced the default slice's result on the page."""
+    reproduce.cached_run(NAME, 5)
+    reproduce.cached_run(NAME, 2)  # newer
+    chosen, current = reproduce.pick(reproduce.stored_results(NAME), limit=5)
+    assert chosen is not None and (chosen.limit, current) == (5, True)
+    assert reproduce.pick(reproduce.stored_results(NAME), limit=7) == (None, False)
+
+
+def test_a_json_without_the_shown_fields_is_not_a_result(tmp_path):
+    """The page reads ``differences``, ``published_note`` and the finding's ``reason``: a JSON
+    without them raised KeyError on the page; it is refused like any other non-result."""
+    good = {
+        "name": NAME, "limit": 2, "code_version": "x", "rows": [], "settings": {}, "runtime_s": 1.0,
+        "finding": {"holds": None, "reason": "undecided"}, "differences": ["a reason"], "published_note": "note",
+    }  # fmt: skip
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(good))
+    assert stored.parsed_payload(path, [NAME]) is not None  # undecided is a verdict
+    for broken in (
+        {k: v for k, v in good.items() if k != "differences"},
+        {k: v for k, v in good.items() if k != "published_note"},
+        good | {"finding": {"holds": True}},
+        good | {"finding": {"holds": "yes", "reason": "r"}},
+        good | {"differences": [1]},
+    ):
+        path.write_text(json.dumps(broken))
+        assert stored.parsed_payload(path, [NAME]) is None, broken
+
+
+def test_cli_prints_an_undecided_finding_as_undecided(results, capsys, monkeypatch):
+    from engine.reproduce.base import Finding
+
+    entry = reproduce.REGISTRY[NAME]
+    monkeypatch.setitem(reproduce.REGISTRY, NAME, dataclasses.replace(entry, check=lambda rows: Finding(None, "why")))
+    assert main(["reproduce", NAME, "--limit", "3", "--quiet"]) == 0
+    assert "finding: UNDECIDED: why" in capsys.readouterr().out.splitlines()
+    [listed] = reproduce.stored_results(NAME)
+    assert listed.holds is None

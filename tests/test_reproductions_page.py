@@ -55,7 +55,7 @@ TABLE_A3 = {
 }  # fmt: skip
 
 
-def payload(name: str, holds: bool, version: str, limit: int = 2) -> dict:
+def payload(name: str, holds: bool | None, version: str, limit: int = 2) -> dict:
     out = copy.deepcopy(TABLE_A3)
     out.update(name=name, limit=limit, code_version=version)
     out["finding"] = {"holds": holds, "reason": f"checked {name}"}
@@ -66,6 +66,9 @@ def payload(name: str, holds: bool, version: str, limit: int = 2) -> dict:
 def results(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
     monkeypatch.setattr(reproduce, "BUNDLED_DIR", tmp_path / "bundled")  # none packaged unless a test writes one
+    # the page shows each reproduction's default slice: Table A3's is 2 here, as stored below
+    entry = reproduce.REGISTRY["double-trouble-tableA3"]
+    monkeypatch.setitem(reproduce.REGISTRY, entry.name, dataclasses.replace(entry, default_limit=2))
     store = RunStore(tmp_path)
     version = base.code_version()
     stored.save(store, payload("double-trouble-tableA3", True, version))
@@ -118,7 +121,7 @@ def test_latest_prefers_the_current_code_version(results):
 def test_page_shows_stored_tables_beside_the_published_values(results, no_computing):
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
-    assert "**1 of 8** findings hold here, 1 do not, 6 not run yet." in text
+    assert "**1 of 8** findings hold here, 1 do not, 0 undecided, 6 not run yet." in text
     assert text.count(":gray-badge[not run]") == 6
     assert text.count(":green-badge[holds]") == 2  # claim line and finding line of Table A3
     assert text.count(":red-badge[does not hold]") == 2
@@ -178,7 +181,10 @@ def test_run_button_stores_the_result_and_a_new_session_reads_it(results, monkey
     again = open_page()
     assert calls == [3]
     text = "\n".join(m.value for m in again.markdown)
-    assert "not run yet" in text and text.count("No stored result yet.") == 5
+    # the page shows the default slice (40): the run at 3 did not replace it, it is a choice
+    assert "not run yet" in text and text.count("No stored result yet.") == 6
+    assert not any(-1.5 in set(d.value.get("ours", [])) for d in again.dataframe)
+    again.selectbox(key="reproductions.aml-table1.shown").set_value(3).run()
     assert any(-1.5 in set(d.value.get("ours", [])) for d in again.dataframe)
 
 
@@ -202,8 +208,8 @@ def test_a_result_bundled_with_the_app_shows_until_the_store_has_one(results, no
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
     assert (
-        "**1 of 8** findings hold here, 2 do not, 5 not run yet (1 of the results were computed when the app was packaged)."
-        in text
+        "**1 of 8** findings hold here, 2 do not, 0 undecided, 5 not run yet (1 of the results were computed when the"
+        " app was packaged)." in text
     )
     assert text.count("**Precomputed, bundled with the app**: 8 examples per split") == 1
     assert text.count("No stored result yet. On the command line:") == 5  # AML and MaRC's files are not shown
@@ -225,7 +231,7 @@ def test_the_packaged_results_are_results_of_their_reproductions():
         entry = reproduce.REGISTRY[name]
         assert shown["limit"] == entry.default_limit and shown["claim"] == entry.claim
         assert shown["rows"] and all(len(row["key"]) >= 2 and row["n"] >= 1 for row in shown["rows"])
-        assert isinstance(shown["finding"]["holds"], bool) and shown["finding"]["reason"]
+        assert shown["finding"]["holds"] in (True, False, None) and shown["finding"]["reason"]
         assert "/work/" not in path.read_text() and "/home/" not in path.read_text()
 
 
@@ -285,3 +291,37 @@ def test_a_result_stored_before_the_new_note_is_reworded_on_the_page() -> None:
     )
     new = "a dev slice (the first N examples), not all dev examples"
     assert worded(new, descriptions) == new
+
+
+def test_an_undecided_finding_is_neither_green_nor_red(results, no_computing):
+    """A finding whose paired intervals contain 0 was shown as a red "does not hold"."""
+    from ui.reproductions import finding_word, headline, verdict
+
+    undecided = payload("double-trouble-table3", None, base.code_version(), 8)
+    stored.save(RunStore(results), undecided)
+    assert verdict(undecided) == ":blue-badge[undecided]" and finding_word(None) == "undecided"
+    assert headline([True, None, False], 8, 0) == "**1 of 8** findings hold here, 1 do not, 1 undecided, 5 not run yet."
+    text = "\n".join(m.value for m in open_page().markdown)
+    assert "**1 of 8** findings hold here, 1 do not, 1 undecided, 5 not run yet." in text
+    assert text.count(":blue-badge[undecided]") == 2  # claim line and finding line of Table 3
+
+
+def test_an_unreadable_stored_result_falls_back_to_the_bundled_one(results, no_computing, tmp_path):
+    """A stored result whose file was deleted raised FileNotFoundError through the whole page."""
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    packaged = payload("double-trouble-tableA3", False, base.code_version())
+    (bundled / "double-trouble-tableA3.json").write_text(json.dumps(packaged))
+    for path in tmp_path.rglob("*.parquet"):
+        path.unlink()
+    app = open_page()
+    warnings = sorted(w.value.replace("\\", "") for w in app.warning)  # Table 4 has no bundled result
+    assert len(warnings) == 2 and all("\n" not in w and "cannot be read (FileNotFoundError)" in w for w in warnings)
+    assert sum(w.endswith("; showing the result bundled with the app") for w in warnings) == 1
+    assert "**Precomputed, bundled with the app**: 2 examples per split" in "\n".join(m.value for m in app.markdown)
+
+
+def test_the_slice_field_starts_at_the_entrys_smallest_slice(results, no_computing):
+    app = open_page()
+    assert app.number_input(key="reproductions.recursive-roar-synthetic.limit").min == 10
+    assert app.number_input(key="reproductions.aml-table1.limit").min == 2

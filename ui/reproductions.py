@@ -98,10 +98,29 @@ def claim_of(title: str) -> str | None:
 
 
 def verdict(payload: dict[str, Any] | None) -> str:
-    """A coloured badge: holds, does not hold, or not run."""
+    """A coloured badge: holds, does not hold, undecided (neutral: the paired intervals contain 0),
+    or not run."""
     if payload is None:
         return ":gray-badge[not run]"
-    return ":green-badge[holds]" if payload["finding"]["holds"] else ":red-badge[does not hold]"
+    holds = payload["finding"]["holds"]
+    return (
+        ":blue-badge[undecided]" if holds is None else ":green-badge[holds]" if holds else ":red-badge[does not hold]"
+    )
+
+
+def finding_word(holds: bool | None) -> str:
+    """A finding as a word: holds, does not hold, undecided."""
+    return "undecided" if holds is None else "holds" if holds else "does not hold"
+
+
+def headline(holds: Sequence[bool | None], total: int, packaged: int) -> str:
+    """The page's count: how many of ``total`` findings hold, do not, are undecided, not run."""
+    held, failed = sum(h is True for h in holds), sum(h is False for h in holds)
+    text = (
+        f"**{held} of {total}** findings hold here, {failed} do not, {len(holds) - held - failed} undecided, "
+        f"{total - len(holds)} not run yet"
+    )
+    return text + (f" ({packaged} of the results were computed when the app was packaged)." if packaged else ".")
 
 
 def rows_frame(payload: dict[str, Any]) -> pd.DataFrame:
@@ -132,7 +151,7 @@ def stored_frame(results: Sequence[StoredResult], version: str) -> pd.DataFrame:
                 "code": result.code + (" (current)" if result.code == version else ""),
                 "examples per split": result.limit,
                 "n": result.n,
-                "finding": "holds" if result.holds else "does not hold",
+                "finding": finding_word(result.holds),
                 "run time (s)": result.runtime_s,
                 "run": result.run_id,
             }

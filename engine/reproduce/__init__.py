@@ -3,7 +3,8 @@ engine and set beside the published values (``python -m cli reproduce``; no stre
 
 ``run(name, limit)`` computes one reproduction at a slice and returns its JSON payload: the paper,
 table, claim, settings (with each metric's convention), one row per published cell (published,
-ours: mean, 95% interval, n), the finding (holds / does not hold, with the reason), the reasons
+ours: mean, 95% interval, n, the per-example values), the finding (holds / does not hold /
+undecided, None, where the paired intervals contain 0; with the reason), the reasons
 ours may differ, the run time and when it finished. ``cached_run`` keeps results in the run store
 under ``$ATTRIBUTION_RESULTS_DIR`` (default ``./results``), one run of kind ``reproduce`` per
 (reproduction, slice, code version), written only once the computation has finished
@@ -23,7 +24,7 @@ from typing import Any
 from core.types import ProgressFn
 from engine.reproduce import double_trouble, mask_papers, recursive_roar, stored
 from engine.reproduce.base import Finding, Reproduction, Resources, Row, check_limit, code_version, row_json
-from engine.reproduce.stored import StoredResult
+from engine.reproduce.stored import StoredResult, UnreadableResult
 from engine.runs.store import RunStore
 
 REGISTRY: dict[str, Reproduction] = {
@@ -36,6 +37,7 @@ __all__ = [
     "Reproduction",
     "Row",
     "StoredResult",
+    "UnreadableResult",
     "bundled",
     "cached_run",
     "code_version",
@@ -96,7 +98,8 @@ def cached_run(
     """The stored result of ``name`` at ``limit`` computed by this code version when there is one
     (and ``refresh`` is off), else ``run``'s payload computed now and kept in the run store,
     replacing a stored one with the same key; the flag says whether it was stored before. The
-    name and slice are checked before anything is opened or computed."""
+    name and slice are checked before anything is opened or computed; a stored result that cannot
+    be read is computed again."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
     check_limit(limit, reproduction)
@@ -104,7 +107,10 @@ def cached_run(
         version = code_version()
         found = [r for r in stored_results(name, root) if r.limit == limit and r.code == version]
         if found:
-            return load(found[0].run_id, root), True
+            try:
+                return load(found[0].run_id, root), True
+            except UnreadableResult:
+                pass  # its file is gone or damaged: computed again below, replacing it
     payload = run(name, limit, progress)
     saved = stored.save(RunStore(root), payload)
     return load(saved.run_id, root), False
@@ -119,11 +125,15 @@ def stored_results(name: str | None = None, root: Root = None) -> list[StoredRes
     return stored.listing(RunStore(root, read_only=True), name)
 
 
-def pick(results: list[StoredResult], version: str | None = None) -> tuple[StoredResult | None, bool]:
-    """The result to show among one reproduction's stored ones (newest first): the newest that
-    code ``version`` (default: the current code) computed, else the newest of another version (the
-    flag says whether it is of ``version``)."""
+def pick(
+    results: list[StoredResult], version: str | None = None, limit: int | None = None
+) -> tuple[StoredResult | None, bool]:
+    """The result to show among one reproduction's stored ones (newest first), at slice ``limit``
+    when given (the page passes the default slice, so that a run on another slice does not replace
+    it): the newest that code ``version`` (default: the current code) computed, else the newest of
+    another version (the flag says whether it is of ``version``)."""
     version = version or code_version()
+    results = [result for result in results if limit is None or result.limit == limit]
     current = [result for result in results if result.code == version]
     if current:
         return current[0], True

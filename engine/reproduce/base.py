@@ -6,7 +6,9 @@ A ``Reproduction`` names one table of one paper, copies the published values wit
 caption conventions, states the settings, computes ours through the engine (``compute``) and says
 whether the paper's finding holds here (``check``). ``compute`` returns ``Row`` records: the row
 label, the published value and ours as the mean, 95% t interval and n over the examples
-(``metrics.base.Summary``, the project's one interval record).
+(``metrics.base.Summary``, the project's one interval record), and the per-example values behind
+it, so that a check compares two methods example by example (``compare``: the 95% t interval of
+the paired differences) and says "undecided" where that interval contains 0 (``decide``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metrics.base import Summary
+from metrics.base import Summary, mean_interval
 
 if TYPE_CHECKING:
     from core.classifier import Classifier
@@ -39,7 +41,9 @@ PERCENT = (0.0, 100.0)
 @dataclass(frozen=True)
 class Row:
     """One cell of a reproduced table: ``key`` (dataset, metric, method, ...) is what the finding
-    check reads; ``mean``/``low``/``high`` are None where no example could be scored."""
+    check reads; ``mean``/``low``/``high`` are None where no example could be scored; ``values``
+    holds one value per example of the slice, in its order (None where not scored; empty in
+    results stored before values were kept)."""
 
     label: str
     key: tuple[str, ...]
@@ -48,23 +52,119 @@ class Row:
     low: float | None
     high: float | None
     n: int
+    values: tuple[float | None, ...] = ()
 
     @classmethod
-    def of(cls, label: str, key: Sequence[str], published: float | None, summary: Summary, scale: float = 1.0) -> Row:
-        def finite(value: float) -> float | None:
+    def of(
+        cls,
+        label: str,
+        key: Sequence[str],
+        published: float | None,
+        summary: Summary,
+        scale: float = 1.0,
+        values: Sequence[float | None] = (),
+    ) -> Row:
+        def finite(value: float | None) -> float | None:
             return float(value) * scale if value is not None and math.isfinite(value) else None
 
-        return cls(
-            label, tuple(key), published, finite(summary.mean), finite(summary.low), finite(summary.high), summary.n
-        )
+        mean, low, high = finite(summary.mean), finite(summary.low), finite(summary.high)
+        return cls(label, tuple(key), published, mean, low, high, summary.n, tuple(map(finite, values)))
+
+    @classmethod
+    def scored(
+        cls,
+        label: str,
+        key: Sequence[str],
+        published: float | None,
+        values: Sequence[float | None],
+        bounds: tuple[float, float] | None = None,
+        scale: float = 1.0,
+    ) -> Row:
+        """The row of per-example ``values`` (None where not scored), summarised by
+        ``Summary.of``."""
+        return cls.of(label, key, published, Summary.of(values, bounds=bounds), scale, values)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """Whether the paper's finding holds on our rows, and why (one sentence)."""
+    """Whether the paper's finding holds on our rows (None: undecided, the paired intervals
+    contain 0), and why (one sentence)."""
 
-    holds: bool
+    holds: bool | None
     reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Row ``a`` minus row ``b`` example by example: the mean and 95% t interval of the paired
+    differences (``metrics.base.mean_interval``) over the ``n`` examples both scored; ``better``
+    is "a", "b" or None (undecided: the interval contains 0, or fewer than two pairs)."""
+
+    where: str  # what is compared, as the reason names it ("SST-2 Deletion")
+    a: str
+    b: str
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    better: str | None
+
+    def text(self) -> str:
+        if self.mean is None or self.low is None or self.high is None:
+            return f"{self.where}: {self.a} vs {self.b}, fewer than 2 examples scored by both"
+        winner = {"a": f"{self.a} better", "b": f"{self.b} better"}.get(self.better or "", "undecided")
+        return (
+            f"{self.where}: {self.a} minus {self.b} {self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}],"
+            f" n={self.n} ({winner})"
+        )
+
+
+def paired(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[float, float, float, int] | None:
+    """Mean, 95% t interval and n of ``a[i] - b[i]`` over the examples where both are finite; None
+    with fewer than two such examples or values of different slices."""
+    if len(a) != len(b):
+        return None
+    diffs = [x - y for x, y in zip(a, b, strict=True) if _finite(x) and _finite(y)]  # type: ignore[operator]
+    return mean_interval(diffs) if len(diffs) >= 2 else None
+
+
+def compare(rows: Sequence[Row], a: Sequence[str], b: Sequence[str], lower: bool, where: str = "") -> Comparison:
+    """Row ``a`` against row ``b`` (by key, of the same length; each named by the first key part
+    where they differ) on the same examples, ``lower`` when a lower value is better; undecided when
+    a row is missing or has no per-example values."""
+    found = {row.key: row for row in rows}
+    row_a, row_b = found.get(tuple(a)), found.get(tuple(b))
+    apart = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), len(a) - 1)  # the names
+    where = where or " ".join(part for i, part in enumerate(a) if i != apart)
+    result = paired(row_a.values, row_b.values) if row_a is not None and row_b is not None else None
+    if result is None:
+        return Comparison(where, a[apart], b[apart], None, None, None, 0, None)
+    mean, low, high, n = result
+    better = None
+    if low > 0 or high < 0:
+        better = "a" if (high < 0) == lower else "b"
+    return Comparison(where, a[apart], b[apart], mean, low, high, n, better)
+
+
+def decide(comparisons: Sequence[Comparison], holds: str, fails: str) -> Finding:
+    """The finding of comparisons whose ``a`` the paper says is better: it holds when every one
+    says so (its interval excludes 0), does not hold when one says the opposite, and is undecided
+    otherwise; the reason names the comparisons that decided it, with their intervals."""
+    against = [c for c in comparisons if c.better == "b"]
+    open_ = [c for c in comparisons if c.better is None]
+    if against:
+        return Finding(False, f"{fails} ({'; '.join(c.text() for c in against)})")
+    if open_ or not comparisons:
+        return Finding(
+            None,
+            f"undecided: {len(open_)} of {len(comparisons)} paired differences have a 95% interval that contains 0"
+            f" or too few examples ({'; '.join(c.text() for c in open_)})",
+        )
+    return Finding(True, f"{holds} ({'; '.join(c.text() for c in comparisons)})")
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -165,17 +265,6 @@ def value(rows: Sequence[Row], *key: str) -> float | None:
     return None
 
 
-def best(rows: Sequence[Row], prefix: tuple[str, ...], lower: bool) -> tuple[str, float] | None:
-    """The last key element and mean of the best row among those whose key starts with
-    ``prefix``."""
-    found = [
-        (row.key[len(prefix)], row.mean) for row in rows if row.key[: len(prefix)] == prefix and row.mean is not None
-    ]
-    if not found:
-        return None
-    return (min if lower else max)(found, key=lambda item: item[1])
-
-
 # --------------------------------------------------------------------------- code version and rows
 
 
@@ -193,4 +282,5 @@ def code_version() -> str:
 def row_json(row: Row) -> dict[str, Any]:
     out = asdict(row)
     out["key"] = list(row.key)
+    out["values"] = list(row.values)
     return out

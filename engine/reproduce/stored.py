@@ -5,7 +5,8 @@ computing packages' sources, ``engine.reproduce.base.code_version``), so the sam
 computed by the same code is the same run (``--refresh`` recomputes it and replaces the stored
 one), and a code change makes a new run (the older result stays, and the page marks it as from an
 earlier version). Its only unit is one Parquet file: one row per published cell (``label``,
-``key``, ``published``, ``mean``, ``low``, ``high``, ``n``) and the rest of the result (paper,
+``key``, ``published``, ``mean``, ``low``, ``high``, ``n``, and the per-example ``values``, absent
+from results stored before they were kept) and the rest of the result (paper,
 table, claim, settings with the conventions, finding, reasons ours may differ, timings, when it
 was computed) as JSON in the schema metadata under ``reproduction``, so the file alone is the
 whole result. The catalogue row says what a listing needs (``selection``: name, limit, code,
@@ -17,7 +18,9 @@ Results cached by earlier versions as JSON files under ``<results>/reproduce/`` 
 once, not read as a fallback: ``import_legacy`` parses each file (JSON only, never evaluated),
 stores it as above unless the store already has that key, and renames the file to
 ``*.json.imported`` (``*.json.unreadable`` when it is not a result of a known reproduction), so
-no later read looks at it again.
+no later read looks at it again. A stored result whose file cannot be read (deleted, cut short)
+raises ``UnreadableResult``, a one-line ``ValueError``: the page shows the bundled result instead
+and ``cached_run`` computes it again.
 """
 
 from __future__ import annotations
@@ -38,7 +41,21 @@ KIND = "reproduce"
 META = b"reproduction"
 LEGACY_FOLDER = "reproduce"
 _ROW_FIELDS = ("label", "key", "published", "mean", "low", "high", "n")
-_PAYLOAD_FIELDS = ("name", "limit", "code_version", "rows", "finding", "settings", "runtime_s")
+_PAYLOAD_FIELDS = (
+    "name",
+    "limit",
+    "code_version",
+    "rows",
+    "finding",
+    "settings",
+    "runtime_s",
+    "differences",
+    "published_note",
+)
+
+
+class UnreadableResult(ValueError):
+    """A stored result the catalogue lists whose file cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +70,7 @@ class StoredResult:
     computed: dt.datetime  # UTC, when the computation finished
     runtime_s: float
     n: int  # the most examples any row was scored on
-    holds: bool
+    holds: bool | None  # None: undecided
 
 
 def save(store: RunStore, payload: dict[str, Any]) -> StoredResult:
@@ -72,10 +89,12 @@ def save(store: RunStore, payload: dict[str, Any]) -> StoredResult:
             ("low", pa.float64()),
             ("high", pa.float64()),
             ("n", pa.int64()),
+            ("values", pa.list_(pa.float64())),
         ],
         metadata={META: json.dumps(meta, allow_nan=False).encode()},
     )
-    table = pa.Table.from_pylist([{name: row[name] for name in _ROW_FIELDS} for row in rows], schema=schema)
+    cells = [{**{name: row[name] for name in _ROW_FIELDS}, "values": row.get("values", [])} for row in rows]
+    table = pa.Table.from_pylist(cells, schema=schema)
     info = store.save_whole(
         _new_run(payload), UnitStats(0, 0, len(rows), 0, 0.0, 0.0), table, float(payload["runtime_s"])
     )
@@ -91,7 +110,8 @@ def listing(store: RunStore, name: str | None = None) -> list[StoredResult]:
 
 def load(store: RunStore, run_id: str) -> dict[str, Any]:
     """The whole stored result: the payload ``engine.reproduce.run`` returned, plus its
-    ``run_id``."""
+    ``run_id``; ``UnreadableResult`` when its file is gone or damaged."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     info = store.get(run_id)
@@ -100,8 +120,11 @@ def load(store: RunStore, run_id: str) -> dict[str, Any]:
     paths = list(store.units(run_id).get("path", []))
     if len(paths) != 1:
         raise ValueError(f"reproduction {run_id} has {len(paths)} stored files, expected one")
-    table = pq.read_table(store.root / paths[0])
-    meta = json.loads((table.schema.metadata or {})[META])
+    try:
+        table = pq.read_table(store.root / paths[0])
+        meta = json.loads((table.schema.metadata or {})[META])
+    except (OSError, pa.ArrowException, KeyError, ValueError) as error:
+        raise UnreadableResult(f"stored reproduction {run_id} cannot be read ({type(error).__name__})") from None
     return {**meta, "rows": table.to_pylist(), "run_id": run_id}
 
 
@@ -148,7 +171,17 @@ def parsed_payload(path: Path, known: Collection[str]) -> dict[str, Any] | None:
     rows, finding = payload["rows"], payload["finding"]
     if payload["name"] not in known or not isinstance(payload["limit"], int) or not isinstance(rows, list):
         return None
-    if not isinstance(finding, dict) or "holds" not in finding or not isinstance(payload["settings"], dict):
+    if not isinstance(finding, dict) or not (finding.get("holds") is None or isinstance(finding["holds"], bool)):
+        return None
+    if (
+        "holds" not in finding
+        or not isinstance(finding.get("reason"), str)
+        or not isinstance(payload["settings"], dict)
+    ):
+        return None
+    if not isinstance(payload["published_note"], str) or not isinstance(payload["differences"], list):
+        return None
+    if not all(isinstance(reason, str) for reason in payload["differences"]):
         return None
     if not all(isinstance(row, dict) and all(field in row for field in _ROW_FIELDS) for row in rows):
         return None
@@ -177,7 +210,7 @@ def _new_run(payload: dict[str, Any]) -> NewRun:
             "limit": payload["limit"],
             "code": payload["code_version"],
             "computed": payload["computed"],
-            "holds": bool(payload["finding"]["holds"]),
+            "holds": _holds(payload["finding"]["holds"]),
             "n": max((int(row["n"]) for row in rows), default=0),
         },
         methods=_keys(settings.get("methods")),
@@ -216,5 +249,9 @@ def _stored(info: RunInfo) -> StoredResult:
         computed=dt.datetime.fromisoformat(selection["computed"]),
         runtime_s=info.wall_s,
         n=int(selection["n"]),
-        holds=bool(selection["holds"]),
+        holds=_holds(selection["holds"]),
     )
+
+
+def _holds(value: Any) -> bool | None:
+    return None if value is None else bool(value)

@@ -12,7 +12,6 @@ import numpy as np
 from core.types import ProgressFn
 from engine.reproduce.base import Finding, Reproduction, Resources, Row, examples, value
 from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
-from metrics.base import Summary
 
 TABLE4 = {"SST-2": (3.52, 2.20, 16.38), "e-SNLI": (4.92, 4.86, 25.74)}
 TABLE4_ROWS = ("one word deleted", "one word replaced by the masked LM", "half the words deleted at random")
@@ -56,8 +55,8 @@ def table4(resources: Resources, limit: int, progress: ProgressFn | None) -> lis
                 progress((d + i / len(chosen)) / 2, f"{label}: example {i + 1} of {len(chosen)}")
             drops.append(accuracy_drops(clf, mlm, example, rng))
         for column, name in enumerate(TABLE4_ROWS):
-            summary = Summary.of([drop[column] for drop in drops], bounds=(-100.0, 100.0))  # percentage points
-            rows.append(Row.of(f"{label} · {name}", (label, name), TABLE4[label][column], summary))
+            vals = [drop[column] for drop in drops]  # percentage points
+            rows.append(Row.scored(f"{label} · {name}", (label, name), TABLE4[label][column], vals, (-100.0, 100.0)))
     return rows
 
 
@@ -98,5 +97,9 @@ REPRODUCTION = Reproduction(
         SLICE,
         "the drop is averaged per example (each example's variants weigh equally), the paper pools all variants",
         "the paper's 'many tokens deleted' row uses LIME's samples, ours deletes exactly half",
+        (
+            "our row (b) replaces the word by Deletion_BERT's fill-in (the masked LM's top 2, the first that differs"
+            " from the word); the paper's row (b) uses IM's samples (the top 10 fill-ins, the original word among them)"
+        ),
     ),
 )

@@ -9,9 +9,18 @@ import math
 from collections.abc import Sequence
 
 from core.types import ProgressFn
-from engine.reproduce.base import SHARE, Finding, Reproduction, Resources, Row, examples, scaled_progress, value
+from engine.reproduce.base import (
+    SHARE,
+    Finding,
+    Reproduction,
+    Resources,
+    Row,
+    compare,
+    decide,
+    examples,
+    scaled_progress,
+)
 from engine.reproduce.double_trouble.common import ESNLI, PAPER, SLICE, SMALL_MLM, SMALL_MODEL, SST2
-from metrics.base import Summary
 
 TABLE_A5 = {
     ("SST-2", "sign_change", "LOO_empty"): 71.41,
@@ -48,30 +57,24 @@ def table_a5(resources: Resources, limit: int, progress: ProgressFn | None) -> l
         ):
             for name, method in TABLE_A5_METHODS.items():
                 vals = [getattr(e.similarities[step][method], measure) for e in result.examples]
+                bounds = SHARE if measure == "sign_change" else (0.0, math.inf)
+                published = TABLE_A5[(label, measure, name)]
                 rows.append(
-                    Row.of(
-                        f"{label} · {unit} · {name}",
-                        (label, measure, name),
-                        TABLE_A5[(label, measure, name)],
-                        Summary.of(vals, bounds=SHARE if measure == "sign_change" else (0.0, math.inf)),
-                        scale,
-                    )
+                    Row.scored(f"{label} · {unit} · {name}", (label, measure, name), published, vals, bounds, scale)
                 )
     return rows
 
 
 def check_table_a5(rows: Sequence[Row]) -> Finding:
     """The paper: after the classification layer is re-initialised, more words change sign under
-    LOO_empty than under IM (IM is less sensitive to the model), on every dataset."""
-    parts, holds = [], True
-    for dataset in sorted({row.key[0] for row in rows}):
-        loo, im = value(rows, dataset, "sign_change", "LOO_empty"), value(rows, dataset, "sign_change", "IM")
-        if loo is None or im is None:
-            return Finding(False, f"{dataset}: no scored examples")
-        holds &= loo > im
-        parts.append(f"{dataset}: LOO_empty {loo:.1f}% vs IM {im:.1f}%")
-    verdict = "LOO_empty changes sign more often than IM" if holds else "IM changes sign as often as LOO_empty or more"
-    return Finding(holds, f"{verdict} ({'; '.join(parts)})")
+    LOO_empty than under IM (IM is less sensitive to the model), on every dataset; paired on the
+    same examples."""
+    datasets = sorted({row.key[0] for row in rows})
+    return decide(
+        [compare(rows, (d, "sign_change", "LOO_empty"), (d, "sign_change", "IM"), False, d) for d in datasets],
+        "LOO_empty changes sign more often than IM",
+        "IM changes sign more often than LOO_empty",
+    )
 
 
 REPRODUCTION = Reproduction(
