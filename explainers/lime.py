@@ -265,13 +265,20 @@ def explain_mlm(
     return _attribution(example, target, runs, probabilities, texts, params.kernel_width, params.alpha)
 
 
+def _runs(params: LimeParams | LimeMlmParams) -> int:
+    """Runs of ``n_samples`` at most: two for ``pairs="separate"`` (a pair's texts; a single text
+    is one run, so the cost models below are bounds for it)."""
+    return 2 if params.pairs == "separate" else 1
+
+
 def passes(n_words: int, params: LimeParams) -> Passes:
     """Cost model of ``lime``: one classifier pass per sample (the original included)."""
-    return Passes(classifier=params.n_samples)
+    return Passes(classifier=params.n_samples * _runs(params))
 
 
 def passes_mlm(n_words: int, params: LimeMlmParams) -> Passes:
     """Cost model of ``lime_mlm``: a sample removes 1..n words (mean (n + 1) / 2), filled in one
     masked-LM pass or one pass per removed word."""
     per_sample = 1.0 if params.fill == "all_at_once" else (n_words + 1) / 2
-    return Passes(classifier=params.n_samples, mlm=round((params.n_samples - 1) * per_sample))
+    runs = _runs(params)
+    return Passes(classifier=params.n_samples * runs, mlm=round((params.n_samples - 1) * per_sample) * runs)

@@ -58,17 +58,19 @@ def stored() -> dict[str, Shown]:
     at that slice shows the one bundled with the app, when there is one
     (``engine.reproduce.bundled``)."""
     results = reproduce.stored_results()
+    version = code_version()  # it hashes the source files: once per rerun
     shown = {}
     for name, entry in reproduce.REGISTRY.items():
-        shown[name] = at_slice(name, [result for result in results if result.name == name], entry.default_limit)
+        own = [result for result in results if result.name == name]
+        shown[name] = at_slice(name, own, entry.default_limit, version)
     return shown
 
 
-def at_slice(name: str, own: list[StoredResult], limit: int) -> Shown:
+def at_slice(name: str, own: list[StoredResult], limit: int, version: str | None = None) -> Shown:
     """What the page shows of ``name`` at slice ``limit``: the stored result ``pick`` chooses,
     else the bundled one when it is of that slice (with a warning when a stored one could not be
-    read)."""
-    version = code_version()
+    read); ``version``: the current code's, when the caller has it."""
+    version = version or code_version()
     chosen, current = reproduce.pick(own, version, limit)
     warning = None
     if chosen is not None:

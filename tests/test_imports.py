@@ -662,10 +662,7 @@ def test_a_csv_target_may_be_a_label_name(toy_bert_folder, tmp_path, capsys):
     unknown = f"example_id,word_index,score,target\n{rows.replace(chr(10), ',nope' + chr(10))}".encode()
     assert refused_by_the_command_line(
         tmp_path / "nope.csv", unknown, toy_bert_folder, capsys, "--dataset", "examples", "--split", "sst2"
-    ) == (
-        f"nope.csv example 'examples/sst2/3': target 'nope' is neither a class index nor a label of"
-        f" {clf.name} ({', '.join(labels)})"
-    )
+    ) == (f"nope.csv example 'examples/sst2/3': unknown class 'nope'; the model's classes: {', '.join(labels)}")
 
 
 def test_a_session_bundles_zip_imports_its_attributions(linear_clf, toy_example):

@@ -206,6 +206,8 @@ def test_lime_explains_a_pairs_texts_in_separate_runs_on_request(linear_clf):
     assert len(separate.extras["intercept"]) == 2
     joint = run("lime", linear_clf, pair, n_samples=300)
     assert not np.allclose(joint.scores, separate.scores)
+    assert separate.forward_passes <= explainers.get("lime").passes(8, explainers.get("lime").make_params(
+        {"n_samples": 300, "pairs": "separate"})).classifier == 600  # fmt: skip
     single = Example(segments=(("the", "movie", "was", "great"),), id="one/0")
     np.testing.assert_array_equal(run("lime", linear_clf, single, pairs="separate").scores,
                                   run("lime", linear_clf, single).scores)  # fmt: skip

@@ -102,7 +102,7 @@ def test_a_run_keeps_amls_pretrained_models_in_its_results_folder(toy_bert_folde
     """They went to the default results folder (./results) whatever --results-dir said."""
     from engine.runs.worker import UnitWorker
 
-    worker = UnitWorker(spec_of(toy_bert_folder), results=str(tmp_path))
+    worker = UnitWorker(spec_of(toy_bert_folder), results=tmp_path)
     assert worker.resources.folder == Path(tmp_path) / "pretrained" / "aml"
 
 

@@ -91,8 +91,9 @@ def differences(new: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
     old_rows = {json.dumps(row["key"]): row for row in old.get("rows", [])}
     for row in new.get("rows", []):
         before = old_rows.pop(json.dumps(row["key"]), None)
-        if before != row:
-            found.append(f"row {row['key']}: {before} -> {row}")
+        if before != row:  # printed without the per-example values (hundreds a row)
+            shown = [{k: v for k, v in r.items() if k != "values"} if r else r for r in (before, row)]
+            found.append(f"row {row['key']}: {shown[0]} -> {shown[1]}")
     found += [f"row {key} is gone" for key in old_rows]
     return found
 

@@ -161,20 +161,15 @@ def _kept_words(full: Example, fitted: Example) -> list[int]:
 
 
 def _class_index(clf: Classifier, target: int | str, where: str) -> int:
-    """The class a record names by index or by label name (case aside when only one label fits)."""
-    if isinstance(target, int):
-        if not 0 <= target < clf.num_labels:
-            raise BadFile(f"{where}: target {target} is not a class of {clf.name}")
-        return target
-    if target in clf.label_names:
-        return clf.label_names.index(target)
-    folded = [i for i, name in enumerate(clf.label_names) if name.casefold() == target.casefold()]
-    if len(folded) == 1:
-        return folded[0]
-    raise BadFile(
-        f"{where}: target {target!r:.40} is neither a class index nor a label of {clf.name}"
-        f" ({', '.join(clf.label_names)})"
-    )
+    """The class a record names by index or by label name (``core.datasets.labels.class_index``)."""
+    from core.datasets.labels import class_index
+
+    try:
+        index = class_index(target, clf.label_names)
+    except ValueError as error:
+        raise BadFile(f"{where}: {error}") from None
+    assert index is not None  # a target was given
+    return index
 
 
 def _attribution(clf: Classifier, record: Imported, full: Example, fitted: Example) -> Attribution:

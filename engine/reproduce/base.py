@@ -154,7 +154,9 @@ def decide(comparisons: Sequence[Comparison], holds: str, fails: str) -> Finding
     open_ = [c for c in comparisons if c.better is None]
     if against:
         return Finding(False, f"{fails} ({'; '.join(c.text() for c in against)})")
-    if open_ or not comparisons:
+    if not comparisons:
+        return Finding(None, "undecided: no rows to compare")
+    if open_:
         return Finding(
             None,
             f"undecided: {len(open_)} of {len(comparisons)} paired differences have a 95% interval that contains 0"

@@ -119,7 +119,7 @@ def load(store: RunStore, run_id: str) -> dict[str, Any]:
         raise ValueError(f"{run_id} is a run of kind {info.kind}, not a reproduction")
     paths = list(store.units(run_id).get("path", []))
     if len(paths) != 1:
-        raise ValueError(f"reproduction {run_id} has {len(paths)} stored files, expected one")
+        raise UnreadableResult(f"reproduction {run_id} has {len(paths)} stored files, expected one")
     try:
         table = pq.read_table(store.root / paths[0])
         meta = json.loads((table.schema.metadata or {})[META])

@@ -84,7 +84,7 @@ def run_serial(
     folder ``results``."""
     if not units:
         return
-    worker = UnitWorker(spec, results=str(results) if results is not None else None)
+    worker = UnitWorker(spec, results=results)
     for unit, rows, examples in units:
         commit(*worker.run(unit, rows, examples, within(len(examples), unit) if within else None))
 

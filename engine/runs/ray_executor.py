@@ -55,7 +55,7 @@ def run_ray(
     address = address or os.environ.get("RAY_ADDRESS")
     if started_here:
         _ray_init(address)
-    kept = str(results) if results is not None and not address else None
+    kept = results if not address else None
     try:
         shape = actor_shape(ray.nodes(), actors, len(units))
         remote = ray.remote(UnitWorker)

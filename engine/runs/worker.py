@@ -77,7 +77,7 @@ class UnitWorker:
     a Ray actor."""
 
     def __init__(
-        self, spec: RunSpec, device: str | None = None, threads: int | None = None, results: str | None = None
+        self, spec: RunSpec, device: str | None = None, threads: int | None = None, results: Path | None = None
     ) -> None:
         import torch
 
@@ -98,7 +98,7 @@ class UnitWorker:
         self.params_by_metric = spec.params_by_metric()
         # AML's pre-trained models: trained once, then read back by every unit and worker, in the
         # run's results folder (``results``; None: the default one, as on a remote cluster's node).
-        self.resources = Resources.saved(Path(results) if results is not None else None)
+        self.resources = Resources.saved(results)
         self.halvings = 0
 
     def batch_size(self) -> int:

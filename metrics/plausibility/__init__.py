@@ -75,6 +75,7 @@ from metrics.plausibility.slices import (
     reader_agreement,
     slice_ceiling,
     summarize,
+    threshold_values,
 )
 
 __all__ = [
@@ -108,5 +109,6 @@ __all__ = [
     "span_f1",
     "spans",
     "summarize",
+    "threshold_values",
     "top_k",
 ]

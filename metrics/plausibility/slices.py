@@ -93,12 +93,22 @@ def at_threshold(
 ) -> dict[str, Summary]:
     """The threshold metrics ``keys`` (all of them by default) over a slice at one tau (typically
     ``best_threshold``'s)."""
-    params = ThresholdParams(annotator=annotator, threshold=threshold)
     keys = THRESHOLD_KEYS if keys is None else keys
-    return {
-        key: summarize((BY_KEY[key].compute(None, e, a, params) for e, a in pairs), BY_KEY[key].value_range)
-        for key in keys
-    }
+    summaries = {}
+    for key in keys:
+        values = threshold_values(pairs, threshold, key, annotator)
+        summaries[key] = Summary.of(values, values.count(None), BY_KEY[key].value_range)
+    return summaries
+
+
+def threshold_values(
+    pairs: Sequence[tuple[Example, Attribution]], threshold: float, key: str, annotator: str = "majority"
+) -> list[float | None]:
+    """The threshold metric ``key`` at one tau on each (example, attribution) of ``pairs``, in
+    order; None where the example has no human rationale to compare with."""
+    params = ThresholdParams(annotator=annotator, threshold=threshold)
+    results = [BY_KEY[key].compute(None, e, a, params) for e, a in pairs]
+    return [None if "skipped" in r.extras else r.value for r in results]
 
 
 def slice_ceiling(examples: Sequence[Example], params_by_key: dict[str, Any]) -> dict[str, Summary]:

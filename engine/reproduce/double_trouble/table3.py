@@ -1,7 +1,7 @@
 """Table 3 of Pham, Bui, Mai & Nguyen 2022, "Double Trouble" (arXiv 2110.11929):
-agreement with the human highlights of e-SNLI L2 (IoU, precision, recall, F1) through
-``engine.slice_report.plausibility_report`` (Pham et al.'s best threshold, correctly predicted
-examples only).
+agreement with the human highlights of e-SNLI L2 (IoU, precision, recall, F1) at each method's
+best threshold (Pham et al.'s, ``metrics.plausibility.best_threshold``), on the correctly
+predicted examples only, kept per example for the paired check.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ THRESHOLD_KEYS = ("iou", "precision", "recall", "f1")
 
 def table3(resources: Resources, limit: int, progress: ProgressFn | None) -> list[Row]:
     from engine.evaluate import evaluate_slice, metric_params
-    from engine.slice_report import correct_only, plausibility_report
+    from engine.slice_report import correct_only
+    from metrics.plausibility import best_threshold, threshold_values
 
     label, dataset, split, model = ESNLI_HIGHLIGHTED
     params = metric_params(list(THRESHOLD_KEYS), {k: {"annotator": "majority"} for k in THRESHOLD_KEYS})
@@ -38,32 +39,23 @@ def table3(resources: Resources, limit: int, progress: ProgressFn | None) -> lis
         mlm=resources.mlm(),
         progress=progress,
     )
-    report = plausibility_report(correct_only(evaluation), params, objective="iou")
+    correct = correct_only(evaluation).results  # Pham et al. score the correctly predicted examples only
     rows = []
     for name, method in TABLE3_METHODS.items():
-        tau = report.thresholds[method].best if report and method in report.thresholds else None
+        scored = [r for r in correct if method in r.attributions]
+        pairs = [(r.example, r.attributions[method]) for r in scored]
+        try:
+            tau: float | None = best_threshold(pairs, "iou").best
+        except ValueError:  # no example with a human highlight: nothing to score
+            tau = None
         for key in THRESHOLD_KEYS:
-            vals = at_threshold(evaluation, method, key, tau)
+            values: list[float | None] = [None] * len(evaluation.results)  # the slice's order, for paired checks
+            if tau is not None:
+                for r, v in zip(scored, threshold_values(pairs, tau, key), strict=True):
+                    values[r.position] = v
             shown = f"{label} L2 · {key} · {name}" + (f" (tau {tau:.2f})" if tau is not None else "")
-            rows.append(Row.scored(shown, (key, name), TABLE3[name].get(key), vals, SHARE))
+            rows.append(Row.scored(shown, (key, name), TABLE3[name].get(key), values, SHARE))
     return rows
-
-
-def at_threshold(evaluation, method: str, key: str, tau: float | None) -> list[float | None]:
-    """``key`` of ``method`` at threshold ``tau`` on each example of the slice, in its order (what
-    ``metrics.plausibility.at_threshold`` averages); None where the model's prediction is wrong,
-    the method failed, the example has no highlight, or there is no threshold."""
-    from metrics.plausibility.registered import BY_KEY, ThresholdParams
-
-    params = ThresholdParams(annotator="majority", threshold=tau if tau is not None else 0.5)
-    out: list[float | None] = []
-    for r in evaluation.results:
-        if tau is None or r.example.label != r.predicted or method not in r.attributions:
-            out.append(None)
-            continue
-        result = BY_KEY[key].compute(None, r.example, r.attributions[method], params)
-        out.append(None if "skipped" in result.extras else result.value)
-    return out
 
 
 def check_table3(rows: Sequence[Row]) -> Finding:
