@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.roar.job_data import JobData
 from engine.roar.recipe import Recipe
 from engine.roar.report import command_of
-from engine.roar.unit import JobData
 from experiments.roar.job import RoarJob, Unit
 from experiments.roar.removal import FULL, Level, removed_views
 from experiments.roar.scores import SHARED

@@ -16,7 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from engine.roar.unit import JobData, train_config
+from engine.roar.job_data import JobData
+from engine.roar.unit import train_config
 from experiments.roar.job import Cost
 
 

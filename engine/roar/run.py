@@ -31,8 +31,9 @@ import numpy as np
 
 from core.datasets.files import content_key
 from core.types import Example, ProgressFn
+from engine.roar.job_data import JobData
 from engine.roar.recipe import recipe_of
-from engine.roar.unit import JobData, UnitOutcome, run_unit, step0_cached
+from engine.roar.unit import UnitOutcome, run_unit, step0_cached
 from engine.runs.live import LiveWriter, RunTracker
 from engine.runs.records import NewRun, RunInfo, UnitStats
 from engine.runs.secrets import redact
