@@ -181,7 +181,8 @@ def test_screened_retries_give_the_try_by_try_ascent(linear_clf, toy_example, mo
 
 
 def _substitute(clf, example, words, method="grad_x_input", explainer_params=LOGIT, **overrides):
-    params = make_params("substitution", overrides=overrides)
+    # The search tests take every fill-in; the similarity check has its own test.
+    params = make_params("substitution", overrides={"min_similarity": -1.0, **overrides})
     return substitution_attack(clf, example, method, FakeMLM(words), params, explainer_params=explainer_params)
 
 
@@ -198,6 +199,22 @@ def test_substitution_never_flips_the_class_nor_touches_the_top_words(linear_clf
     assert result.topk_sum_change == pytest.approx(0.0)
     assert result.probability_change == pytest.approx(P_ORIGINAL - 1 / (1 + np.exp(-22.4)), abs=1e-6)
     assert all(index not in result.top_k for index, _, _ in result.substitutions)
+
+
+def test_fill_ins_must_look_like_words_and_be_close_enough_to_the_original(linear_clf):
+    # Toy embeddings: good = (1,0,0,0), great = (3,0,0,0), awful = (0,3,0,0), film and "," zero:
+    # cosine to "good" is 1 for great and 0 for awful and film; "," is punctuation for a word.
+    example = Example(segments=(("it", "was", "good", "."),), id="toy/fills")
+    fills = FakeMLM(["great", "awful", "film", ",", "good"])
+
+    def candidates(min_similarity: float) -> dict[int, list[str]]:
+        params = make_params("substitution", overrides={"min_similarity": min_similarity})
+        return substitution._candidates(linear_clf, fills, example, [2, 3], params)
+
+    assert candidates(-1.0) == {2: ["great", "awful", "film"], 3: ["great", "awful", "film", ",", "good"]}
+    assert candidates(0.5)[2] == ["great"]
+    assert candidates(0.0)[2] == ["great", "awful", "film"]
+    assert make_params("substitution").min_similarity == 0.2
 
 
 def test_a_round_explains_the_drawn_candidates_only(linear_clf, toy_example, monkeypatch):

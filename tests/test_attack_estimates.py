@@ -36,7 +36,7 @@ def test_beam_search_scores_each_state_s_candidates(unit_rates, toy_example):
 
 def test_the_estimate_bounds_a_real_substitution_attack(unit_rates, toy_linear_loaded, toy_example):
     clf = Classifier(toy_linear_loaded)
-    overrides = {"budget": 2, "explained_per_round": 0, "tolerance": 0.5}
+    overrides = {"budget": 2, "explained_per_round": 0, "tolerance": 0.5, "min_similarity": -1.0}
     mlm = FakeMLM(["good", "film", "great", "fun"])
     result = substitution_attack(clf, toy_example, "loo_empty", mlm, make_params("substitution", "paper", overrides))
     made = result.forward_passes + result.backward_passes + result.mlm_forward_passes

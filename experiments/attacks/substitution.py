@@ -8,6 +8,13 @@ explanation's ranking. Each round explains every candidate that keeps the predic
 seeded random draw of ``explained_per_round`` of them (stochastic greedy, Mirzasoleiman et al.
 2015, arXiv:1409.7938; the ``quick`` preset draws 12). Any registered method can be attacked
 this way, perturbation methods at their cost; stochastic explainers get the attack's ``seed``.
+
+A fill-in must look like a word where the original does (letters or digits; no bare punctuation
+for a word) and, as in TextFooler's word-level check (Jin et al. 2020, arXiv:1907.11932), be
+close to the word it replaces: the cosine similarity of the two words' input embeddings in the
+attacked classifier (the mean over subwords) at least ``min_similarity``. Those embeddings keep
+unrelated words and punctuation apart but not antonyms (good/bad are as close as good/great in
+the bundled models), so the kept prediction remains the guard against meaning flips.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 import explainers
 from core.classifier import Classifier, ProgressFn
@@ -52,6 +60,13 @@ class SubstitutionAttackParams:
         max=10_000,
     )
     seed: int = param(0, "seed passed to stochastic explainers and of the candidates drawn each round")
+    min_similarity: float = param(
+        0.2,
+        "smallest cosine similarity between the classifier's input embeddings of a fill-in and of the "
+        "word it replaces (mean over subwords); -1 keeps every fill-in",
+        min=-1.0,
+        max=1.0,
+    )
 
 
 # The quick preset explains 12 drawn candidates per round instead of every one (about 150 for a
@@ -89,19 +104,41 @@ def _substituted(example: Example, substitutions: Sequence[tuple[int, str]]) -> 
     return dataclasses.replace(example, segments=segments)
 
 
-def _candidates(mlm: MaskedLM, example: Example, positions: list[int], n_candidates: int) -> dict[int, list[str]]:
-    """Masked-LM fill-ins per position: whole words only, never the original word or a special
-    token."""
+def _word_vector(clf: Classifier, table: torch.Tensor, word: str) -> torch.Tensor:
+    """The mean input embedding of ``word``'s subwords in the classifier."""
+    return table[list(clf.word_tokens(word))].mean(0)
+
+
+def _candidates(
+    clf: Classifier,
+    mlm: MaskedLM,
+    example: Example,
+    positions: list[int],
+    params: SubstitutionAttackParams,
+) -> dict[int, list[str]]:
+    """Masked-LM fill-ins per position: whole words only, never the original word, a special
+    token, punctuation for a word, or a word less similar to the original than
+    ``min_similarity`` (see module)."""
     specials = set(mlm.tokenizer.all_special_tokens)
+    table = clf.embedding_layer().weight.detach().float()
     out: dict[int, list[str]] = {}
-    for position, (fills, _) in zip(positions, mlm.fill_words(example.segments, positions, k=n_candidates)):
-        original = example.words[position].lower()
+    for position, (fills, _) in zip(positions, mlm.fill_words(example.segments, positions, k=params.n_candidates)):
+        original = example.words[position]
+        wordlike = any(c.isalnum() for c in original)
         words = []
         for fill in fills:
             text = mlm.token_text(fill.token)
-            if fill.token in specials or text.startswith("##") or not text or text.lower() == original or text in words:
+            if fill.token in specials or text.startswith("##") or not text or text.lower() == original.lower():
+                continue
+            if text in words or (wordlike and not any(c.isalnum() for c in text)):
                 continue
             words.append(text)
+        if words and params.min_similarity > -1.0:
+            with torch.no_grad():
+                anchor = _word_vector(clf, table, original)
+                fills_table = torch.stack([_word_vector(clf, table, w) for w in words])
+                cosine = torch.nn.functional.cosine_similarity(fills_table, anchor[None], dim=-1).tolist()
+            words = [w for w, c in zip(words, cosine) if c >= params.min_similarity]
         out[position] = words
     return out
 
@@ -134,7 +171,7 @@ def substitution_attack(
     k = k_for(len(example.words), params.top_fraction)
     top = top_k(original.scores, k)
     positions = [i for i in range(len(example.words)) if i not in set(top.tolist())]
-    candidates = _candidates(mlm, example, positions, params.n_candidates) if positions else {}
+    candidates = _candidates(clf, mlm, example, positions, params) if positions else {}
     draws = np.random.default_rng(params.seed)
 
     def expand(states: list[_State], progress: ProgressFn) -> list[_State]:
