@@ -22,6 +22,8 @@ from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
 SEEDS = range(2**31)  # the seed box's values, which a link may set
+# How the new weights are drawn (experiments.randomization.SCHEMES) and what the page calls them.
+SCHEMES = {"init": "the model's initializer", "shuffle": "each weight tensor shuffled"}
 TOP_K_SHARES = tuple(round(0.05 * i, 2) for i in range(1, 21))  # the top-k slider's values
 
 selection = state.current()
@@ -49,6 +51,27 @@ setting_from_link("sanity.mode", "mode", ["cascading", "independent"], "cascadin
 mode = st.segmented_control("Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session")
 mode = mode or "cascading"
 setting_to_link("mode", mode, "cascading")
+setting_from_link("sanity.scheme", "scheme", list(SCHEMES), "init")
+scheme = st.segmented_control(
+    "New weights", list(SCHEMES), format_func=SCHEMES.get, key="sanity.scheme", persist_state="session",
+    help="The thesis does not say how it re-drew the weights. The initializer draws fresh random values; shuffling "
+    "keeps each tensor's values and destroys where they sit.",
+)  # fmt: skip
+scheme = scheme or "init"
+setting_to_link("scheme", scheme, "init")
+try:
+    every_component = services.randomization_steps(selection.model, mode)[1:]
+except ValueError as error:
+    st.error(plain(str(error)))
+    st.stop()
+components = st.multiselect(
+    "Components randomised (top down)", every_component, default=every_component,
+    key=f"sanity.components.{selection.model}", persist_state="session",
+    help="The thesis's curves cover the transformer blocks; leave out head and embeddings to draw those alone.",
+)  # fmt: skip
+if not components:
+    st.info("Choose at least one component to randomise.")
+    st.stop()
 first, second, third = st.columns(3)
 setting_from_link("sanity.seed", "seed", SEEDS, 0)
 seed = int(
@@ -69,11 +92,7 @@ with st.expander("Method parameters"):
 if not chosen:
     st.info("Choose at least one method.")
     st.stop()
-try:
-    step_names = services.randomization_steps(selection.model, mode)
-except ValueError as error:
-    st.error(plain(str(error)))
-    st.stop()
+step_names = ["original", *[name for name in every_component if name in components]]
 timing = explain_selected(selection, chosen, params)  # one step of the run, timed
 for key, message in timing.errors.items():
     st.error(plain(f"{key}: {message}"))
@@ -85,15 +104,15 @@ st.caption(
     f"({len(chosen)} method(s) take {one_step:.2f} s on this example; × {len(step_names)} steps: "
     f"{', '.join(step_names)}; × {n_examples} example(s))."
 )
-request = [selection.model, chosen, mode, seed, top_k, scope, n_examples, params, repr(selection.example),
-           selection.target, selection.mlm]  # fmt: skip
+request = [selection.model, chosen, mode, scheme, components, seed, top_k, scope, n_examples, params,
+           repr(selection.example), selection.target, selection.mlm]  # fmt: skip
 if not gate("sanity.run", request, "Run the sanity check", memory="sanity.requested"):
     st.stop()
 single = scope != SLICE
 examples = [selection.example] if single else services.slice_examples(selection.dataset, selection.split, n_examples)
 result = run_or_stop(
-    services.randomize, selection.model, examples, chosen, mode=mode, seed=seed,
-    targets=[selection.target] if single and selection.target is not None else None, params=params,
+    services.randomize, selection.model, examples, chosen, mode=mode, seed=seed, scheme=scheme,
+    components=components if components != every_component else None, targets=[selection.target] if single and selection.target is not None else None, params=params,
     top_k_fraction=top_k, mlm_name=selection.mlm,
 )  # fmt: skip
 summary = result.summary()
@@ -110,9 +129,18 @@ if all(len(row.example.words) < 2 for row in result.examples):
         "Rank correlations need at least two words and this text has one: Spearman ρ is n/a (no curve), and the "
         "top-k overlap of one word is 1 at every step. The sign changes and mean |change| still say how its score moved."
     )
-figure = S.curve_figure(result, summary, names, measure)
+pooled = False
+if len(result.examples) > 1 and measure in S.POOLED:
+    pooled = st.toggle(
+        "One correlation over every word of every example", key="sanity.pooled", persist_state="session",
+        help="The thesis's formula pools the words; its text says it averaged per-example correlations (the default).",
+    )  # fmt: skip
+figure = S.curve_figure(result, result.summary(pooled=True) if pooled else summary, names, measure)
 show_figure(figure, key="sanity.curves", name=f"sanity-{mode}-{measure}", config={"displayModeBar": False})
-if len(result.examples) > 1:
+if pooled:
+    words = sum(len(row.example.words) for row in result.examples)
+    st.caption(f"Spearman's ρ over all {words:,} words pooled; error bars: 95% interval (Fisher's z).")
+elif len(result.examples) > 1:
     st.caption("Mean over the examples; error bars: 95% interval (t distribution).")
 
 row_index = 0

@@ -56,15 +56,17 @@ def _per_example(result) -> list[dict[str, Any]]:
     ]
 
 
-def _print_table(result) -> None:
+def _print_table(result, pooled: bool) -> None:
     from core.numbers import fixed
 
     width = max(len(step.name) for step in result.steps)
+    over = "pooled over every word" if pooled else "mean over examples"
     print(
-        f"{result.mode} randomisation, seed {result.seed}, {len(result.examples)} example(s); Spearman of signed scores"
+        f"{result.mode} randomisation ({result.scheme}), seed {result.seed}, {len(result.examples)} example(s); "
+        f"Spearman of signed scores, {over}"
     )
     print(" " * width + "".join(f"  {m[:20]:>20}" for m in result.methods))
-    for step, per_method in zip(result.steps, result.summary()):
+    for step, per_method in zip(result.steps, result.summary(pooled=pooled)):
         cells = []
         for method in result.methods:
             mean = per_method[method]["spearman"][0]
@@ -98,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         methods,
         mode=args.mode,
         seed=args.seed,
+        scheme=args.scheme,
         components=components,
         targets=targets,
         params=params,
@@ -107,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         resources=Resources.saved(),
     )
     if not args.json:
-        _print_table(result)
+        _print_table(result, args.pooled)
         return 0
     payload = {"model": args.model, **result.to_json()}
     if args.text or args.per_example:
@@ -126,6 +129,17 @@ def register(sub) -> None:
     parser.add_argument("--mode", choices=("cascading", "independent"), default="cascading")
     parser.add_argument("--components", help="comma-separated subset, e.g. 'head' or 'head,block 6' (default: all)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of the random weights and of stochastic methods")
+    parser.add_argument(
+        "--scheme",
+        choices=("init", "shuffle"),
+        default="init",
+        help="re-draw with the model's own initializer, or permute each weight tensor",
+    )
+    parser.add_argument(
+        "--pooled",
+        action="store_true",
+        help="the table's Spearman over every word of every example (default: the mean over examples)",
+    )
     parser.add_argument(
         "--top-k", type=float, default=0.2, help="top-k overlap over this fraction of the words (at least 1)"
     )

@@ -39,6 +39,8 @@ def randomize(
     *,
     mode: str,
     seed: int,
+    scheme: str = "init",
+    components: list[str] | None = None,
     targets: list[int] | None = None,
     params: dict[str, dict[str, Any]] | None = None,
     top_k_fraction: float = 0.2,
@@ -46,7 +48,8 @@ def randomize(
     progress: ProgressFn | None = None,
 ) -> _randomization.RandomizationResult:
     """Cascading or independent randomisation of ``model`` (a deep copy per run: the cached
-    model is never touched), every method on every example after each step; cached."""
+    model is never touched) under ``scheme``, of the named ``components`` (all by default),
+    every method on every example after each step; cached."""
     params = {key: dict((params or {}).get(key, {})) for key in method_keys}
     needs_mlm = any(explainers.get(key).needs_mlm for key in method_keys)
     key = (
@@ -55,6 +58,8 @@ def randomize(
         tuple(method_keys),
         mode,
         seed,
+        scheme,
+        None if components is None else tuple(components),
         None if targets is None else tuple(targets),
         store.params_key(params),
         top_k_fraction,
@@ -72,6 +77,8 @@ def randomize(
         method_keys,
         mode=mode,
         seed=seed,
+        scheme=scheme,
+        components=components,
         targets=targets,
         params=params,
         top_k_fraction=top_k_fraction,

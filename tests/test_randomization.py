@@ -107,6 +107,65 @@ def test_random_weights_repeat_with_the_seed() -> None:
     )
 
 
+def test_shuffling_permutes_each_tensor_of_the_named_component_only() -> None:
+    model = toy_bert().model
+    before = _snapshot(model)
+    shuffled = R.randomized_copy(model, ["block 1"], seed=3, scheme="shuffle").state_dict()
+    again = R.randomized_copy(model, ["block 1"], seed=3, scheme="shuffle").state_dict()
+    assert all(torch.equal(before[k], model.state_dict()[k]) for k in before)  # the original is untouched
+    changed = []
+    for name, tensor in before.items():
+        assert torch.equal(shuffled[name], again[name])
+        if name.startswith("bert.encoder.layer.0.") and tensor.numel() > 1 and tensor.unique().numel() > 1:
+            # the same values, in other places
+            assert torch.equal(shuffled[name].flatten().sort().values, tensor.flatten().sort().values)
+            changed.append(not torch.equal(shuffled[name], tensor))
+        elif not name.startswith("bert.encoder.layer.0."):
+            assert torch.equal(shuffled[name], tensor), name
+    assert changed and all(changed)
+    with pytest.raises(ValueError, match=re.escape("scheme 'gaussian' is not one of ('init', 'shuffle')")):
+        R.randomized_copy(model, ["block 1"], seed=3, scheme="gaussian")
+
+
+def test_pooled_correlation_is_spearman_over_the_concatenated_words() -> None:
+    from scipy import stats
+
+    from experiments.randomization.similarity import pooled_correlation
+
+    original = [np.array([0.1, 0.5, -0.2, 0.9]), np.array([1.0, -1.0, 0.3])]
+    randomized = [np.array([0.2, 0.4, -0.1, 0.3]), np.array([-0.5, 0.6, 0.0])]
+    rho, low, high, n = pooled_correlation(original, randomized)
+    expected = stats.spearmanr(np.concatenate(original), np.concatenate(randomized)).statistic
+    assert rho == pytest.approx(expected) and n == 7 and -1 <= low < rho < high <= 1
+    # Fisher's z: tanh(atanh(rho) -+ 1.96 / sqrt(n - 3))
+    assert low == pytest.approx(np.tanh(np.arctanh(rho) - stats.norm.ppf(0.975) / 2.0))
+    absolute = pooled_correlation(original, randomized, absolute=True)[0]
+    expected_abs = stats.spearmanr(np.abs(np.concatenate(original)), np.abs(np.concatenate(randomized))).statistic
+    assert absolute == pytest.approx(expected_abs)
+    assert np.isnan(pooled_correlation([np.array([1.0, 2.0])], [np.array([2.0, 1.0])])[0])  # too few words
+
+
+def test_a_run_reports_its_scheme_and_pooled_correlations(bert_clf: Classifier) -> None:
+    result = R.run_randomization(
+        bert_clf, EXAMPLES[:3], ["grad_x_input"], components=["head", "block 2"], scheme="shuffle", seed=1
+    )
+    payload = result.to_json()
+    assert payload["scheme"] == "shuffle"
+    head = payload["steps"][1]["methods"]["grad_x_input"]
+    original = [row.attributions[0]["grad_x_input"].scores for row in result.examples]
+    randomized = [row.attributions[1]["grad_x_input"].scores for row in result.examples]
+    from experiments.randomization.similarity import pooled_correlation
+
+    assert head["pooled"]["spearman"] == pytest.approx(pooled_correlation(original, randomized)[0])
+    assert head["pooled"]["n_words"] == sum(len(row.example.words) for row in result.examples)
+    assert result.summary(pooled=True)[0]["grad_x_input"]["spearman"][0] == pytest.approx(1.0)
+    # a single example's pooled rho is its own rho
+    one = R.run_randomization(bert_clf, EXAMPLES[:1], ["grad_x_input"], components=["head"], seed=1)
+    assert one.summary(pooled=True)[1]["grad_x_input"]["spearman"][0] == pytest.approx(
+        one.examples[0].similarities[1]["grad_x_input"].spearman
+    )
+
+
 def test_a_copy_without_randomisation_explains_exactly_like_the_original(bert_clf: Classifier) -> None:
     import explainers
 
@@ -230,7 +289,12 @@ def test_cli_over_a_dataset_reports_intervals(toy_bert_folder: str, capsys) -> N
     head = payload["steps"][1]["methods"]["grad_x_input"]
     low, high = head["spearman_ci"]
     assert low <= head["spearman"] <= high and head["n"] == 3
+    assert head["pooled"]["n_words"] > 3
     assert main(["randomize", "--model", toy_bert_folder, "--text", "fun", "--components", "block 7"]) == 2
+    capsys.readouterr()
+    assert main([*argv[:-1], "--scheme", "shuffle", "--pooled"]) == 0
+    table = capsys.readouterr().out
+    assert "cascading randomisation (shuffle)" in table and "pooled over every word" in table
 
 
 def _estimate_caption(app) -> str:
@@ -293,10 +357,16 @@ def test_page_runs_over_the_first_examples_of_a_dataset_slice(toy_bert_folder: s
     app.multiselect(key="sanity.methods").set_value(["grad_x_input"]).run()
     app.radio(key="sanity.scope").set_value("dataset slice").run()
     app.number_input(key="sanity.n_examples").set_value(3).run()
-    assert "× 3 example(s)" in _estimate_caption(app)
+    app.multiselect(key=f"sanity.components.{toy_bert_folder}").set_value(["block 2", "block 1"]).run()
+    app.segmented_control(key="sanity.scheme").set_value("shuffle").run()
+    assert "× 3 steps: original, block 2, block 1; × 3 example(s)" in _estimate_caption(app)
     app.button(key="sanity.run").click().run()
     assert not app.exception and not app.error
-    assert any(c.value.startswith("3 example(s)") for c in app.caption)
+    assert any(c.value.startswith("3 example(s), 3 steps") for c in app.caption)
+    assert app.query_params.get("scheme") in ("shuffle", ["shuffle"])
+    app.toggle(key="sanity.pooled").set_value(True).run()
+    words = sum(len(e.words) for e in load_bundled_examples(split="sst2")[:3])
+    assert any(c.value.startswith(f"Spearman's ρ over all {words} words pooled") for c in app.caption)
 
 
 @pytest.mark.slow  # AppTest imports the whole app

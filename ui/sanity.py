@@ -25,6 +25,8 @@ MEASURES = {
     "sign_change": "share of words changing sign",
     "mean_abs_change": "mean |change| (method's unit)",
 }
+# The rank correlations: drawn on [-1, 1], and the measures that can be pooled over words.
+POOLED = ("spearman", "spearman_abs")
 
 
 def how_to_read() -> None:
@@ -73,7 +75,7 @@ def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Fi
             }
         figure.add_trace(go.Scatter(**trace))
     figure.add_hline(y=0, line_dash="dot", line_color=theme.muted)
-    correlation = measure in ("spearman", "spearman_abs")
+    correlation = measure in POOLED
     figure.update_layout(
         height=380,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},

@@ -13,12 +13,14 @@ A block is a whole transformer layer (self-attention and the MLP after it), as i
 similarity of each step's explanation to the original one is Spearman's rho of the signed and of
 the absolute scores and the top-k overlap; Pham et al. 2022 (Table A5) adds, for the classifier-head
 reset, the share of words whose score changes sign and the mean absolute change. They are
-reported for every step.
+reported for every step, as the mean over examples; the rank correlations also pooled over every
+word of every example (the thesis's formula reads that way, its text says averaged).
 
-Weights are re-initialised with the model's own initializer (``PreTrainedModel._init_weights``)
-on CPU under a forked, seeded generator, so a seed gives the same random weights on every device
-and in both modes (component ``i`` always draws from the seed ``(seed, i)``). Every step works on
-a deep copy: the shared model is never touched.
+By default weights are re-initialised with the model's own initializer
+(``PreTrainedModel._init_weights``) on CPU under a forked, seeded generator; ``scheme="shuffle"``
+permutes each weight tensor instead. A seed gives the same random weights on every device and in
+both modes (component ``i`` always draws from the seed ``(seed, i)``). Every step works on a deep
+copy: the shared model is never touched.
 
 The package is split by job: ``components`` (what is re-initialised, and how), ``similarity``
 (one step's scores against the original ones) and ``runs`` (a run over examples and methods).
@@ -32,6 +34,7 @@ from experiments.randomization.components import (
     HEAD,
     MODES,
     ORIGINAL,
+    SCHEMES,
     Component,
     Step,
     component_seed,
@@ -51,6 +54,7 @@ __all__ = [
     "MEASURES",
     "MODES",
     "ORIGINAL",
+    "SCHEMES",
     "Component",
     "ExampleRandomization",
     "RandomizationResult",

@@ -1,9 +1,10 @@
 """The components of a transformer classifier and their re-initialisation (Adebayo et al. 2018,
 arXiv 1810.03292, as the thesis applies it): head, blocks top-down, embeddings; the
-steps of a cascading or independent run; a deep copy with components re-drawn by the model's own
-initializer under a seeded generator (``randomized_model``: every component, the model
-randomization test). The shared model is never touched. Definitions in
-``experiments.randomization``."""
+steps of a cascading or independent run; a deep copy with components re-drawn under a seeded
+generator (``randomized_model``: every component, the model randomization test). The thesis
+leaves the scheme open: ``init`` re-draws with the model's own initializer (the default),
+``shuffle`` permutes the entries of each weight tensor (its values kept, their places lost).
+The shared model is never touched. Definitions in ``experiments.randomization``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from core.global_rng import seeded_globals
 from core.loaded import LoadedClassifier
 
 MODES = ("cascading", "independent")
+SCHEMES = ("init", "shuffle")
 ORIGINAL = "original"
 HEAD = "head"
 EMBEDDINGS = "embeddings"
@@ -138,9 +140,32 @@ def _clear_init_flags(module: nn.Module) -> None:
 
 
 @torch.no_grad()
-def reinitialize(model: nn.Module, component: Component, seed: int) -> None:
-    """Re-initialise a component of ``model`` IN PLACE with the model's own initializer, on CPU
-    under a forked generator seeded with ``seed``. Only ever call this on a copy."""
+def _shuffle(module: nn.Module, seed: int) -> None:
+    """Permute the entries of each of ``module``'s parameter tensors under a generator seeded
+    with ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    for parameter in module.parameters():
+        flat = parameter.detach().flatten()
+        order = torch.randperm(flat.numel(), generator=generator).to(flat.device)
+        parameter.copy_(flat[order].view_as(parameter))
+
+
+def check_scheme(scheme: str) -> None:
+    """ValueError for a re-initialisation scheme that is not one of ``SCHEMES``."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme {scheme!r} is not one of {SCHEMES}")
+
+
+@torch.no_grad()
+def reinitialize(model: nn.Module, component: Component, seed: int, scheme: str = "init") -> None:
+    """Re-initialise a component of ``model`` IN PLACE under ``seed``: with the model's own
+    initializer on CPU under a forked generator (``init``), or by permuting each weight tensor
+    (``shuffle``). Only ever call this on a copy."""
+    check_scheme(scheme)
+    if scheme == "shuffle":
+        for path in component.modules:
+            _shuffle(model.get_submodule(path), seed)
+        return
     init_weights = getattr(model, "_init_weights", None)
     if init_weights is None:
         raise ValueError(f"{type(model).__name__} has no _init_weights initializer")
@@ -155,7 +180,7 @@ def reinitialize(model: nn.Module, component: Component, seed: int) -> None:
             module.to(device)
 
 
-def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Module:
+def randomized_copy(model: nn.Module, names: Sequence[str], seed: int, scheme: str = "init") -> nn.Module:
     """A deep copy of ``model`` with the named components re-initialised (none: an exact copy)."""
     positions = {c.name: (i, c) for i, c in enumerate(model_components(model))}
     unknown = [n for n in names if n not in positions]
@@ -164,7 +189,7 @@ def randomized_copy(model: nn.Module, names: Sequence[str], seed: int) -> nn.Mod
     copied = copy.deepcopy(model)
     for name in names:
         index, part = positions[name]
-        reinitialize(copied, part, component_seed(seed, index))
+        reinitialize(copied, part, component_seed(seed, index), scheme)
     return copied
 
 

@@ -22,13 +22,14 @@ from core.types import Attribution, Example
 from experiments.randomization.components import (
     ORIGINAL,
     Step,
+    check_scheme,
     component_seed,
     model_components,
     plan,
     randomized_copy,
     reinitialize,
 )
-from experiments.randomization.similarity import MEASURE_BOUNDS, MEASURES, Similarity, similarity
+from experiments.randomization.similarity import MEASURE_BOUNDS, MEASURES, Similarity, pooled_correlation, similarity
 from metrics import agreement
 from metrics.base import mean_interval
 
@@ -58,12 +59,15 @@ class ExampleRandomization:
 
 
 Interval = tuple[float, float, float, int]  # mean, low, high, n
+# The measures ``summary(pooled=True)`` computes over every word of every example.
+POOLED = ("spearman", "spearman_abs")
 
 
 @dataclass(frozen=True)
 class RandomizationResult:
     mode: str
     seed: int
+    scheme: str
     methods: tuple[str, ...]
     steps: tuple[Step, ...]
     examples: tuple[ExampleRandomization, ...]
@@ -72,41 +76,54 @@ class RandomizationResult:
     forward_passes: int
     backward_passes: int
 
-    def summary(self) -> list[dict[str, dict[str, Interval]]]:
-        """Per step, per method, per measure: mean over examples with its 95% interval and n."""
+    def summary(self, pooled: bool = False) -> list[dict[str, dict[str, Interval]]]:
+        """Per step, per method, per measure: mean over examples with its 95% interval and n;
+        ``pooled``: the rank correlations as one over every word of every example instead
+        (``similarity.pooled_correlation``; n counts words)."""
+
+        def value(s: int, method: str, measure: str) -> Interval:
+            if pooled and measure in POOLED:
+                original = [e.attributions[0][method].scores for e in self.examples]
+                randomized = [e.attributions[s][method].scores for e in self.examples]
+                return pooled_correlation(original, randomized, absolute=measure == "spearman_abs")
+            values = [getattr(e.similarities[s][method], measure) for e in self.examples]
+            return mean_interval(values, bounds=MEASURE_BOUNDS[measure])
+
         return [
-            {
-                method: {
-                    measure: mean_interval(
-                        [getattr(e.similarities[s][method], measure) for e in self.examples],
-                        bounds=MEASURE_BOUNDS[measure],
-                    )
-                    for measure in MEASURES
-                }
-                for method in self.methods
-            }
+            {method: {measure: value(s, method, measure) for measure in MEASURES} for method in self.methods}
             for s in range(len(self.steps))
         ]
 
     def to_json(self) -> dict[str, Any]:
         """Per step and method, each measure's mean over the examples (NaN as None), its 95%
         interval as ``<measure>_ci`` when there are several examples, and ``n`` (examples where
-        the correlation is defined)."""
+        the correlation is defined); with several examples also ``pooled``: the rank
+        correlations over every word of every example, their intervals and ``n_words``."""
+        several = len(self.examples) > 1
+        pooled = self.summary(pooled=True) if several else None
         steps = []
-        for step, per_method in zip(self.steps, self.summary()):
+        for s, (step, per_method) in enumerate(zip(self.steps, self.summary())):
             methods = {}
             for method, measures in per_method.items():
                 entry: dict[str, Any] = {}
                 for measure, (mean, low, high, _) in measures.items():
                     entry[measure] = _finite(mean)
-                    if len(self.examples) > 1:
+                    if several:
                         entry[f"{measure}_ci"] = [_finite(low), _finite(high)]
                 entry["n"] = measures["spearman"][3]
+                if pooled is not None:
+                    over_words = pooled[s][method]
+                    entry["pooled"] = {
+                        **{m: _finite(over_words[m][0]) for m in POOLED},
+                        **{f"{m}_ci": [_finite(over_words[m][1]), _finite(over_words[m][2])] for m in POOLED},
+                        "n_words": over_words["spearman"][3],
+                    }
                 methods[method] = entry
             steps.append({"name": step.name, "randomized": list(step.randomized), "methods": methods})
         return {
             "mode": self.mode,
             "seed": self.seed,
+            "scheme": self.scheme,
             "methods": list(self.methods),
             "top_k_fraction": self.top_k_fraction,
             "n_examples": len(self.examples),
@@ -155,6 +172,7 @@ def run_randomization(
     *,
     mode: str = "cascading",
     seed: int = 0,
+    scheme: str = "init",
     components: Sequence[str] | None = None,
     targets: Sequence[int] | None = None,
     params: dict[str, dict[str, Any]] | None = None,
@@ -167,8 +185,9 @@ def run_randomization(
     randomisation step, and compare each step's scores with the original ones.
 
     ``targets`` default to the original model's predicted classes and stay fixed across steps;
-    ``seed`` sets the random weights and every stochastic method's seed; ``components`` selects
-    a subset (all by default), always applied top-down.
+    ``seed`` sets the random weights and every stochastic method's seed, ``scheme`` how they are
+    re-drawn (``components.SCHEMES``); ``components`` selects a subset (all by default), always
+    applied top-down.
     """
     if not examples:
         raise ValueError("give at least one example")
@@ -176,6 +195,7 @@ def run_randomization(
     methods = tuple(explainers.resolve(list(methods)))
     if not methods:
         raise ValueError("give at least one method")
+    check_scheme(scheme)
     steps = plan(clf.model, mode, components)
     params = params or {}
     start = time.perf_counter()
@@ -206,10 +226,10 @@ def run_randomization(
         if mode == "cascading":
             working = copy.deepcopy(clf.model) if working is None else working
             position, part = positions[step.name]
-            reinitialize(working, part, component_seed(seed, position))
+            reinitialize(working, part, component_seed(seed, position), scheme)
             model = working
         else:
-            model = randomized_copy(clf.model, step.randomized, seed)
+            model = randomized_copy(clf.model, step.randomized, seed, scheme)
         step_clf = step_classifier(clf, model, f"randomized: {', '.join(step.randomized)}")
         per_step.append(_explain_all(step_clf, fitted, targets, methods, params, seed, mlm, tick, resources))
         passes[0] += step_clf.forward_passes
@@ -229,6 +249,7 @@ def run_randomization(
     return RandomizationResult(
         mode=mode,
         seed=seed,
+        scheme=scheme,
         methods=methods,
         steps=steps,
         examples=results,

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from metrics import agreement
 
@@ -48,3 +49,21 @@ def similarity(original, scores, top_k_fraction: float = 0.2) -> Similarity:
         sign_change=agreement.sign_change(original, scores),
         mean_abs_change=agreement.mean_abs_change(original, scores),
     )
+
+
+def pooled_correlation(original, randomized, absolute: bool = False) -> tuple[float, float, float, int]:
+    """Spearman's rho over every word of every example at once (each example's original scores
+    against its randomised ones, the pairs pooled; of the absolute scores when ``absolute``),
+    with the 95% interval of Fisher's z for the Pearson correlation of the ranks (SciPy), and the
+    number of words: (rho, low, high, n). NaN where rho is undefined (fewer than 4 words, or
+    constant scores)."""
+    a = np.concatenate([np.asarray(x, dtype=np.float64) for x in original])
+    b = np.concatenate([np.asarray(x, dtype=np.float64) for x in randomized])
+    if absolute:
+        a, b = np.abs(a), np.abs(b)
+    n = len(a)
+    if n < 4 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan, math.nan, math.nan, n
+    result = stats.pearsonr(stats.rankdata(a), stats.rankdata(b))
+    interval = result.confidence_interval(0.95)
+    return float(result.statistic), float(interval.low), float(interval.high), n
