@@ -48,7 +48,7 @@ for paper, group in papers.items():
             )  # fmt: skip
             if chosen != entry.default_limit:
                 shown = services.reproductions.at_slice(entry.name, shown.stored, chosen)
-        payload, current = shown.payload, shown.current
+        payload, current, changed = shown.payload, shown.current, shown.changed
         if shown.warning:
             st.warning(plain(shown.warning))
         st.markdown(f"{R.verdict(payload)} **Claim:** {plain(entry.claim)}")
@@ -62,9 +62,9 @@ for paper, group in papers.items():
         request = {"name": entry.name, "limit": limit}
         if gate(f"reproductions.{entry.name}.run", request, f"Run {entry.name}", container=right, hint=False):
             payload = run_or_stop(services.reproductions.run, entry.name, limit)
-            current = True
+            current, changed = True, ()
         if payload is None:
             R.not_run(services.reproductions.command(entry.name, entry.default_limit))
         else:
-            R.show_result(payload, current, services.reproductions.command(entry.name, payload["limit"]))
+            R.show_result(payload, current, services.reproductions.command(entry.name, payload["limit"]), changed)
             R.show_stored(shown.stored, version, entry.name)

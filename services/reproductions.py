@@ -32,13 +32,15 @@ class ReproductionInfo:
 @dataclass(frozen=True)
 class Shown:
     """One reproduction's stored results (newest first, every slice), the payload shown (None when
-    it never ran), whether the current code computed it, and a one-line warning when the stored
+    it never ran), whether the current code computed it with this machine's models, the models
+    whose weights differ from those it was computed with, and a one-line warning when the stored
     result could not be read (the bundled one is shown instead)."""
 
     stored: list[StoredResult]
     payload: dict[str, Any] | None
     current: bool
     warning: str | None = None
+    changed: tuple[str, ...] = ()
 
 
 def reproductions() -> list[ReproductionInfo]:
@@ -75,14 +77,17 @@ def at_slice(name: str, own: list[StoredResult], limit: int, version: str | None
     warning = None
     if chosen is not None:
         try:
-            return Shown(own, _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat()), current)
+            payload = _payload(str(results_dir()), chosen.run_id, chosen.computed.isoformat())
+            changed = tuple(reproduce.changed_models(payload))
+            return Shown(own, payload, current and not changed, changed=changed)
         except reproduce.UnreadableResult as error:
             warning = str(error)
     payload = reproduce.bundled(name)  # a few kilobytes of JSON: read on each rerun
     if payload is None or payload["limit"] != limit:
         return Shown(own, None, False, warning)
     warning = warning and f"{warning}; showing the result bundled with the app"
-    return Shown(own, payload, payload["code_version"] == version, warning)
+    changed = tuple(reproduce.changed_models(payload))
+    return Shown(own, payload, payload["code_version"] == version and not changed, warning, changed)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -126,6 +126,29 @@ def test_refresh_replaces_and_a_new_code_version_adds(results, monkeypatch):
     assert not current and shown == newer  # the newest of the older versions
 
 
+def test_a_result_computed_with_other_weights_is_computed_again(results, monkeypatch):
+    from engine.reproduce import model_versions
+    from engine.runs.model_identity import model_fingerprint
+
+    def loading(resources, limit, progress):
+        resources._classifiers["minilm-sst2"] = None  # as ``resources.classifier`` records a load
+        return fake_rows(resources, limit, progress)
+
+    monkeypatch.setitem(reproduce.REGISTRY, NAME, dataclasses.replace(reproduce.REGISTRY[NAME], compute=loading))
+    first, _ = reproduce.cached_run(NAME, 3)
+    assert first["model_fingerprints"] == {"minilm-sst2": model_fingerprint("minilm-sst2")}
+    assert reproduce.cached_run(NAME, 3)[1] and reproduce.changed_models(first) == []
+    assert reproduce.changed_models(first | {"model_fingerprints": {"minilm-sst2": "0" * 64}}) == ["minilm-sst2"]
+    # a name that is not a bundled model is never looked up, and counts as changed
+    assert reproduce.changed_models({"model_fingerprints": {"/": "0"}}) == ["/"]
+    assert reproduce.changed_models({}) == []  # recorded before fingerprints were kept
+
+    monkeypatch.setattr(model_versions, "fingerprints", lambda names: {name: "retrained" for name in names})
+    again, was_stored = reproduce.cached_run(NAME, 3)
+    assert not was_stored and again["model_fingerprints"] == {"minilm-sst2": "retrained"}
+    assert len(reproduce.stored_results(NAME)) == 1  # the stale one replaced, not kept beside
+
+
 def test_a_computation_that_raises_mid_way_stores_nothing(results, monkeypatch):
     progress = []
 

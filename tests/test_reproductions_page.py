@@ -233,6 +233,7 @@ def test_the_packaged_results_are_results_of_their_reproductions():
         assert shown["rows"] and all(len(row["key"]) >= 2 and row["n"] >= 1 for row in shown["rows"])
         assert shown["finding"]["holds"] in (True, False, None) and shown["finding"]["reason"]
         assert "/work/" not in path.read_text() and "/home/" not in path.read_text()
+        assert reproduce.changed_models(shown) == [], f"{name} was computed with other model weights"
 
 
 def test_table_exports_as_csv():
@@ -319,6 +320,18 @@ def test_an_unreadable_stored_result_falls_back_to_the_bundled_one(results, no_c
     assert len(warnings) == 2 and all("\n" not in w and "cannot be read (FileNotFoundError)" in w for w in warnings)
     assert sum(w.endswith("; showing the result bundled with the app") for w in warnings) == 1
     assert "**Precomputed, bundled with the app**: 2 examples per split" in "\n".join(m.value for m in app.markdown)
+
+
+def test_a_bundled_result_of_other_model_weights_says_so(results, no_computing, tmp_path):
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    packaged = payload("double-trouble-table3", True, base.code_version(), 8) | {
+        "model_fingerprints": {"minilm-mlm": "0" * 64}
+    }
+    (bundled / "double-trouble-table3.json").write_text(json.dumps(packaged))
+    app = open_page()
+    text = "\n".join(m.value for m in app.markdown).replace("\\", "")
+    assert "with other weights of minilm-mlm than this machine's: run it again to update" in text
 
 
 def test_the_slice_field_starts_at_the_entrys_smallest_slice(results, no_computing):

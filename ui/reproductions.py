@@ -185,8 +185,9 @@ def printed_decimals(payload: dict[str, Any]) -> int:
     return min(max(printed), 4) if printed else 3
 
 
-def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
-    """The table, the finding with its reason, the command and why our numbers may differ."""
+def show_result(payload: dict[str, Any], current: bool, command: str, changed: Sequence[str] = ()) -> None:
+    """The table, the finding with its reason, the command and why our numbers may differ;
+    ``changed``: the models whose weights here differ from those it was computed with."""
     number = st.column_config.NumberColumn(format=f"%.{printed_decimals(payload)}f")
     config = {name: number for name in ("published", "ours", "95% low", "95% high")}
     name = f"reproduction-{payload['name']}-limit{payload['limit']}"
@@ -196,7 +197,11 @@ def show_result(payload: dict[str, Any], current: bool, command: str) -> None:
     finding = payload["finding"]
     st.markdown(f"{verdict(payload)} {plain(finding['reason'])}")
     version = plain(str(payload["code_version"]))
-    stale = "" if current else f" by an earlier version of the code ({version}): run it again to update"
+    if changed:
+        models = ", ".join(plain(name) for name in changed)
+        stale = f" with other weights of {models} than this machine's: run it again to update"
+    else:
+        stale = "" if current else f" by an earlier version of the code ({version}): run it again to update"
     origin = "**Precomputed, bundled with the app**: " if payload.get("bundled") else ""
     st.markdown(
         f"{origin}{payload['limit']} examples per split, {plain(str(payload['runtime_s']))} s, finished "

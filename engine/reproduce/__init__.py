@@ -5,7 +5,9 @@ engine and set beside the published values (``python -m cli reproduce``; no stre
 table, claim, settings (with each metric's convention), one row per published cell (published,
 ours: mean, 95% interval, n, the per-example values), the finding (holds / does not hold /
 undecided, None, where the paired intervals contain 0; with the reason), the reasons
-ours may differ, the run time and when it finished. ``cached_run`` keeps results in the run store
+ours may differ, the run time, when it finished and the fingerprints of the models it loaded
+(``model_versions``: a result computed with other weights than this machine's is stale, and
+``cached_run`` computes it again). ``cached_run`` keeps results in the run store
 under ``$ATTRIBUTION_RESULTS_DIR`` (default ``./results``), one run of kind ``reproduce`` per
 (reproduction, slice, code version), written only once the computation has finished
 (``engine.reproduce.stored``); ``stored_results``, ``pick`` and ``load`` read them without
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import ProgressFn
-from engine.reproduce import double_trouble, mask_papers, recursive_roar, stored
+from engine.reproduce import double_trouble, mask_papers, model_versions, recursive_roar, stored
 from engine.reproduce.base import Finding, Reproduction, Resources, Row, check_limit, code_version, row_json
 from engine.reproduce.stored import StoredResult, UnreadableResult
 from engine.runs.store import RunStore
@@ -40,6 +42,7 @@ __all__ = [
     "UnreadableResult",
     "bundled",
     "cached_run",
+    "changed_models",
     "code_version",
     "get",
     "load",
@@ -65,7 +68,8 @@ def run(name: str, limit: int | None = None, progress: ProgressFn | None = None)
     limit = reproduction.default_limit if limit is None else limit
     check_limit(limit, reproduction)
     start = time.perf_counter()
-    rows = reproduction.compute(Resources(), limit, progress)
+    resources = Resources()
+    rows = reproduction.compute(resources, limit, progress)
     finding = reproduction.check(rows)
     return {
         "name": reproduction.name,
@@ -83,6 +87,7 @@ def run(name: str, limit: int | None = None, progress: ProgressFn | None = None)
         "runtime_s": round(time.perf_counter() - start, 1),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "code_version": code_version(),
+        "model_fingerprints": model_versions.fingerprints(resources.loaded()),
         "computed": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
     }
 
@@ -95,11 +100,11 @@ def cached_run(
     progress: ProgressFn | None = None,
     root: Root = None,
 ) -> tuple[dict[str, Any], bool]:
-    """The stored result of ``name`` at ``limit`` computed by this code version when there is one
-    (and ``refresh`` is off), else ``run``'s payload computed now and kept in the run store,
-    replacing a stored one with the same key; the flag says whether it was stored before. The
-    name and slice are checked before anything is opened or computed; a stored result that cannot
-    be read is computed again."""
+    """The stored result of ``name`` at ``limit`` computed by this code version with this
+    machine's models when there is one (and ``refresh`` is off), else ``run``'s payload computed
+    now and kept in the run store, replacing a stored one with the same key; the flag says whether
+    it was stored before. The name and slice are checked before anything is opened or computed; a
+    stored result that cannot be read is computed again."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
     check_limit(limit, reproduction)
@@ -108,9 +113,11 @@ def cached_run(
         found = [r for r in stored_results(name, root) if r.limit == limit and r.code == version]
         if found:
             try:
-                return load(found[0].run_id, root), True
+                payload = load(found[0].run_id, root)
             except UnreadableResult:
-                pass  # its file is gone or damaged: computed again below, replacing it
+                payload = None  # its file is gone or damaged: computed again below, replacing it
+            if payload is not None and not model_versions.changed(payload):
+                return payload, True
     payload = run(name, limit, progress)
     saved = stored.save(RunStore(root), payload)
     return load(saved.run_id, root), False
@@ -138,6 +145,11 @@ def pick(
     if current:
         return current[0], True
     return (results[0] if results else None), False
+
+
+def changed_models(payload: dict[str, Any]) -> list[str]:
+    """The models whose files differ here from those ``payload`` was computed with."""
+    return model_versions.changed(payload)
 
 
 def load(run_id: str, root: Root = None) -> dict[str, Any]:

@@ -234,6 +234,10 @@ class Resources:
             self._mlm = MaskedLM.load(MLM)
         return self._mlm
 
+    def loaded(self) -> list[str]:
+        """The names of the classifiers and the masked LM loaded so far."""
+        return [*self._classifiers, *([MLM] if self._mlm is not None else [])]
+
 
 def examples(dataset: str, split: str, limit: int):
     """The first ``limit`` examples of a split; at least two, so that an interval exists."""
