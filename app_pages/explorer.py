@@ -16,6 +16,7 @@ from ui.agreement import MEASURE_LABELS, agreement_figure
 from ui.downloads import MISSING, download_row
 from ui.explorer import (
     FILTERS,
+    clicked_position,
     distribution_figure,
     filtered,
     graded,
@@ -120,8 +121,9 @@ show = (
     else None
 )
 shown = filtered(table, show)
+table_key = f"explorer.table.{run_id}.{show or 'all'}"  # a new table, no stale selection, per run and filter
 picked = st.dataframe(
-    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explorer.table", placeholder=MISSING,
+    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key=table_key, placeholder=MISSING,
     column_config={"confidence": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.2f")},
 )  # fmt: skip
 download_row("explorer.table.download", name=f"{run_id}-examples", table=shown)
@@ -130,8 +132,9 @@ positions = list(shown["position"])
 if not positions:
     st.info(f"No example of this run is {show}.")
 else:
-    if picked is not None and picked.selection.rows:
-        st.session_state["explorer.position"] = int(positions[picked.selection.rows[0]])
+    clicked = clicked_position(table_key, picked.selection.rows if picked is not None else [], positions)
+    if clicked is not None:
+        st.session_state["explorer.position"] = clicked
     if st.session_state.get("explorer.position") not in positions:
         st.session_state.pop("explorer.position", None)
     position = st.selectbox(

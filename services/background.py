@@ -15,8 +15,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.runs.store import results_dir
-from services.access import shared_mode
+from engine.runs.store import RunStore, results_dir
+from services.access import check_model, shared_mode
 
 ROOT = Path(__file__).resolve().parents[1]
 STOPPED_CODE = 130  # the exit status of a command stopped by Ctrl-C (``cli.main``)
@@ -60,16 +60,28 @@ def log_name(run_id: str) -> str:
     return f"logs/{run_id}.log"
 
 
-def start_background(run_id: str, command: list[str]) -> None:
+_here = threading.local()  # per script thread (one session's run): the run id its last call started
+
+
+def started_here(run_id: str) -> bool:
+    """Whether this thread's (this session's script run's) last ``start_background`` call
+    started a process for ``run_id``: not when it found that process still starting, nor when
+    the caller started nothing (the run stored already, or written by another process)."""
+    return getattr(_here, "started", None) == run_id
+
+
+def start_background(run_id: str, command: list[str]) -> bool:
     """Start ``command`` in its own session (it outlives the page), its output appended to
-    ``log_path(run_id)``, unless this server's process for ``run_id`` still runs. In shared mode
+    ``log_path(run_id)``, unless this server's process for ``run_id`` still runs (False: nothing
+    started; ``started_here`` says which call started the last process). In shared mode
     ``ValueError`` while another process this server started still runs: visitors share one
     background process at a time; ``ValueError`` naming the folder where the log cannot be written
     (a results folder that is not writable, a full disk)."""
+    _here.started = None
     started = background()
     with started.lock:
         if started.is_running(run_id):  # still starting (not in the catalogue yet): not started twice
-            return
+            return False
         running = started.running() if shared_mode() else []
         if running:
             raise ValueError(
@@ -85,6 +97,8 @@ def start_background(run_id: str, command: list[str]) -> None:
             started.processes[run_id] = subprocess.Popen(
                 command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ}
             )
+    _here.started = run_id
+    return True
 
 
 def is_running(run_id: str) -> bool:
@@ -104,14 +118,25 @@ def stop_background(run_id: str) -> bool:
     return True
 
 
-def resume_background(run_id: str, kind: str) -> None:
+def resume_background(run_id: str, kind: str) -> bool:
     """Continue a stored run (``kind`` "evaluate") or ROAR job ("roar") that is stopped, failed or
     whose process is gone, in a background process with its own settings (``--resume``): it
-    computes only the units not stored yet."""
+    computes only the units not stored yet. In shared mode ``ValueError`` for a run whose model
+    or data file a visitor may not use (the allow-list). Whether a process was started."""
     if kind not in RESUME_COMMANDS:
         raise ValueError(f"a {kind} run is not continued from the app")
+    if shared_mode():
+        from services.data import check_data_file
+
+        store = RunStore(read_only=True)
+        found = store.find(run_id) if store.catalogue_path.exists() else None
+        if found is not None:
+            check_model(found.model)
+            check_data_file(found.dataset)
     command, *options = RESUME_COMMANDS[kind]
-    start_background(run_id, [sys.executable, "-m", "cli", command, "--resume", run_id, *options, "--quiet", "--json"])
+    return start_background(
+        run_id, [sys.executable, "-m", "cli", command, "--resume", run_id, *options, "--quiet", "--json"]
+    )
 
 
 def early_failure(run_id: str, wait_s: float = 0.5, lines: int = 8) -> str | None:

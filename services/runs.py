@@ -218,11 +218,22 @@ def _dataset_class_names(run: RunInfo) -> tuple[str, ...]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _detected_head(model: str) -> str:
-    """The head kind ``model``'s config gives; ``ValueError`` when it cannot be loaded now (an
-    error is not cached, so the next call tries again)."""
-    from services.models import classifier
+    """The head kind ``model``'s config gives, read without its weights (no hub download, no
+    model evicted from the cache); ``ValueError`` when it cannot be read now or the model is not
+    offered (shared mode); an error is not cached, so the next call tries again."""
+    from core.models import config_head_kind, model_config
+    from services.access import check_model
+    from services.models import load_error_message
 
-    return classifier(model).head.kind
+    check_model(model)
+    kind = config_head_kind(model)
+    if kind is None:
+        try:
+            model_config(model)
+        except (OSError, ValueError, KeyError, TypeError) as error:  # why the config cannot be read
+            raise ValueError(load_error_message(model, error)) from None
+        raise ValueError(load_error_message(model, ValueError("its config names no head")))
+    return kind
 
 
 def read_head(model: str) -> tuple[str, str | None]:
@@ -275,12 +286,16 @@ def dataset_index(run: RunInfo, position: int) -> int | None:
 
 def stored_for(stored: tuple[str, int] | None, model: str, dataset: str | None, split: str | None, index: int | None):
     """The stored heatmap ``stored`` = (run id, position) names, when it is the example the sidebar
-    selects (same model, dataset, split and example); None otherwise."""
+    selects (same model, dataset, split and example, explained as the run was: the config's head,
+    the run's autocast, since scores move with the precision); None otherwise."""
+    from core.model_refs import model_ref
+
     if not stored:
         return None
     run_id, position = stored
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
-    if found is None or (found.model, found.dataset, found.split) != (model, dataset, split):
+    ref = None if found is None else model_ref(found.model, None, found.selection.get("autocast"))
+    if found is None or (ref, found.dataset, found.split) != (model, dataset, split):
         return None
     if dataset_index(found, position) != index:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,6 +20,12 @@ from tests.toy import toy_bert, toy_bert_head
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 METHODS = ("loo_empty", "grad_x_input", "random")
+
+
+def run_table(at: AppTest):
+    """The explorer's table of examples (its key names the run and the filter shown)."""
+    [table] = [d for d in at.dataframe if (d.key or "").startswith("explorer.table.")]
+    return table
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +62,7 @@ def test_the_explorer_shows_a_stored_run(stored_run, monkeypatch) -> None:
     run_id, _, results = stored_run
     at = open_explorer(stored_run, monkeypatch)
     assert at.selectbox(key="explorer.run_picker").value == run_id
-    table = at.dataframe(key="explorer.table").value
+    table = run_table(at).value
     assert list(table["position"]) == [0, 1, 2, 3]
     assert {"loo_empty · deletion", "random · comprehensiveness", "disagreement", "correct"} <= set(table.columns)
     stored = RunStore(results, read_only=True).rows(run_id)
@@ -104,6 +111,61 @@ def test_a_row_opens_on_the_heatmap_page_with_the_runs_scores(stored_run, monkey
     assert set(attributions) == set(METHODS)
 
 
+@pytest.mark.slow
+def test_a_row_opens_with_the_runs_head_and_autocast(stored_run, monkeypatch) -> None:
+    """A sidebar under bfloat16 autocast and a head override named a model reference that never
+    matched the run's plain model name: the page recomputed. Stored scores are float32 ones of
+    the config's head, so the opener sets the sidebar to them and the stored scores show."""
+    run_id, model, results = stored_run
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["sidebar.model_path"] = model
+    at.session_state["heatmaps.methods"] = []
+    at.session_state["sidebar.autocast"] = "bfloat16"
+    at.session_state["sidebar.head_type"] = "single_label"
+    at.run()
+    at.switch_page("app_pages/explorer.py").run()
+    at.selectbox(key="explorer.position").set_value(2).run()
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    assert any(f"The scores stored by run `{run_id}`" in info.value for info in at.info), [i.value for i in at.info]
+    assert at.session_state["sidebar.autocast"] == "float32" and at.session_state["sidebar.head_type"] == "config"
+
+
+@pytest.mark.slow
+def test_a_clicked_row_is_applied_once_and_not_to_another_filter(stored_run, monkeypatch) -> None:
+    """Streamlit keeps a table's selection under the same key: a row clicked in the table of all
+    examples was applied on every rerun (the Example box could not change it) and to the rows of
+    a shorter filtered table (IndexError). Clicks are emulated as Streamlit keeps them, per key."""
+    import streamlit as st
+
+    clicks: dict[str, list[int]] = {}
+    real = st.dataframe
+
+    def dataframe(data, *args, key=None, **kwargs):
+        shown = real(data, *args, key=key, **kwargs)
+        if key is None or not str(key).startswith("explorer.table"):
+            return shown
+        return SimpleNamespace(selection=SimpleNamespace(rows=clicks.get(key, []), columns=[]))
+
+    monkeypatch.setattr(st, "dataframe", dataframe)
+    at = open_explorer(stored_run, monkeypatch)
+    table = run_table(at)
+    clicks[table.key] = [3]
+    at.run()
+    assert at.selectbox(key="explorer.position").value == 3
+    at.selectbox(key="explorer.position").set_value(1).run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="explorer.position").value == 1  # the click is not applied again
+    counts = table.value["correct"].value_counts()
+    shorter = "correct" if counts.get(True, 0) < 4 and counts.get(True, 0) else "wrong"
+    at.segmented_control(key="explorer.filter").set_value(shorter).run()
+    assert not at.exception, at.exception
+    positions = list(run_table(at).value["position"])
+    assert 0 < len(positions) < 4
+    assert at.selectbox(key="explorer.position").value in positions
+
+
 @pytest.fixture(scope="module", params=["regression", "multi_label"])
 def head_run(request, tmp_path_factory) -> tuple[str, str, Path, str]:
     """A finished 2-example SST-2 run of a tiny BERT with a regression head (one raw score) or a
@@ -132,7 +194,7 @@ def test_a_regression_or_multi_label_run_is_shown_by_its_head(head_run, monkeypa
     names them, not with the model's labels."""
     *run, head = head_run
     at = open_explorer(tuple(run), monkeypatch)
-    table = at.dataframe(key="explorer.table").value
+    table = run_table(at).value
     assert "correct" not in table.columns and "confidence" not in table.columns
     assert table["predicted"].dtype.kind == ("f" if head == "regression" else "O")  # a score / a label set
     gold = [e.gold_name for e in load_bundled_examples(split="sst2")[:2]]

@@ -22,6 +22,12 @@ from tests.toy import toy_bert, toy_bert_head
 POPEN = subprocess.Popen  # the real one, for the store's own processes while ``started`` fakes the app's
 
 
+def run_table(at: AppTest):
+    """The explorer's table of examples (its key names the run and the filter shown)."""
+    [table] = [d for d in at.dataframe if (d.key or "").startswith("explorer.table.")]
+    return table
+
+
 class Stop(Exception):
     """Raised from a run's progress to stop it after its first unit."""
 
@@ -73,11 +79,11 @@ def test_a_filter_that_leaves_no_example_says_so(model, tmp_path, monkeypatch) -
     """One example, so one of "correct" and "wrong" matches none: the page says so and goes on."""
     stored(toy_spec(model, limit=1), tmp_path)
     at = open_explorer(model, tmp_path, monkeypatch)
-    [correct] = at.dataframe(key="explorer.table").value["correct"]
+    [correct] = run_table(at).value["correct"]
     other = "wrong" if correct else "correct"
     at.segmented_control(key="explorer.filter").set_value(other).run()
     assert not at.exception, at.exception
-    assert at.dataframe(key="explorer.table").value.empty
+    assert run_table(at).value.empty
     assert f"No example of this run is {other}." in [i.value for i in at.info]
     assert not [s for s in at.selectbox if s.key == "explorer.position"]
     assert len(at.get("plotly_chart")) == 3  # the per-run plots and the agreement still show
@@ -87,7 +93,7 @@ def test_a_split_without_gold_labels_offers_no_correct_or_wrong_filter(model, tm
     stored(toy_spec(model, split="test", dataset="sst2"), tmp_path)
     at = open_explorer(model, tmp_path, monkeypatch)
     assert not at.exception, at.exception
-    table = at.dataframe(key="explorer.table").value
+    table = run_table(at).value
     assert list(table["position"]) == [0, 1] and table["correct"].isna().all()
     assert not at.segmented_control
     assert 'data-role="heatmap"' in "".join(h.value for h in at.html)
@@ -111,7 +117,7 @@ def test_rows_committed_between_two_reads_do_not_break_the_page(model, tmp_path,
     monkeypatch.setattr(RunStore, "rows", rows_then_commit)
     at = open_explorer(model, tmp_path / "partial", monkeypatch)
     assert not at.exception, at.exception
-    assert list(at.dataframe(key="explorer.table").value["position"]) == first_unit
+    assert list(run_table(at).value["position"]) == first_unit
     [disputed] = [d.value for d in at.dataframe if "agreement" in d.value.columns]
     assert sorted(disputed["position"]) == first_unit
 
@@ -243,3 +249,17 @@ def test_a_results_folder_that_cannot_be_written_is_said_in_one_line(model, tmp_
     [error] = [e.value for e in at.error]
     assert error.startswith("the job cannot be started: its log cannot be written in ") and "Not a directory" in error
     assert not started
+
+
+def test_a_runs_head_is_read_from_the_config_without_loading_the_model(tmp_path_factory, monkeypatch) -> None:
+    """The head kind loaded the whole classifier (a hub model's weights, another session's cached
+    model evicted): the config alone says it."""
+    from services import models
+
+    folder = toy_folder(tmp_path_factory, "regression")
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(models, "classifier", no_load)
+    assert services.runs.read_head(folder) == ("regression", None)

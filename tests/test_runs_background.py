@@ -47,3 +47,44 @@ def test_a_process_that_stops_at_once_gives_the_end_of_its_log(background, tmp_p
     services.background.background().processes["run-slow"].kill()
     assert services.background.early_failure("run-unknown") is None
     assert (tmp_path / "logs" / "run-fine.log").read_text() == "done\n"
+
+
+def test_a_start_says_whether_it_started_a_process(background, tmp_path, monkeypatch) -> None:
+    """A second visitor's start of the run whose process is still starting started nothing: it was
+    noted as theirs all the same, and got the first visitor's Stop button in shared mode."""
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    assert services.background.start_background("run-slow", slow) is True
+    assert services.background.started_here("run-slow")
+    assert services.background.start_background("run-slow", slow) is False
+    assert not services.background.started_here("run-slow")
+    services.background.stop_background("run-slow")
+
+
+def test_a_shared_server_resumes_no_run_of_a_model_it_does_not_offer(
+    background, toy_bert_folder, tmp_path, monkeypatch
+) -> None:
+    """Resume started ``cli run --resume`` on any stopped run: in shared mode, one of a model
+    outside the allow-list too."""
+    import re
+
+    from engine.runs.executor import execute, open_run
+    from engine.runs.spec import RunSpec
+    from services import access
+
+    store = RunStore(tmp_path)
+    spec = RunSpec(model=toy_bert_folder, dataset="examples", split="sst2", limit=1, methods=("random",),
+                   metrics=("deletion",), seed=0, chunk_size=1)  # fmt: skip
+    run_id = execute(open_run(spec, store), store, executor="serial").info.run_id
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv(access.SHARED_ENV, "1")
+    monkeypatch.delenv(access.MODELS_ENV, raising=False)
+    access.policy.clear()
+    try:
+        refusal = access.policy().refusal(toy_bert_folder)
+        assert refusal is not None
+        with pytest.raises(ValueError, match=re.escape(refusal)):
+            services.background.resume_background(run_id, "evaluate")
+        assert not services.background.is_running(run_id)
+    finally:
+        access.policy.clear()

@@ -95,7 +95,7 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
     columns = st.columns(2)
     for column, label, name, result in zip(columns, "AB", names, (first, second)):
         column.markdown(
-            f"**{label}** = `{name}`  \n" + result_markdown(result.prediction, result.target, selection.threshold)
+            f"**{label}** = {plain(name)}  \n" + result_markdown(result.prediction, result.target, selection.threshold)
         )
     for key, message in second.errors.items():
         st.error(plain(f"{key} (model B): {message}"))

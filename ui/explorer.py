@@ -47,6 +47,20 @@ def filtered(table: pd.DataFrame, show: str | None) -> pd.DataFrame:
     return table if show in (None, "all") else table[table["correct"] == (show == "correct")]
 
 
+def clicked_position(key: str, rows: list[int], positions: list[int]) -> int | None:
+    """The example of the row just clicked in the table ``key`` (``rows``: its selection, indices
+    into ``positions``), or None: a selection is applied once, when it changes (Streamlit keeps it
+    over reruns, which would undo every later pick of the Example box), and one past the end of
+    the table shown (a row of a longer table) is ignored."""
+    now = (key, tuple(rows))
+    if st.session_state.get("explorer.applied") == now:
+        return None
+    st.session_state["explorer.applied"] = now
+    if rows and 0 <= rows[0] < len(positions):
+        return int(positions[rows[0]])
+    return None
+
+
 def stored_example(run_id: str, info, position: int) -> None:
     """A stored example's heatmap with its run's own scores (nothing recomputed) and the button
     that opens it on the heatmap page; ``info`` is the run's catalogue entry."""
@@ -64,8 +78,12 @@ def stored_example(run_id: str, info, position: int) -> None:
 
 
 def _open_on_heatmaps(run_id: str, info, position: int, index: int, methods: list[str]) -> None:
-    """Point the sidebar at the example (a callback: it runs before the widgets of the next run)."""
+    """Point the sidebar at the example, explained as the run explained it (the config's head, the
+    run's autocast), so the page shows the stored scores (a callback: it runs before the widgets of
+    the next run)."""
     sidebar.select_example(info.model, info.dataset, info.split, index)
+    st.session_state["sidebar.head_type"] = "config"  # the sidebar's "from the model's config"
+    st.session_state["sidebar.autocast"] = info.selection.get("autocast") or "float32"  # float32: none
     st.session_state["heatmaps.stored"] = (run_id, position)
     known = {m.key for m in services.methods()}
     st.session_state["heatmaps.methods"] = [m for m in methods if m in known]

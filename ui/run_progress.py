@@ -96,12 +96,13 @@ def _controls(info: Any, noun: str, what: str) -> None:
 def _resume(run_id: str, kind: str, key: str) -> None:
     """The Resume button's callback: the run continued in a background process, or why not."""
     try:
-        services.background.resume_background(run_id, kind)
-    except ValueError as error:  # shared mode: another background process runs
+        started = services.background.resume_background(run_id, kind)
+    except ValueError as error:  # shared mode: another background process runs, a model not offered
         st.session_state[f"{key}.refused"] = str(error)
     else:
         st.session_state.pop(f"{key}.refused", None)
-        remember_started(run_id)
+        if started:  # not while another visitor's process for it is still starting
+            remember_started(run_id)
 
 
 def delete_control(

@@ -218,7 +218,8 @@ def started_note(what: str, run_id: str, follow: str = "") -> None:
     """The line after a background run or ROAR job was asked for: where its log is, or the end of
     the log when the process stopped at once (``services.background.early_failure``); or, when no
     process was started, that the same settings are stored already or written by another process.
-    The session is noted as the one that started it (its Stop button, ``ui.run_progress``)."""
+    The session is noted as the one that started it (its Stop button, ``ui.run_progress``) only
+    when this call started a process (``services.background.started_here``)."""
     found = services.runs.find(run_id)
     if found is not None and found.nothing_to_start and not services.background.is_running(run_id):
         if found.status == "done":
@@ -226,7 +227,8 @@ def started_note(what: str, run_id: str, follow: str = "") -> None:
         else:
             st.info(f"{what} `{run_id}` is being written by another process{follow}: stop it there.")
         return
-    remember_started(run_id)
+    if services.background.started_here(run_id):
+        remember_started(run_id)
     log = services.background.log_name(run_id)
     failure = services.background.early_failure(run_id)
     if failure is None:
