@@ -146,7 +146,10 @@ if attributions:
     )
     name = f"heatmap-{example.id or 'text'}"
     drawn = Heatmap(example.words, example.segment_ids, attributions, example.rationale, subwords, shared_scale)
-    json_export = {method: a.to_json() for method, a in attributions.items()}
+    # each record says which words are the premise and which the hypothesis: a pair's download imports
+    json_export = {
+        method: {**a.to_json(), "segment_ids": list(example.segment_ids)} for method, a in attributions.items()
+    }
     bundle = bundle_data(selection, result, drawn, view)
     download_row("heatmaps.download", name=name, heatmap=drawn, json=json_export, bundle=bundle)
     for attribution in attributions.values():

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import api
@@ -248,3 +249,86 @@ def test_an_attribution_of_another_class_than_the_records_is_refused(record, toy
         refused_by_the_command_line(tmp_path / "x.json", json.dumps(bad).encode(), toy_bert_folder, capsys)
         == f"x.json: not a valid explanation/1 file (ValueError: {said})"
     )
+
+
+def pair_model(toy_bert_folder):
+    """The toy BERT model as a model of sentence pairs (what ``minilm-mnli`` says it reads)."""
+    import dataclasses
+
+    from core.classifier import Classifier
+    from core.loaded import load_classifier
+
+    return Classifier(dataclasses.replace(load_classifier(toy_bert_folder), pair=True))
+
+
+def test_the_heatmap_pages_download_of_a_pair_imports_and_one_without_its_split_says_so(toy_bert_folder, tmp_path):
+    """The page's ``{method: attribution/1}`` download had no segments: a pair model refused it
+    as "classifies sentence pairs: give a premise and a hypothesis", blaming the user."""
+    from engine.runs.executor import read_evaluation
+
+    pair = api.explain(toy_bert_folder, ["a fine film", "it is"], ["random"], seed=0).to_json()
+    page = {m: {**a, "segment_ids": [0, 0, 0, 1, 1]} for m, a in pair["attributions"].items()}  # as the page writes
+    store, options = RunStore(tmp_path), {"model": toy_bert_folder, "metrics": ["deletion"]}
+    clf = pair_model(toy_bert_folder)
+    outcome = import_bytes(json.dumps(page).encode(), "heatmap.json", store, clf=clf, **options)
+    (result,) = read_evaluation(store, outcome.info.run_id)[1].results
+    assert result.example.segments == (("a", "fine", "film"), ("it", "is"))
+    split_lost = {m: {k: v for k, v in a.items() if k != "segment_ids"} for m, a in page.items()}
+    said = (
+        f"old.json: example 'text': {clf.name} classifies sentence pairs, but the file does not say which words are"
+        " the premise and which the hypothesis: import it with a dataset and split (--dataset, --split), or import"
+        " the page's session bundle"
+    )
+    with pytest.raises(ValueError, match=re.escape(said)):
+        import_bytes(json.dumps(split_lost).encode(), "old.json", RunStore(tmp_path / "old"), clf=clf, **options)
+
+
+def test_an_explanations_gold_label_rationales_and_subword_scores_are_imported(toy_bert_folder, tmp_path):
+    """Without a dataset, an explanation/1 record's example was rebuilt from its words (no gold
+    label, no rationales) and its subword scores were dropped."""
+    from engine.runs.executor import read_evaluation
+
+    record = api.explain(toy_bert_folder, TEXT, ["saliency"], seed=0).to_json()
+    record["example"] |= {"label": 1, "rationales": [[0, 1, 1], [0, 1, 0]], "rationale": [0, 1, 1]}
+    store = RunStore(tmp_path)
+    outcome = import_bytes(json.dumps(record).encode(), "gold.json", store, model=toy_bert_folder, metrics=["deletion"])
+    (result,) = read_evaluation(store, outcome.info.run_id)[1].results
+    assert (result.example.label, result.example.rationales) == (1, ((0, 1, 1), (0, 1, 0)))
+    assert result.example.rationale == (0, 1, 1)
+    written, imported = record["attributions"]["saliency"], result.attributions["json.saliency"]
+    assert imported.subwords == tuple(written["subwords"]) and written["subwords"]
+    assert imported.subword_word_ids == tuple(written["subword_word_ids"])
+    np.testing.assert_array_equal(imported.subword_scores, np.float32(written["subword_scores"]))
+
+
+def test_several_explainers_of_one_text_without_ids_are_one_example(toy_bert_folder, tmp_path):
+    """A ferret file of Partition SHAP and LIME on one text (no ids) was stored as two examples of
+    one method each."""
+    from tests.test_imports import FIXTURES, stored
+
+    first, other = json.loads((FIXTURES / "ferret.json").read_text())
+    lime = {**first, "explainer": "LIME"}
+    data = json.dumps([first, lime, other]).encode()
+    outcome = import_bytes(data, "two.json", RunStore(tmp_path), model=toy_bert_folder, metrics=["deletion"])
+    found = stored(RunStore(tmp_path), outcome.info.run_id)
+    assert {k: sorted(v) for k, v in found.items()} == {
+        "import:two/0": ["ferret.lime", "ferret.partition_shap"],
+        "import:two/1": ["ferret.partition_shap"],
+    }
+
+
+def test_a_files_import_hashes_the_bytes_it_read_without_reading_it_again(toy_bert_folder, tmp_path, monkeypatch):
+    import hashlib
+
+    from engine.imports import import_file
+    from tests.test_imports import FIXTURES
+
+    path, file_digest = FIXTURES / "ours.json", hashlib.file_digest
+
+    def read_again(handle, digest):
+        assert Path(handle.name) != path, "the file was read a second time to hash it"
+        return file_digest(handle, digest)
+
+    monkeypatch.setattr(hashlib, "file_digest", read_again)
+    outcome = import_file(path, RunStore(tmp_path), model=toy_bert_folder, metrics=["deletion"])
+    assert outcome.info.selection["import"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()

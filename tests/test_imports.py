@@ -756,3 +756,37 @@ def test_a_refused_upload_creates_no_store(toy_bert_folder, tmp_path, monkeypatc
             b'{"schema": "attribution/1", ', "cut.json", model=toy_bert_folder, dataset=None, split=None
         )
     assert not results.exists()
+
+
+def test_a_nan_in_an_inseq_b64_array_is_refused_by_token_as_in_a_list():
+    """``np.nansum`` made a NaN of a ``b64:`` array a 0, where the same NaN in a list is refused."""
+    import base64
+
+    packed = base64.b64encode(np.float32([[0.5, 0.25], [np.nan, 1.0]]).tobytes()).decode()
+    tokens = [{"token": "a", "id": 5}, {"token": "b", "id": 6}]
+    array = {"__ndarray__": f"b64:{packed}", "dtype": "float32", "shape": [2, 2]}
+    document = {"sequence_attributions": [{"source": tokens, "source_attributions": array}]}
+    said = "nan.json sequence 0: the score of token 1 ('b') at step 0 is nan, not a finite number"
+    assert refused(json.dumps(document).encode(), "nan.json") == said
+
+
+def test_attr_pos_start_zero_is_not_read_as_missing():
+    """``attr_pos_start or n`` took a 0 for a missing value and scored every target token."""
+    document = {
+        "sequence_attributions": [{"target": [{"token": "a"}], "target_attributions": [[0.5]], "attr_pos_start": 0}]
+    }
+    said = "zero.json sequence 0: attr_pos_start 0 leaves no prompt token to score"
+    assert refused(json.dumps(document).encode(), "zero.json", "inseq") == said
+
+
+def test_empty_files_and_our_records_read_as_thermostat_rows_say_what_they_are():
+    """An empty file was "not valid JSON (line 1, column 1: Expecting value)", ``[]`` / ``{}`` "not a
+    known attribution format", and our records in a .jsonl "expected a list of whole numbers"."""
+    assert refused(b"", "empty.json") == "empty.json is empty"
+    assert refused(b" \n", "blank.csv") == "blank.csv is empty"
+    assert refused(b"[]", "list.json") == "list.json holds no attribution"
+    assert refused(b"{ }", "object.json") == "object.json holds no attribution"
+    assert refused(ours() + b"\n", "ours.jsonl") == (
+        "ours.jsonl row 0: a record of schema 'attribution/1', not a Thermostat row (this project's own JSON is read from"
+        " a .json file)"
+    )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from core.progress import count_text
 from core.types import ProgressFn
 from engine.imports.formats import FORMATS, read_bytes, read_file
+from engine.imports.records import read_limited
 from engine.runs.records import NewRun, RunInfo, UnitStats
 
 if TYPE_CHECKING:
@@ -52,9 +53,10 @@ def import_file(path: str | Path, store: RunStore, *, fmt: str | None = None, **
     """Import the file (or Thermostat ``save_to_disk`` folder) at ``path``; ``store`` and
     ``options`` as ``import_bytes``."""
     path = Path(path)
+    if not path.is_dir():  # read once: the digest is of the bytes parsed
+        return import_bytes(read_limited(path), path.name, store, fmt=fmt, **options)
     found, records = read_file(path, fmt)
-    digest = _digest(path)
-    return _store_import(records, store, found, path.name, digest, **options)
+    return _store_import(records, store, found, path.name, _digest(path), **options)
 
 
 def import_bytes(data: bytes, name: str, store: RunStore, *, fmt: str | None = None, **options: Any) -> ImportOutcome:
@@ -68,10 +70,10 @@ def import_bytes(data: bytes, name: str, store: RunStore, *, fmt: str | None = N
     return _store_import(records, store, found, name, hashlib.sha256(data).hexdigest(), **options)
 
 
-def _digest(path: Path) -> str:
+def _digest(folder: Path) -> str:
+    """The SHA-256 of a folder's files, in the order of their paths."""
     digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
         with open(file, "rb") as handle:
             digest.update(hashlib.file_digest(handle, "sha256").digest())
     return digest.hexdigest()
@@ -117,6 +119,12 @@ def _store_import(
     notes = model_notes(records, model, name)
     aligned = align(clf, records, examples, source=f"import:{Path(name).stem}")
     for entry in aligned:  # before anything is stored: an import the model cannot score leaves no run
+        if entry.index is None and clf.loaded.pair is True and not entry.example.is_pair:
+            raise ValueError(
+                f"{name}: example {entry.example.id!r}: {clf.name} classifies sentence pairs, but the file does not"
+                " say which words are the premise and which the hypothesis: import it with a dataset and split"
+                " (--dataset, --split), or import the page's session bundle"
+            )
         try:
             clf.check_example(entry.example)
         except ValueError as error:

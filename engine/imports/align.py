@@ -1,16 +1,19 @@
 """Line imported scores up with the model's words, by the rules our own methods follow.
 
 The example of a record is the dataset example with its id (``idx`` for Thermostat) when a
-dataset is given, else one built from the record: its words (our JSON), its text split with
+dataset is given, else one built from the record: its whole example (our ``explanation/1``, bundle
+or ``explain --json``: gold label and rationales too), its words (our JSON), its text split with
 ``core.datasets.split_words`` (ferret, inseq), or its tokens joined into words (word pieces
 ``##x`` continue a word; ``Ġ``/``▁`` start one; a separator token in the middle starts the
-second segment); a text under an id another text of the file already has gets "<id> (2)". The
-example is then cut to the model's length as every method sees it.
+second segment); a text under an id another text of the file already has gets "<id> (2)", and
+records without an id are one example per text (several explainers of one text: one example).
+The example is then cut to the model's length as every method sees it.
 
 Word scores must be one per word. Token scores must be over exactly the model's own tokens of
 that example (special tokens left out on both sides; ids compared where the file has them, else
 the token strings); a word's score is the sum of its tokens' scores, as for ``grad_x_input`` and
-attention, and the token scores are kept as the attribution's subword scores. Any mismatch is a
+attention, and the token scores are kept as the attribution's subword scores (as are the subword
+scores of our JSON's word scores, where their word ids fit the words). Any mismatch is a
 ``ValueError`` naming the record, the example and the first position that differs.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,11 +52,12 @@ def align(
     source: str = "import",
 ) -> list[Aligned]:
     """The examples of ``records`` in the order they first appear, each with its attributions."""
-    by_id = {example.id: (i, example) for i, example in enumerate(dataset or ())}
+    rows = list(enumerate(dataset or ()))
+    by_id = {example.id: (i, example) for i, example in rows}
     found: dict[object, Aligned] = {}
     for record in records:
-        index, example = _example_of(clf, record, by_id, dataset is not None, source, len(found))
-        key = index if index is not None else (example.id, example.words)
+        index, example = _example_of(clf, record, (rows, by_id) if dataset is not None else None, source, len(found))
+        key = index if index is not None else (record.example_id, example.words)  # no id: the words alone
         if key in found:
             example = replace(example, id=found[key].example.id)
         elif index is None:  # a text of the file's own: its id names it alone
@@ -86,22 +90,26 @@ def _unused_id(example_id: str, used: set[str]) -> str:
 def _example_of(
     clf: Classifier,
     record: Imported,
-    by_id: dict[str, tuple[int, Example]],
-    has_dataset: bool,
+    dataset: tuple[list[tuple[int, Example]], dict[str, tuple[int, Example]]] | None,
     source: str,
     n_found: int,
 ) -> tuple[int | None, Example]:
-    if has_dataset:
+    """(dataset index, example) of ``record``: from ``dataset`` (its rows, and the same by id)
+    where one is given, else (None, the record's own example, words or tokens)."""
+    if dataset is not None:
+        rows, by_id = dataset
         if record.example_id is None:
             raise BadFile(f"{record.where}: no example id to find in the dataset")
         if record.example_id in by_id:
             return by_id[record.example_id]
         position = record.example_id
         if position.isascii() and position.isdigit() and int(position) < len(by_id):  # a row number (Thermostat's idx)
-            return list(by_id.values())[int(position)]
+            return rows[int(position)]
         hint = f" (ids look like {next(iter(by_id))!r}, or a row number below {len(by_id)})" if by_id else ""
         raise BadFile(f"{record.where}: example {record.example_id!r} is not in the dataset split{hint}")
     example_id = record.example_id or f"{source}/{n_found}"
+    if record.example is not None:  # the file's whole example: its gold label and rationales too
+        return None, replace(record.example, id=example_id, dataset=source, split="")
     if record.words is not None:
         return None, Example(segments=record.segments or (record.words,), id=example_id, dataset=source)
     if record.text is not None and record.text.strip():
@@ -160,6 +168,20 @@ def _kept_words(full: Example, fitted: Example) -> list[int]:
     return kept
 
 
+def _kept_subwords(record: Imported, kept: list[int]) -> dict[str, Any]:
+    """The record's subword scores of the ``kept`` words, as ``Attribution`` fields (none where
+    the record has none)."""
+    if not record.subwords:
+        return {}
+    new = {word: i for i, word in enumerate(kept)}
+    rows = [(subword, score, new[word]) for subword, score, word in record.subwords if word in new]
+    return {
+        "subwords": tuple(row[0] for row in rows),
+        "subword_scores": np.asarray([row[1] for row in rows], dtype=np.float32),
+        "subword_word_ids": tuple(row[2] for row in rows),
+    }
+
+
 def _class_index(clf: Classifier, target: int | str, where: str) -> int:
     """The class a record names by index or by label name (``core.datasets.labels.class_index``)."""
     from core.datasets.labels import class_index
@@ -189,10 +211,11 @@ def _attribution(clf: Classifier, record: Imported, full: Example, fitted: Examp
             raise BadFile(
                 f"{record.where}: word {position} is {theirs!r} in the file but {ours!r} in example {full.id!r}"
             )
-        scores = np.asarray(record.scores, dtype=np.float32)
-        if n == len(full.words):
-            scores = scores[_kept_words(full, fitted)]
-        return Attribution(record.method, fitted.id, target, fitted.words, scores, params=params)
+        kept = _kept_words(full, fitted) if n == len(full.words) else list(range(n))
+        scores = np.asarray(record.scores, dtype=np.float32)[kept]
+        return Attribution(
+            record.method, fitted.id, target, fitted.words, scores, params=params, **_kept_subwords(record, kept)
+        )
     tokens, token_scores, word_ids = _token_scores(clf, record, full, fitted)
     words = np.zeros(len(fitted.words), dtype=np.float64)
     np.add.at(words, np.asarray(word_ids, dtype=np.int64), np.asarray(token_scores, dtype=np.float64))

@@ -72,15 +72,20 @@ def summary_record(document: Mapping[str, Any]) -> dict[str, Any]:
     words = document["words"]
     if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
         raise TypeError("words must be a list of strings")
-    segment_ids = document.get("segment_ids")
+    example = Example(segments=segments_of(words, document.get("segment_ids")), id="cli")
+    return {**document, "example": example.to_json()}
+
+
+def segments_of(words: Sequence[str], segment_ids: Any) -> tuple[tuple[str, ...], ...]:
+    """The texts of ``words`` split by ``segment_ids`` (0 for the first text's words, then 1 for
+    the second's; None: one text); a ``ValueError`` where they do not split the words so."""
     segment_ids = [0] * len(words) if segment_ids is None else segment_ids
     if not isinstance(segment_ids, list) or len(segment_ids) != len(words):
         raise ValueError(f"segment_ids must be one per word ({len(words)})")
     if any(isinstance(s, bool) or s not in (0, 1) for s in segment_ids) or segment_ids != sorted(segment_ids):
         raise ValueError("segment_ids must be 0 for the first text's words, then 1 for the second's")
     segments = [tuple(w for w, s in zip(words, segment_ids, strict=True) if s == k) for k in (0, 1)]
-    example = Example(segments=tuple(segments) if segments[1] else (segments[0],), id="cli")
-    return {**document, "example": example.to_json()}
+    return tuple(segments) if segments[1] else (segments[0],)
 
 
 def model_notes(records: Sequence[Imported], model: str, name: str) -> tuple[str, ...]:

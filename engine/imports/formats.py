@@ -2,7 +2,8 @@
 Thermostat in their own modules).
 
 - ``json``: this project's own JSON (docs/attribution-schema.md): one ``attribution/1`` record,
-  a list of them, the heatmap page's ``{method: attribution/1}`` download, an ``explanation/1``
+  a list of them, the heatmap page's ``{method: attribution/1}`` download (each record with the
+  example's ``segment_ids``, which split a pair's words into its two texts), an ``explanation/1``
   (the notebook API; a list of them from ``ExplanationResults.to_json``), the summary
   ``explain --json`` prints, or a session bundle's ``bundle.json`` (or the bundle's zip, whose
   ``bundle.json`` is read as ``engine.bundles`` reads it). Word level.
@@ -32,10 +33,10 @@ import csv
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.bundles import BUNDLE_SCHEMA, EXPLANATION_SCHEMA
-from engine.imports.explanations import checked_example, is_summary
+from engine.imports.explanations import checked_example, is_summary, segments_of
 from engine.imports.inseq import read_inseq
 from engine.imports.records import (
     BadFile,
@@ -51,6 +52,9 @@ from engine.imports.records import (
     strings,
 )
 from engine.imports.thermostat import arrow_rows, json_lines, saved_dataset, thermostat_rows
+
+if TYPE_CHECKING:
+    from core.types import Attribution, Example
 
 FORMATS = ("json", "csv", "ferret", "inseq", "thermostat")
 _T = TypeVar("_T")
@@ -89,6 +93,8 @@ def refused_as_bad_file(name: str, read: Callable[..., _T], *args: Any) -> _T:
 def _read_bytes(data: bytes, name: str, fmt: str | None) -> tuple[str, list[Imported]]:
     if fmt is not None and fmt not in FORMATS:
         raise BadFile(f"unknown import format {fmt!r}; known: {', '.join(FORMATS)}")
+    if not data or data.isspace():
+        raise BadFile(f"{name} is empty")
     if data[:4] == b"PAR1" or data[:6] == b"ARROW1" or data[:4] == b"\xff\xff\xff\xff":
         if fmt not in (None, "thermostat"):
             raise BadFile(f"{name} is a binary table; only the thermostat format is read from one")
@@ -100,6 +106,8 @@ def _read_bytes(data: bytes, name: str, fmt: str | None) -> tuple[str, list[Impo
     if fmt == "thermostat" or (fmt is None and name.lower().endswith(".jsonl")):
         return "thermostat", check_count(thermostat_rows(json_lines(data, name), name), name)
     document = parse_json(data, name)
+    if document == [] or document == {}:
+        raise BadFile(f"{name} holds no attribution")
     found = fmt or detect(document, name)
     return found, check_count(READERS[found](document, name), name)
 
@@ -143,7 +151,7 @@ def detect(document: Any, name: str) -> str:
 def read_ours(document: Any, name: str) -> list[Imported]:
     from core.types import ATTRIBUTION_SCHEMA, Attribution, decode_json
 
-    def attribution(record: Any, where: str, model: Any = None, segments: Segments | None = None) -> Imported:
+    def attribution(record: Any, where: str, model: Any = None, example: Example | None = None) -> Imported:
         if not isinstance(record, dict) or record.get("schema") != ATTRIBUTION_SCHEMA:
             raise BadFile(f"{where}: expected an {ATTRIBUTION_SCHEMA!r} record")
         try:  # the scores as written and finite: Attribution keeps NaN, which an import refuses
@@ -164,8 +172,10 @@ def read_ours(document: Any, name: str) -> list[Imported]:
             where=where,
             example_id=parsed.example_id or None,
             words=parsed.words,
-            segments=segments,
+            segments=example.segments if example is not None else _segments(record, parsed.words, where),
             target=parsed.target,
+            example=example,
+            subwords=_subwords(record, parsed, where),
             extras={"params": record.get("params"), "original_method": parsed.method, "model": model},
         )
 
@@ -175,7 +185,7 @@ def read_ours(document: Any, name: str) -> list[Imported]:
         if not isinstance(found, dict):
             raise BadFile(f"{where}: {record.get('schema')} without an 'attributions' object")
         model = record.get("model")  # the model the file was made with (a note if it is not ours)
-        return [attribution(r, f"{where} attribution {k!r}", model, example.segments) for k, r in found.items()]
+        return [attribution(r, f"{where} attribution {k!r}", model, example) for k, r in found.items()]
 
     def is_whole(record: Any) -> bool:
         return isinstance(record, dict) and (
@@ -198,6 +208,31 @@ def read_ours(document: Any, name: str) -> list[Imported]:
     if schema is None:
         return [attribution(r, f"{name} attribution {k!r}") for k, r in document.items()]
     raise BadFile(f"{name}: unknown schema {schema!r}")
+
+
+def _segments(record: dict, words: tuple[str, ...], where: str) -> Segments | None:
+    """The texts of an ``attribution/1`` record's words where it gives their ``segment_ids`` (the
+    heatmap page's download of a pair), else None."""
+    if record.get("segment_ids") is None:
+        return None
+    try:
+        return segments_of(words, record["segment_ids"])
+    except ValueError as error:
+        raise BadFile(f"{where}: {error}") from None
+
+
+def _subwords(record: dict, parsed: Attribution, where: str) -> tuple[tuple[str, float, int], ...]:
+    """(subword, score, word index) of a record whose ``subword_word_ids`` give each subword's
+    word (one per subword, in order, each a word of the record); none otherwise."""
+    from core.types import decode_json
+
+    ids, found = parsed.subword_word_ids, parsed.subword_scores
+    if found is None or not ids or not len(parsed.subwords) == len(ids) == len(found):
+        return ()
+    if list(ids) != sorted(ids) or ids[0] < 0 or ids[-1] >= len(parsed.words):
+        return ()
+    scores = numbers(decode_json(record["subword_scores"]), f"{where} subword_scores")
+    return tuple(zip(parsed.subwords, scores, ids, strict=True))
 
 
 # ---------------------------------------------------------------------------------- CSV

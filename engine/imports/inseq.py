@@ -79,6 +79,17 @@ def _flat_numbers(data: Any, where: str, depth: int = 0) -> list[float]:
     return [number(data, where)]
 
 
+def _check_finite(scores: np.ndarray, tokens: list[Any], where: str) -> None:
+    """Refuse a score that is not finite (a NaN in a ``b64:`` array), naming its token and step."""
+    bad = np.argwhere(~np.isfinite(scores))
+    if bad.size:
+        token, step = (int(i) for i in bad[0])
+        raise BadFile(
+            f"{where}: the score of token {token} ({tokens[token]!r:.40}) at step {step} is"
+            f" {scores[token, step]}, not a finite number"
+        )
+
+
 def read_inseq(document: Any, name: str) -> list[Imported]:
     plain = _plain(document, name)
     sequences = plain.get("sequence_attributions") if isinstance(plain, dict) else None
@@ -110,13 +121,15 @@ def read_inseq(document: Any, name: str) -> list[Imported]:
         scores = array.reshape(array.shape[0], -1) if array.ndim else array.reshape(1, 1)
         n = scores.shape[0]
         if side == "target":  # a decoder-only model: the prompt tokens before the first attributed step
-            start = whole_number(sequence.get("attr_pos_start") or n, f"{where} attr_pos_start")
-            if start < 0:
-                raise BadFile(f"{where}: attr_pos_start {start} is negative")
+            given = sequence.get("attr_pos_start")
+            start = whole_number(n if given is None else given, f"{where} attr_pos_start")
+            if start < 1:
+                raise BadFile(f"{where}: attr_pos_start {start} leaves no prompt token to score")
             n, words, ids = min(n, start), words[:start], ids[:start]
         if n != len(words):
             raise BadFile(f"{where}: {n} attribution rows for {len(words)} tokens")
-        per_token = np.nansum(scores[:n], axis=1)
+        _check_finite(scores[:n], words, where)
+        per_token = np.sum(scores[:n], axis=1)
         text = texts[i] if i < len(texts) and isinstance(texts[i], str) else None
         out.append(
             Imported(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.types import FLOAT32_MAX
+from core.types import FLOAT32_MAX, Example
 
 MAX_BYTES = 64 * 1024 * 1024  # the largest file read (uploads are capped lower by the app)
 MAX_RECORDS = 100_000
@@ -38,7 +38,9 @@ class Imported:
     ``level`` says what ``scores`` are over: ``word`` (one per word of ``words`` or of the
     matched example) or ``token`` (one per entry of ``tokens`` / ``token_ids``, special tokens
     included where the file has them). ``where`` names the record for error messages; ``segments``
-    the example's texts where the file keeps them apart (a pair's premise and hypothesis)."""
+    the example's texts where the file keeps them apart (a pair's premise and hypothesis);
+    ``example`` the whole example where the file has it (gold label and rationales too);
+    ``subwords`` (string, score, word index) of word scores that keep their subword scores."""
 
     method: str
     scores: tuple[float, ...]
@@ -51,6 +53,8 @@ class Imported:
     tokens: tuple[str, ...] = ()
     token_ids: tuple[int, ...] = ()
     target: int | str | None = None  # a class index, or a label name (a CSV's target column)
+    example: Example | None = None
+    subwords: tuple[tuple[str, float, int], ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -50,6 +50,11 @@ def thermostat_rows(rows: Any, name: str) -> list[Imported]:
         where = f"{name} row {i}"
         if not isinstance(row, dict):
             raise BadFile(f"{where}: expected an object")
+        if "schema" in row:
+            raise BadFile(
+                f"{where}: a record of schema {str(row['schema'])!r:.40}, not a Thermostat row (this project's own JSON"
+                " is read from a .json file)"
+            )
         ids = integers(_as_list(row.get("input_ids")), f"{where} input_ids")
         scores = numbers(_as_list(row.get("attributions")), f"{where} attributions")
         if len(ids) != len(scores):
