@@ -12,6 +12,7 @@ Ctrl-C from cutting a catalogue transaction short.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import secrets
 import shutil
@@ -74,10 +75,16 @@ def write_text_atomic(path: Path, text: str) -> None:
         temporary.write_text(text, encoding="utf-8")
 
 
-def remove_leftovers(folder: Path) -> int:
+def remove_leftovers(folder: Path, name: str | None = None) -> int:
     """Remove the temporaries (files or folders named ``.*.tmp``) that a killed writer left under
-    ``folder`` and return how many; call it only while no other process writes there."""
-    found = [path for path in folder.rglob(f".*{TEMPORARY_SUFFIX}")] if folder.is_dir() else []
+    ``folder`` and return how many; call it only while no other process writes there. With
+    ``name``, only those that ``replaced_atomically`` made for ``folder / name`` go."""
+    if not folder.is_dir():
+        found = []
+    elif name is None:
+        found = list(folder.rglob(f".*{TEMPORARY_SUFFIX}"))
+    else:
+        found = list(folder.glob(f".{glob.escape(name)}.*{TEMPORARY_SUFFIX}"))
     for path in found:
         _remove(path)
     return len(found)

@@ -61,9 +61,15 @@ def _is_adapter(folder: Path) -> bool:
 
 
 def bundled_names() -> list[str]:
+    """The bundled models' names, without hidden folders and ``.tmp`` ones (a killed training's
+    staging folder, ``core.files.replaced_atomically``)."""
     if not BUNDLED_DIR.is_dir():
         return []
-    return sorted(p.name for p in BUNDLED_DIR.iterdir() if _is_adapter(p))
+    return sorted(
+        p.name
+        for p in BUNDLED_DIR.iterdir()
+        if not p.name.startswith(".") and not p.name.endswith(".tmp") and _is_adapter(p)
+    )
 
 
 def bundled_folder(name: str) -> Path | None:

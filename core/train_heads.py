@@ -49,6 +49,8 @@ def train_head(cfg: TrainConfig, data_root: str | None, out: Path) -> dict:
     spec = TASKS[cfg.task]
     train = [r for r in ds.hatexplain_annotations(spec.train_split, data_root) if r[0].words][: cfg.train_limit]
     report = ds.hatexplain_annotations(spec.report_split, data_root)[: cfg.eval_limit]
+    if not train:
+        raise ValueError(f"{cfg.task}: no usable training example in {spec.dataset}/{spec.train_split}")
     labels = [SCORE_LABEL] if cfg.task == "hatexplain-score" else list(ds.HATEXPLAIN_COMMUNITIES)
     info = {
         "architecture": "sequence-classification",
@@ -111,20 +113,22 @@ def _outputs(model, tokenizer, examples, max_length: int, batch_size: int = 64) 
 
 
 def head_figures(task: str, logits: np.ndarray, targets: np.ndarray) -> dict:
-    """Regression: MSE and Pearson r of the score; multi-label: micro and macro F1 of the labels
-    whose sigmoid is at least 0.5 (a label absent from both gold and prediction counts F1 = 1 in
-    the macro average only if it is absent everywhere; here every label occurs in test)."""
+    """Regression: MSE and Pearson r of the score (None when the prediction or the gold is
+    constant: r is undefined there); multi-label: micro and macro F1 of the labels whose sigmoid
+    is at least 0.5 (a label absent from both gold and prediction counts F1 = 1 in the macro
+    average; here every label occurs in test)."""
     if task == "hatexplain-score":
         predicted, gold = logits[:, 0], targets[:, 0]
+        constant = np.ptp(predicted) == 0 or np.ptp(gold) == 0
         return {
             "mse": round(float(np.mean((predicted - gold) ** 2)), 4),
-            "pearson": round(float(np.corrcoef(predicted, gold)[0, 1]), 4),
+            "pearson": None if constant else round(float(np.corrcoef(predicted, gold)[0, 1]), 4),
             "mse_of_mean_baseline": round(float(np.var(gold)), 4),
         }
     chosen = 1 / (1 + np.exp(-logits)) >= 0.5
     gold = targets.astype(bool)
     tp, fp, fn = (chosen & gold).sum(0), (chosen & ~gold).sum(0), (~chosen & gold).sum(0)
-    per_label = 2 * tp / np.maximum(1, 2 * tp + fp + fn)
+    per_label = np.where(tp + fp + fn == 0, 1.0, 2 * tp / np.maximum(1, 2 * tp + fp + fn))
     return {
         "micro_f1": round(float(2 * tp.sum() / max(1, 2 * tp.sum() + fp.sum() + fn.sum())), 4),
         "macro_f1": round(float(per_label.mean()), 4),

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from core.files import replaced_atomically, writable_folder_problem
+from core.files import remove_leftovers, replaced_atomically, writable_folder_problem
+from core.models import BUNDLED_DIR
 from core.train.adapter import (
     ADAPTER_WEIGHTS,
     BASE,
@@ -103,8 +104,9 @@ def run_training(
         bf16=bf16,
     )
     earlier = _earlier_runs(task, init_from)
-    out = out or Path("assets/models") / f"minilm-{task}"
+    out = out or BUNDLED_DIR / f"minilm-{task}"
     _check_writable(out)
+    remove_leftovers(out.parent, out.name)  # an earlier, killed training's staging folder
     with replaced_atomically(out) as staging:
         if task == "mlm":
             figures = train_mlm(cfg, data_root, staging)

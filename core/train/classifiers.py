@@ -23,6 +23,13 @@ def train_classifier(cfg: TrainConfig, data_root: str | None, out: Path) -> dict
     train = ds.load_examples(spec.dataset, spec.train_split, data_root, limit=cfg.train_limit)
     report = ds.load_examples(spec.dataset, spec.report_split, data_root, limit=cfg.eval_limit)
     train = [e for e in train if e.label is not None and e.words]
+    where = f"{spec.dataset}/{spec.train_split}"
+    if not train:
+        raise ValueError(f"{cfg.task}: no labelled training example in {where}")
+    if len({e.label for e in train}) < 2:
+        only, names = train[0].label, train[0].label_names
+        name = names[only] if 0 <= only < len(names) else only
+        raise ValueError(f"{cfg.task}: the training examples in {where} hold only one class, {name!r}")
     info = {
         "architecture": "sequence-classification",
         "task": cfg.task,
