@@ -69,6 +69,7 @@ components = st.multiselect(
     key=f"sanity.components.{selection.model}", persist_state="session",
     help="The thesis's curves cover the transformer blocks; leave out head and embeddings to draw those alone.",
 )  # fmt: skip
+components = [name for name in every_component if name in components]  # top down, whatever the click order
 if not components:
     st.info("Choose at least one component to randomise.")
     st.stop()
@@ -92,7 +93,7 @@ with st.expander("Method parameters"):
 if not chosen:
     st.info("Choose at least one method.")
     st.stop()
-step_names = ["original", *[name for name in every_component if name in components]]
+step_names = ["original", *components]
 timing = explain_selected(selection, chosen, params)  # one step of the run, timed
 for key, message in timing.errors.items():
     st.error(plain(f"{key}: {message}"))
@@ -112,7 +113,7 @@ single = scope != SLICE
 examples = [selection.example] if single else services.slice_examples(selection.dataset, selection.split, n_examples)
 result = run_or_stop(
     services.randomize, selection.model, examples, chosen, mode=mode, seed=seed, scheme=scheme,
-    components=components if components != every_component else None, targets=[selection.target] if single and selection.target is not None else None, params=params,
+    components=components if len(components) < len(every_component) else None, targets=[selection.target] if single and selection.target is not None else None, params=params,
     top_k_fraction=top_k, mlm_name=selection.mlm,
 )  # fmt: skip
 summary = result.summary()

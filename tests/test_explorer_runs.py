@@ -263,3 +263,5 @@ def test_a_runs_head_is_read_from_the_config_without_loading_the_model(tmp_path_
 
     monkeypatch.setattr(models, "classifier", no_load)
     assert services.runs.read_head(folder) == ("regression", None)
+    # a benchmark model has a config built in code, no file: still read without weights
+    assert services.runs.read_head("random:bert-base") == ("single_label", None)

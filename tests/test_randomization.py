@@ -357,7 +357,7 @@ def test_page_runs_over_the_first_examples_of_a_dataset_slice(toy_bert_folder: s
     app.multiselect(key="sanity.methods").set_value(["grad_x_input"]).run()
     app.radio(key="sanity.scope").set_value("dataset slice").run()
     app.number_input(key="sanity.n_examples").set_value(3).run()
-    app.multiselect(key=f"sanity.components.{toy_bert_folder}").set_value(["block 2", "block 1"]).run()
+    app.multiselect(key=f"sanity.components.{toy_bert_folder}").set_value(["block 1", "block 2"]).run()  # run top down
     app.segmented_control(key="sanity.scheme").set_value("shuffle").run()
     assert "× 3 steps: original, block 2, block 1; × 3 example(s)" in _estimate_caption(app)
     app.button(key="sanity.run").click().run()
