@@ -56,7 +56,7 @@ def _per_example(result) -> list[dict[str, Any]]:
     ]
 
 
-def _print_table(result, pooled: bool) -> None:
+def _print_table(result, pooled: bool = False) -> None:
     from core.numbers import fixed
 
     width = max(len(step.name) for step in result.steps)

@@ -231,10 +231,11 @@ def test_the_randomisation_table_prints_a_correlation_that_rounds_to_zero_withou
     result = SimpleNamespace(
         mode="cascading",
         seed=0,
+        scheme="init",
         examples=[object()],
         steps=[SimpleNamespace(name="classifier")],
         methods=("saliency", "lime"),
-        summary=lambda: per_method,
+        summary=lambda pooled=False: per_method,
         runtime_s=1.0,
         forward_passes=2,
         backward_passes=1,
