@@ -76,13 +76,13 @@ def positive_float(text: str) -> float:
 
 
 def seed_int(text: str) -> int:
-    """An argparse type: a random seed (a whole number in [0, 2**32 - 1], as numpy takes)."""
+    """An argparse type: a random seed in [0, 2**31 - 1], as the run store and the app keep it."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"a seed must be in [0, 2**32 - 1], got {value}")
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"a seed must be in [0, 2**31 - 1], got {value}")
     return value
 
 

@@ -77,17 +77,38 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def remove_leftovers(folder: Path, name: str | None = None) -> int:
     """Remove the temporaries (files or folders named ``.*.tmp``) that a killed writer left under
-    ``folder`` and return how many; call it only while no other process writes there. With
-    ``name``, only those that ``replaced_atomically`` made for ``folder / name`` go."""
+    ``folder`` and return how many. With ``name``, only those that ``replaced_atomically`` made
+    for ``folder / name`` go. A temporary whose writer (the process id in its name) still runs
+    is kept: another process may be writing it now."""
     if not folder.is_dir():
         found = []
     elif name is None:
         found = list(folder.rglob(f".*{TEMPORARY_SUFFIX}"))
     else:
         found = list(folder.glob(f".{glob.escape(name)}.*{TEMPORARY_SUFFIX}"))
-    for path in found:
+    left = [path for path in found if not _writer_runs(path)]
+    for path in left:
         _remove(path)
-    return len(found)
+    return len(left)
+
+
+def _writer_runs(temporary: Path) -> bool:
+    """Whether the process named in a ``replaced_atomically`` temporary
+    (``.<name>.<pid>.<hex>.tmp``) runs now, this one included."""
+    parts = temporary.name.removesuffix(TEMPORARY_SUFFIX).split(".")
+    try:
+        pid = int(parts[-2])
+    except (IndexError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's process
+        return True
+    except (ProcessLookupError, OverflowError):  # no process has that number
+        return False
+    return True
 
 
 def writable_folder_problem(folder: Path) -> str | None:

@@ -62,10 +62,13 @@ class MaskedLM:
         hidden = getattr(self.model, self.model.base_model_prefix)(**enc).last_hidden_state
         return head(hidden[where])
 
-    def _chunks(self, rows: Sequence[Sequence[Sequence[str]]], batch_size: int) -> Iterator[tuple[int, dict]]:
-        """(first row, tokenized chunk) over rows of one or two segments of words: at most
-        ``batch_size`` rows, fewer for long texts (``core.devices.chunk_rows``). A row whose
-        mask tokens the model's length cut off is refused: its fill-ins would go missing."""
+    def _chunks(
+        self, rows: Sequence[Sequence[Sequence[str]]], batch_size: int
+    ) -> Iterator[tuple[int, dict, list[int]]]:
+        """(first row, tokenized chunk, mask tokens per row) over rows of one or two segments of
+        words: at most ``batch_size`` rows, fewer for long texts (``core.devices.chunk_rows``). A
+        row whose mask tokens the model's length cut off is refused: its fill-ins would go
+        missing."""
         start, size = 0, batch_size
         while start < len(rows):
             chunk = rows[start : start + size]
@@ -83,7 +86,7 @@ class MaskedLM:
             expected = [sum(w == self.tokenizer.mask_token for segment in row for w in segment) for row in chunk[:n]]
             if counts != expected:
                 raise ValueError(f"{self.name}: masks lost to truncation ({counts} of {expected} per row)")
-            yield start, {key: value[:n] for key, value in enc.items()}
+            yield start, {key: value[:n] for key, value in enc.items()}, counts
             start, size = start + n, n if n < len(chunk) else batch_size  # tokenize no more rows than fit next time
 
     @torch.inference_mode()
@@ -106,7 +109,7 @@ class MaskedLM:
             masked[position] = self.tokenizer.mask_token
             rows.append(masked)
         pieces = [(r[:split], r[split:]) if len(segments) == 2 else (r,) for r in rows]
-        for start, enc in self._chunks(pieces, batch_size):
+        for start, enc, _ in self._chunks(pieces, batch_size):
             enc = {key: value.to(self.device) for key, value in enc.items()}
             probs = torch.softmax(self._mask_logits(enc).float(), dim=-1)  # (rows, vocab), one mask per row
             top = probs.topk(k, dim=-1)
@@ -125,8 +128,7 @@ class MaskedLM:
         one pass per row (LIME with masked-LM fill-ins). A row is one or two segments of words in
         which some words are this model's mask token."""
         results: list[list[Fill]] = []
-        for _, enc in self._chunks(rows, batch_size):
-            counts = (enc["input_ids"] == self.tokenizer.mask_token_id).sum(dim=1).tolist()
+        for _, enc, counts in self._chunks(rows, batch_size):
             enc = {key: value.to(self.device) for key, value in enc.items()}
             best = torch.softmax(self._mask_logits(enc).float(), dim=-1).max(dim=-1)  # (masks in the chunk,)
             ids = best.indices.tolist()

@@ -343,22 +343,28 @@ def config_label_names(name_or_path: str) -> tuple[str, ...] | None:
         return None
 
 
-def config_head_kind(name_or_path: str) -> str | None:
+def read_head_kind(name_or_path: str) -> str:
     """The head kind (``core.heads``: single_label, multi_label, regression) a classifier's
-    ``task.json`` (adapters) or ``config.json`` gives, before any weights; None where it cannot be
-    read. A dataset run explains that head, so this says what a stored run's outputs are."""
+    ``task.json`` (adapters) or config (``model_config``) gives, before any weights. A dataset
+    run explains that head, so this says what a stored run's outputs are. Raises ``OSError``,
+    ``ValueError``, ``KeyError`` or ``TypeError`` where the config cannot be read."""
     from types import SimpleNamespace
 
     from core.heads import detect_head
 
     folder = delta_folder(name_or_path)
+    if folder is not None:
+        task = read_task(folder)
+        config: object = SimpleNamespace(num_labels=len(task["label_names"]), problem_type=task.get("problem_type"))
+    else:
+        config = model_config(name_or_path)
+    return detect_head(config, name=name_or_path).kind
+
+
+def config_head_kind(name_or_path: str) -> str | None:
+    """``read_head_kind``, or None where the config cannot be read now."""
     try:
-        if folder is not None:
-            task = read_task(folder)
-            config: object = SimpleNamespace(num_labels=len(task["label_names"]), problem_type=task.get("problem_type"))
-        else:
-            config = _hub_config(name_or_path)
-        return detect_head(config, name=name_or_path).kind
+        return read_head_kind(name_or_path)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

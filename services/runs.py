@@ -221,17 +221,13 @@ def _detected_head(model: str) -> str:
     """The head kind ``model``'s config gives, read without its weights (no hub download, no
     model evicted from the cache); ``ValueError`` when it cannot be read now or the model is not
     offered (shared mode); an error is not cached, so the next call tries again."""
-    from core.heads import detect_head
-    from core.models import config_head_kind, model_config
+    from core.models import read_head_kind
     from services.access import check_model
     from services.models import load_error_message
 
     check_model(model)
-    kind = config_head_kind(model)
-    if kind is not None:
-        return kind
-    try:  # a benchmark model (random:<size>) has a config but no file to read it from
-        return detect_head(model_config(model), name=model).kind
+    try:
+        return read_head_kind(model)
     except (OSError, ValueError, KeyError, TypeError) as error:  # why the config cannot be read
         raise ValueError(load_error_message(model, error)) from None
 

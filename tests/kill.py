@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+DEAD_PID = int(Path("/proc/sys/kernel/pid_max").read_text())  # process ids stay below it: no process has it
+
 
 def kill_once_done(
     process: subprocess.Popen,

@@ -215,6 +215,14 @@ def test_fill_ins_must_look_like_words_and_be_close_enough_to_the_original(linea
     assert candidates(0.5)[2] == ["great"]
     assert candidates(0.0)[2] == ["great", "awful", "film"]
     assert make_params("substitution").min_similarity == 0.2
+    # A word the tokenizer drops (here a no-break space; BERT's also drops control characters)
+    # has no embedding to compare with.
+    dropped = Example(segments=(("it", "was", "\xa0"),), id="toy/dropped")
+    params = make_params("substitution", overrides={"min_similarity": 0.5})
+    assert linear_clf.word_tokens("\xa0") == ()
+    assert substitution._candidates(linear_clf, fills, dropped, [2], params) == {
+        2: ["great", "awful", "film", ",", "good"]
+    }
 
 
 def test_a_round_explains_the_drawn_candidates_only(linear_clf, toy_example, monkeypatch):

@@ -126,6 +126,7 @@ def test_the_head_of_a_stored_run_comes_from_the_models_config():
     kinds = [config_head_kind(m) for m in ("minilm-sst2", "minilm-hatexplain-score", "minilm-hatexplain-targets")]
     assert kinds == ["single_label", "regression", "multi_label"]
     assert config_head_kind("no/such-model-anywhere") is None
+    assert config_head_kind("random:minilm") == "single_label"  # a benchmark model: a config, no file
 
 
 def test_a_notebooks_numbers_and_a_repeated_method_are_the_same_run(toy_bert_folder, tmp_path):

@@ -3,11 +3,13 @@ before long work: the command line's ``--export`` and ``train --out``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from core.files import remove_leftovers, replaced_atomically, writable_folder_problem, write_text_atomic
+from tests.kill import DEAD_PID
 
 
 def names(folder: Path) -> list[str]:
@@ -41,13 +43,15 @@ def test_a_folder_replaces_a_full_one_and_a_failed_one_leaves_it(tmp_path):
 
 
 def test_leftovers_are_removed_and_nothing_else(tmp_path):
-    (tmp_path / "models" / ".unit-00001.7.ab.tmp").mkdir(parents=True)
-    (tmp_path / "models" / ".unit-00001.7.ab.tmp" / "weights").write_text("x")
-    (tmp_path / ".unit-00002.parquet.7.ab.tmp").write_text("x")
-    for kept in ("unit-00001.parquet", "notes.tmp", ".hidden"):
+    dead = DEAD_PID
+    (tmp_path / "models" / f".unit-00001.{dead}.ab.tmp").mkdir(parents=True)
+    (tmp_path / "models" / f".unit-00001.{dead}.ab.tmp" / "weights").write_text("x")
+    (tmp_path / f".unit-00002.parquet.{dead}.ab.tmp").write_text("x")
+    writing = f".unit-00003.parquet.{os.getpid()}.ab.tmp"  # a live writer's temporary stays
+    for kept in ("unit-00001.parquet", "notes.tmp", ".hidden", writing):
         (tmp_path / kept).write_text("x")
     assert remove_leftovers(tmp_path) == 2
-    assert names(tmp_path) == [".hidden", "models", "notes.tmp", "unit-00001.parquet"]
+    assert names(tmp_path) == [".hidden", writing, "models", "notes.tmp", "unit-00001.parquet"]
     assert names(tmp_path / "models") == []
     assert remove_leftovers(tmp_path / "absent") == 0
 

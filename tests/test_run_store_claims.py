@@ -15,6 +15,7 @@ import pytest
 from engine.runs.executor import execute, open_run, resume_spec
 from engine.runs.spec import RunSpec
 from engine.runs.store import RunStore
+from tests.kill import DEAD_PID
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIM = """
@@ -91,7 +92,10 @@ def test_claim_takes_a_dead_writers_run_and_leaves_a_done_run_alone(stopped_run)
     assert (dead["status"], dead["writer_gone"]) == ("killed", True)  # it said "running", the text "killed"
     folder = store.root / "runs" / run_id
     (folder / "models").mkdir(parents=True, exist_ok=True)
-    left = [folder / ".unit-00001.parquet.4242.0a1b2c3d.tmp", folder / "models" / ".unit-00002.4242.0a1b2c3d.tmp"]
+    left = [
+        folder / f".unit-00001.parquet.{DEAD_PID}.0a1b2c3d.tmp",
+        folder / "models" / f".unit-00002.{DEAD_PID}.0a1b2c3d.tmp",
+    ]
     left[0].write_bytes(b"PAR1 half a file")
     left[1].mkdir()  # a half-saved ROAR model folder
     kept = sorted(p.name for p in folder.rglob("*") if not p.name.endswith(".tmp"))

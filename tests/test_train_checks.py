@@ -4,6 +4,7 @@ staging folder, and the benchmark's one throughput measurement per sequence shap
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from core.types import Example
+from tests.kill import DEAD_PID
 
 
 def _adapter(folder: Path) -> None:
@@ -34,7 +36,8 @@ def test_training_defaults_to_the_bundled_folder_and_clears_its_task_s_leftovers
 
     models = tmp_path / "models"
     models.mkdir()
-    for name in (".minilm-sst2.123.abcd1234.tmp", ".minilm-esnli.123.abcd1234.tmp"):
+    running = f".minilm-sst2.{os.getpid()}.abcd1234.tmp"  # a training of the same task still running
+    for name in (f".minilm-sst2.{DEAD_PID}.abcd1234.tmp", f".minilm-esnli.{DEAD_PID}.abcd1234.tmp", running):
         _adapter(models / name)
     staged: list[Path] = []
 
@@ -48,8 +51,12 @@ def test_training_defaults_to_the_bundled_folder_and_clears_its_task_s_leftovers
     monkeypatch.chdir(tmp_path)  # not the folder the default is relative to any more
     train.run_training("sst2", None, None, steps=1, seed=0)
     assert staged[0].parent == models
-    # The other task's leftover may belong to a training still running: it stays.
-    assert sorted(p.name for p in models.iterdir()) == [".minilm-esnli.123.abcd1234.tmp", "minilm-sst2"]
+    # The other task's leftover may belong to a training still running, and so may a live one: they stay.
+    assert sorted(p.name for p in models.iterdir()) == [
+        f".minilm-esnli.{DEAD_PID}.abcd1234.tmp",
+        running,
+        "minilm-sst2",
+    ]
     assert not (tmp_path / "assets").exists()
 
 

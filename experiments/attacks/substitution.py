@@ -14,7 +14,8 @@ for a word) and, as in TextFooler's word-level check (Jin et al. 2020, arXiv:190
 close to the word it replaces: the cosine similarity of the two words' input embeddings in the
 attacked classifier (the mean over subwords) at least ``min_similarity``. Those embeddings keep
 unrelated words and punctuation apart but not antonyms (good/bad are as close as good/great in
-the bundled models), so the kept prediction remains the guard against meaning flips.
+the bundled models), so the kept prediction remains the guard against meaning flips. A word the
+tokenizer drops entirely (a control character, say) has no embedding: its fill-ins go unfiltered.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def _candidates(
             if text in words or (wordlike and not any(c.isalnum() for c in text)):
                 continue
             words.append(text)
-        if words and params.min_similarity > -1.0:
+        if words and params.min_similarity > -1.0 and clf.word_tokens(original):
             with torch.no_grad():
                 anchor = _word_vector(clf, table, original)
                 fills_table = torch.stack([_word_vector(clf, table, w) for w in words])
