@@ -29,11 +29,17 @@ def read_examples(
     """The first ``limit`` examples (all when None) of a named dataset's ``split`` (a data file's,
     ``file:PATH``, every row when None), of a ``datasets.Dataset``, a DataFrame or a mapping of
     columns (``columns``: its text, text pair and label columns, as ``examples_from_dataset`` reads
-    them; one without a column of the default label name is unlabelled) or of a list of texts,
-    pairs and ``Example``s; a bad argument or no example at all is refused (``ValueError``)."""
+    them; one without a column of the default label name is unlabelled; a dataset name reads its
+    own columns, so naming others is refused) or of a list of texts, pairs and ``Example``s; a bad
+    argument or no example at all is refused (``ValueError``)."""
     if limit is not None and not is_count(limit):
         raise ValueError(f"limit must be a whole number of 1 or more (or None for every example), got {limit!r}")
     if isinstance(dataset, str):
+        if columns != ("text", None, DEFAULT_LABEL_COLUMN):
+            raise ValueError(
+                f"text_column, text_pair_column and label_column are for a Dataset or DataFrame; the dataset "
+                f"{dataset!r} names its own columns (a data file's: see core.datasets.files)"
+            )
         split = FILE_SPLIT if split is None and dataset.startswith(FILE_PREFIX) else split  # a data file's every row
         if split is None:
             raise ValueError(f"give split= with the dataset name {dataset!r}")

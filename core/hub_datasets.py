@@ -316,16 +316,17 @@ def hub_split(name: str, split: str) -> str:
     return chosen
 
 
-_FILE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+def _builder_for(data_files: str | Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The ``datasets`` builder and its options for local copies of a hub dataset: those of a
+    data file of one's own (``core.datasets.files.BUILDERS``), by the first file's suffix."""
+    from core.datasets.files import BUILDERS
 
-
-def _builder_for(data_files: str | Sequence[str]) -> str:
     first = data_files if isinstance(data_files, str) else data_files[0]
     suffix = re.search(r"\.[A-Za-z]+$", str(first))
-    builder = _FILE_BUILDERS.get(suffix.group(0).lower() if suffix else "")
-    if builder is None:
-        raise ValueError(f"cannot tell the format of {first}: use .csv, .json, .jsonl or .parquet")
-    return builder
+    found = BUILDERS.get(suffix.group(0).lower() if suffix else "")
+    if found is None:
+        raise ValueError(f"cannot tell the format of {first}: use one of {', '.join(BUILDERS)}")
+    return found
 
 
 def load_hub_rows(
@@ -347,10 +348,8 @@ def load_hub_rows(
             if isinstance(data_files, (str, bytes)) or not isinstance(data_files, Sequence)
             else [str(f) for f in data_files]
         )
-        builder = _builder_for(files)
-        kwargs = source.csv_kwargs if builder == "csv" else {}
-        if str(files[0]).endswith(".tsv"):
-            kwargs = {**kwargs, "delimiter": "\t"}
+        builder, options = _builder_for(files)
+        kwargs = {**options, **source.csv_kwargs} if builder == "csv" else options
         return datasets.load_dataset(builder, data_files={chosen: files}, split=wanted, cache_dir=cache_dir, **kwargs)
     attempts = source.attempts or (_esnli_csv_attempt(chosen),)
     errors = []

@@ -271,11 +271,15 @@ def _window(span: Any, n_words: int) -> tuple[int, int]:
 
 def _attribution(method: str, record: Any, n_words: int) -> Attribution:
     """The bundle's ``method`` attribution, its errors named by the method; each subword belongs to
-    one of the example's ``n_words`` words."""
+    one of the example's ``n_words`` words, with one word id and one score where those are given."""
     try:
         attribution = Attribution.from_json(record)
     except ValueError as error:
         raise ValueError(f"{method}: {error}") from None
+    subwords = attribution.subwords, attribution.subword_word_ids, attribution.subword_scores
+    lengths = [len(part) for part in subwords if part is not None and len(part)]
+    if len(set(lengths)) > 1:  # the subword view draws each subword's score over its word
+        raise ValueError(f"{method}: subwords, subword_word_ids and subword_scores differ in length ({lengths})")
     outside = next((i for i in attribution.subword_word_ids if not 0 <= i < n_words), None)
     if outside is not None:
         raise ValueError(f"{method}: subword_word_ids must be word positions 0 to {n_words - 1}, got {outside}")

@@ -99,12 +99,16 @@ def kept_uploads(mine: Collection[str]) -> list[KeptUpload]:
     """The uploaded data files kept in the results folder, newest first; on a shared server only
     those whose bytes the session counts as its own (``mine``)."""
     folder = results_dir().absolute() / UPLOADS
-    names = [FILE_PREFIX + str(path) for path in folder.glob("*/*") if path.is_file()]
+    # an upload being written (or one a killed writer left) has a hidden temporary name
+    names = [FILE_PREFIX + str(path) for path in folder.glob("*/[!.]*") if path.is_file()]
     names = [name for name, hidden in zip(names, hidden_uploads(names, mine), strict=True) if not hidden]
     runs = _runs_per_dataset(*RunStore(read_only=True).cache_key()) if names else {}
     kept = []
     for name in names:
-        stat = Path(name.removeprefix(FILE_PREFIX)).stat()
+        try:
+            stat = Path(name.removeprefix(FILE_PREFIX)).stat()
+        except FileNotFoundError:  # deleted by another session since the listing
+            continue
         kept.append(KeptUpload(name, stat.st_size, stat.st_mtime, runs.get(name, 0)))
     return sorted(kept, key=lambda upload: upload.saved, reverse=True)
 

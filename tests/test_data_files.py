@@ -7,6 +7,7 @@ splits, which a remove-and-retrain job trains and scores on."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -74,6 +75,7 @@ def test_a_pair_file_reads_premise_and_hypothesis(tmp_path):
         ("columns.csv", "body,label\ngood,1\n", "has no text column: name one of text, sentence"),
         ("fraction.csv", "text,label\ngood,0.5\n", "label 0.5 of row 0 in 'label' is not a class index"),
         ("empty.csv", "text,label\ngood,1\n,0\n", "row 1 has no text in 'text'"),
+        ("header.csv", "text,label\n", "cannot read .*header.csv as a csv file: it has no rows"),
         ("broken.jsonl", '{"text": "good"\n', "cannot read .*broken.jsonl as a jsonl file: JSON parse error"),
         ("quote.csv", 'text,label\n"unclosed,1\nok,0\n', "as a csv file: Error tokenizing data. .* EOF inside string"),
     ],
@@ -491,3 +493,48 @@ def test_a_one_row_split_has_no_slice_scope(tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     assert any("has one example: it is run as this example" in i.value for i in at.info)
     assert not [n for n in at.number_input if n.key == "sanity.n_examples"]
+
+
+def test_cells_keep_what_they_say_and_parquet_keeps_its_class_names(tmp_path):
+    """A CSV's "None", "NA" or "null" is text, not a missing cell; true/false labels are the
+    classes false, true; a digit Python reads but ``int`` does not is a class name; a
+    Parquet file's ClassLabel names number its classes as the CSV and the API read them."""
+    import datasets
+
+    import api
+
+    words = tmp_path / "words.csv"
+    words.write_text("text,label\nNA,None\nnull,NA\nfine,None\n")
+    examples = load_examples(f"file:{words}", "all")
+    assert [e.words for e in examples] == [("NA",), ("null",), ("fine",)]
+    assert [e.label for e in examples] == [1, 0, 1] and examples[0].label_names == ("NA", "None")
+    flags = tmp_path / "flags.csv"
+    flags.write_text("text,label\ngood,true\nbad,false\nmeh,\n")
+    examples = load_examples(f"file:{flags}", "all")
+    assert [e.label for e in examples] == [1, 0, None] and examples[0].label_names == ("false", "true")
+    squared = tmp_path / "squared.csv"
+    squared.write_text("text,label\ngood,\u00b2\n")
+    [squared_example] = load_examples(f"file:{squared}", "all")  # a class name, not a number int() refuses
+    assert (squared_example.label, squared_example.label_names) == (0, ("\u00b2",))
+
+    table = datasets.Dataset.from_dict(
+        {"text": ["great", "awful"], "label": [0, 1]},
+        features=datasets.Features(
+            {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["positive", "negative"])}
+        ),
+    )
+    table.to_parquet(tmp_path / "named.parquet")
+    [great, awful] = load_examples(f"file:{tmp_path / 'named.parquet'}", "all")
+    assert great.label_names == ("positive", "negative") and (great.label, awful.label) == (0, 1)
+    with pytest.raises(ValueError, match="text_column, text_pair_column and label_column are for a Dataset"):
+        api.evaluate("minilm-sst2", f"file:{words}", text_column="review", methods=["random"])
+
+
+def test_an_upload_being_written_is_not_offered(reviews, monkeypatch, tmp_path):
+    from services.uploads import kept_uploads, save_upload
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path / "results"))
+    name = save_upload("reviews.csv", reviews.read_bytes())
+    folder = Path(name.removeprefix("file:")).parent
+    (folder / f".reviews.csv.{os.getpid()}.0a1b2c3d.tmp").write_bytes(b"text,label\n")  # half written
+    assert [upload.name for upload in kept_uploads(())] == [name]

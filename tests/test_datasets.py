@@ -144,6 +144,26 @@ def test_movies_test(root):
         assert picked == tuple(row["evidence"]["text"].split())
 
 
+def test_movie_reviews_hold_each_sentence_once_with_all_its_spans(root):
+    need(root, "movies/validation")
+    from datasets import load_from_disk
+
+    reviews = {e.id.rsplit("/", 1)[1]: e for e in load_examples("movie-reviews", "validation", root=root)}
+    assert len(reviews) == 200
+    rows = load_from_disk(str(root / "movies" / "validation"))
+    for row in rows:  # every row's sentences are in its review, its span marked there
+        words, span = reviews[row["evidence"]["docid"]].words, row["evidence"]["text"].split()
+        marked = [i for i in range(len(words) - len(span) + 1) if words[i : i + len(span)] == tuple(span)]
+        assert any(all(reviews[row["evidence"]["docid"]].rationale[i : i + len(span)]) for i in marked)
+    # One sentence of this review has two spans (two rows), and two rows of negR_883 overlap by
+    # a sentence: each sentence is there once, every span marked.
+    text = " ".join(reviews["negR_802.txt"].words)
+    assert text.count("thumbs up to fichtner") == 1
+    doubled = reviews["negR_883.txt"]
+    assert " ".join(doubled.words).count("i even felt my iq dip") == 1
+    assert " ".join(w for w, m in zip(doubled.words, doubled.rationale) if m).count("ugh . what a pile of dung") == 1
+
+
 # --------------------------------------------------------------------------- HateXplain
 
 

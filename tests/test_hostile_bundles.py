@@ -271,6 +271,11 @@ SPOILED = {
         "past",
         "saliency: subword_word_ids must be word positions 0 to 9, got 10",
     ),
+    "subword_scores": (
+        ("attributions", "saliency", "subword_scores"),
+        "short",
+        "saliency: subwords, subword_word_ids and subword_scores differ in length ([10, 10, 9])",
+    ),
     "index": (("selection", "index"), -5, "selection index must not be negative, got -5"),
     "split": (("selection", "dataset"), "sst2", "selection dataset 'sst2' is given without its split"),
     "dataset": (("selection", "split"), "dev", "selection split 'dev' is given without its dataset"),
@@ -287,6 +292,9 @@ def test_open_and_import_refuse_the_same_spoiled_bundle_with_the_same_line(paylo
         ids = payload["attributions"]["saliency"]["subword_word_ids"]
         assert ids and max(ids) == WORDS - 1
         value = [*ids[:-1], WORDS]
+    if value == "short":  # one subword's score missing: the subword view read past the end
+        value = payload["attributions"]["saliency"]["subword_scores"]
+        value = {**value, "data": value["data"][:-1]} if isinstance(value, dict) else value[:-1]
     bundle = tmp_path / "b.zip"
     bundle.write_bytes(bundle_with(payload, path, value))
     expected = f"error: b.zip: not a valid bundle/1 file (ValueError: {said})\n"

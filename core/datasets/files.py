@@ -37,10 +37,13 @@ if TYPE_CHECKING:
 
 FILE_PREFIX = "file:"
 FILE_SPLIT = "all"
+# Only an empty CSV cell is missing: pandas would also read "None", "NA", "null" and "nan" as missing
+# (a label "None" lost, a text "NA" refused).
+_CSV_CELLS: dict[str, Any] = {"keep_default_na": False, "na_values": [""]}
 # suffix -> the ``datasets`` builder that reads it, and its options
-BUILDERS: dict[str, tuple[str, dict[str, str]]] = {
-    ".csv": ("csv", {}),
-    ".tsv": ("csv", {"delimiter": "\t"}),
+BUILDERS: dict[str, tuple[str, dict[str, Any]]] = {
+    ".csv": ("csv", _CSV_CELLS),
+    ".tsv": ("csv", {**_CSV_CELLS, "delimiter": "\t"}),
     ".json": ("json", {}),
     ".jsonl": ("json", {}),
     ".parquet": ("parquet", {}),
@@ -114,6 +117,8 @@ def _class_index(value: Any, row: int, column: str, names: Sequence[str] = ()) -
     known)."""
     if isinstance(value, float) and (math.isnan(value) or value.is_integer()):
         value = None if math.isnan(value) else int(value)
+    if isinstance(value, bool):  # a CSV's true/false, a JSON or Parquet boolean: the names false, true
+        value = str(value).lower()
     if isinstance(value, str) and names and value.strip() in names:
         return list(names).index(value.strip())
     if isinstance(value, str) and (not value.strip() or _is_whole_number(value)):
@@ -130,14 +135,16 @@ def _class_index(value: Any, row: int, column: str, names: Sequence[str] = ()) -
 
 
 def _is_whole_number(text: str) -> bool:
-    return text.strip().removeprefix("-").isdigit()
+    digits = text.strip().removeprefix("-")
+    return digits.isascii() and digits.isdigit()  # "²" is a digit to Python, not to int()
 
 
 def label_words(values: Sequence[Any]) -> tuple[str, ...]:
     """The class names a label column gives by name: its distinct non-empty texts that are not
-    whole numbers (-1 is no label), sorted as a reader would, case aside; none for a column of
-    class numbers."""
-    words = {str(v).strip() for v in values if isinstance(v, str) and v.strip() and not _is_whole_number(v)}
+    whole numbers (-1 is no label), and ``false``/``true`` for booleans, sorted as a reader would,
+    case aside; none for a column of class numbers."""
+    texts = (str(v).lower() if isinstance(v, bool) else v for v in values)
+    words = {v.strip() for v in texts if isinstance(v, str) and v.strip() and not _is_whole_number(v)}
     return tuple(sorted(words, key=lambda word: (word.casefold(), word)))
 
 
@@ -199,6 +206,8 @@ def read_file_table(name: str) -> Dataset:
         while isinstance(cause, DatasetGenerationError) and cause.__cause__ is not None:
             cause = cause.__cause__  # the parser's own words: what is wrong, and in which row
         reason = " ".join(str(cause).split())[:300]
+        if "corresponds to no data" in reason:  # a header and no rows
+            reason = "it has no rows"
         raise ValueError(f"cannot read {path} as a {path.suffix.lstrip('.')} file: {reason}") from error
     finally:
         datasets.logging.set_verbosity(verbosity)
@@ -240,7 +249,8 @@ def load_file_examples(name: str, split: str = FILE_SPLIT, limit: int | None = N
     pair = next((c for c in PAIR_COLUMNS if c in table.column_names), None)
     label = LABEL_COLUMN if LABEL_COLUMN in table.column_names else None
     names = label_words(table[label]) if label is not None else ()  # of the whole file: one numbering
-    examples = examples_from_dataset(selected, text, pair, label, rows=rows, class_names=names)
+    # no words: a ClassLabel's names (Parquet keeps them), else class numbers
+    examples = examples_from_dataset(selected, text, pair, label, rows=rows, class_names=names or None)
     texts = selected[text]
     spans = selected[RATIONALE_COLUMN] if RATIONALE_COLUMN in table.column_names else None
     stem = file_path(name).stem

@@ -47,31 +47,74 @@ def load_movie_reviews(root: Path, split: str) -> list[Example]:
     holds (those with a human evidence span), joined in their order in the review, with the spans
     as one rationale. Reviews run to several hundred words, longer than the model accepts, so this
     is the dataset for sliding windows (engine/windows.py). It is not the whole review: sentences
-    without evidence are not in the data."""
-    by_review: dict[str, list[tuple[int, Example]]] = {}
-    for example, row in zip(load_movies(root, split), _movie_rows(root, split), strict=True):
+    without evidence are not in the data.
+
+    A row of the data is the sentences ``start_sentence`` to ``end_sentence`` (exclusive) with one
+    span, so a sentence with two spans is two rows, and a row may cover sentences another row
+    holds too: each sentence is kept once, its spans joined (``_merged``)."""
+    rows = _movie_rows(root, split)
+    by_review: dict[str, list[tuple[int, int, Example]]] = {}
+    for example, row in zip((movie_example(r, split, i) for i, r in enumerate(rows)), rows, strict=True):
         evidence = row.get("evidence") or {}
-        by_review.setdefault(evidence.get("docid") or example.id, []).append(
-            (int(evidence.get("start_sentence") or 0), example)
-        )
+        start = int(evidence.get("start_sentence") or 0)
+        end = int(evidence.get("end_sentence") or start + 1)
+        by_review.setdefault(evidence.get("docid") or example.id, []).append((start, end, example))
     reviews = []
     for docid, parts in by_review.items():
-        sentences = [example for _, example in sorted(parts, key=lambda part: part[0])]
-        words = tuple(w for e in sentences for w in e.words)
-        mask = tuple(m for e in sentences for m in (e.rationale or (0,) * len(e.words)))
+        words, mask = _merged(sorted(parts, key=lambda part: (part[0], -part[1])))
         reviews.append(
             Example(
-                segments=(words,),
-                label=sentences[0].label,
+                segments=(tuple(words),),
+                label=parts[0][2].label,
                 label_names=MOVIES_LABELS,
-                rationales=(mask,) if any(mask) else (),
-                rationale=mask if any(mask) else None,
+                rationales=(tuple(mask),) if any(mask) else (),
+                rationale=tuple(mask) if any(mask) else None,
                 dataset="movie-reviews",
                 split=split,
                 id=f"movie-reviews/{split}/{docid}",
             )
         )
     return reviews
+
+
+def _merged(parts: list[tuple[int, int, Example]]) -> tuple[list[str], list[int]]:
+    """The words and span mask of one review from its rows (start sentence, end sentence,
+    example) in order of start, longest first. A row inside the sentences already kept adds its
+    span where its words are; a row that overlaps their end adds its span there and its new
+    sentences after them; any other row is appended."""
+    words: list[str] = []
+    mask: list[int] = []
+    kept_from, kept_to = 0, -1  # the words and the sentences (exclusive end) the last appended row began
+    for start, end, example in parts:
+        row = list(example.words)
+        spans = list(example.rationale or (0,) * len(row))
+        at = _find(words, row, kept_from) if start < kept_to else None
+        if at is not None:  # every sentence of the row is kept already
+            mask[at : at + len(row)] = [a | b for a, b in zip(mask[at : at + len(row)], spans)]
+            continue
+        shared = _overlap(words, row) if start < kept_to else 0
+        mask[len(words) - shared :] = [a | b for a, b in zip(mask[len(words) - shared :], spans)]
+        kept_from = len(words) - shared
+        words += row[shared:]
+        mask += spans[shared:]
+        kept_to = max(kept_to, end)
+    return words, mask
+
+
+def _find(words: list[str], row: list[str], start: int) -> int | None:
+    """Where ``row`` occurs in ``words`` at or after ``start``, or None."""
+    for at in range(start, len(words) - len(row) + 1):
+        if words[at : at + len(row)] == row:
+            return at
+    return None
+
+
+def _overlap(words: list[str], row: list[str]) -> int:
+    """The most words that end ``words`` and begin ``row``."""
+    for shared in range(min(len(words), len(row)), 0, -1):
+        if words[-shared:] == row[:shared]:
+            return shared
+    return 0
 
 
 def _movie_rows(root: Path, split: str):
