@@ -174,4 +174,4 @@ if attributions:
     st.subheader("Cost per method")
     show_costs(attributions, key="heatmaps.costs", name="cost-per-method")
     if other is not None:  # last: a second model that cannot be used stops only this part
-        compare.render(selection, result, other, chosen, params)
+        compare.render(selection, result, other, chosen, params, shared_scale)

@@ -160,7 +160,12 @@ S.step_rows(result, names, row, measure)
 with st.expander("Full-size heatmaps of one method, one row per step"):
     full = st.selectbox("Method", list(result.methods), key="sanity.full_method", persist_state="session")
     rows = {name: attributions[full] for name, attributions in zip(names, row.attributions, strict=True)}
-    st.html(heatmap_html(row.example.words, row.example.segment_ids, rows, rationale=row.example.rationale))
+    st.caption("Every step on one colour scale (the largest |score| of any step), so a collapse shows.")
+    st.html(
+        heatmap_html(
+            row.example.words, row.example.segment_ids, rows, rationale=row.example.rationale, shared_scale=True
+        )
+    )
 
 if "head" in names:
     st.subheader("Classifier-head reset (Pham et al. 2022, Table A5)")

@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.numbers import fixed
 from ui.charts import style
-from ui.heatmap import heatmap_html
+from ui.heatmap import heatmap_html, peak
 from ui.text import THESIS, plain
 from ui.theme import current
 
@@ -145,7 +145,9 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
             "outlined: the top-k words under attack"
         )
         st.html(text_html(example_words, [i in top for i in range(len(example_words))], _TOP, "original top-k word"))
-        st.html(heatmap_html(example_words, segment_ids, {"original": result.original}))
+        scale = max(peak(result.original.scores), peak(result.attacked.scores))
+        st.caption(f"Both heatmaps share one colour scale: the larger of their two peaks (±{scale:.3g}).")
+        st.html(heatmap_html(example_words, segment_ids, {"original": result.original}, scale=scale))
         note = (
             "nearest vocabulary words of the perturbed embeddings"
             if result.attack == "embedding"
@@ -153,7 +155,7 @@ def show_example(per_method: dict, label: Callable[[int], str], head: str = "sin
         )
         st.markdown(f"{attacked_line(result, label, head)}; marked: {note}")
         st.html(text_html(result.attacked.words, result.changed, _MARK, "changed by the attack"))
-        st.html(heatmap_html(result.attacked.words, segment_ids, {"attacked": result.attacked}))
+        st.html(heatmap_html(result.attacked.words, segment_ids, {"attacked": result.attacked}, scale=scale))
 
 
 def attacked_line(result, label: Callable[[int], str], head: str = "single_label") -> str:

@@ -83,8 +83,17 @@ def second_model(model: str, label_names: tuple[str, ...]) -> str | None:
     return other
 
 
-def render(selection, first: services.HeatmapResult, other: str, methods: list[str], params: dict) -> None:
-    """Both models' predictions, their rows under the same words and the rank correlations."""
+def render(
+    selection,
+    first: services.HeatmapResult,
+    other: str,
+    methods: list[str],
+    params: dict,
+    shared_scale: bool = False,
+) -> None:
+    """Both models' predictions, their rows under the same words and the rank correlations;
+    ``shared_scale`` (the page's "One colour scale for all rows") colours both models' rows on one
+    scale, as the page's own heatmap."""
     comparison = run_or_stop(
         services.compare, first, other, selection.example, methods, params=params, mlm_name=selection.mlm
     )
@@ -104,7 +113,11 @@ def render(selection, first: services.HeatmapResult, other: str, methods: list[s
         st.warning(f"Model B keeps only the first {n_words} words: both rows show those.")
     example = first.prediction.example
     rationale = example.rationale[:n_words] if example.rationale is not None else None
-    st.html(heatmap_html(example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale))
+    st.html(
+        heatmap_html(
+            example.words[:n_words], example.segment_ids[:n_words], rows, rationale=rationale, shared_scale=shared_scale
+        )
+    )
     table = pd.DataFrame(
         [
             {"method": a.method, "Spearman ρ": a.spearman, "Spearman ρ of |scores|": a.spearman_abs, "words": a.n_words}

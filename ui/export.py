@@ -48,7 +48,7 @@ import plotly.graph_objects as go
 from choreographer.browsers import Chromium
 
 from core.types import Attribution
-from ui.heatmap import SEGMENT_NAMES, _text_colour, colour, heatmap_html, peak
+from ui.heatmap import SEGMENT_NAMES, cell_colours, colour, heatmap_html, peak, scaled
 from ui.theme import current
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
@@ -256,9 +256,10 @@ def _rgb(hex_colour: str) -> str:
 
 def _latex_box(text: str, value: float, outlined: bool, palette: str) -> str:
     """One word on its colour (``value`` scaled to [-1, 1]); rationale words get a black frame."""
-    fill = _rgb(colour(value, palette))
+    background, text_colour = cell_colours(value, palette)
+    fill = _rgb(background)
     body = rf"\strut {latex_escape(text)}"
-    if _text_colour(value, palette) == "#ffffff":
+    if text_colour == "#ffffff":
         body = rf"\strut\textcolor{{white}}{{{latex_escape(text)}}}"
     if outlined:
         return rf"\fcolorbox[RGB]{{27,27,27}}{{{fill}}}{{{body}}}"
@@ -294,9 +295,8 @@ def heatmap_latex(heatmap: Heatmap, *, document: bool = True) -> str:
             boxes = []
             for w in members:
                 value = float(attribution.scores[w])
-                scaled = value / scale if scale > 0 and math.isfinite(value) else 0.0
                 outlined = bool(heatmap.rationale is not None and heatmap.rationale[w])
-                boxes.append(_latex_box(heatmap.words[w], scaled, outlined, heatmap.palette))
+                boxes.append(_latex_box(heatmap.words[w], scaled(value, scale), outlined, heatmap.palette))
             head = rf"\textbf{{{latex_escape(key)}}} {{\scriptsize $\pm${_format_peak(peaks[key])}}}"
             lines.append(f"{head} & {' '.join(boxes)}\\\\")
     lines.append(r"\end{tabular}")

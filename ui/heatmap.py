@@ -109,9 +109,24 @@ def _chunks(units: list[list[_Column]], segment_ids: Sequence[int], line_chars: 
     return chunks
 
 
+def scaled(value: float, scale: float) -> float:
+    """A score on the colour scale: ``value / scale`` in [-1, 1]; +inf / -inf at full colour (+1 /
+    -1, larger than any finite peak), NaN and a zero scale neutral (0)."""
+    if math.isnan(value):
+        return 0.0
+    if math.isinf(value):
+        return math.copysign(1.0, value)
+    return max(-1.0, min(1.0, value / scale)) if scale > 0 else 0.0
+
+
+def cell_colours(value: float, palette: str | None = None) -> tuple[str, str]:
+    """Background and text colour of a cell whose score is ``value`` on the [-1, 1] scale: strong
+    cells get white text."""
+    return colour(value, palette), _text_colour(value, palette)
+
+
 def _cell(text: str, title: str, value: float, scale: float, outlined: bool, palette: str, colspan: int = 1) -> str:
-    scaled = value / scale if scale > 0 and math.isfinite(value) else 0.0
-    background, text_colour = colour(scaled, palette), _text_colour(scaled, palette)
+    background, text_colour = cell_colours(scaled(value, scale), palette)
     style = f"{_CELL}background:{background};color:{text_colour};{_RATIONALE if outlined else ''}"
     span = f' colspan="{colspan}"' if colspan > 1 else ""
     return f'<td class="hm-cell"{span} style="{style}" title="{html.escape(title)}">{html.escape(text)}</td>'
@@ -166,6 +181,7 @@ def heatmap_html(
     hover_hint: bool = True,
     binary: tuple[str, str] | None = None,
     outline_name: str = "human rationale",
+    scale: float | None = None,
 ) -> str:
     """The legend and the heatmap of every attribution (all over the same ``words``) as HTML.
 
@@ -179,6 +195,8 @@ def heatmap_html(
     ``binary``: every row is 0/1 (a human rationale, the words a method selects), so the legend
     shows the two values with what they mean (on, off) instead of a colour scale.
     ``outline_name``: what the outlined words (``rationale``) are, as the legend names them.
+    ``scale``: colour every row on this one scale (implies ``shared_scale``), e.g. the larger peak
+    of two heatmaps drawn apart that should be read on the same scale.
     """
     if not attributions:
         return ""
@@ -186,7 +204,8 @@ def heatmap_html(
     reference = _reference(attributions) if subwords else None
     units = _units(words, reference)
     peaks = {key: peak(_row_values(a, reference)) for key, a in attributions.items()}
-    shared = max(peaks.values())
+    shared = max(peaks.values()) if scale is None else scale
+    shared_scale = shared_scale or scale is not None
     theme = current()
     table = f"{_TABLE}font-size:{theme.heatmap_rem}rem;"
 
@@ -294,8 +313,8 @@ def _key(style: str, text: str) -> str:
 def legend_html(
     shared_scale: bool, scale: float, outline: str | None, palette: str | None = None, hover_hint: bool = True
 ) -> str:
-    """Colour bar from 'against the target' (blue) to 'for the target' (red), and what the
-    outlined words are (``outline``; None: no outline)."""
+    """Colour bar from 'against the target' (blue) to 'for the target' (red), a note that unsigned
+    methods are red only, and what the outlined words are (``outline``; None: no outline)."""
     low, high = (f"−{scale:.3g}", f"+{scale:.3g}") if shared_scale else ("−max", "+max")
     note = "one scale for all rows" if shared_scale else "each row scaled to its largest |score|"
     stops = ",".join(colour(v, palette) for v in (-1.0, -0.5, 0.0, 0.5, 1.0))
@@ -304,7 +323,8 @@ def legend_html(
         f"{_LEGEND}<span>{low}</span>"
         f'<span style="display:inline-block;width:10rem;height:0.9rem;border:1px solid #ccc;background:{gradient}"></span>'
         f"<span>{high}</span>"
-        f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it ({note}'
+        f'<span style="color:#555;margin:0 1rem 0 0.3rem">blue: against the target, red: for it; '
+        f"methods without a sign (saliency's norm, attention, random) are red only: size, not direction ({note}"
         f"{'; hover a word for its raw score' if hover_hint else ''})</span>"
         f"{_key(_RATIONALE, outline) if outline else ''}</div>"
     )
@@ -337,8 +357,11 @@ def cost_rows(attributions: Mapping[str, Attribution]) -> list[dict[str, Any]]:
 
 
 def _note(name: str, value: float) -> str:
-    """One scalar extra of an attribution as the cost table shows it."""
-    shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{float(value):.4g}"
+    """One scalar extra of an attribution as the cost table shows it (a flag as yes / no)."""
+    if isinstance(value, bool):
+        shown = "yes" if value else "no"
+    else:
+        shown = f"{value:,}" if isinstance(value, int) else f"{float(value):.4g}"
     return f"{name.replace('_', ' ')} {shown}"
 
 

@@ -46,6 +46,8 @@ def mask_extras_problem(attribution: Attribution) -> str | None:
         return f"its rationale spans are not ranges of its {n_words} words"
     if not isinstance(trace, dict) or not all(_is_numbers(values) for values in trace.values()):
         return "its optimisation trace is not a table of numbers"
+    if not np.all(np.isfinite(np.asarray(attribution.scores, dtype=float))):
+        return "its mask scores are not all finite numbers"
     wrong = [name for name, kind in _SUMMARY_TYPES.items() if name in extras and not _is_a(extras[name], kind)]
     pretraining = extras.get("pretraining")
     if pretraining and not (

@@ -107,7 +107,7 @@ def render(found: Card, model: str) -> None:
             return
         attribution = result.attributions[found.key]
         explained = result.prediction.label_names[result.target]
-        st.markdown(f"**Live on “{SENTENCE}”** ({model}, explaining {explained})")
+        st.markdown(f"**Live on “{SENTENCE}”** ({plain(model)}, explaining {plain(explained)})")
         words = result.prediction.example
         st.html(heatmap_html(words.words, words.segment_ids, result.attributions))
         passes = services.passes_text(

@@ -135,11 +135,15 @@ NOTES: dict[str, MethodNote] = {
         ),
     ),
     "marc": MethodNote(
-        formula=r"\min_{\mu,\sigma}\; -\log p_c(m \odot e) + \lambda_c \log p_c\big((1-m) \odot e\big)"
-        r" + \lambda_s \lVert m \rVert_1 + \lambda_w \mathcal{L}_{\mathrm{width}},\quad"
-        r" m_i = \max_k e^{-(i-\mu_k)^2 / 2\sigma_k^2}",
-        computes="A word mask made of Gaussian spans, optimised so the kept words alone keep the class "
-        "(sufficiency) and the rest alone lose it (comprehensiveness) (Brinner & Zarrieß 2023).",
+        formula=r"\min_{w,s}\; -\log p_c\big(\tilde e(m)\big) - \log\big(1 - p_c(\tilde e(1-m))\big)"
+        r" + \alpha_m \bar{m}^2 - \alpha_w \overline{\log s},\quad"
+        r" m_j = \mathrm{sigmoid}\Big(\sum_i w_i \exp\big(-(i-j)^2 / s_i\big)\Big),\quad"
+        r" \tilde e(m) = m \odot e + (1-m)\, e_{\mathrm{PAD}}",
+        computes="A word mask made of Gaussian spans (a weight $w_i$ and a width $s_i$ per word), optimised with "
+        "Adam so the kept words alone keep the class (sufficiency) and the rest alone lose it (by default "
+        "$-\\log(1-p_c)$; Eq. 4's $+\\log p_c$ is the option `complement=log_prob`). Masked words are blended "
+        "toward the [PAD] embedding, with noise and random mask flips at every step; $\\bar m$ is the mean mask, "
+        "$\\alpha_m = 1$ and $\\alpha_w = 1.2$ by default (Brinner & Zarrieß 2023).",
         pitfalls=(
             (
                 "An optimisation: another seed or step count can end in another optimum; the trace shows whether it "
@@ -149,10 +153,14 @@ NOTES: dict[str, MethodNote] = {
         ),
     ),
     "aml": MethodNote(
-        formula=r"\min_\theta\; \mathcal{L}_{\mathrm{pred}}\big(m_\theta(x) \odot x\big) + \lambda_{\mathrm{inv}}"
-        r"\mathcal{L}_{\mathrm{inv}}\big((1 - m_\theta(x)) \odot x\big) + \lambda_s \lVert m_\theta(x) \rVert_1",
+        formula=r"\min_\theta\; -\sum_k y_k \log p_k\big(\tilde e(a)\big) - \lambda_{\mathrm{inv}}"
+        r" \log\big(1 - p_c(\tilde e(1-a))\big) - \lambda_s \frac{1}{n} \sum_i \log(1 - a_i),\quad"
+        r" a = m_\theta(x),\ \tilde e(a) = a \odot e + (1-a)\, e_{\mathrm{MASK}}",
         computes="A learned attribution model $m_\\theta$ (an encoder with a per-token head) pre-trained on a slice "
-        "and fine-tuned on the example (Barkan et al. 2024).",
+        "and fine-tuned on the example (Barkan et al. 2024). $y$: the model's own probabilities on $x$ (one-hot "
+        "on $c$ when $c$ is not its prediction); masked words are blended toward the [MASK] embedding ([UNK] "
+        "without one); the sparsity term $-\\log(1-a_i)$ pushes every mask value toward 0. Every weight is 1 "
+        "by default.",
         pitfalls=(
             "Its answer depends on the pre-training slice and budget, far smaller here than in the paper.",
             "The fine-tuning step is picked by a faithfulness metric, which then favours AML when reported.",
@@ -198,9 +206,10 @@ NOTES: dict[str, MethodNote] = {
         ),
     ),
     "deeplift": MethodNote(
-        formula=r"s_i = (e_i - e'_i) \cdot m_i,\qquad \sum_i s_i = p_c(e) - p_c(e')",
-        computes="Differences from a reference input propagated backwards with the rescale rule's multipliers "
-        "$m_i$ (Shrikumar et al. 2017).",
+        formula=r"s_i = (e_i - e'_i) \cdot m_i,\qquad \sum_i s_i \approx z_c(e) - z_c(e')",
+        computes="Differences from a reference input (by default [PAD] on every word) propagated backwards with "
+        "the rescale rule's multipliers $m_i$ (Shrikumar et al. 2017); by default of the class's logit $z_c$ "
+        "(the option `output=probability` explains $p_c$ instead).",
         pitfalls=(
             (
                 "Its rules are defined for ReLU-like layers; softmax attention, GELU and LayerNorm fall back to "
@@ -211,8 +220,10 @@ NOTES: dict[str, MethodNote] = {
     ),
     "occlusion": MethodNote(
         formula=r"s_i = \frac{1}{|W_i|} \sum_{w \in W_i} \big[p_c(x) - p_c(x_{\setminus w})\big]",
-        computes="Sliding windows $w$ of one to three words removed in turn (Zeiler & Fergus 2014); a word's score "
-        "is the mean effect of the windows $W_i$ that cover it. Window 1 is leave-one-out.",
+        computes="Sliding windows $w$ of one to three words (three by default) replaced by [MASK] in turn (Zeiler & "
+        "Fergus 2014); a word's score is the mean effect of the windows $W_i$ that cover it, a probability "
+        "difference. Window 1 is leave-one-out with the same removal, but not the loo\\_ methods' numbers: "
+        "they score a log-odds difference.",
         pitfalls=("Wider windows blur the scores of neighbouring words together.", _LOO_PITFALLS[0]),
     ),
     "partition_shap": MethodNote(

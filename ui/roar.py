@@ -196,21 +196,15 @@ def removal_html(words: list[str], shown: dict[str, str]) -> str:
     for i, word in enumerate(words):
         replacement = shown.get(str(i))
         if replacement is None:
-            parts.append(_literal(word))
+            parts.append(plain(word))
         elif replacement == "":
-            parts.append(f'<s style="color:{removed}">{_literal(word)}</s>')
+            parts.append(f'<s style="color:{removed}">{plain(word)}</s>')
         else:
             parts.append(
-                f'<s style="color:{removed}">{_literal(word)}</s>'
-                f'<span style="color:{added}">&nbsp;→&nbsp;{_literal(replacement)}</span>'
+                f'<s style="color:{removed}">{plain(word)}</s>'
+                f'<span style="color:{added}">&nbsp;→&nbsp;{plain(replacement)}</span>'
             )
     return '<span style="line-height:1.9">' + " ".join(parts) + "</span>"
-
-
-def _literal(text: str) -> str:
-    """``text`` as typed inside Markdown with HTML: ``&``, ``<`` and ``>`` as entities (no quotes
-    escaped: their entities hold a ``#``, which Markdown escaping would break), then ``plain``."""
-    return plain(html.escape(text, quote=False))
 
 
 def removal_rows(example: dict[str, Any], label_names: list[str]) -> list[tuple[str, str, str]]:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from core.numbers import fixed
 from ui.charts import style
-from ui.heatmap import colour, peak
+from ui.heatmap import cell_colours, peak, scaled
 from ui.text import THESIS
 from ui.theme import current
 
@@ -91,11 +91,7 @@ def curve_figure(result, summary: list, names: list[str], measure: str) -> go.Fi
 def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
     """One step's heatmap as a small card, scaled to its own largest |score|, with the measure."""
     scale = peak(scores)
-    spans = "".join(
-        f'<span title="{html.escape(f"{word}: {score:+.4g}")}" style="background:{colour(score / scale if scale else 0.0)};'
-        f'padding:0 2px;margin:1px;border-radius:2px;display:inline-block">{html.escape(word)}</span>'
-        for word, score in zip(words, scores)
-    )
+    spans = "".join(_thumb_word(word, float(score), scale) for word, score in zip(words, scores))
     shown = "n/a" if math.isnan(value) else fixed(value, 2, signed=True)
     return (
         '<div class="sanity-thumb" style="flex:0 0 13rem;border:1px solid #ddd;border-radius:4px;padding:4px;'
@@ -103,6 +99,15 @@ def thumbnail(title: str, value: float, words, scores, measure: str) -> str:
         f'<div style="font-weight:600;margin-bottom:2px">{html.escape(title)} '
         f'<span style="font-weight:400;color:#555">{html.escape(MEASURES[measure].split(" (")[0])} {shown}</span></div>'
         f"{spans}</div>"
+    )
+
+
+def _thumb_word(word: str, score: float, scale: float) -> str:
+    """One word of a thumbnail, coloured as a heatmap cell (white text on strong cells)."""
+    background, text_colour = cell_colours(scaled(score, scale))
+    return (
+        f'<span title="{html.escape(f"{word}: {score:+.4g}")}" style="background:{background};color:{text_colour};'
+        f'padding:0 2px;margin:1px;border-radius:2px;display:inline-block">{html.escape(word)}</span>'
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
 _SCHEME = re.compile(r"(?<=:)//")  # "https://": the start of a URL that markdown would turn into a link
 # A colon that starts Streamlit's own codes (":smile:", ":red[x]", ":material/warning:"): a backslash
 # stops the first two but not the icons; a word joiner (U+2060, invisible) after the colon stops all.
