@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import explainers
 from api.compare import ComparisonResult, compare
-from api.inputs import examples_from_dataset, is_count, one_example, read_examples
+from api.inputs import examples_from_dataset, is_count, one_example, read_examples, warn_alignment
 from api.results import EvaluationResult, ExplanationResult, ExplanationResults
 from api.runs import open_run, run, runs
 from core.classifier import Classifier, autocast_options
@@ -177,6 +177,7 @@ def explain_many(
     keys, overrides = _checked_methods(methods, params, batch_size)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     loaded = load(model, tokenizer, device=device)
+    warn_alignment(examples, loaded.label_names)
     examples = align_labels(examples, loaded.label_names)  # gold labels numbered as the model's classes
     if target in ("predicted", "gold"):
         check_target(examples, str(target), Classifier(loaded, head_type=head_type).head.kind)
@@ -249,6 +250,7 @@ def evaluate(
         raise ValueError(f"params for methods or metrics not requested: {', '.join(sorted(unknown))}")
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     loaded = load(model, tokenizer, device=device)
+    warn_alignment(examples, loaded.label_names)  # evaluate_slice numbers them as the model's classes
     clf = Classifier(loaded, batch_size=batch_size, head_type=head_type, **autocast_options(autocast))
     params_by_metric = metric_params(_default_metrics(metrics, clf.head.kind), overrides)
     masked_lm = _masked_lm(mlm, device) if needs_mlm(keys, params_by_metric) else None

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.datasets import FILE_PREFIX, FILE_SPLIT, load_examples, split_words
 from core.datasets.files import examples_from_dataset
+from core.datasets.labels import alignment_note
 from core.types import Example
 
 if TYPE_CHECKING:
@@ -55,6 +57,14 @@ def read_examples(
     if not examples:
         raise ValueError("the dataset has no examples")
     return examples
+
+
+def warn_alignment(examples: Sequence[Example], class_names: Sequence[str]) -> None:
+    """Say, as a ``UserWarning``, how ``align_labels`` takes the examples' gold labels under a
+    model's ``class_names`` where it is not by the same names (``alignment_note``): the command
+    line prints that line and the app shows it."""
+    if examples and (note := alignment_note(examples[0].label_names, class_names)):
+        warnings.warn(note, UserWarning, stacklevel=3)
 
 
 def _as_hf_dataset(value: Any) -> Dataset | None:

@@ -20,6 +20,9 @@ from services.resources import resources
 # cached per model, examples, methods (with their parameters), mode, seed, targets and top-k.
 
 
+POOLED = _randomization.runs.POOLED  # the measures the page may pool over every word
+
+
 def randomization_steps(model: str, mode: str) -> list[str]:
     """Step names of a run on ``model`` (``original`` first); ValueError for an architecture
     that cannot be split into head, blocks and embeddings."""

@@ -487,3 +487,17 @@ def test_a_frame_without_a_label_column_is_unlabelled(toy_linear_loaded) -> None
     assert len(evaluation.per_example()) == 2
     with pytest.raises(ValueError, match="no column 'gold' in the dataset"):
         api.explain_many(toy_linear_loaded, frame, ["random"], label_column="gold")
+
+
+def test_labels_taken_by_number_are_said_as_the_command_line_says_them(toy_linear_loaded) -> None:
+    """The command line prints how a dataset's gold labels were taken under the model's classes
+    and the app shows it; the API said nothing."""
+    names = ("bad", "good")  # the toy model's classes are named otherwise
+    assert tuple(toy_linear_loaded.label_names) != names
+    examples = [Example(segments=(("a", "good", "film"),), label=1, label_names=names, id="mine/0")]
+    said = "each gold label was taken as the model's class of the same number: bad → "
+    with pytest.warns(UserWarning, match=re.escape(said)):
+        [result] = api.explain_many(toy_linear_loaded, examples, ["random"], target="gold", seed=0)
+    assert result.target == 1
+    with pytest.warns(UserWarning, match=re.escape(said)):
+        api.evaluate(toy_linear_loaded, examples, ["random"], ["deletion"], seed=0)

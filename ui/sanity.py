@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.numbers import fixed
+from services.experiments import POOLED  # the rank correlations: drawn on [-1, 1], pooled over words
 from ui.charts import style
 from ui.heatmap import cell_colours, peak, scaled
 from ui.text import THESIS
@@ -25,8 +26,6 @@ MEASURES = {
     "sign_change": "share of words changing sign",
     "mean_abs_change": "mean |change| (method's unit)",
 }
-# The rank correlations: drawn on [-1, 1], and the measures that can be pooled over words.
-POOLED = ("spearman", "spearman_abs")
 
 
 def how_to_read() -> None:
