@@ -16,27 +16,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.datasets.labels import label_key
 from core.types import Attribution
 from metrics import agreement
 
 
 def label_map(names_a: Sequence[str], names_b: Sequence[str]) -> tuple[int, ...]:
     """For every class of model A, the index of the same class in model B: by name when both
-    label sets hold the same names, else by position; ``ValueError`` when the counts differ."""
+    label sets hold the same names, by position when they share none (``LABEL_0`` ...);
+    ``ValueError`` when the counts differ, or when some names are shared and others not (which
+    class of B an unshared one of A is cannot be told)."""
     if len(names_a) != len(names_b):
         raise ValueError(
             f"the two models have different label sets ({', '.join(names_a)} vs {', '.join(names_b)}): "
             "pick a second model with the same classes"
         )
-    keys_b = [_label_key(name) for name in names_b]
-    keys_a = [_label_key(name) for name in names_a]
+    keys_b = [label_key(name) for name in names_b]
+    keys_a = [label_key(name) for name in names_a]
     if sorted(keys_a) == sorted(keys_b) and len(set(keys_b)) == len(keys_b):
         return tuple(keys_b.index(key) for key in keys_a)
+    if set(keys_a) & set(keys_b):
+        raise ValueError(
+            f"the two models share some class names but not all ({', '.join(names_a)} vs {', '.join(names_b)}): "
+            "pick a second model with the same classes"
+        )
     return tuple(range(len(names_a)))
-
-
-def _label_key(name: str) -> str:
-    return "".join(str(name).lower().split())
 
 
 @dataclass(frozen=True)

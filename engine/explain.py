@@ -161,17 +161,21 @@ def explain_examples(
             spec = specs[key]
             chosen = [predictions[i].predicted if t is None and predictions else t for i, t in enumerate(targets)]
 
-            def step(fraction: float, message: str, index: int = index, key: str = key) -> None:
-                if progress is not None:
-                    progress((index + fraction) / len(methods), f"{key}: {message}")
+            reached = [0.0]  # a batch refused and run again one by one does not take the bar back
 
-            def run(positions: list[int], spec=spec, key=key, step=step, chosen=chosen) -> list[Attribution]:
+            def step(fraction: float, message: str, index: int = index, key: str = key, reached=reached) -> None:
+                reached[0] = max(reached[0], fraction)
+                if progress is not None:
+                    progress((index + reached[0]) / len(order), f"{key}: {message}")
+
+            def run(positions: list[int], part: ProgressFn, spec=spec, key=key, chosen=chosen) -> list[Attribution]:
                 return explainers.run_explainers(
                     spec, clf, [cut[i] for i in positions], [chosen[i] for i in positions], method_params[key],
-                    mlm=mlm, progress=step, resources=resources,
+                    mlm=mlm, progress=part, resources=resources,
                 )  # fmt: skip
 
-            for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), spec.explain_batch is not None)):
+            together = spec.explain_batch is not None
+            for position, outcome in enumerate(_each_or_alone(clf, run, len(examples), together, step)):
                 spent[position] += outcome.forward_passes
                 if isinstance(outcome, Refused):
                     errors[position][key] = outcome.message
@@ -180,7 +184,7 @@ def explain_examples(
             if key == first:
                 predictions = _read_predictions(clf, cut, [r.get(key) for r in results], spent)
             if progress is not None:
-                progress((index + 1) / len(methods), f"{key} done")
+                progress((index + 1) / len(order), f"{key} done")
     explained = [p.predicted if t is None else t for p, t in zip(predictions, targets, strict=True)]
     return [
         Explanation(
@@ -213,21 +217,26 @@ def _read_predictions(
 
 
 def _each_or_alone(
-    clf: Classifier, run: Callable[[list[int]], list[Attribution]], n: int, together: bool
+    clf: Classifier, run: Callable[[list[int], ProgressFn], list[Attribution]], n: int, together: bool, step: ProgressFn
 ) -> list[Attribution | Refused]:
     """Every example's attribution or refusal: all examples in one call when the method explains
-    them together, else (or when one of them is refused, to know which) one call per example. The
-    passes of a refused batch are spent again one by one and charged to no example."""
+    them together, else (or when one of them is refused, to know which) one call per example,
+    each call's progress its share of ``step``'s. The passes of a refused batch are spent again
+    one by one and charged to no example."""
     if together and n > 1:
         try:
-            return list(run(list(range(n))))
+            return list(run(list(range(n)), step))
         except ValueError:
             pass
     outcomes: list[Attribution | Refused] = []
     for i in range(n):
         before = clf.forward_passes
+
+        def part(fraction: float, message: str, i: int = i) -> None:
+            step((i + fraction) / n, message)
+
         try:
-            outcomes.append(run([i])[0])
+            outcomes.append(run([i], part)[0])
         except ValueError as error:
             outcomes.append(Refused(str(error), clf.forward_passes - before))
     return outcomes

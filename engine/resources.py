@@ -107,6 +107,7 @@ class Resources:
         self.folder = Path(folder) if folder is not None else None
         self._entries: OrderedDict[tuple, tuple[weakref.ref, PretrainedAml]] = OrderedDict()
         self._locks: dict[tuple, threading.Lock] = {}
+        self._falls_back: set[tuple] = set()  # keys whose training split has no example that fits
         self._guard = threading.Lock()  # held only to read or change the two dictionaries
 
     def pretrained(
@@ -115,8 +116,11 @@ class Resources:
         """The pre-trained attribution model for this classifier and parameters, trained on first
         use."""
         settings = tuple(getattr(params, name) for name in PRETRAIN_FIELDS)
-        slice_key = example.words if training_split(clf) is None else None
-        key = (id(clf.loaded.model), clf.name, str(clf.device), settings, slice_key)
+        base = (id(clf.loaded.model), clf.name, str(clf.device), settings, len(example.segments))
+        # Without a training split, or with one of which no example fits (_falls_back), the model
+        # is trained on the explained example: one per example.
+        on_example = training_split(clf) is None or base in self._falls_back
+        key = (*base, example.words if on_example else None)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -127,6 +131,9 @@ class Resources:
                     return found[1]
             trained = self._trained(clf, example, params, progress)
             with self._guard:
+                if trained.source == FALLBACK_SOURCE and not on_example:
+                    self._falls_back.add(base)
+                    key = (*base, example.words)
                 self._entries[key] = (weakref.ref(clf.loaded.model), trained)
                 while len(self._entries) > self.size:
                     dropped, _ = self._entries.popitem(last=False)
@@ -165,3 +172,4 @@ class Resources:
         with self._guard:
             self._entries.clear()
             self._locks.clear()
+            self._falls_back.clear()

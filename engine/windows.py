@@ -7,8 +7,8 @@ window is explained on its own, and the windows' word scores are stitched back o
 document's words. Choices, also in docs/ARCHITECTURE.md:
 
 - **Which methods.** Only methods whose score of a word is read off that word's neighbourhood
-  (the registry's ``windowable`` flag: leave-one-out and masked-LM replacement, gradients,
-  occlusion, the random baseline). A method that fits one surrogate or one mask over the whole
+  (the registry's ``windowable`` flag: leave-one-out and masked-LM replacement, gradients, the
+  random baseline). A method that fits one surrogate or one mask over the whole
   input (LIME, SHAP, MaRC, AML) or reads attention across the whole input would explain a
   different question per window, so it is refused with a message.
 - **Target.** The document's prediction is the mean of the windows' probabilities; the class

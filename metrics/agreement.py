@@ -70,10 +70,16 @@ def top_k(scores, k: int, absolute: bool = False) -> np.ndarray:
 
 
 def top_k_overlap(a, b, k: int, absolute: bool = False) -> float:
-    """Share of the k highest-scoring words of ``a`` that are also among the k highest of ``b``."""
+    """Share of the k highest-scoring words of ``a`` that are also among the k highest of ``b``;
+    NaN where either map's scores (their absolute values with ``absolute``) are all equal, so it
+    has no top words: word order would choose them, and a method that found nothing would agree
+    with any that favours the first words (as the rank correlations are undefined there)."""
     a, b = _pair(a, b)
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    compared = (np.abs(a), np.abs(b)) if absolute else (a, b)
+    if k < len(a) and any(np.ptp(values) == 0 for values in compared):
+        return float("nan")
     return len(set(top_k(a, k, absolute).tolist()) & set(top_k(b, k, absolute).tolist())) / k
 
 

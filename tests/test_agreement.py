@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from metrics import agreement
@@ -56,6 +57,11 @@ def test_top_k_overlap_signed_and_absolute() -> None:
     a, b = [-5, 4, 0, 1], [5, -4, 1, 0]
     assert agreement.top_k_overlap(a, b, 2) == 0.0  # signed top-2: {1, 3} vs {0, 2}
     assert agreement.top_k_overlap(a, b, 2, absolute=True) == 1.0  # |.| top-2: {0, 1} both
+    # A map of equal scores has no top words: word order chose them, and all zeros "agreed" fully
+    # with a map that favours the first words.
+    assert math.isnan(agreement.top_k_overlap(np.zeros(10), [1, 1] + [0] * 8, 2, absolute=True))
+    assert math.isnan(agreement.top_k_overlap([1, -1, 1], [3, 2, 1], 1, absolute=True))
+    assert agreement.top_k_overlap([1, -1, 1], [3, 2, 1], 1) == 1.0  # signed, the -1 sets the first apart
     assert agreement.top_k(a, 2, absolute=True).tolist() == [0, 1]
 
 

@@ -158,16 +158,29 @@ def test_a_pass_that_names_no_example_inside_a_batch_is_refused(toy_bert_loaded)
 
 
 def test_a_refused_example_is_named_and_the_others_are_explained(linear_clf) -> None:
-    def run(chosen: list[int]) -> list[Attribution]:
+    def run(chosen: list[int], progress) -> list[Attribution]:
         linear_clf.predict_proba([linear_clf.encode(TOY[i]).variant for i in chosen])  # passes spent
+        progress(0.5, "half")
         if 1 in chosen:
             raise ValueError("example 1 is refused")
+        progress(1.0, "done")
         return [Attribution("m", f"e{i}", 0, ("w",), np.zeros(1), forward_passes=1) for i in chosen]
 
-    outcomes = _each_or_alone(linear_clf, run, 3, together=True)
+    seen: list[float] = []
+    outcomes = _each_or_alone(linear_clf, run, 3, True, lambda fraction, message: seen.append(fraction))
     assert outcomes[1] == Refused("example 1 is refused", forward_passes=1)
     assert [a.example_id for a in (outcomes[0], outcomes[2]) if isinstance(a, Attribution)] == ["e0", "e2"]
     assert linear_clf.forward_passes == 3 + 3  # the refused batch, then one by one
+    # One by one, each example's progress is its third of the method's: it restarted at 0 for each.
+    assert seen == [0.5, 1 / 6, 1 / 3, 0.5, 5 / 6, 1.0]
+
+
+def test_a_method_run_one_example_at_a_time_moves_the_bar_forward_only(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811
+    seen: list[float] = []
+    clf = Classifier(toy_bert_loaded, batch_size=4)
+    explain_examples(clf, TOY, ["im", "saliency"], params={"im": {"k": 2}}, mlm=toy_mlm,
+                     progress=lambda fraction, message: seen.append(fraction))  # fmt: skip
+    assert seen == sorted(seen) and seen[-1] == 1.0
 
 
 def test_explain_examples_equals_explain_example_for_every_method(toy_bert_loaded, toy_mlm) -> None:  # noqa: F811

@@ -34,6 +34,8 @@ def record(method: str, words: tuple[str, ...], scores: list[float]) -> Attribut
 def test_labels_match_by_name_else_by_position() -> None:
     assert label_map(("negative", "positive"), ("Positive", "NEGATIVE")) == (1, 0)
     assert label_map(("neg", "pos"), ("LABEL_0", "LABEL_1")) == (0, 1)
+    with pytest.raises(ValueError, match="share some class names but not all"):  # entailment was read as contradiction
+        label_map(("entailment", "neutral", "contradiction"), ("contradiction", "entailment", "unknown"))
     with pytest.raises(ValueError, match="different label sets"):
         label_map(("negative", "positive"), ("entailment", "neutral", "contradiction"))
 

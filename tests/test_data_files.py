@@ -172,6 +172,18 @@ def test_rationale_spans_mark_the_words_they_overlap(tmp_path):
     marked, empty, plain = load_examples(f"file:{path}", "all")
     assert marked.rationale == marked.rationales[0] == (0, 1, 0, 1, 0, 0)  # "wonderful"; "ng" of "moving"
     assert empty.rationale == (0, 0, 0, 0) and not plain.has_rationale
+    studio = json_lines(  # Label Studio's JSON-min export: records with start and end
+        tmp_path,
+        '{"text": "A wonderful, moving film.", "rationale": [{"start": 2, "end": 11, "text": "wonderful", '
+        '"labels": ["evidence"]}, {"start": 20, "end": 24}]}',
+    )
+    assert load_examples(f"file:{studio}", "all")[0].rationale == (0, 1, 0, 0, 1, 0)
+    tsv = tmp_path / "quoted.tsv"  # a quote in a TSV is text, as in SST-2: the span still marks "fine"
+    tsv.write_text('text\trationale\n"wow" said the critic , a fine film\t[[26, 30]]\n')
+    [quoted] = load_examples(f"file:{tsv}", "all")
+    assert quoted.words[:3] == ('"', "wow", '"') and [w for w, m in zip(quoted.words, quoted.rationale) if m] == [
+        "fine"
+    ]
     csv = tmp_path / "marked.csv"
     csv.write_text('text,rationale\n"A wonderful, moving film.","[[20, 24]]"\n')
     assert load_examples(f"file:{csv}", "all")[0].rationale == (0, 0, 0, 0, 1, 0)

@@ -20,7 +20,7 @@ from core.classifier import Classifier
 from core.types import Attribution, Example
 from engine.resources import Resources, training_examples
 from explainers import _masking, marc
-from explainers.aml import pretrain_aml
+from explainers.aml import FALLBACK_SOURCE, pretrain_aml
 from explainers.aml.model import own_backbone
 from ui import mask_panels
 
@@ -210,6 +210,24 @@ def test_aml_same_seed_same_mask_and_cached_model_unchanged(bert_clf, toy_exampl
     np.testing.assert_allclose(first.scores, uncached.scores, atol=1e-6)
     np.testing.assert_allclose(first.scores, retrained.scores, atol=1e-6)
     assert first.extras["pretraining"]["backbone"] == "copy of toy-bert's encoder"
+
+
+def test_a_split_with_no_example_that_fits_pretrains_per_example(bert_clf, toy_example, monkeypatch):
+    """Where the model's training split has no example that fits (MultiRC's passages are all
+    longer than pAML's 128 tokens), pAML trains on the explained example: the cache keeps one
+    model per example, not the first example's model for every other."""
+    import engine.resources
+
+    monkeypatch.setattr(engine.resources, "training_split", lambda clf: ("multirc", "train"))
+    monkeypatch.setattr(
+        engine.resources, "training_examples", lambda clf, example, n, seed: ([example] * n, FALLBACK_SOURCE)
+    )
+    params = explainers.get("aml").make_params({**FAST_AML, "n_train": 8, "n_epochs": 1})
+    other = Example(segments=(("a", "dull", "plot", "."),), id="toy/other")
+    resources = Resources()
+    first = resources.pretrained(bert_clf, toy_example, params)
+    assert resources.pretrained(bert_clf, other, params) is not first
+    assert resources.pretrained(bert_clf, toy_example, params) is first
 
 
 def test_aml_leaves_the_shared_model_unchanged(linear_clf, bert_clf, toy_example):

@@ -7,9 +7,10 @@ named in ``PAIR_COLUMNS``, the gold label its ``label`` column when it has one (
 or class names: the words the column holds, numbered in sorted order (case aside), which
 ``align_labels`` renumbers to a model's classes of the same names; -1 or empty for none; a
 column mixing class numbers and names is refused), and a human rationale
-its ``rationale`` column when it has one: character spans ``[[start, end], ...]`` of the (first)
-text, as annotation tools such as Label Studio export them (a JSON list; in a CSV cell, its JSON
-text, parsed, never evaluated); a word is highlighted when a span overlaps it. Its splits are
+its ``rationale`` column when it has one: character spans of the (first) text, ``[[start, end],
+...]`` or records with ``start`` and ``end`` as Label Studio's JSON-min export writes them (a JSON
+list; in a CSV cell, its JSON text, parsed, never evaluated); a word is highlighted when a span
+overlaps it. Its splits are
 ``all`` (every row) and, when it has a ``split`` column, each name that column holds (``train``,
 ``dev`` ...: the rows so marked), so one file can hold what a remove-and-retrain job trains and
 scores on. An example's id is the file's stem and its row number in the file, the same in every
@@ -19,6 +20,7 @@ mixed into the stored one.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import json
@@ -43,7 +45,7 @@ _CSV_CELLS: dict[str, Any] = {"keep_default_na": False, "na_values": [""]}
 # suffix -> the ``datasets`` builder that reads it, and its options
 BUILDERS: dict[str, tuple[str, dict[str, Any]]] = {
     ".csv": ("csv", _CSV_CELLS),
-    ".tsv": ("csv", {**_CSV_CELLS, "delimiter": "\t"}),
+    ".tsv": ("csv", {**_CSV_CELLS, "delimiter": "\t", "quoting": csv.QUOTE_NONE}),  # a quote is text, as in SST-2
     ".json": ("json", {}),
     ".jsonl": ("json", {}),
     ".parquet": ("parquet", {}),
@@ -264,8 +266,9 @@ def load_file_examples(name: str, split: str = FILE_SPLIT, limit: int | None = N
 
 def span_mask(text: str, spans: Any, n_words: int, row: int) -> tuple[int, ...] | None:
     """The 0/1 mask over an example's ``n_words`` words of the words of ``text`` (its first
-    segment) that character ``spans`` (``[[start, end], ...]``, or their JSON text) overlap; None
-    for an empty cell. Spans that are not pairs of whole numbers inside the text are refused."""
+    segment) that character ``spans`` (``[[start, end], ...]`` or ``[{"start": s, "end": e}, ...]``,
+    or their JSON text) overlap; None for an empty cell. Spans that are not pairs of whole numbers
+    inside the text are refused."""
     if spans is None or spans == "":
         return None
     if not isinstance(text, str):
@@ -275,6 +278,8 @@ def span_mask(text: str, spans: Any, n_words: int, row: int) -> tuple[int, ...] 
             spans = json.loads(spans)
         except ValueError:
             spans = None
+    if isinstance(spans, list):  # Label Studio's {"start", "end", "text", "labels"} records as pairs
+        spans = [[s.get("start"), s.get("end")] if isinstance(s, dict) else s for s in spans]
     ok = isinstance(spans, list) and all(
         isinstance(s, (list, tuple)) and len(s) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in s)
         and 0 <= s[0] < s[1] <= len(text)

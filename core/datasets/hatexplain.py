@@ -8,6 +8,7 @@ import ast
 import csv
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.datasets.common import DATA_DIR_ENV, data_dir, majority_mask
@@ -37,20 +38,17 @@ def hatexplain_example(
 
 
 def load_hatexplain(root: Path, split: str) -> list[Example]:
-    examples = []
+    return [example for example, _ in _posts(root, split)]
+
+
+def _posts(root: Path, split: str) -> Iterator[tuple[Example, dict]]:
+    """Each post of ``hatexplain/{split}.csv`` as an example, with its annotators' record (their
+    labels and the communities each named as targets), parsed as literals, never evaluated."""
     with open(root / "hatexplain" / f"{split}.csv", encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle):
             annotators = ast.literal_eval(row["annotators"])
-            examples.append(
-                hatexplain_example(
-                    row["id"],
-                    list(annotators["label"]),
-                    ast.literal_eval(row["rationales"]),
-                    ast.literal_eval(row["post_tokens"]),
-                    split,
-                )
-            )
-    return examples
+            rationales, tokens = ast.literal_eval(row["rationales"]), ast.literal_eval(row["post_tokens"])
+            yield hatexplain_example(row["id"], list(annotators["label"]), rationales, tokens, split), annotators
 
 
 HATEXPLAIN_COMMUNITIES = ("African", "Islam", "Jewish", "Homosexual", "Women", "Refugee", "Arab")
@@ -68,15 +66,10 @@ def hatexplain_annotations(
     if folder is None or not (folder / "hatexplain" / f"{split}.csv").exists():
         raise FileNotFoundError(f"hatexplain/{split}.csv not found: set {DATA_DIR_ENV} to the data folder")
     out = []
-    with open(folder / "hatexplain" / f"{split}.csv", encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            annotators = ast.literal_eval(row["annotators"])
-            labels = list(annotators["label"])
-            example = hatexplain_example(
-                row["id"], labels, ast.literal_eval(row["rationales"]), ast.literal_eval(row["post_tokens"]), split
-            )
-            share = sum(1 for label in labels if HATEXPLAIN_LABELS[label] != "normal") / len(labels)
-            named = Counter(t for targets in annotators["target"] for t in set(targets))
-            flags = tuple(int(named[c] >= 2) for c in HATEXPLAIN_COMMUNITIES)
-            out.append((example, share, flags))
+    for example, annotators in _posts(folder, split):
+        labels = list(annotators["label"])
+        share = sum(1 for label in labels if HATEXPLAIN_LABELS[label] != "normal") / len(labels)
+        named = Counter(t for targets in annotators["target"] for t in set(targets))
+        flags = tuple(int(named[c] >= 2) for c in HATEXPLAIN_COMMUNITIES)
+        out.append((example, share, flags))
     return out

@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from core.types import Example
 
 
-def _key(name: str) -> str:
-    return name.strip().casefold()
+def label_key(name: str) -> str:
+    """A class name as names are matched: case and spaces aside (``Non Toxic`` is ``nontoxic``)."""
+    return "".join(str(name).casefold().split())
 
 
 def shares_classes(names: Sequence[str], class_names: Sequence[str]) -> bool:
     """Whether a dataset (naming its classes ``names``) names one of a model's classes
-    (``class_names``) at least, case and surrounding spaces aside: its gold labels are then
+    (``class_names``) at least, case and spaces aside (``label_key``): its gold labels are then
     numbered as the model's (``align_labels``)."""
-    known = {_key(name) for name in class_names}
-    return any(_key(name) in known for name in names)
+    known = {label_key(name) for name in class_names}
+    return any(label_key(name) in known for name in names)
 
 
 def align_labels(examples: Sequence[Example], class_names: Sequence[str]) -> list[Example]:
@@ -33,13 +34,15 @@ def align_labels(examples: Sequence[Example], class_names: Sequence[str]) -> lis
     model of ``negative`` and ``positive``) has no gold label. Where the dataset names none of the
     model's classes, each example keeps its number, taken as the model's class, as a dataset of
     bare class numbers does (``alignment_note`` says which way a dataset went)."""
-    lookup = {_key(name): index for index, name in enumerate(class_names)}
+    lookup = {label_key(name): index for index, name in enumerate(class_names)}
     aligned = []
     for example in examples:
         names, label = example.label_names, example.label
         named = label is not None and 0 <= label < len(names) and tuple(names) != tuple(class_names)
         if named and shares_classes(names, class_names):
-            example = dataclasses.replace(example, label=lookup.get(_key(names[label])), label_names=tuple(class_names))
+            example = dataclasses.replace(
+                example, label=lookup.get(label_key(names[label])), label_names=tuple(class_names)
+            )
         aligned.append(example)
     return aligned
 
@@ -50,8 +53,8 @@ def alignment_note(names: Sequence[str], class_names: Sequence[str]) -> str | No
     without the dataset's classes the model does not name; None where there is nothing to say."""
     if not names or not class_names or tuple(names) == tuple(class_names):
         return None
-    known = {_key(name) for name in class_names}
-    unknown = [name for name in names if _key(name) not in known]
+    known = {label_key(name) for name in class_names}
+    unknown = [name for name in names if label_key(name) not in known]
     if not unknown:
         return None
     if len(unknown) < len(names):
@@ -68,8 +71,8 @@ def alignment_note(names: Sequence[str], class_names: Sequence[str]) -> str | No
 
 
 def class_index(target: int | str | None, class_names: Sequence[str]) -> int | None:
-    """The model's class a user names to explain: its number, or its name (case and surrounding
-    spaces aside; a number written as text, as a command line gives it, is a number); None for
+    """The model's class a user names to explain: its number, or its name (case and spaces aside,
+    ``label_key``; a number written as text, as a command line gives it, is a number); None for
     the predicted class. Anything else is refused, listing the classes."""
     if target is None:
         return None
@@ -79,7 +82,7 @@ def class_index(target: int | str | None, class_names: Sequence[str]) -> int | N
         if not 0 <= target < len(class_names):
             raise ValueError(f"target {target} is not a class of the model (0..{len(class_names) - 1})")
         return int(target)
-    lookup = {_key(name): index for index, name in enumerate(class_names)}
-    if not isinstance(target, str) or _key(target) not in lookup:  # True is no class
+    lookup = {label_key(name): index for index, name in enumerate(class_names)}
+    if not isinstance(target, str) or label_key(target) not in lookup:  # True is no class
         raise ValueError(f"unknown class {target!r}; the model's classes: {', '.join(class_names)}")
-    return lookup[_key(target)]
+    return lookup[label_key(target)]

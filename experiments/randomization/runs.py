@@ -83,9 +83,7 @@ class RandomizationResult:
 
         def value(s: int, method: str, measure: str) -> Interval:
             if pooled and measure in POOLED:
-                original = [e.attributions[0][method].scores for e in self.examples]
-                randomized = [e.attributions[s][method].scores for e in self.examples]
-                return pooled_correlation(original, randomized, absolute=measure == "spearman_abs")
+                return self._pooled(s, method, measure)
             values = [getattr(e.similarities[s][method], measure) for e in self.examples]
             return mean_interval(values, bounds=MEASURE_BOUNDS[measure])
 
@@ -94,13 +92,18 @@ class RandomizationResult:
             for s in range(len(self.steps))
         ]
 
+    def _pooled(self, s: int, method: str, measure: str) -> Interval:
+        """A rank correlation (one of ``POOLED``) of step ``s`` over every word of every example."""
+        original = [e.attributions[0][method].scores for e in self.examples]
+        randomized = [e.attributions[s][method].scores for e in self.examples]
+        return pooled_correlation(original, randomized, absolute=measure == "spearman_abs")
+
     def to_json(self) -> dict[str, Any]:
         """Per step and method, each measure's mean over the examples (NaN as None), its 95%
         interval as ``<measure>_ci`` when there are several examples, and ``n`` (examples where
         the correlation is defined); with several examples also ``pooled``: the rank
         correlations over every word of every example, their intervals and ``n_words``."""
         several = len(self.examples) > 1
-        pooled = self.summary(pooled=True) if several else None
         steps = []
         for s, (step, per_method) in enumerate(zip(self.steps, self.summary())):
             methods = {}
@@ -111,8 +114,8 @@ class RandomizationResult:
                     if several:
                         entry[f"{measure}_ci"] = [_finite(low), _finite(high)]
                 entry["n"] = measures["spearman"][3]
-                if pooled is not None:
-                    over_words = pooled[s][method]
+                if several:
+                    over_words = {m: self._pooled(s, method, m) for m in POOLED}
                     entry["pooled"] = {
                         **{m: _finite(over_words[m][0]) for m in POOLED},
                         **{f"{m}_ci": [_finite(over_words[m][1]), _finite(over_words[m][2])] for m in POOLED},
