@@ -8,7 +8,7 @@ import json
 import math
 import numbers
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +201,18 @@ class Attribution:
 
 
 # --------------------------------------------------------------------------- JSON
+
+
+def shared_words(rows: Sequence[Attribution]) -> int:
+    """How many first words every row has, the same words in the same places: the words two
+    models' rows of one text can be compared on where one model cut the text shorter (a sentence
+    pair is cut in its longer segment, so the rows part where the cuts differ)."""
+    n = min((len(row.words) for row in rows), default=0)
+    for i in range(n):
+        if any(row.words[i] != rows[0].words[i] for row in rows):
+            return i
+    return n
+
 
 ATTRIBUTION_SCHEMA = "attribution/1"
 EXAMPLE_SCHEMA = "example/1"

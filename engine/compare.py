@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.datasets.labels import label_key
-from core.types import Attribution
+from core.types import Attribution, shared_words
 from metrics import agreement
 
 
@@ -56,10 +56,10 @@ class MethodAgreement:
 
 def compare_attributions(first: dict[str, Attribution], second: dict[str, Attribution]) -> dict[str, MethodAgreement]:
     """Per method present in both: the rank correlations of the two models' word scores. A model
-    that cut a long text shorter is compared on the words both kept (the first ones)."""
+    that cut a long text shorter is compared on the first words both kept (``shared_words``)."""
     result = {}
     for method in (m for m in first if m in second):
-        n_words = min(len(first[method].scores), len(second[method].scores))
+        n_words = shared_words([first[method], second[method]])
         a, b = first[method].scores[:n_words], second[method].scores[:n_words]
         result[method] = MethodAgreement(method, agreement.spearman(a, b), agreement.spearman_abs(a, b), n_words)
     return result

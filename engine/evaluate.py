@@ -280,12 +280,8 @@ def evaluate_slice(
             progress=explaining,
             resources=resources,
         )
-        evaluation.explain_s += time.perf_counter() - start
+        explain_s = time.perf_counter() - start
         for index, explanation, per in zip(indices, explanations, supplied, strict=True):
-            for method, message in explanation.errors.items():
-                evaluation.errors.setdefault(method, []).append(
-                    {"index": index, "id": examples[index].id, "error": message}
-                )
             for method, attribution in per.items():
                 if attribution.words != explanation.example.words:
                     raise ValueError(
@@ -309,11 +305,17 @@ def evaluate_slice(
             mlm=mlm,
             progress=scoring,
         )
+        # The group is kept whole or not at all (a stop while it is scored leaves nothing of it to
+        # count twice on resume): its times, its passes (the explanations' own, a refused batch's
+        # repeated passes charged to no example, and the metrics'), its refusals and results.
+        evaluation.explain_s += explain_s
         evaluation.metrics_s += time.perf_counter() - middle
-        # The explanations' own passes (a refused batch's repeated passes are charged to no
-        # example) and the group's metric passes.
         evaluation.forward_passes += sum(e.forward_passes for e in explanations) + clf.forward_passes - passes
         for index, explanation, per_method in zip(indices, explanations, scored, strict=True):
+            for method, message in explanation.errors.items():
+                evaluation.errors.setdefault(method, []).append(
+                    {"index": index, "id": examples[index].id, "error": message}
+                )
             skipped = tuple(k for k in params_by_metric if not any(k in results for results in per_method.values()))
             evaluation.results.append(
                 ExampleResult(

@@ -5,6 +5,7 @@ target, masked LM)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,10 +41,10 @@ def _partial_store() -> store.ResultStore:
 
 @st.cache_resource
 def _explained_store() -> store.ResultStore:
-    """Each finished slice's attributions (one mapping per example) under what explains them
-    (model, examples, methods and their parameters, target, masked LM, imports): the same slice
-    scored with other metric parameters (the faithfulness page's two removal modes) reuses them
-    instead of explaining every example again."""
+    """Each finished slice's attributions (one mapping per example), refusals and methods under
+    what explains them (model, examples, methods and their parameters, target, masked LM,
+    imports): the same slice scored with other metric parameters (the faithfulness page's two
+    removal modes) reuses them instead of explaining every example again."""
     return store.ResultStore(max_entries=8)
 
 
@@ -73,7 +74,7 @@ def _evaluate(
                      target, mlm_name, _imported_key(imported))  # fmt: skip
     explained = _explained_store().get(explained_key)
     if explained is not None:  # scored again with other metric parameters: nothing to explain
-        method_keys, given = [], explained
+        method_keys, given = [], explained[0]
     mlm = models.masked_lm(mlm_name) if engine.needs_mlm(method_keys, params_by_metric) else None
     # Taken out of the store while it runs, so two sessions never append to one evaluation; put
     # back, with whatever it finished, if the run stops before its end.
@@ -104,7 +105,14 @@ def _evaluate(
         if not finished and evaluation.results:
             _partial_store().put(key, (evaluation, len(examples)))
     if explained is None:
-        _explained_store().put(explained_key, [result.attributions for result in evaluation.results])
+        attributions = [result.attributions for result in evaluation.results]
+        _explained_store().put(
+            explained_key, (attributions, copy.deepcopy(evaluation.errors), list(evaluation.methods))
+        )
+    else:  # the methods' refusals, and a method refused on every example, are not in the attributions
+        evaluation.methods[:] = explained[2]
+        for method, failures in explained[1].items():
+            evaluation.errors.setdefault(method, copy.deepcopy(failures))
     return evaluation, params_by_metric, time.perf_counter() - start, missing
 
 

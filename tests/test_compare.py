@@ -40,6 +40,21 @@ def test_labels_match_by_name_else_by_position() -> None:
         label_map(("negative", "positive"), ("entailment", "neutral", "contradiction"))
 
 
+def test_a_pair_cut_differently_is_compared_on_the_words_both_rows_share() -> None:
+    """A pair is cut in its longer segment: model A kept p0..p3 and the hypothesis, model B the
+    premise's first seven words. Their first n scores are not the same words: only the first
+    four are compared and drawn."""
+    from ui.heatmap import side_by_side
+
+    premise, hypothesis = [f"p{i}" for i in range(8)], ["h0", "h1", "h2"]
+    words_a, words_b = (*premise[:4], *hypothesis), tuple(premise[:7])
+    a = Attribution("loo_empty", "x", 0, words_a, np.arange(7, dtype=np.float32))
+    b = Attribution("loo_empty", "x", 0, words_b, np.arange(7, dtype=np.float32)[::-1].copy())
+    assert compare_attributions({"loo_empty": a}, {"loo_empty": b})["loo_empty"].n_words == 4
+    n_words, rows = side_by_side({"loo_empty": a}, {"loo_empty": b})
+    assert n_words == 4 and {row.words for row in rows.values()} == {tuple(premise[:4])}
+
+
 def test_a_second_model_with_other_classes_is_refused_before_its_weights_load(toy_bert_folder, monkeypatch) -> None:
     """The second model was loaded in full (about 37 s for a hub-size one) before its label set
     was refused: the label names now come from its task.json or config.json."""

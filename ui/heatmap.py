@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from core.types import Attribution
+from core.types import Attribution, shared_words
 from ui.theme import PALETTES, current
 
 SEGMENT_NAMES = ("Premise", "Hypothesis")
@@ -370,10 +370,11 @@ def side_by_side(
 ) -> tuple[int, dict[str, Attribution]]:
     """Two models' rows of every method, the first model's above the second's, keyed
     ``"<method> · <label>"``; a method only one model has keeps its one row. Returns the number
-    of words both rows cover (a model with a shorter maximum length may have cut the text) and
-    the rows, cut to those words (subword scores dropped from a cut row)."""
+    of first words all rows share (a model with a shorter maximum length may have cut the text;
+    ``core.types.shared_words``) and the rows, cut to those words (subword scores dropped from a
+    cut row)."""
     rows = [*first.values(), *second.values()]
-    n_words = min((len(a.words) for a in rows), default=0)
+    n_words = shared_words(rows)
 
     def cut(attribution: Attribution) -> Attribution:
         if len(attribution.words) == n_words:
