@@ -131,7 +131,7 @@ class Resources:
                     return found[1]
             trained = self._trained(clf, example, params, progress)
             with self._guard:
-                if trained.source == FALLBACK_SOURCE and not on_example:
+                if not on_example and trained.source == FALLBACK_SOURCE:
                     self._falls_back.add(base)
                     key = (*base, example.words)
                 self._entries[key] = (weakref.ref(clf.loaded.model), trained)
