@@ -102,7 +102,9 @@ def _evaluate(
         )
         finished = True
     finally:
-        if not finished and evaluation.results:
+        # A slice scored again from stored attributions keeps no partial: its refusals come
+        # back with the stored attributions at its end, and nothing is explained to save.
+        if not finished and evaluation.results and explained is None:
             _partial_store().put(key, (evaluation, len(examples)))
     if explained is None:
         attributions = [result.attributions for result in evaluation.results]

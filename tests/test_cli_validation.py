@@ -131,6 +131,17 @@ def test_run_refuses_a_chunk_size_the_catalogue_cannot_hold(capsys, tmp_path, to
     refused(capsys, argv, f"--chunk-size must be a whole number from 1 to 2,147,483,647, got {2**31}")
 
 
+@pytest.mark.parametrize(
+    "command", [["run", "--dataset", "examples", "--split", "sst2"], ["explain", "--text", "fine"]]
+)
+def test_every_command_takes_the_seeds_a_run_keeps(capsys, tmp_path, toy_bert_folder, command) -> None:
+    """A run refused a seed of 2**31 or more that the other commands took (numpy's 2**32 - 1)."""
+    argv = [*command, "--model", toy_bert_folder, "--seed", str(2**31)]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "a seed must be in [0, 2**31 - 1], got 2147483648" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------- import (finding 11)
 
 

@@ -110,7 +110,7 @@ def render(
         st.error(plain(f"{key} (model B): {message}"))
     n_words, rows = side_by_side(first.attributions, second.attributions)
     if n_words < len(first.prediction.example.words):
-        st.warning(f"Model B keeps only the first {n_words} words: both rows show those.")
+        st.warning(f"The two models cut the text differently: both rows show the first {n_words} words they share.")
     example = first.prediction.example
     rationale = example.rationale[:n_words] if example.rationale is not None else None
     st.html(
