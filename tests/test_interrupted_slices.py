@@ -130,12 +130,11 @@ def test_the_same_slice_scored_with_another_removal_is_not_explained_again(model
         np.testing.assert_allclose(reused.values[method]["deletion"], fresh[method]["deletion"], rtol=1e-6)
 
 
-def test_a_method_refused_everywhere_is_still_named_when_the_slice_is_scored_again(model_dirs, monkeypatch) -> None:
-    """Scored again with another removal, the reused attributions hold no trace of a method that
-    was refused on every example: it vanished from the values and its refusal from the errors."""
+@pytest.fixture
+def saliency_refused(monkeypatch) -> None:
+    """Every saliency request refused, as a method refuses an input it cannot explain."""
     import explainers
 
-    model, methods = str(model_dirs[0]), ["loo_empty", "saliency"]
     real = explainers.run_explainers
 
     def refusing(spec, *args, **kwargs):
@@ -144,6 +143,14 @@ def test_a_method_refused_everywhere_is_still_named_when_the_slice_is_scored_aga
         return real(spec, *args, **kwargs)
 
     monkeypatch.setattr(explainers, "run_explainers", refusing)
+
+
+def test_a_method_refused_everywhere_is_still_named_when_the_slice_is_scored_again(
+    model_dirs, saliency_refused
+) -> None:
+    """Scored again with another removal, the reused attributions hold no trace of a method that
+    was refused on every example: it vanished from the values and its refusal from the errors."""
+    model, methods = str(model_dirs[0]), ["loo_empty", "saliency"]
     chosen = examples()[:4]  # a slice no other test keeps explained
     first = services.evaluate_slice(model, chosen, methods, {"deletion": {"removal": "delete", "fraction": 0.5}})
     again = services.evaluate_slice(model, chosen, methods, {"deletion": {"removal": "mask", "fraction": 0.5}})
@@ -152,18 +159,11 @@ def test_a_method_refused_everywhere_is_still_named_when_the_slice_is_scored_aga
         assert result.values["saliency"]["deletion"] == [None] * 4
 
 
-def test_a_slice_stopped_while_a_group_is_scored_counts_its_refusals_once(toy_bert_loaded, monkeypatch) -> None:
+def test_a_slice_stopped_while_a_group_is_scored_counts_its_refusals_once(
+    toy_bert_loaded, saliency_refused, monkeypatch
+) -> None:
     """A group's refusals were kept as soon as it was explained: stopped while its metrics were
     scored, the group was explained again on resume and its refusals counted twice."""
-    import explainers
-
-    real = explainers.run_explainers
-
-    def refusing(spec, *args, **kwargs):
-        if spec.key == "saliency":
-            raise ValueError("saliency is refused here")
-        return real(spec, *args, **kwargs)
-
     scored = engine.score_examples
     calls: list[int] = []
 
@@ -173,7 +173,6 @@ def test_a_slice_stopped_while_a_group_is_scored_counts_its_refusals_once(toy_be
             raise Stopped
         return scored(*args, **kwargs)
 
-    monkeypatch.setattr(explainers, "run_explainers", refusing)
     params = engine.metric_params(list(METRICS), METRICS)
     partial = engine.SliceEvaluation(["loo_empty", "saliency"], list(params))
     clf = Classifier(toy_bert_loaded)
