@@ -120,7 +120,7 @@ class Resources:
         # Without a training split, or with one of which no example fits (_falls_back), the model
         # is trained on the explained example: one per example.
         on_example = training_split(clf) is None or base in self._falls_back
-        key = (*base, example.words if on_example else None)
+        key = (*base, example.segments if on_example else None)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -133,7 +133,7 @@ class Resources:
             with self._guard:
                 if not on_example and trained.source == FALLBACK_SOURCE:
                     self._falls_back.add(base)
-                    key = (*base, example.words)
+                    key = (*base, example.segments)
                 self._entries[key] = (weakref.ref(clf.loaded.model), trained)
                 while len(self._entries) > self.size:
                     dropped, _ = self._entries.popitem(last=False)

@@ -73,7 +73,8 @@ def top_k_overlap(a, b, k: int, absolute: bool = False) -> float:
     """Share of the k highest-scoring words of ``a`` that are also among the k highest of ``b``;
     NaN where either map's scores (their absolute values with ``absolute``) are all equal, so it
     has no top words: word order would choose them, and a method that found nothing would agree
-    with any that favours the first words (as the rank correlations are undefined there)."""
+    with any that favours the first words (as the rank correlations are undefined there). With k
+    the number of words every word is a top word: 1, whatever the scores."""
     a, b = _pair(a, b)
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")

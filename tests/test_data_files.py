@@ -142,6 +142,11 @@ def test_label_words_are_classes_a_model_of_the_same_names_counts_as_its_own(tmp
     mixed = json_lines(tmp_path, '{"text": "good", "label": "positive"}', '{"text": "bad", "label": 0}')
     with pytest.raises(ValueError, match="label 0 of row 1 in 'label' is a class number, where the column names"):
         load_examples(f"file:{mixed}", "all")
+    # R's write.csv marks a missing label NA: the message says to leave the cell empty instead
+    r_csv = tmp_path / "r.csv"
+    r_csv.write_text('"text","label"\n"good",1\n"meh",NA\n')
+    with pytest.raises(ValueError, match="where other rows hold NA: leave the cell empty"):
+        load_examples(f"file:{r_csv}", "all")
     # a class the model does not name has no gold label; the rest are the model's
     three = json_lines(
         tmp_path, *(f'{{"text": "{t}", "label": "{lab}"}}' for t, lab in [("good", "Positive"), ("bad", "negative"),

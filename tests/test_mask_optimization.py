@@ -228,6 +228,10 @@ def test_a_split_with_no_example_that_fits_pretrains_per_example(bert_clf, toy_e
     first = resources.pretrained(bert_clf, toy_example, params)
     assert resources.pretrained(bert_clf, other, params) is not first
     assert resources.pretrained(bert_clf, toy_example, params) is first
+    # a sentence pair is its segments: the same words cut elsewhere are another input
+    pair = Example(segments=(("a", "dull"), ("plot", ".")), id="toy/pair")
+    cut_elsewhere = Example(segments=(("a",), ("dull", "plot", ".")), id="toy/pair")
+    assert resources.pretrained(bert_clf, cut_elsewhere, params) is not resources.pretrained(bert_clf, pair, params)
 
 
 def test_aml_leaves_the_shared_model_unchanged(linear_clf, bert_clf, toy_example):

@@ -55,6 +55,9 @@ PAIR_COLUMNS = ("text_b", "hypothesis", "sentence2")
 LABEL_COLUMN = "label"
 RATIONALE_COLUMN = "rationale"
 SPLIT_COLUMN = "split"
+# Texts other tools write for a missing value; a label column of numbers holding them is refused
+# with a hint to leave those cells empty.
+_MISSING_MARKERS = frozenset({"na", "n/a", "nan", "null", "none"})
 
 
 def examples_from_dataset(
@@ -129,6 +132,11 @@ def _class_index(value: Any, row: int, column: str, names: Sequence[str] = ()) -
         named = f" nor one of its class names ({', '.join(names)})" if names else ""
         raise ValueError(f"label {value!r} of row {row} in {column!r} is not a class index{named}")
     if names and value is not None and value >= 0:
+        if all(name.casefold() in _MISSING_MARKERS for name in names):  # R's NA, pandas' nan, null
+            raise ValueError(
+                f"label {value!r} of row {row} in {column!r} is a class number, where other rows hold "
+                f"{', '.join(names)}: leave the cell empty (or write -1) for an example without a label"
+            )
         raise ValueError(
             f"label {value!r} of row {row} in {column!r} is a class number, where the column names its classes "
             f"({', '.join(names)}): write every label as a name, or every one as a number"
