@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -82,15 +82,22 @@ class HeavyQueue:
         self._free = threading.BoundedSemaphore(self.slots)
 
     @contextmanager
-    def slot(self, session: str) -> Iterator[None]:
-        """Hold a slot for ``session``; ``ValueError`` when that session already runs one."""
+    def slot(self, session: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold a slot for ``session``; ``ValueError`` when that session already runs one.
+        ``waiting`` is called once when every slot is taken, before the wait for one."""
         with self._lock:
             if session in self._busy:
                 raise ValueError("this session is already running a long request: wait for it to finish")
             self._busy.add(session)
         try:
-            with self._free:
+            if not self._free.acquire(blocking=False):
+                if waiting is not None:
+                    waiting()
+                self._free.acquire()
+            try:
                 yield
+            finally:
+                self._free.release()
         finally:
             with self._lock:
                 self._busy.discard(session)
@@ -109,11 +116,12 @@ def password_matches(given: str) -> bool:
 
 
 @contextmanager
-def heavy_slot(session: str) -> Iterator[None]:
+def heavy_slot(session: str, waiting: Callable[[], None] | None = None) -> Iterator[None]:
     """A slot of the server's queue in shared mode (one long request per session, at most one
-    per core at once); nothing to wait for in private mode."""
+    per core at once; ``waiting`` is called when the request has to wait for one); nothing to
+    wait for in private mode."""
     if not policy().shared:
         yield
         return
-    with heavy_queue().slot(session):
+    with heavy_queue().slot(session, waiting):
         yield

@@ -97,18 +97,19 @@ def test_the_shared_queue_runs_one_long_request_per_session_and_bounds_the_serve
         order: list[str] = []
 
         def bob() -> None:
-            with queue.slot("bob"):
+            with queue.slot("bob", waiting=lambda: order.append("bob waits")):
                 order.append("bob")
 
         waiting = threading.Thread(target=bob)
         waiting.start()
         time.sleep(0.2)
-        assert order == []  # the one slot is alice's: bob waits his turn
+        assert order == ["bob waits"]  # the one slot is alice's: bob is told, and waits his turn
         order.append("alice done")
     waiting.join(timeout=5)
-    assert order == ["alice done", "bob"]
-    with queue.slot("alice"):  # alice may start again once her first request ended
+    assert order == ["bob waits", "alice done", "bob"]
+    with queue.slot("alice", waiting=lambda: order.append("alice waits")):  # a free slot: no wait
         pass
+    assert order[-1] == "bob"
 
 
 def test_a_tokenizer_of_another_model_gives_one_clear_error(tmp_path) -> None:

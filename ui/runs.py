@@ -70,7 +70,7 @@ def run_all_or_stop(
     bar = st.progress(0.0, text="Starting…")
     results = []
     try:
-        with services.heavy_slot(_session_id()):
+        with services.heavy_slot(_session_id(), waiting=lambda: bar.progress(0.0, text=_WAITING)):
             for task, start, end in zip(tasks, starts, starts[1:]):
 
                 def progress(fraction: float, message: str, start=start, end=end) -> None:
@@ -83,6 +83,9 @@ def run_all_or_stop(
         st.stop()
     bar.empty()
     return results
+
+
+_WAITING = "Waiting for a free slot: this shared server runs other visitors' long requests first…"
 
 
 def _session_id() -> str:
