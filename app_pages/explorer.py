@@ -148,7 +148,7 @@ values = services.runs.metric_values(run)
 metric = left.selectbox("Metric", list(info.metrics), key="explorer.metric", persist_state="session")
 distribution = distribution_figure(values[values["metric"] == metric], metric)
 left.plotly_chart(distribution, key="explorer.distribution")
-curves = services.runs.mean_curves(run_id)
+curves = services.runs.mean_curves(run)
 curve_metrics = sorted({k for per in curves.values() for k in per})
 if curve_metrics:
     curve_metric = right.selectbox("Mean curve", curve_metrics, key="explorer.curve", persist_state="session")

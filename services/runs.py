@@ -154,15 +154,21 @@ def metric_values(run: Snapshot) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _mean_curves(run_id: str, rows_done: int) -> dict[str, dict[str, dict[str, list[float]]]]:
+def _mean_curves(
+    run_id: str, rows_done: int, _positions: frozenset[int]
+) -> dict[str, dict[str, dict[str, list[float]]]]:
+    # rows_done names the rows (_positions) of the snapshot: units committed since are left out
     from engine.slice_report import mean_curves
 
-    return mean_curves(executor.read_evaluation(_store(), run_id)[1])
+    evaluation = executor.read_evaluation(_store(), run_id)[1]
+    evaluation.results = [r for r in evaluation.results if r.position in _positions]
+    return mean_curves(evaluation)
 
 
-def mean_curves(run_id: str) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """The pointwise mean curve with its 95% band of every curve metric, per method."""
-    return _mean_curves(run_id, info(run_id).rows_done)
+def mean_curves(run: Snapshot) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """The pointwise mean curve with its 95% band of every curve metric, per method, over the
+    snapshot's rows (the same rows as its tables, while units are being committed)."""
+    return _mean_curves(run.info.run_id, run.info.rows_done, frozenset(int(p) for p in run.rows["position"]))
 
 
 def _scores(methods: tuple[str, ...], frame: pd.DataFrame) -> list[dict[str, np.ndarray]]:

@@ -237,3 +237,24 @@ def test_a_run_of_a_regression_or_multi_label_head_cannot_explain_the_gold_class
     services.runs.start_run(folder, "examples", "sst2", 2, ["loo_empty"], ["deletion"], "predicted")
     assert len(started) == 1
     services.background.background.clear()
+
+
+def test_the_mean_curves_are_of_the_snapshot_rows(stored_run, monkeypatch) -> None:
+    """A run being written commits units between the page's read of its rows and of its curves:
+    the curves are of the snapshot's rows, as its tables are, not of every row stored by then."""
+    import dataclasses
+
+    import services.runs
+    from engine.runs.executor import read_evaluation
+    from engine.slice_report import mean_curves
+
+    run_id, _, results = stored_run
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    whole = services.runs.snapshot(run_id)
+    earlier = dataclasses.replace(
+        whole, info=dataclasses.replace(whole.info, rows_done=2), rows=whole.rows.iloc[:2]
+    )  # as read while the second unit was still being written
+    evaluation = read_evaluation(RunStore(results, read_only=True), run_id)[1]
+    first_two = dataclasses.replace(evaluation, results=evaluation.results[:2])
+    assert services.runs.mean_curves(earlier) == mean_curves(first_two) != mean_curves(evaluation)
+    assert services.runs.mean_curves(whole) == mean_curves(evaluation)
