@@ -123,6 +123,6 @@ def start_job(settings: dict[str, Any]) -> str:
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
     if found is not None and found.nothing_to_start:
         return run_id
-    arguments = shlex.split(command_of(job))[3:]  # after "python -m cli roar"
-    start_background(run_id, [sys.executable, "-m", "cli", "roar", *arguments, "--no-estimate", "--quiet", "--json"])
+    _python, *module_and_options = shlex.split(command_of(job))  # "python", "-m", "cli", "roar", ...
+    start_background(run_id, [sys.executable, *module_and_options, "--no-estimate", "--quiet", "--json"])
     return run_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +190,19 @@ def test_a_job_on_a_model_and_dataset_names_them_in_its_caption(monkeypatch, tmp
     assert not at.exception, at.exception
     text = " ".join(m.value for m in at.markdown)
     assert "task `None`" not in text and r"model my\_model on hub:" in text
+
+
+def test_a_job_started_from_the_app_runs_a_command_the_cli_accepts(started, monkeypatch, tmp_path):
+    """The app's Start ran ``python -m cli roar roar --task ...``: the job's command already says
+    ``roar`` and it was said again, so the background process stopped at once on a usage error."""
+    from cli.main import build_parser
+    from services import roar
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    settings = {"methods": ["loo_empty"], "levels": ["10%"], "seeds": 2, "task": "sst2"}
+    run_id = roar.start_job({**settings, "train_size": 8, "eval_size": 8, "train_steps": 2})
+    (process,) = started
+    command = process.command
+    assert command[:4] == [sys.executable, "-m", "cli", "roar"] and run_id.startswith("run-")
+    args = build_parser().parse_args(command[3:])
+    assert (args.command, args.task, args.methods, args.seeds, args.train_size) == ("roar", "sst2", "loo_empty", 2, 8)
