@@ -6,6 +6,7 @@ a model, removed words escaped for Markdown, the t-tests)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -206,3 +207,20 @@ def test_a_job_started_from_the_app_runs_a_command_the_cli_accepts(started, monk
     assert command[:4] == [sys.executable, "-m", "cli", "roar"] and run_id.startswith("run-")
     args = build_parser().parse_args(command[3:])
     assert (args.command, args.task, args.methods, args.seeds, args.train_size) == ("roar", "sst2", "loo_empty", 2, 8)
+
+
+def test_a_units_model_reads_at_most_the_recipes_length(tmp_path, monkeypatch):
+    """Each model is retrained on the first ``max_length`` tokens (64 for SST-2); it was then
+    explained and scored on up to 512, words it never saw in training."""
+    import core.loaded
+    from core.types import Example
+    from tests.toy import toy_linear
+
+    monkeypatch.setattr(core.loaded, "load_classifier", lambda name: toy_linear())
+    data = JobData(job(), [], [], {}, tmp_path, dataclasses.replace(RECIPE, max_length=16))
+    data.model_folder(0).mkdir(parents=True)
+    (data.model_folder(0) / "adapter_config.json").write_text("{}")
+    clf = data.classifier(0)
+    assert toy_linear().max_length == 64 and clf.loaded.max_length == 16
+    fitted, cut = clf.fit_example(Example((("good",) * 100,)))
+    assert len(fitted.words) == 14 and cut == 86  # 16 tokens with [CLS] and [SEP]

@@ -64,7 +64,8 @@ class JobData:
         return self.folder / "models" / f"unit-{index:05d}"
 
     def classifier(self, index: int) -> Classifier:
-        """The saved model of unit ``index`` (loaded once per process; a few kept)."""
+        """The saved model of unit ``index`` (loaded once per process; a few kept), reading at most
+        the recipe's ``max_length`` tokens, as it was trained (it read 512 and more of a long text)."""
         key = str(self.model_folder(index))
         if key not in self._models:
             from core.classifier import Classifier
@@ -74,5 +75,7 @@ class JobData:
                 raise ValueError(f"the model of unit {index} is not saved under {key}")
             if len(self._models) >= 4:
                 self._models.pop(next(iter(self._models)))
-            self._models[key] = Classifier(load_classifier(key), batch_size=64)
+            loaded = load_classifier(key)  # its own tokenizer object: capping it changes no other model
+            loaded.tokenizer.model_max_length = self.recipe.max_length  # type: ignore[attr-defined]
+            self._models[key] = Classifier(loaded, batch_size=64)
         return self._models[key]
