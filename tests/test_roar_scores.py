@@ -174,3 +174,23 @@ def test_sparsity_by_hand():
     assert top2.mean == pytest.approx((0.7 + 1.0) / 2)
     assert half.mean == pytest.approx((0.7 + 0.5) / 2)  # floor(4 * 0.5) = 2 words, floor(2 * 0.5) = 1 word
     assert full.mean == pytest.approx(1.0)
+
+
+def test_a_stopped_jobs_eq3_stops_at_its_first_missing_level():
+    """A job stopped before 20% of ``good`` was retrained, with 30% done: Eq. 3 ran over 0%, 10%
+    and 30%, drawing a straight line over 20%. It is now over 0% and 10%, and its reading says so."""
+    from engine.roar.report import summarize
+
+    levels = [L0, L10, L20, L30]
+    table = {(SHARED, L0): [0.9, 0.9], (SHARED, L100): [0.5, 0.5]}
+    table |= {("random", level): [0.85 - level.amount / 200] * 2 for level in (L10, L20, L30)}
+    table |= {("good", L10): [0.7, 0.6], ("good", L30): [0.5, 0.5]}  # 20% not retrained yet
+    summary = summarize(rows_of(table), levels, [L10])
+    good = summary["faithfulness"]["good"]
+    expected = faithfulness_scores(rows_of(table), [L0, L10])["good"]
+    assert good["mean"] == pytest.approx(expected.mean) and good["levels"] == ["0%", "10%"]
+    assert good["mean"] != pytest.approx(faithfulness_scores(rows_of(table), [L0, L10, L30])["good"].mean)
+    assert good["reading"].endswith(" (over 0% to 10% only)")
+    table[("good", L20)] = [0.6, 0.55]
+    done = summarize(rows_of(table), levels, [L10])["faithfulness"]["good"]
+    assert done["levels"] == ["0%", "10%", "20%", "30%"] and "only" not in done["reading"]

@@ -158,8 +158,10 @@ def summarize(
     metric: str = "accuracy",
     x: Sequence[float] | None = None,
 ) -> dict[str, Any]:
-    """Curves over ``levels`` (from 0%), Eq. 3 over the levels every method has, t-tests at the
-    ``tested`` levels, leakage flags and the 100% floor of any unit results, as JSON."""
+    """Curves over ``levels`` (from 0%), Eq. 3 over the levels from 0% up to the first that some
+    method lacks (a stopped job's; its reading says so: a missing level between two measured ones
+    was interpolated over), t-tests at the ``tested`` levels, leakage flags and the 100% floor of
+    any unit results, as JSON."""
     xs = dict(zip(levels, x if x is not None else [level.x for level in levels], strict=True))
     curve = curves(rows, levels, metric) if rows else {}
     out_curves = {
@@ -178,9 +180,11 @@ def summarize(
         for method, cells in curve.items()
     }
     faithful = {}
-    complete = [lv for lv in levels if all(c.n for cells in curve.values() for c in cells if c.level == lv)]
+    measured = {lv for lv in levels if all(c.n for cells in curve.values() for c in cells if c.level == lv)}
+    complete = list(itertools.takewhile(measured.__contains__, levels))  # no gap: nothing interpolated
     if RANDOM in curve and len(complete) >= 2 and complete[0].is_zero:
         scores = faithfulness_scores(rows, complete, metric, x=[xs[lv] for lv in complete])
+        partial = f" (over {complete[0].label} to {complete[-1].label} only)" if len(complete) < len(levels) else ""
         for method, s in scores.items():
             mean, low, high = _number(s.mean), _number(s.low), _number(s.high)
             faithful[method] = {
@@ -188,7 +192,8 @@ def summarize(
                 "low": low,
                 "high": high,
                 "n": s.n,
-                "reading": eq3_reading(mean, low, high),
+                "levels": [level.label for level in complete],
+                "reading": eq3_reading(mean, low, high) + partial,
             }
     tests = []
     for level in tested:
