@@ -23,6 +23,7 @@ from cli.common import (
     progress_bar,
     seed_int,
 )
+from cli.texts import TEXT_B_ALONE, text_example
 
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
@@ -30,10 +31,8 @@ DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier
-    from core.datasets import split_words
     from core.loaded import load_classifier
     from core.numbers import fixed
-    from core.types import Example
     from engine.resources import Resources
     from experiments.attacks import attack_example, make_params, summarize
 
@@ -52,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.seed is not None:
         overrides.setdefault("seed", args.seed)
     params = make_params(args.attack, args.preset, overrides)
+    if args.text is None and args.text_b is not None:
+        raise ValueError(TEXT_B_ALONE)
     if args.text is not None:
-        segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
-        examples = [Example(segments=tuple(segments), id="cli")]
+        examples = [text_example(args.text, args.text_b)]
     else:
         examples = load_dataset_examples(args)
     clf = Classifier(load_classifier(args.model), batch_size=args.batch_size, head_type=args.head_type)

@@ -86,31 +86,6 @@ def seed_int(text: str) -> int:
     return value
 
 
-def read_jsonl(path: str) -> list[dict[str, Any]]:
-    """The records of a JSON Lines file, each a dict with a string ``text`` (blank lines skipped);
-    parsed, never evaluated. ``ValueError`` names the file and line of any bad record."""
-    from pathlib import Path
-
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text (byte {error.start}: {error.reason})") from None
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ValueError(f"{path}:{number}: each line needs a string field 'text'")  # noqa: TRY004
-        records.append({**record, "line": number})
-    if not records:
-        raise ValueError(f"{path} holds no records: one JSON object with a 'text' field per line")
-    return records
-
-
 def add_methods(parser: argparse.ArgumentParser, default: str, note: str = "") -> None:
     """The ``--methods`` option, read by ``method_keys``: its keywords mean the same in every
     command, and ``default`` (the same as leaving it out) is this command's ``default``."""

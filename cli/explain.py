@@ -14,15 +14,14 @@ from cli.common import (
     printable,
     seed_int,
 )
+from cli.texts import text_example
 
 
 def run(args: argparse.Namespace) -> int:
     import explainers
     from core.classifier import Classifier, autocast_options
-    from core.datasets import split_words
     from core.datasets.labels import class_index
     from core.loaded import load_classifier
-    from core.types import Example
     from engine.explain import explain_example
     from engine.resources import Resources
     from engine.windows import Windows
@@ -31,14 +30,11 @@ def run(args: argparse.Namespace) -> int:
     window_options = {"overlap": args.window_overlap, "stitch": args.stitch}
     if not args.windows and any(value is not None for value in window_options.values()):
         raise ValueError("--window-overlap and --stitch set how --windows explains a long text: add --windows")
-    if args.windows and args.text_b:
+    if args.windows and args.text_b is not None:
         raise ValueError(
             "--windows explains a single long text; a (premise, hypothesis) pair is cut to the model's length"
         )
-    segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
-    example = Example(segments=tuple(segments), id="cli")
-    if not example.words:
-        raise ValueError("the text is empty: give at least one word")
+    example = text_example(args.text, args.text_b)
     loaded = load_classifier(args.model)
     loaded.check_texts(len(example.segments))
     clf = Classifier(

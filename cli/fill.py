@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import positive_int, print_json, read_jsonl
+from cli.common import positive_int, print_json
+from cli.texts import read_jsonl
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,23 +14,9 @@ from cli.common import (
     positive_int,
     print_json,
     print_label_notes,
-    read_jsonl,
 )
+from cli.texts import read_texts
 from core.types import DEFAULT_THRESHOLD
-
-
-def read_texts(path: str) -> list:
-    """JSON Lines with ``text`` and, for pairs, ``text_b``."""
-    from core.datasets import split_words
-    from core.types import Example
-
-    examples = []
-    for record in read_jsonl(path):
-        segments = [split_words(record["text"])]
-        if record.get("text_b"):
-            segments.append(split_words(str(record["text_b"])))
-        examples.append(Example(segments=tuple(segments), id=f"{path}:{record['line']}"))
-    return examples
 
 
 def threshold(text: str) -> float:

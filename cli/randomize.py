@@ -23,19 +23,18 @@ from cli.common import (
     progress_bar,
     seed_int,
 )
+from cli.texts import TEXT_B_ALONE, text_example
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
 
 def _examples(args: argparse.Namespace) -> list:
-    from core.datasets import split_words
-    from core.types import Example
-
-    if args.text and args.dataset:
+    if args.text is not None and args.dataset:
         raise ValueError("give --text or --dataset, not both")
-    if args.text:
-        segments = [split_words(args.text)] + ([split_words(args.text_b)] if args.text_b else [])
-        return [Example(segments=tuple(segments), id="cli")]
+    if args.text is None and args.text_b is not None:
+        raise ValueError(TEXT_B_ALONE)
+    if args.text is not None:
+        return [text_example(args.text, args.text_b)]
     if args.dataset:
         return load_dataset_examples(args)
     raise ValueError("give --text or --dataset with --split")

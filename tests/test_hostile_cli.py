@@ -53,6 +53,8 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     (root / "bad-utf8.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
     (root / "not-json.jsonl").write_text('{"text": "fine"}\nnot json\n')
     (root / "surrogate.jsonl").write_text('{"text": "good \\udcff movie"}\n')  # JSON may escape a lone surrogate
+    (root / "blank-b.jsonl").write_text('{"text": "fine", "text_b": "a dog"}\n{"text": "fine", "text_b": "  "}\n')
+    (root / "number-b.jsonl").write_text('{"text": "fine", "text_b": 3}\n')
     return {p.name: p for p in root.iterdir()}
 
 
@@ -104,6 +106,28 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "lone surrogate in a texts file": (
             ["predict", "--model", clf, "--texts", str(folders["surrogate.jsonl"])],
             "surrogate.jsonl:1: the text is not valid Unicode",
+        ),
+        # a blank second text was dropped: the pair was explained as the first text alone
+        "blank --text-b": (explain(clf, "fine", "--text-b", " "), "--text-b has no words"),
+        "blank --text-b to attack": (
+            ["attack", "--model", clf, "--text", "fine", "--text-b", "", "--methods", "loo_empty"],
+            "--text-b has no words",
+        ),
+        "blank --text-b to randomize": (
+            ["randomize", "--model", clf, "--text", "fine", "--text-b", "\t"],
+            "--text-b has no words",
+        ),
+        "--text-b without --text": (
+            ["attack", "--model", clf, "--dataset", "sst2", "--text-b", "a dog", "--methods", "loo_empty"],
+            "--text-b is the second text of --text",
+        ),
+        "blank text_b in a texts file": (
+            ["predict", "--model", clf, "--texts", str(folders["blank-b.jsonl"])],
+            "blank-b.jsonl:2: 'text_b' must be a text with a word",
+        ),
+        "number text_b in a texts file": (
+            ["predict", "--model", clf, "--texts", str(folders["number-b.jsonl"])],
+            "number-b.jsonl:1: 'text_b' must be a text with a word",
         ),
         "nonexistent model": (explain("no-such-org/no-such-model-xyz", "fine"), "no-such-model-xyz"),
         "nonexistent folder": (explain("/nonexistent/folder", "fine"), "/nonexistent/folder"),
