@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 LEVEL_PRESETS = {
@@ -51,7 +52,7 @@ def job_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_stopped, progress_bar, store_option
+    from cli.common import print_stopped, progress_bar, sigterm_stops, store_option
     from engine.roar.cost import cost_json, estimate
     from engine.roar.report import job_report, save_report, summary
     from engine.roar.run import execute_job, job_of, open_job, prepare_job
@@ -94,20 +95,21 @@ def run(args: argparse.Namespace) -> int:
     store = RunStore(args.results_dir)
     opened = open_job(prepared, store)
     try:
-        info = execute_job(
-            opened,
-            store,
-            executor=args.executor,
-            data_dir=args.data_dir,
-            progress=progress_bar(opened.info.units_total, enabled=not args.quiet, unit="unit"),
-        )
-    except KeyboardInterrupt:
+        with sigterm_stops():  # a stopped job, not a killed one
+            info = execute_job(
+                opened,
+                store,
+                executor=args.executor,
+                data_dir=args.data_dir,
+                progress=progress_bar(opened.info.units_total, enabled=not args.quiet, unit="unit"),
+            )
+    except (KeyboardInterrupt, SystemExit) as stop:
         info = store.get(run_id)
         print_stopped(
             f"{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
             f"`python -m cli roar --resume {run_id}{store_option(store)}`"
         )
-        return 130
+        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
     report = job_report(store, run_id, args.data_dir)
     if args.export:
         save_report(report, args.export)

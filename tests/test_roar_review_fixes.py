@@ -224,3 +224,27 @@ def test_a_units_model_reads_at_most_the_recipes_length(tmp_path, monkeypatch):
     assert toy_linear().max_length == 64 and clf.loaded.max_length == 16
     fitted, cut = clf.fit_example(Example((("good",) * 100,)))
     assert len(fitted.words) == 14 and cut == 86  # 16 tokens with [CLS] and [SEP]
+
+
+def test_a_job_sent_sigterm_is_stopped_not_failed(tmp_path, monkeypatch, capsys):
+    """SIGTERM killed a ROAR job with no word, its row left ``running`` for a dead writer; it now
+    ends as Ctrl-C does (as ``cli run`` and ``cli import`` do): ``stopped``, exit 143, the handler
+    that was there put back."""
+    import signal
+
+    import engine.roar.run
+    from cli.main import main
+    from engine.runs.store import RunStore
+
+    def terminated(*args, **kwargs):
+        signal.raise_signal(signal.SIGTERM)
+
+    monkeypatch.setattr(engine.roar.run, "run_unit", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    argv = ["roar", "--task", "sst2", "--methods", "loo_empty", "--levels", "10", "--seeds", "2", "--train-size", "8"]
+    argv += ["--eval-size", "8", "--train-steps", "2", "--no-estimate", "--quiet", "--results-dir", str(tmp_path)]
+    assert main(argv) == 143
+    assert signal.getsignal(signal.SIGTERM) is before
+    (stopped,) = RunStore(tmp_path).infos()
+    assert (stopped.status, stopped.units_done, stopped.error) == ("stopped", 0, None)
+    assert f"{stopped.run_id} stopped after 0 of 8 units" in capsys.readouterr().err

@@ -236,7 +236,7 @@ def execute_job(
 ) -> RunInfo:
     """Compute the job's units that are not stored, committing each as it finishes (``progress``
     gets the fraction of units done). ``stop_after`` stops after that many units (tests, and a
-    job run in pieces). Ctrl-C marks the run ``stopped``, an error ``failed``; both resume."""
+    job run in pieces). Ctrl-C or SIGTERM marks the run ``stopped``, an error ``failed``; both resume."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     job, info, data = opened.job, opened.info, opened.data
@@ -269,7 +269,7 @@ def execute_job(
         else:
             within = {i: tracker.within(1, i, job.units[i].key) for i in todo}
             _run_ray(job, todo, done, store, info.run_id, data_dir, n_classes, commit, stop_after, within)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, or SIGTERM (``cli.common.sigterm_stops``)
         store.finish(info.run_id, "stopped", base_wall + time.perf_counter() - start)
         raise
     except BaseException as error:
