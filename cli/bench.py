@@ -7,7 +7,16 @@ import dataclasses
 import platform
 import sys
 
-from cli.common import add_autocast, add_dataset, add_methods, add_model, method_keys, positive_int, print_json
+from cli.common import (
+    add_autocast,
+    add_dataset,
+    add_methods,
+    add_model,
+    method_keys,
+    positive_int,
+    print_json,
+    split_of,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.resources import Resources
 
     methods = method_keys(args)
-    dataset, split = args.dataset or "sst2", args.split or ("dev" if not args.dataset else None)
+    dataset, split = args.dataset or "sst2", split_of(args) or ("dev" if not args.dataset else None)
     if split is None:
         raise ValueError("--split is needed with --dataset")
     pool = load_examples(dataset, split, args.data_dir)

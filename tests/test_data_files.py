@@ -105,6 +105,11 @@ def test_the_api_and_the_command_line_read_a_file_without_a_split(reviews, capsy
     predicted = json.loads(capsys.readouterr().out)
     assert [r["gold"] for r in predicted["examples"]] == [1, 0, None]
     assert predicted["accuracy"] == pytest.approx(1.0)  # the two labelled reviews, both right
+    # bench said "--split is needed with --dataset" for a file, whose rows are all one split
+    argv = ["bench", "--model", "minilm-sst2", "--dataset", f"file:{reviews}", "--methods", "random"]
+    assert main([*argv, "--min-words", "1"]) == 0
+    benched = json.loads(capsys.readouterr().out)
+    assert benched["examples"] == 3 and benched["dataset"] == f"file:{reviews}/all"
 
 
 def test_label_words_are_classes_a_model_of_the_same_names_counts_as_its_own(tmp_path, capsys):
