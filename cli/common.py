@@ -340,6 +340,13 @@ def print_stopped(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def nothing_explained(payload: dict[str, Any]) -> bool:
+    """Whether every method of a slice's JSON (``engine.slice_report.slice_report``) failed on
+    every example: the command exits with status 1, as ``explain`` does when every method failed."""
+    n = payload["n_examples"]
+    return n > 0 and all(len(payload["errors"].get(method, ())) >= n for method in payload["methods"])
+
+
 def print_summary_table(payload: dict[str, Any]) -> None:
     """The human-readable form of ``engine.slice_report.slice_report``: mean [95% interval] n per
     method and metric, the cost, and each method's first failure (stored strings ``printable``)."""

@@ -21,6 +21,7 @@ from engine.slice_report import slice_report
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import (
+        nothing_explained,
         parse_params,
         print_json,
         print_label_notes,
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print_summary_table(payload)
-    return 0
+    return 1 if nothing_explained(payload) else 0
 
 
 def register(sub) -> None:

@@ -267,6 +267,32 @@ def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsy
     assert set(payload["examples"][0]["scores"]) == {"loo_empty"}
 
 
+def test_a_slice_where_every_method_failed_exits_with_status_1(toy_bert_folder, capsys, monkeypatch, tmp_path):
+    """``evaluate``, ``run`` and ``show`` printed every example's failure and exited 0, so a
+    script went on with an empty result; ``explain`` already exits 1 when every method failed."""
+    import explainers
+    from cli.main import main
+
+    real = explainers.run_explainers
+
+    def refuse_random(spec, *args, **kwargs):
+        if spec.key == "random":
+            raise ValueError("refused for the test")
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(explainers, "run_explainers", refuse_random)
+    slice_args = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    slice_args += ["--metrics", "deletion", "--quiet"]
+    assert main(["evaluate", *slice_args, "--methods", "random"]) == 1
+    assert "random failed on 2 examples, first: refused for the test" in capsys.readouterr().out
+    assert main(["evaluate", *slice_args, "--methods", "random,loo_empty"]) == 0  # one method scored
+    capsys.readouterr()
+    stored = ["--executor", "serial", "--results-dir", str(tmp_path), "--json"]
+    assert main(["run", *slice_args, "--methods", "random", *stored]) == 1
+    run_id = json.loads(capsys.readouterr().out)["run"]["run_id"]
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 1
+
+
 @pytest.mark.skipif("minilm-hatexplain" not in bundled_names(), reason="the bundled HateXplain model is missing")
 def test_human_ceiling_and_best_threshold_match_direct_computation(capsys):
     from metrics import plausibility
