@@ -248,7 +248,7 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     assert list(candidates["original word"]) == [True, False, False]
     e_great = (0.9 * positive("great", "bad") + 0.05 * positive("good", "bad") + 0.03 * positive("awful", "bad")) / 0.98
     assert candidates["contribution"].sum() == pytest.approx(e_great, abs=1e-6)
-    assert any("exact match" in m.value for m in app.markdown)
+    assert any("exact match" in m.value and "original word “**great**”" in m.value for m in app.markdown)
     assert any("likelihood 0.90" in w.value for w in app.warning)
     words = table_with(app, "IM", "LOO_empty")
     f_x = positive("great", "bad")
@@ -268,6 +268,7 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     app.selectbox(key="im.word").set_value(8).run()  # 'bad': the neutral fill-ins, no exact match
     assert not app.exception
     assert list(table_with(app, "rank", "fill-in")["fill-in"]) == ["film", "movie", "it"]
+    assert any("top-1 fill-in is “**film**”; the original word" in m.value for m in app.markdown)  # quoted
     assert not app.warning
 
 

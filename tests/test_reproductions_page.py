@@ -121,7 +121,7 @@ def test_latest_prefers_the_current_code_version(results):
 def test_page_shows_stored_tables_beside_the_published_values(results, no_computing):
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
-    assert "**1 of 8** findings hold here, 1 do not, 0 undecided, 6 not run yet." in text
+    assert "**1 of 8** findings hold here, 1 does not, 0 undecided, 6 not run yet." in text
     assert text.count(":gray-badge[not run]") == 6
     assert text.count(":green-badge[holds]") == 2  # claim line and finding line of Table A3
     assert text.count(":red-badge[does not hold]") == 2
@@ -208,7 +208,7 @@ def test_a_result_bundled_with_the_app_shows_until_the_store_has_one(results, no
     app = open_page()
     text = "\n".join(m.value for m in app.markdown)
     assert (
-        "**1 of 8** findings hold here, 2 do not, 0 undecided, 5 not run yet (1 of the results were computed when the"
+        "**1 of 8** findings hold here, 2 do not, 0 undecided, 5 not run yet (1 of the results was computed when the"
         " app was packaged)." in text
     )
     assert text.count("**Precomputed, bundled with the app**: 8 examples per split") == 1
@@ -301,9 +301,11 @@ def test_an_undecided_finding_is_neither_green_nor_red(results, no_computing):
     undecided = payload("double-trouble-table3", None, base.code_version(), 8)
     stored.save(RunStore(results), undecided)
     assert verdict(undecided) == ":blue-badge[undecided]" and finding_word(None) == "undecided"
-    assert headline([True, None, False], 8, 0) == "**1 of 8** findings hold here, 1 do not, 1 undecided, 5 not run yet."
+    assert (
+        headline([True, None, False], 8, 0) == "**1 of 8** findings hold here, 1 does not, 1 undecided, 5 not run yet."
+    )
     text = "\n".join(m.value for m in open_page().markdown)
-    assert "**1 of 8** findings hold here, 1 do not, 1 undecided, 5 not run yet." in text
+    assert "**1 of 8** findings hold here, 1 does not, 1 undecided, 5 not run yet." in text
     assert text.count(":blue-badge[undecided]") == 2  # claim line and finding line of Table 3
 
 

@@ -87,7 +87,7 @@ def word_panel(example, im, row: dict, word: int, table: list, output: str) -> N
     if row["top-1 = word"]:
         st.markdown(
             f":green-badge[exact match] The masked LM's top-1 fill-in is the original word "
-            f"**{plain(example.words[word])}**, with likelihood {row['top-1 likelihood']:.4f}."
+            f"“**{plain(example.words[word])}**”, with likelihood {row['top-1 likelihood']:.4f}."
         )
         if row["top-1 likelihood"] >= HIGH_LIKELIHOOD:
             p = row["top-1 likelihood"]
@@ -102,6 +102,6 @@ def word_panel(example, im, row: dict, word: int, table: list, output: str) -> N
             if original is not None
             else "the original word is not one token of its vocabulary"
         )
-        st.markdown(f"The masked LM's top-1 fill-in is **{plain(row['MLM top-1'])}**; {known}.")
+        st.markdown(f"The masked LM's top-1 fill-in is “**{plain(row['MLM top-1'])}**”; {known}.")
     if "cap_reached" in im.extras and im.extras["cap_reached"][word]:
         st.info("More fill-ins than max candidates pass the threshold: the sum is cut at the cap.")

@@ -117,10 +117,11 @@ def headline(holds: Sequence[bool | None], total: int, packaged: int) -> str:
     """The page's count: how many of ``total`` findings hold, do not, are undecided, not run."""
     held, failed = sum(h is True for h in holds), sum(h is False for h in holds)
     text = (
-        f"**{held} of {total}** findings hold here, {failed} do not, {len(holds) - held - failed} undecided, "
-        f"{total - len(holds)} not run yet"
+        f"**{held} of {total}** findings hold here, {failed} {'does' if failed == 1 else 'do'} not, "
+        f"{len(holds) - held - failed} undecided, {total - len(holds)} not run yet"
     )
-    return text + (f" ({packaged} of the results were computed when the app was packaged)." if packaged else ".")
+    were = "was" if packaged == 1 else "were"
+    return text + (f" ({packaged} of the results {were} computed when the app was packaged)." if packaged else ".")
 
 
 def rows_frame(payload: dict[str, Any]) -> pd.DataFrame:
