@@ -130,7 +130,14 @@ word_panel(example, im, word_rows[word], word, table, services.output_column(lab
 costs = {"loo_empty": loo, "im": im}
 st.subheader("Counterfactual gallery")
 st.caption("The perturbed inputs behind each method, with the classifier's prediction on each.")
-loo_tab, im_tab, lime_tab = st.tabs(["Leave-one-out", "Input Marginalization", "LIME"])
+# LIME runs only while its tab is open (switching tabs reruns the page): it ran for a closed tab.
+# A link with LIME parameters opens at LIME, where its form reads them.
+loo_tab, im_tab, lime_tab = st.tabs(
+    ["Leave-one-out", "Input Marginalization", "LIME"],
+    default="LIME" if "lime_params" in st.query_params else None,
+    key="im.gallery.tab",
+    on_change="rerun",
+)
 with loo_tab:
     st.caption(f"Each word deleted in turn: {n_words} inputs.")
     gallery = pd.DataFrame(services.loo_counterfactual_rows(selection.model, example, target, labels, selection.head))
@@ -143,22 +150,25 @@ with im_tab:
     gallery_rows = [r for r in gallery_rows if r["#"] == word] if only_word else gallery_rows
     show_table(pd.DataFrame(gallery_rows), key="im.gallery.im", name="im-gallery-im", hide_index=True)
 with lime_tab:
-    with st.expander("LIME parameters"):
-        lime_params = params_form(infos["lime"], "im", link="lime_params")
-    lime_estimate = services.estimate_cost("lime", n_words, lime_params, rate)
-    st.caption(estimate_line("LIME", lime_estimate, rate))
-    if approved("LIME", [*run_base, "lime", lime_params], lime_estimate):
-        lime_result = explain_selected(selection, ["lime"], {"lime": lime_params}, mlm_name)
-        if "lime" in lime_result.attributions:
-            lime = costs["lime"] = lime_result.attributions["lime"]
-            st.caption(f"{cost_line('LIME', lime)} Surrogate R² {lime.extras['r2']:.3f}.")
-            st.html(
-                heatmap_html(example.words, example.segment_ids, {**rows, "lime": lime}, rationale=example.rationale)
-            )
-            gallery = pd.DataFrame(services.lime_counterfactual_rows(lime, labels, selection.head))
-            show_table(gallery, key="im.gallery.lime", name="im-gallery-lime", hide_index=True)
-        else:
-            st.error(plain(f"LIME: {lime_result.errors.get('lime', 'failed')}"))
+    if lime_tab.open:
+        with st.expander("LIME parameters"):
+            lime_params = params_form(infos["lime"], "im", link="lime_params")
+        lime_estimate = services.estimate_cost("lime", n_words, lime_params, rate)
+        st.caption(estimate_line("LIME", lime_estimate, rate))
+        if approved("LIME", [*run_base, "lime", lime_params], lime_estimate):
+            lime_result = explain_selected(selection, ["lime"], {"lime": lime_params}, mlm_name)
+            if "lime" in lime_result.attributions:
+                lime = costs["lime"] = lime_result.attributions["lime"]
+                st.caption(f"{cost_line('LIME', lime)} Surrogate R² {lime.extras['r2']:.3f}.")
+                st.html(
+                    heatmap_html(
+                        example.words, example.segment_ids, {**rows, "lime": lime}, rationale=example.rationale
+                    )
+                )
+                gallery = pd.DataFrame(services.lime_counterfactual_rows(lime, labels, selection.head))
+                show_table(gallery, key="im.gallery.lime", name="im-gallery-lime", hide_index=True)
+            else:
+                st.error(plain(f"LIME: {lime_result.errors.get('lime', 'failed')}"))
 
 st.subheader("Cost")
 show_costs(costs, key="im.costs", name="im-costs")

@@ -221,6 +221,10 @@ def table_with(app, *columns: str):
     return next(d.value for d in app.dataframe if set(columns) <= set(d.value.columns))
 
 
+def table_with_any(app, *columns: str) -> bool:
+    return any(set(columns) <= set(d.value.columns) for d in app.dataframe)
+
+
 def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example):
     """The page on the toy model and a masked LM that restores 'great' with likelihood 0.9."""
     from streamlit.testing.v1 import AppTest
@@ -238,9 +242,15 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     )
     app.run()
     # Runs estimated over 20 s wait for a click: on a busy machine the measured rate may be low.
-    for name in ("IM", "LIME"):
-        if any(button.key == f"im.run.{name}" for button in app.button):
-            app.button(key=f"im.run.{name}").click().run()
+    if any(button.key == "im.run.IM" for button in app.button):
+        app.button(key="im.run.IM").click().run()
+    assert not app.exception, app.exception
+    assert not table_with_any(app, "words kept")  # LIME ran for its closed tab
+    assert set(table_with(app, "method", "forward passes")["method"]) == {"loo_empty", "im"}
+    app.session_state["im.gallery.tab"] = "LIME"  # the user opens the LIME tab
+    app.run()
+    if any(button.key == "im.run.LIME" for button in app.button):
+        app.button(key="im.run.LIME").click().run()
     assert not app.exception, app.exception
     assert app.selectbox(key="im.word").value == 3  # 'great', the word leave-one-out ranks first
     candidates = table_with(app, "rank", "fill-in")
