@@ -118,6 +118,20 @@ def test_a_job_stopped_from_the_app_keeps_its_units_and_resumes_to_identical_res
     assert unit_tables(store, stopped.run_id) == unit_tables(*reference)
 
 
+def test_a_units_forward_passes_count_its_explanations(reference):
+    """A unit counted the passes of its evaluation only (8 examples), not those of the
+    explanations that ranked its words: leave-one-out's pass per word, and the prediction that
+    each explanation starts with (random's only pass)."""
+    store, run_id = reference
+    for meta, _ in unit_meta(store, run_id):
+        if meta["method"] == "loo_empty":  # step 0 of its seed: the train and evaluation examples explained
+            assert meta["explanations"] > 0 and meta["forward_passes"] >= 8 + 2 * meta["explanations"]
+        elif meta["method"] == "random":
+            assert meta["explanations"] > 0 and meta["forward_passes"] == 8 + meta["explanations"]
+        else:  # the shared models: their evaluation (at 100%, one empty input for all 8)
+            assert meta["forward_passes"] == (8 if meta["level"] == "0%" else 1)
+
+
 def test_stored_curves_give_eq3_and_the_t_test_recomputed_by_hand(reference):
     store, run_id = reference
     rows = unit_results(store, run_id)

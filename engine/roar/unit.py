@@ -252,7 +252,7 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
     job = data.job
     unit = job.units[index]
     stage = _stages(data, unit, progress)
-    count = 0
+    count = explain_passes = 0
     start = time.perf_counter()
     removed: dict[str, list[np.ndarray]] = {}
     scores_by_split: dict[str, list[np.ndarray]] = {}
@@ -271,6 +271,7 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
         if job.recursive and dependency.method != SHARED:
             before = removed_of(dependency)
             clf = data.classifier(dep_index)
+            passes = clf.forward_passes
             for split in SPLITS:
                 views = _views(data, before[split], split)
                 scores, n = explain_views(
@@ -278,9 +279,14 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
                 )
                 scores_by_split[split] = scores
                 count += n
+            explain_passes = clf.forward_passes - passes
         else:
             before = {split: [np.zeros(len(e.words), dtype=bool) for e in data.examples(split)] for split in SPLITS}
+            # step 0's scores kept on disk (an earlier level's) cost no pass, nor loading the model
+            zero = None if step0_cached(data.folder, unit.method, unit.seed) else data.classifier(dep_index)
+            passes = zero.forward_passes if zero is not None else 0
             scores_by_split, count = step0_scores(data, unit.method, unit.seed, dep_index, stage)
+            explain_passes = zero.forward_passes - passes if zero is not None else 0
         for split in SPLITS:
             removed[split] = [
                 remove_top(
@@ -312,9 +318,8 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
     accuracy, macro_f1 = performance(gold, predicted, n_classes)
     eval_s = time.perf_counter() - start
     table = unit_table(removed, shown["eval"], scores_by_split.get("eval", []), predicted)
-    return UnitOutcome(
-        index, unit, accuracy, macro_f1, train_s, explain_s, eval_s, count, clf.forward_passes - passes, table
-    )
+    passes = explain_passes + clf.forward_passes - passes  # the explanations' and the evaluation's
+    return UnitOutcome(index, unit, accuracy, macro_f1, train_s, explain_s, eval_s, count, passes, table)
 
 
 def unit_table(
