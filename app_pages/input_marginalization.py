@@ -22,7 +22,7 @@ from ui.marginalization import cost_line, duration, estimate_line, word_label, w
 from ui.params import params_form
 from ui.prediction import result_markdown
 from ui.runs import explain_selected, gate
-from ui.share import setting_from_link, setting_to_link
+from ui.share import first_read, setting_from_link, setting_to_link
 from ui.text import plain
 
 AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
@@ -131,12 +131,12 @@ costs = {"loo_empty": loo, "im": im}
 st.subheader("Counterfactual gallery")
 st.caption("The perturbed inputs behind each method, with the classifier's prediction on each.")
 # LIME runs only while its tab is open (switching tabs reruns the page): it ran for a closed tab.
-# A link with LIME parameters opens at LIME, where its form reads them.
+# Its form is drawn in any case, so its values and the link's LIME parameters stay; a link with
+# LIME parameters opens that tab.
+if first_read("im.gallery.tab", "lime_params") is not None:
+    st.session_state.setdefault("im.gallery.tab", "LIME")
 loo_tab, im_tab, lime_tab = st.tabs(
-    ["Leave-one-out", "Input Marginalization", "LIME"],
-    default="LIME" if "lime_params" in st.query_params else None,
-    key="im.gallery.tab",
-    on_change="rerun",
+    ["Leave-one-out", "Input Marginalization", "LIME"], key="im.gallery.tab", on_change="rerun"
 )
 with loo_tab:
     st.caption(f"Each word deleted in turn: {n_words} inputs.")
@@ -150,9 +150,9 @@ with im_tab:
     gallery_rows = [r for r in gallery_rows if r["#"] == word] if only_word else gallery_rows
     show_table(pd.DataFrame(gallery_rows), key="im.gallery.im", name="im-gallery-im", hide_index=True)
 with lime_tab:
+    with st.expander("LIME parameters"):
+        lime_params = params_form(infos["lime"], "im", link="lime_params")
     if lime_tab.open:
-        with st.expander("LIME parameters"):
-            lime_params = params_form(infos["lime"], "im", link="lime_params")
         lime_estimate = services.estimate_cost("lime", n_words, lime_params, rate)
         st.caption(estimate_line("LIME", lime_estimate, rate))
         if approved("LIME", [*run_base, "lime", lime_params], lime_estimate):

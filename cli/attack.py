@@ -23,7 +23,7 @@ from cli.common import (
     progress_bar,
     seed_int,
 )
-from cli.texts import TEXT_B_ALONE, text_example
+from cli.texts import TEXT_B_ALONE, check_text_alone, text_example
 
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
@@ -47,12 +47,16 @@ def run(args: argparse.Namespace) -> int:
     if args.attack == "embedding":
         if args.seed is not None:
             raise ValueError("--seed applies to the substitution attack: the embedding attack is deterministic")
-        overrides.setdefault("objective", args.objective)
-    elif args.seed is not None:
-        overrides.setdefault("seed", args.seed)
+        overrides.setdefault("objective", args.objective or "unconstrained")
+    else:
+        if args.objective is not None:
+            raise ValueError("--objective applies to the embedding attack: the substitution attack keeps the class")
+        if args.seed is not None:
+            overrides.setdefault("seed", args.seed)
     params = make_params(args.attack, args.preset, overrides)
     if args.text is None and args.text_b is not None:
         raise ValueError(TEXT_B_ALONE)
+    check_text_alone(args)
     if args.text is not None:
         examples = [text_example(args.text, args.text_b)]
     else:
@@ -124,8 +128,7 @@ def register(sub) -> None:
     parser.add_argument(
         "--objective",
         choices=["unconstrained", "constrained"],
-        default="unconstrained",
-        help="embedding attack objective",
+        help="embedding attack objective (default: unconstrained)",
     )
     parser.add_argument(
         "--preset",

@@ -340,11 +340,17 @@ def print_stopped(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def check_per_example(args: argparse.Namespace) -> None:
+    """Refuse ``--per-example`` without ``--json``: the table has no place for the examples."""
+    if args.per_example and not args.json:
+        raise ValueError("--per-example adds every example to the JSON output: add --json")
+
+
 def nothing_explained(payload: dict[str, Any]) -> bool:
     """Whether every method of a slice's JSON (``engine.slice_report.slice_report``) failed on
     every example: the command exits with status 1, as ``explain`` does when every method failed."""
-    n = payload["n_examples"]
-    return n > 0 and all(len(payload["errors"].get(method, ())) >= n for method in payload["methods"])
+    n, methods = payload["n_examples"], payload["methods"]
+    return n > 0 and bool(methods) and all(len(payload["errors"].get(method, ())) >= n for method in methods)
 
 
 def print_summary_table(payload: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from engine.slice_report import slice_report
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import (
+        check_per_example,
         nothing_explained,
         parse_params,
         print_json,
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from core.datasets import load_examples
     from core.loaded import load_classifier
 
+    check_per_example(args)
     methods, metric_keys = map(list, slice_keys(args))
     overrides = parse_params(args.param)
     unknown = set(overrides) - set(methods) - set(metric_keys)

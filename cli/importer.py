@@ -14,11 +14,21 @@ from engine.imports import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     import explainers
-    from cli.common import metric_keys, parse_params, print_stopped, printable, progress_bar, sigterm_stops, split_of
+    from cli.common import (
+        check_per_example,
+        metric_keys,
+        parse_params,
+        print_stopped,
+        printable,
+        progress_bar,
+        sigterm_stops,
+        split_of,
+    )
     from cli.show import print_run
     from engine.imports import import_file
     from engine.runs.store import RunStore
 
+    check_per_example(args)
     split = split_of(args)  # a data file's is "all" when none is given, as in every command
     if (args.dataset is None) != (split is None):
         raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")

@@ -16,6 +16,7 @@ from cli.common import (
     add_dataset,
     add_methods,
     add_model,
+    check_per_example,
     load_dataset_examples,
     methods_and_params,
     positive_int,
@@ -23,7 +24,7 @@ from cli.common import (
     progress_bar,
     seed_int,
 )
-from cli.texts import TEXT_B_ALONE, text_example
+from cli.texts import TEXT_B_ALONE, check_text_alone, text_example
 
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
@@ -33,6 +34,8 @@ def _examples(args: argparse.Namespace) -> list:
         raise ValueError("give --text or --dataset, not both")
     if args.text is None and args.text_b is not None:
         raise ValueError(TEXT_B_ALONE)
+    check_text_alone(args)
+    check_per_example(args)
     if args.text is not None:
         return [text_example(args.text, args.text_b)]
     if args.dataset:

@@ -133,6 +133,7 @@ def check_flags(args: argparse.Namespace) -> None:
     """Refuse contradictory flags and an ``--export`` path that cannot be written, before any
     work: the report is written only when the job ends, hours later."""
     from cli.common import writable_file
+    from cli.run import settings_given
 
     if args.estimate_only and args.no_estimate:
         raise ValueError("--estimate-only and --no-estimate contradict each other: give one of them")
@@ -140,6 +141,13 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError("--export writes the job's report when it ends; --estimate-only does not run the job")
     if args.export:
         writable_file(args.export, "--export")
+    if args.resume and (ignored := settings_given(args, JOB_SETTINGS)):
+        print(f"--resume uses the job's own settings: {', '.join(ignored)} ignored", file=sys.stderr)
+
+
+# A job's settings (``job_from_args``): with --resume, the stored job's.
+JOB_SETTINGS = ("task", "model", "dataset", "methods", "removal", "levels", "recursive", "seeds", "train_size",
+                "eval_size", "train_steps", "target", "rounding", "order", "scope", "mlm")  # fmt: skip
 
 
 def print_summary(result: dict) -> None:

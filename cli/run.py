@@ -13,15 +13,18 @@ from engine.runs.worker import UNIT_TOKENS
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import print_stopped, progress_bar, sigterm_stops, store_option
+    from cli.common import check_per_example, print_stopped, progress_bar, sigterm_stops, store_option
     from cli.show import print_run
     from engine.runs.executor import check_startable, execute, open_run
     from engine.runs.store import RunStore
 
+    check_per_example(args)
     if args.actors is not None and args.actors < 1:
         raise ValueError(f"--actors must be at least 1, got {args.actors}")
     spec = run_spec(args)
     executor = args.executor or (_stored_executor(args) if args.resume else None) or "ray"
+    if executor == "serial" and (args.address is not None or args.actors is not None):
+        raise ValueError("--address and --actors set up Ray; the serial executor runs in this process")
     check_startable(spec, executor, args.address)  # before anything is written
     store = RunStore(args.results_dir)  # written only once the run passed its checks
     opened = open_run(spec, store, resume=args.resume)
@@ -111,12 +114,13 @@ _RUN_SETTINGS = ("model", "dataset", "split", "limit", "all", "methods", "metric
                  "chunk_size", "autocast")  # fmt: skip
 
 
-def settings_given(args: argparse.Namespace) -> list[str]:
-    """The options among ``_RUN_SETTINGS`` given other values than their defaults, as typed."""
+def settings_given(args: argparse.Namespace, settings: tuple[str, ...] = _RUN_SETTINGS) -> list[str]:
+    """The options among ``settings`` (of ``args.command``) given other values than their
+    defaults, as typed."""
     from cli.main import build_parser
 
-    defaults = build_parser().parse_args(["run"])
-    return [f"--{name.replace('_', '-')}" for name in _RUN_SETTINGS if getattr(args, name) != getattr(defaults, name)]
+    defaults = build_parser().parse_args([args.command])
+    return [f"--{name.replace('_', '-')}" for name in settings if getattr(args, name) != getattr(defaults, name)]
 
 
 def register(sub) -> None:

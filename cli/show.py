@@ -136,8 +136,9 @@ def run_json(info, root: Path | None = None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.common import stored_runs
+    from cli.common import check_per_example, stored_runs
 
+    check_per_example(args)
     return print_run(stored_runs(args.results_dir), args.run_id, per_example=args.per_example, as_json=args.json)
 
 

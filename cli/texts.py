@@ -11,6 +11,14 @@ from core.types import Example
 TEXT_B_ALONE = "--text-b is the second text of --text: give both, or --dataset alone"
 
 
+def check_text_alone(args) -> None:
+    """Refuse dataset options given with ``--text`` (they were ignored without a word)."""
+    given = [f"--{name}" for name in ("split", "limit") if getattr(args, name, None) is not None]
+    if args.text is not None and given:
+        verb = "pick" if len(given) > 1 else "picks"
+        raise ValueError(f"{' and '.join(given)} {verb} examples of --dataset; --text is explained alone")
+
+
 def text_example(text: str, text_b: str | None) -> Example:
     """The example of ``--text`` and, for a (premise, hypothesis) pair, ``--text-b``: a text with
     no word is refused (a blank ``--text-b`` was dropped, and the pair explained as one text)."""

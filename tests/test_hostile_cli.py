@@ -129,6 +129,28 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
             ["predict", "--model", clf, "--texts", str(folders["number-b.jsonl"])],
             "number-b.jsonl:1: 'text_b' must be a text with a word",
         ),
+        # options that were ignored without a word
+        "--limit with --text": (
+            ["attack", "--model", clf, "--text", "fine", "--limit", "3", "--methods", "loo_empty"],
+            "--limit picks examples of --dataset; --text is explained alone",
+        ),
+        "--split and --limit with --text": (
+            ["randomize", "--model", clf, "--text", "fine", "--split", "dev", "--limit", "3"],
+            "--split and --limit pick examples of --dataset",
+        ),
+        "--objective for the substitution attack": (
+            ["attack", "--model", clf, "--text", "fine", "--attack", "substitution", "--objective", "constrained"],
+            "--objective applies to the embedding attack",
+        ),
+        "--actors with the serial executor": (
+            ["run", "--model", clf, "--dataset", "examples", "--split", "sst2", "--limit", "1", "--executor", "serial"]
+            + ["--actors", "2"],
+            "--address and --actors set up Ray; the serial executor runs in this process",
+        ),
+        "--per-example without --json": (
+            ["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--per-example"],
+            "--per-example adds every example to the JSON output: add --json",
+        ),
         "nonexistent model": (explain("no-such-org/no-such-model-xyz", "fine"), "no-such-model-xyz"),
         "nonexistent folder": (explain("/nonexistent/folder", "fine"), "/nonexistent/folder"),
         "empty folder": (explain(str(folders["empty"]), "fine"), "is a folder without config.json"),

@@ -246,6 +246,8 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
         app.button(key="im.run.IM").click().run()
     assert not app.exception, app.exception
     assert not table_with_any(app, "words kept")  # LIME ran for its closed tab
+    assert not any(b.key == "im.run.LIME" for b in app.button)  # nor waits there for a click
+    assert not any("**LIME**" in c.value for c in app.caption)  # no estimate, no measured cost
     assert set(table_with(app, "method", "forward passes")["method"]) == {"loo_empty", "im"}
     app.session_state["im.gallery.tab"] = "LIME"  # the user opens the LIME tab
     app.run()

@@ -29,7 +29,7 @@ BAD = {
     "unknown split": ({"split": "nosuch"}, "examples has no split “nosuch”: showing sst2."),
     "unknown dataset, its split and index": (  # the split and index were dropped without a word
         {"dataset": "nope", "split": "x", "index": "-3"},
-        "showing examples (its split “x” and index “-3” are left out too).",
+        "free text, data file): showing examples (its split “x” and index “-3” are left out too).",
     ),
     "target not a class": ({"target": "7"}, "The model has no class 7 (0–1): explaining the predicted class."),
     "target not a number": ({"target": "<i>x"}, "The link's target “<i>x” is not a class number"),
@@ -302,12 +302,15 @@ def test_the_link_carries_the_im_pages_and_the_attacks_own_parameters() -> None:
     at = open_link({**EXAMPLE, "im_params": '{"k":5}'}, page="app_pages/input_marginalization.py")
     assert at.number_input(key="im.param.im.k").value == 5
     assert written_link(at)["im_params"] == '{"k":5}'
-    at.session_state["im.gallery.tab"] = "LIME"  # LIME's form is in its tab, drawn while it is open
-    at.run()
     at.number_input(key="im.param.lime.n_samples").set_value(300).run()
     assert written_link(at)["lime_params"] == '{"n_samples":300}'
     lime = open_link({**EXAMPLE, "lime_params": '{"n_samples":40}'}, page="app_pages/input_marginalization.py")
-    assert lime.number_input(key="im.param.lime.n_samples").value == 40  # such a link opens the LIME tab
+    assert lime.number_input(key="im.param.lime.n_samples").value == 40
+    assert lime.session_state["im.gallery.tab"] == "LIME"  # such a link opens the LIME tab
+    lime.session_state["im.gallery.tab"] = "Leave-one-out"  # another tab: LIME's values and link stay
+    lime.run()
+    assert lime.number_input(key="im.param.lime.n_samples").value == 40
+    assert written_link(lime)["lime_params"] == '{"n_samples":40}'
     attack = open_link({**EXAMPLE, "attack_params": '{"steps":3}'}, page="app_pages/adversarial.py")
     assert attack.number_input(key="adversarial.quick.param.attack_embedding.steps").value == 3
     assert written_link(attack)["attack_params"] == '{"steps":3}'

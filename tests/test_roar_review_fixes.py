@@ -248,3 +248,7 @@ def test_a_job_sent_sigterm_is_stopped_not_failed(tmp_path, monkeypatch, capsys)
     (stopped,) = RunStore(tmp_path).infos()
     assert (stopped.status, stopped.units_done, stopped.error) == ("stopped", 0, None)
     assert f"{stopped.run_id} stopped after 0 of 8 units" in capsys.readouterr().err
+    # resumed with settings of its own, which --resume ignores: it said nothing of them
+    resume = ["roar", "--resume", stopped.run_id, "--seeds", "5", "--no-estimate", "--results-dir", str(tmp_path)]
+    assert main([*resume, "--quiet"]) == 143
+    assert "--resume uses the job's own settings: --seeds ignored" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def _read_example(options: dict[str, list[str]]) -> list[str]:
     if dataset is not None and (dataset == services.DATA_FILE or dataset.startswith(services.FILE_PREFIX)):
         return _read_data_file(dataset)
     if dataset is not None and dataset not in options:
-        names = ", ".join([*options, services.FREE_TEXT])
+        names = ", ".join([*options, services.FREE_TEXT, services.DATA_FILE])
         left = [f"{name} {quoted(params[name])}" for name in ("split", "index") if name in params]
         also = f" (its {' and '.join(left)} {'are' if len(left) > 1 else 'is'} left out too)" if left else ""
         return [f"The link's dataset {quoted(dataset)} is not one of this app's ({names}): showing examples{also}."]
