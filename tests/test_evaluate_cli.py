@@ -244,7 +244,9 @@ def test_evaluate_bundled_sst2(capsys):
             assert math.isclose(record["metrics"]["loo_empty"][key], result.value, abs_tol=1e-6)
 
 
-def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsys, monkeypatch):
+@pytest.fixture
+def random_refused(monkeypatch) -> None:
+    """The random baseline fails on every example ("refused for the test"); the others run."""
     import explainers
 
     real = explainers.run_explainers
@@ -255,6 +257,9 @@ def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsy
         return real(spec, *args, **kwargs)
 
     monkeypatch.setattr(explainers, "run_explainers", refuse_random)
+
+
+def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsys, random_refused):
     code, out, err = run_cli(
         capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2",
         "--methods", "random,loo_empty", "--metrics", "deletion", "--json", "--quiet", "--per-example",
@@ -267,20 +272,11 @@ def test_a_failing_method_is_recorded_and_the_run_goes_on(toy_bert_folder, capsy
     assert set(payload["examples"][0]["scores"]) == {"loo_empty"}
 
 
-def test_a_slice_where_every_method_failed_exits_with_status_1(toy_bert_folder, capsys, monkeypatch, tmp_path):
+def test_a_slice_where_every_method_failed_exits_with_status_1(toy_bert_folder, capsys, random_refused, tmp_path):
     """``evaluate``, ``run`` and ``show`` printed every example's failure and exited 0, so a
     script went on with an empty result; ``explain`` already exits 1 when every method failed."""
-    import explainers
     from cli.main import main
 
-    real = explainers.run_explainers
-
-    def refuse_random(spec, *args, **kwargs):
-        if spec.key == "random":
-            raise ValueError("refused for the test")
-        return real(spec, *args, **kwargs)
-
-    monkeypatch.setattr(explainers, "run_explainers", refuse_random)
     slice_args = ["--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
     slice_args += ["--metrics", "deletion", "--quiet"]
     assert main(["evaluate", *slice_args, "--methods", "random"]) == 1
