@@ -64,8 +64,8 @@ class JobData:
         return self.folder / "models" / f"unit-{index:05d}"
 
     def classifier(self, index: int) -> Classifier:
-        """The saved model of unit ``index`` (loaded once per process; a few kept), reading at most
-        the recipe's ``max_length`` tokens, as it was trained (it read 512 and more of a long text)."""
+        """The saved model of unit ``index`` (loaded once per process; a few kept), reading at
+        most the recipe's ``max_length`` tokens, as it was trained (it read up to 512)."""
         key = str(self.model_folder(index))
         if key not in self._models:
             from core.classifier import Classifier

@@ -236,7 +236,8 @@ def execute_job(
 ) -> RunInfo:
     """Compute the job's units that are not stored, committing each as it finishes (``progress``
     gets the fraction of units done). ``stop_after`` stops after that many units (tests, and a
-    job run in pieces). Ctrl-C or SIGTERM marks the run ``stopped``, an error ``failed``; both resume."""
+    job run in pieces). Ctrl-C or SIGTERM marks the run ``stopped``, an error ``failed``; both
+    resume."""
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     job, info, data = opened.job, opened.info, opened.data
