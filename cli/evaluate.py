@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         "model": args.model,
         "dataset": args.dataset,
         "split": split,
-        "selection": {"random": args.random, "limit": args.limit, "seed": args.seed},
+        "selection": {"random": args.random, "limit": args.limit, "seed": drawn_with(args)},
         "target": args.target,
         "autocast": args.autocast,
     }
@@ -106,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary_table(payload)
     return 1 if nothing_explained(payload) else 0
+
+
+def drawn_with(args: argparse.Namespace) -> int | None:
+    """The seed of the run: ``--seed``, or for ``--random`` the one ``select_examples`` drew
+    with when none was given (0; the JSON said null)."""
+    return 0 if args.seed is None and args.random is not None else args.seed
 
 
 def register(sub) -> None:

@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
     head = clf.head
     rows = []
     for example, probs in zip(examples, probabilities):
+        row: dict = {"id": example.id}  # a texts file's FILE:LINE, a dataset example's own id
         if head.kind == "regression":
-            row: dict = {"scores": [float(p) for p in probs]}
+            row["scores"] = [float(p) for p in probs]
         else:
-            row = {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
+            row |= {"probabilities": [float(p) for p in probs], "predicted": int(np.argmax(probs))}
         if head.kind == "multi_label":
             row["labels"] = list(head.label_set(probs, label_threshold))
         if args.dataset:

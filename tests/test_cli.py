@@ -132,6 +132,7 @@ def test_predict_texts_file(capsys, model_dirs, tmp_path) -> None:
     texts.write_text('{"text": "the movie was great"}\n{"text": "awful", "text_b": "a dog runs"}\n')
     out = run_json(capsys, "predict", "--model", str(clf_dir), "--texts", str(texts), "--json")
     assert out["label_names"] == ["negative", "positive"] and len(out["examples"]) == 2
+    assert [row["id"] for row in out["examples"]] == [f"{texts}:1", f"{texts}:2"]  # rows said nothing of which line
     assert "accuracy" not in out
 
 

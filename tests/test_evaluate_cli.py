@@ -198,6 +198,18 @@ def test_random_selection_is_seeded_and_ordered():
         select_examples(items, 51, seed=0)
 
 
+def test_the_json_names_the_seed_random_examples_were_drawn_with(toy_bert_folder, capsys):
+    """``--random`` without ``--seed`` draws with seed 0; the JSON said ``"seed": null``."""
+    code, out, err = run_cli(
+        capsys, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--random", "2",
+        "--methods", "random", "--metrics", "deletion", "--json", "--quiet", "--per-example",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    drawn = select_examples(load_examples("examples", "sst2"), 2, seed=0)
+    assert payload["selection"]["seed"] == 0 and [e["id"] for e in payload["examples"]] == [e.id for e in drawn]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
