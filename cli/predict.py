@@ -15,7 +15,7 @@ from cli.common import (
     print_json,
     print_label_notes,
 )
-from cli.texts import read_texts
+from cli.texts import check_text_alone, read_texts
 from core.types import DEFAULT_THRESHOLD
 
 
@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.dataset) == bool(args.texts):
         raise ValueError("give either --dataset (with --split) or --texts")
-    if args.texts and (given := [f"--{name}" for name in ("limit", "split") if getattr(args, name) is not None]):
-        raise ValueError(f"{' and '.join(given)} pick examples of --dataset; --texts predicts every line of the file")
+    check_text_alone(args, "texts", "predicts every line of the file")
     if args.dataset:
         check_data_dir(args.data_dir)
     examples = load_dataset_examples(args) if args.dataset else read_texts(args.texts)

@@ -11,12 +11,13 @@ from core.types import Example
 TEXT_B_ALONE = "--text-b is the second text of --text: give both, or --dataset alone"
 
 
-def check_text_alone(args) -> None:
-    """Refuse dataset options given with ``--text`` (they were ignored without a word)."""
+def check_text_alone(args, option: str = "text", instead: str = "is explained alone") -> None:
+    """Refuse dataset options (``--split``, ``--limit``) given with ``--text`` or another
+    ``option`` that names its own examples (they were ignored without a word)."""
     given = [f"--{name}" for name in ("split", "limit") if getattr(args, name, None) is not None]
-    if args.text is not None and given:
+    if getattr(args, option) is not None and given:
         verb = "pick" if len(given) > 1 else "picks"
-        raise ValueError(f"{' and '.join(given)} {verb} examples of --dataset; --text is explained alone")
+        raise ValueError(f"{' and '.join(given)} {verb} examples of --dataset; --{option} {instead}")
 
 
 def text_example(text: str, text_b: str | None) -> Example:
@@ -24,12 +25,15 @@ def text_example(text: str, text_b: str | None) -> Example:
     no word is refused (a blank ``--text-b`` was dropped, and the pair explained as one text)."""
     from core.datasets import split_words
 
-    if not split_words(text):
+    words = split_words(text)
+    if not words:
         raise ValueError("the text is empty: give at least one word")
-    if text_b is not None and not split_words(text_b):
+    if text_b is None:
+        return Example(segments=(words,), id="cli")
+    words_b = split_words(text_b)
+    if not words_b:
         raise ValueError("--text-b has no words: give the hypothesis, or leave --text-b out for a single text")
-    segments = (split_words(text),) + ((split_words(text_b),) if text_b is not None else ())
-    return Example(segments=tuple(segments), id="cli")
+    return Example(segments=(words, words_b), id="cli")
 
 
 def read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -65,8 +69,11 @@ def read_texts(path: str) -> list[Example]:
     examples = []
     for record in read_jsonl(path):
         text_b = record.get("text_b")
-        if text_b is not None and not (isinstance(text_b, str) and split_words(text_b)):
-            raise ValueError(f"{path}:{record['line']}: 'text_b' must be a text with a word (or left out)")
-        segments = (split_words(record["text"]),) + ((split_words(text_b),) if text_b is not None else ())
+        segments = (split_words(record["text"]),)
+        if text_b is not None:
+            words_b = split_words(text_b) if isinstance(text_b, str) else ()
+            if not words_b:
+                raise ValueError(f"{path}:{record['line']}: 'text_b' must be a text with a word (or left out)")
+            segments += (words_b,)
         examples.append(Example(segments=segments, id=f"{path}:{record['line']}"))
     return examples

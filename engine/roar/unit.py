@@ -271,7 +271,7 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
         if job.recursive and dependency.method != SHARED:
             before = removed_of(dependency)
             clf = data.classifier(dep_index)
-            passes = clf.forward_passes
+            passes_before = clf.forward_passes
             for split in SPLITS:
                 views = _views(data, before[split], split)
                 scores, n = explain_views(
@@ -279,14 +279,14 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
                 )
                 scores_by_split[split] = scores
                 count += n
-            explain_passes = clf.forward_passes - passes
+            explain_passes = clf.forward_passes - passes_before
         else:
             before = {split: [np.zeros(len(e.words), dtype=bool) for e in data.examples(split)] for split in SPLITS}
             # step 0's scores kept on disk (an earlier level's) cost no pass, nor loading the model
             zero = None if step0_cached(data.folder, unit.method, unit.seed) else data.classifier(dep_index)
-            passes = zero.forward_passes if zero is not None else 0
+            passes_before = zero.forward_passes if zero is not None else 0
             scores_by_split, count = step0_scores(data, unit.method, unit.seed, dep_index, stage)
-            explain_passes = zero.forward_passes - passes if zero is not None else 0
+            explain_passes = zero.forward_passes - passes_before if zero is not None else 0
         for split in SPLITS:
             removed[split] = [
                 remove_top(
@@ -311,15 +311,17 @@ def run_unit(data: JobData, index: int, removed_of, n_classes: int, progress: Pr
     train_s = time.perf_counter() - start
     start = time.perf_counter()
     clf = data.classifier(index)
-    passes = clf.forward_passes
+    passes_before = clf.forward_passes
     probabilities = clf.predict_proba([_variant(clf, v.example) for v in shown["eval"]])
     predicted = np.argmax(probabilities, axis=1)
     gold = [int(e.label or 0) for e in data.eval]  # load_data keeps labelled examples only
     accuracy, macro_f1 = performance(gold, predicted, n_classes)
     eval_s = time.perf_counter() - start
     table = unit_table(removed, shown["eval"], scores_by_split.get("eval", []), predicted)
-    passes = explain_passes + clf.forward_passes - passes  # the explanations' and the evaluation's
-    return UnitOutcome(index, unit, accuracy, macro_f1, train_s, explain_s, eval_s, count, passes, table)
+    eval_passes = clf.forward_passes - passes_before
+    return UnitOutcome(
+        index, unit, accuracy, macro_f1, train_s, explain_s, eval_s, count, explain_passes + eval_passes, table
+    )
 
 
 def unit_table(
