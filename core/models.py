@@ -299,26 +299,32 @@ def model_config(name_or_path: str):
 
 def readable_length(config, tokenizer) -> int:
     """The most tokens, special tokens included, one row of the model may hold: 512 or fewer,
-    where its position embeddings or its tokenizer's ``model_max_length`` allow fewer (RoBERTa's
-    positions start after the padding index, two places later)."""
-    limits = [getattr(config, "max_position_embeddings", 512), 512]
+    where its position embeddings or its tokenizer's ``model_max_length`` allow fewer. RoBERTa's
+    positions start after the padding index, two places later, so its embeddings hold two tokens
+    fewer than their number; its tokenizer's ``model_max_length`` already counts tokens."""
+    offset = 2 if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
+    limits = [getattr(config, "max_position_embeddings", 512) - offset, 512]
     tok_max = getattr(tokenizer, "model_max_length", None)
     if isinstance(tok_max, int) and tok_max < 100_000:
         limits.append(tok_max)
-    offset = 2 if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"} else 0
-    return min(limits) - offset
+    return min(limits)
 
 
 def missing_model_message(name: str, error: Exception) -> str:
     """One line for a model name that is not bundled, not a folder and not found on the hub (or its
-    cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer."""
+    cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer;
+    offline, how to let it download (the hub's answer then says only that it could not connect)."""
     bundled = ", ".join(bundled_names()) or "none"
     if Path(name).expanduser().is_absolute() or name.startswith(("./", "../", "~")):
         return f"{name!r}: no such folder (bundled models: {bundled})"
-    where = "in the hub cache (HF_HUB_OFFLINE=1)" if os.environ.get("HF_HUB_OFFLINE") == "1" else "on the hub"
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return (
+            f"{name!r} is not a bundled model ({bundled}), a model folder, or a model in the hub cache; "
+            "the hub is not asked while HF_HUB_OFFLINE=1: set HF_HUB_OFFLINE=0 to download it"
+        )
     lines = str(error).strip().splitlines()
     reason = lines[0].split(". ")[0].rstrip(".") if lines else type(error).__name__
-    return f"{name!r} is not a bundled model ({bundled}), a model folder, or a model found {where}: {reason}"
+    return f"{name!r} is not a bundled model ({bundled}), a model folder, or a model found on the hub: {reason}"
 
 
 def _quiet_init() -> dict:

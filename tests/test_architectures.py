@@ -266,3 +266,20 @@ def test_a_runs_unit_sizing_cuts_lengths_where_the_loaded_model_does(bpe_folder:
     lengths, read = token_lengths(str(folder), [Example((("movie",) * 300,)), Example((("movie",) * 3,))])
     assert lengths == [302, 5] and read == [128, 5]  # <s> ... </s>; cut at 130 - 2
     assert load_classifier(str(folder), device="cpu").max_length == 128
+
+
+def test_a_roberta_reads_as_many_tokens_as_its_tokenizer_counts() -> None:
+    """RoBERTa's two extra positions cap its embeddings, not its tokenizer's ``model_max_length``:
+    a ROAR unit capped at 128 tokens read 126 of the 128 it was trained on; roberta-base reads 512."""
+    from types import SimpleNamespace
+
+    from core.models import readable_length
+
+    def roberta(positions: int):
+        return SimpleNamespace(model_type="roberta", max_position_embeddings=positions)
+
+    assert readable_length(roberta(514), SimpleNamespace(model_max_length=128)) == 128
+    assert readable_length(roberta(514), SimpleNamespace(model_max_length=512)) == 512
+    assert readable_length(roberta(130), SimpleNamespace(model_max_length=int(1e30))) == 128
+    bert = SimpleNamespace(model_type="bert", max_position_embeddings=512)
+    assert readable_length(bert, SimpleNamespace(model_max_length=64)) == 64

@@ -219,6 +219,23 @@ def test_a_job_whose_methods_fill_in_words_is_keyed_by_its_masked_lm(tmp_path):
     assert "mlm_fingerprint" in new_run(im, load_data(im, tmp_path)).key_fields
 
 
+def test_a_job_is_keyed_by_its_training_recipe(tmp_path, monkeypatch):
+    """A task's changed recipe (here its learning rate) trains other models: another job, and the
+    old one is not resumed under it (it resumed, mixing units of both recipes)."""
+    import dataclasses
+
+    from core.train import TASKS
+    from engine.roar.run import load_data, new_run, prepare_job
+
+    store = RunStore(tmp_path / "results")
+    before = prepare_job(plain_job(), store)
+    assert new_run(plain_job(), load_data(plain_job(), tmp_path)).key_fields["recipe"]["lr"] == TASKS["sst2"].lr
+    monkeypatch.setitem(TASKS, "sst2", dataclasses.replace(TASKS["sst2"], lr=TASKS["sst2"].lr * 2))
+    assert prepare_job(plain_job(), store).run_id != before.run_id
+    with pytest.raises(ValueError, match="no longer matches .* or its training recipe"):
+        prepare_job(plain_job(), store, resume=before.run_id)
+
+
 def test_a_resume_of_a_job_another_process_writes_is_refused_before_its_cost_is_measured(tmp_path, capsys, monkeypatch):
     """``roar --resume`` of a job being written ran training steps for the estimate, then refused."""
     from cli.main import main

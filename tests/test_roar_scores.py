@@ -194,3 +194,6 @@ def test_a_stopped_jobs_eq3_stops_at_its_first_missing_level():
     table[("good", L20)] = [0.6, 0.55]
     done = summarize(rows_of(table), levels, [L10])["faithfulness"]["good"]
     assert done["levels"] == ["0%", "10%", "20%", "30%"] and "only" not in done["reading"]
+    del table[(SHARED, L100)]  # no 100% model yet: no Eq. 3 to read, and no span to qualify it
+    floorless = summarize(rows_of(table), levels, [L10])["faithfulness"]["good"]
+    assert floorless["mean"] is None and floorless["reading"] == "\N{EN DASH}"

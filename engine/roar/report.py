@@ -187,13 +187,14 @@ def summarize(
         partial = f" (over {complete[0].label} to {complete[-1].label} only)" if len(complete) < len(levels) else ""
         for method, s in scores.items():
             mean, low, high = _number(s.mean), _number(s.low), _number(s.high)
+            reading = eq3_reading(mean, low, high)
             faithful[method] = {
                 "mean": mean,
                 "low": low,
                 "high": high,
                 "n": s.n,
                 "levels": [level.label for level in complete],
-                "reading": eq3_reading(mean, low, high) + partial,
+                "reading": reading + partial if mean is not None else reading,  # no mean: the empty cell alone
             }
     tests = []
     for level in tested:

@@ -1,11 +1,11 @@
 """A ROAR job kept in the run store: one catalogue run, one unit per retrain, resumable.
 
 The job (``experiments.roar.job.RoarJob``) is a run of kind ``roar`` in ``engine.runs.store``:
-its key is the job's resolved settings plus the fingerprints of the packaged encoder, of the
-bundled task model that measures the cost, of the masked LM when the removal uses it and of a
-data file's content (``file:PATH``: an edited file is another job); its
-``selection`` holds the job's JSON; a "row" of the catalogue's counters is a unit, so
-``progress`` reads units done / total. Each finished unit is one Parquet file
+its key is the job's resolved settings and training recipe (``engine.roar.recipe``) plus the
+fingerprints of the packaged encoder, of the bundled task model that measures the cost, of the
+masked LM when the removal uses it and of a data file's content (``file:PATH``: an edited file
+is another job); its ``selection`` holds the job's JSON; a "row" of the catalogue's counters is a
+unit, so ``progress`` reads units done / total. Each finished unit is one Parquet file
 (``engine.roar.unit.unit_table``, its performance and costs in the schema metadata) committed
 atomically, after its model was saved under ``runs/<run_id>/models/``. A job killed at any moment
 resumes with the units not committed; units already committed are never recomputed.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,7 @@ def new_run(job: RoarJob, data: JobData) -> NewRun:
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
+    key_fields["recipe"] = asdict(data.recipe)  # a changed task recipe trains other models
     key_fields |= content_key(data.recipe.dataset)  # a file of one's own: keyed by its content, not its name
     if job.removal == "mlm" or any(explainers.get(m).needs_mlm for m in job.methods):  # fill-ins or IM, LIME-MLM
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
@@ -158,7 +159,8 @@ def prepare_job(
 ) -> PreparedJob:
     """``job``'s data and run id, nothing stored (its cost can be estimated from this). With
     ``resume``, ``ValueError`` when the job keys to another run now: its encoder's, masked LM's or
-    data file's contents changed since, and resuming would start another job from nothing."""
+    data file's contents or its training recipe changed since, and resuming would start another job
+    from nothing."""
     from engine.runs.records import run_id_of, run_key
 
     data = load_data(job, store.root, data_dir)
@@ -166,7 +168,8 @@ def prepare_job(
     run_id = run_id_of(run_key(new.key_fields))
     if resume is not None and run_id != resume:
         raise ValueError(
-            f"job {resume} no longer matches its encoder, masked-LM or data files (they now give {run_id}): "
+            f"job {resume} no longer matches its encoder, masked-LM or data files or its training recipe "
+            f"(they now give {run_id}): "
             "start the job again to run it on the current files"
         )
     data.folder = store.root / "runs" / run_id
