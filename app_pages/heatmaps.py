@@ -14,10 +14,11 @@ from ui.downloads import download_row
 from ui.export import Heatmap
 from ui.heatmap import heatmap_html
 from ui.imports import imported_picker
+from ui.marginalization import duration
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
-from ui.runs import coverage_note, explain_selected, long_text_toggle
+from ui.runs import AUTO_RUN_S, coverage_note, explain_selected, gate, long_text_toggle
 from ui.share import link_warning, quoted, setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -69,15 +70,17 @@ if not chosen and not imported and opened is None and not st.session_state.get("
     st.stop()
 
 
-def cost_captions() -> None:
+def cost_captions() -> float:
     """The estimated time of each sampling method and mask optimiser chosen, and of another method
-    where the text makes its work long (``services.worth_estimating``)."""
+    where the text makes its work long (``services.worth_estimating``); returns their sum."""
+    total = 0.0
     for key in (
         k for k in chosen if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))
     ):
         cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
         passes = services.passes_text(cost.classifier_passes, cost.backward_passes, cost.mlm_passes)
         st.caption(f"Estimated time for **{key}**: about {cost.seconds:.1f} s (at most {passes}).")
+        total += cost.seconds or 0.0
     for key in (k for k in chosen if infos[k].mask_optimiser):
         estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
         pretrain = (
@@ -85,12 +88,14 @@ def cost_captions() -> None:
         )
         detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
         st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
+        total += estimate.seconds + (estimate.pretrain_s or 0.0)
+    return total
 
 
 try:
-    cost_captions()
+    estimated_s = cost_captions()
 except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
-    pass
+    estimated_s = 0.0
 
 stored = services.runs.stored_for(
     st.session_state.get("heatmaps.stored"), selection.model, selection.dataset, selection.split, selection.index
@@ -103,6 +108,10 @@ if stored is not None:
 if opened is not None and stored is None:
     stored = show_opened(*opened)
 windows = long_text_toggle(selection) if stored is None else False
+if stored is None and estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
+    request = [selection.model, list(selection.example.segments), selection.target, chosen, params, windows]
+    if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {duration(estimated_s)})"):
+        st.stop()
 if stored is None:
     stored = services.with_imports(explain_selected(selection, chosen, params, windows=windows), imported)
 result = stored
@@ -174,4 +183,4 @@ if attributions:
     st.subheader("Cost per method")
     show_costs(attributions, key="heatmaps.costs", name="cost-per-method")
     if other is not None:  # last: a second model that cannot be used stops only this part
-        compare.render(selection, result, other, chosen, params, shared_scale)
+        compare.render(selection, result, other, chosen, params, shared_scale, windows)

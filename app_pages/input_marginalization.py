@@ -21,11 +21,10 @@ from ui.live_labels import live_selectbox
 from ui.marginalization import cost_line, duration, estimate_line, word_label, word_panel, words_shown
 from ui.params import params_form
 from ui.prediction import result_markdown
-from ui.runs import explain_selected, gate
+from ui.runs import AUTO_RUN_S, explain_selected, gate
 from ui.share import first_read, setting_from_link, setting_to_link
 from ui.text import plain
 
-AUTO_RUN_S = 20.0  # runs estimated longer than this wait for a click
 FOUR_PLACES = ("IM", "LOO_empty", "top-1 likelihood", "likelihood of the word", "candidate mass", "expectation")
 
 

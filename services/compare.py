@@ -41,11 +41,15 @@ def compare(
     params: dict[str, dict[str, Any]] | None = None,
     mlm_name: str = models.DEFAULT_MLM,
     progress: ProgressFn | None = None,
+    windows: bool = False,
 ) -> ComparisonResult:
     """Explain ``example`` with model ``other`` (a name ``services.models.loaded`` accepts, e.g.
     a randomized copy) for the class ``first`` explains, and compare the two rows of every
-    method. ``ValueError`` when the label sets cannot be matched or the model cannot be used."""
+    method; ``windows`` as ``first`` was explained (a long text whole, in sliding windows).
+    ``ValueError`` when the label sets cannot be matched or the model cannot be used."""
     names = models.label_names(other)  # from the config: another label set is refused before loading
     target = label_map(first.prediction.label_names, names)[first.target]
-    second = explain(other, example, method_keys, target=target, params=params, mlm_name=mlm_name, progress=progress)
+    second = explain(
+        other, example, method_keys, target=target, params=params, mlm_name=mlm_name, progress=progress, windows=windows
+    )
     return ComparisonResult(first, second, compare_attributions(first.attributions, second.attributions))

@@ -139,6 +139,20 @@ def test_leave_one_out_on_a_long_text_shows_an_estimate_and_a_short_one_does_not
     assert "Estimated time" not in " ".join(c.value for c in short.caption)
 
 
+def test_a_run_estimated_long_waits_for_a_click(monkeypatch) -> None:
+    """Leave-one-out over a long free text (estimated 94 s in the browser walk) started at once
+    with no way to change the methods first; past ``AUTO_RUN_S`` the page now waits for its Run
+    button, and the click runs it."""
+    monkeypatch.setattr("services.estimates.measured_rate", lambda model, example: 2.0)  # 161 passes: 80 s
+    at = free_text(" ".join(["good", "bad"] * 80), methods="loo_empty")
+    assert_clean(at)
+    assert "loo_empty" not in rows(at)
+    assert any("Press **Run the chosen methods (≈ 80.5 s)**" in i.value for i in at.info)
+    at.button(key="heatmaps.run").click().run()
+    assert_clean(at)
+    assert len(rows(at)["loo_empty"]) == 160
+
+
 @pytest.mark.slow
 def test_mask_optimisers_show_estimate_spans_preview_and_trace() -> None:
     small = {

@@ -194,3 +194,22 @@ def test_a_second_model_with_other_classes_is_refused_under_its_picker() -> None
     error_at = next(i for i, node in enumerate(nodes) if node.type == "error")
     heatmap_at = next(i for i, node in enumerate(nodes) if node.type == "html" and 'data-role="heatmap"' in node.value)
     assert error_at < heatmap_at
+
+
+@pytest.mark.slow
+def test_a_long_text_in_windows_is_compared_whole() -> None:
+    """Model A explained a long text whole in sliding windows, model B only its first 510 words:
+    both rows are now of every word (they were cut to the words B read, with a warning)."""
+    at = AppTest.from_file(str(APP), default_timeout=600)
+    at.query_params.update({"model": "minilm-sst2", "methods": "random", "compare": "randomized"})
+    for key, value in {"sidebar.dataset": "free text", "sidebar.text": " ".join(["good"] * 600)}.items():
+        at.session_state[key] = value
+    at.session_state["runs.windows"] = True
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not any("cut the text differently" in w.value for w in at.warning)
+    body = one_layout(next(h.value for h in at.html if "random · B" in h.value))
+    rows: dict[str, list[str]] = {}
+    for method, cells in ROW_RE.findall(body):
+        rows.setdefault(method, []).extend(CELL_TEXT_RE.findall(cells))
+    assert {method: len(texts) for method, texts in rows.items()} == {"random · A": 600, "random · B": 600}

@@ -90,12 +90,21 @@ def render(
     methods: list[str],
     params: dict,
     shared_scale: bool = False,
+    windows: bool = False,
 ) -> None:
     """Both models' predictions, their rows under the same words and the rank correlations;
     ``shared_scale`` (the page's "One colour scale for all rows") colours both models' rows on one
-    scale, as the page's own heatmap."""
+    scale, as the page's own heatmap; ``windows``: model B explains a long text whole, as model A
+    did (it read only its first tokens)."""
     comparison = run_or_stop(
-        services.compare, first, other, selection.example, methods, params=params, mlm_name=selection.mlm
+        services.compare,
+        first,
+        other,
+        selection.example,
+        methods,
+        params=params,
+        mlm_name=selection.mlm,
+        windows=windows,
     )
     second = comparison.second
     randomized = other == services.randomized_name(selection.model)

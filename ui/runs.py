@@ -14,6 +14,7 @@ from ui.run_progress import remember_started
 from ui.text import plain
 
 T = TypeVar("T")
+AUTO_RUN_S = 20.0  # a run estimated longer than this waits for a click on its page's Run button
 
 SINGLE, SLICE = "this example", "dataset slice"
 
