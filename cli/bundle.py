@@ -61,10 +61,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {value}")
+    return value
+
+
 def register(sub) -> None:
     parser = sub.add_parser("open", help="reopen a session bundle (print it, or start the app on it)")
     parser.add_argument("bundle", metavar="BUNDLE", help="a session bundle (.zip) downloaded from the heatmap page")
     parser.add_argument("--app", action="store_true", help="start the app showing the bundle's view")
-    parser.add_argument("--port", type=int, help="the app's port (with --app)")
+    parser.add_argument("--port", type=port_number, help="the app's port (with --app)")
     parser.add_argument("--json", action="store_true", help="print the bundle's JSON")
     parser.set_defaults(run=run)

@@ -15,6 +15,7 @@ from engine.imports import FORMATS
 def run(args: argparse.Namespace) -> int:
     import explainers
     from cli.common import (
+        check_data_dir,
         check_per_example,
         metric_keys,
         parse_params,
@@ -29,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from engine.runs.store import RunStore
 
     check_per_example(args)
+    if args.data_dir is not None and args.dataset is None:
+        raise ValueError("--data-dir is the folder of --dataset: add --dataset and --split")
+    if args.dataset is not None:
+        check_data_dir(args.data_dir)
     split = split_of(args)  # a data file's is "all" when none is given, as in every command
     if (args.dataset is None) != (split is None):
         raise ValueError("give both --dataset and --split, or neither (the examples then come from the file)")
@@ -47,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
                 model=args.model,
                 dataset=args.dataset,
                 split=split,
+                data_dir=args.data_dir,
                 methods=methods,
                 metrics=metrics,
                 overrides=overrides,
@@ -93,6 +99,7 @@ def register(sub) -> None:
         "--dataset", help="match the records to this dataset's examples by id (else the file's own text)"
     )
     parser.add_argument("--split", help="split of --dataset (a data file's: all when not given)")
+    parser.add_argument("--data-dir", help="data folder of --dataset (default: $ATTRIBUTION_DATA_DIR)")
     add_methods(parser, "", "; the built-in methods to compute beside the imported ones")
     parser.add_argument("--metrics", help=f"'all' or comma-separated metric keys (default: {DEFAULT_METRICS})")
     parser.add_argument("--param", action="append", metavar="KEY.NAME=VALUE", help="method or metric parameter")

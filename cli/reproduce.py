@@ -24,6 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from engine import reproduce
 
     if args.list:
+        if args.name is not None and args.name not in reproduce.REGISTRY:
+            raise ValueError(f"unknown reproduction {args.name!r}; choose one of {', '.join(reproduce.REGISTRY)}")
+        listed = [r for r in reproduce.REGISTRY.values() if args.name in (None, r.name)]  # NAME: that one only
         if args.json:
             print_json(
                 [
@@ -34,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
                         "claim": r.claim,
                         "default_limit": r.default_limit,
                     }
-                    for r in reproduce.REGISTRY.values()
+                    for r in listed
                 ]
             )
         else:
-            for r in reproduce.REGISTRY.values():
+            for r in listed:
                 print(f"{r.name}\t{r.paper.cite()}\t{r.table}\t{r.claim}")
         return 0
     if not args.name:

@@ -248,6 +248,8 @@ def refused(folders: dict[str, Path]) -> dict[str, tuple[list[str], str]]:
         "limit 0": (["evaluate", "--model", clf, "--dataset", "examples", "--split", "sst2", "--limit", "0"], "got 0"),
         "unknown command": (["frobnicate"], "frobnicate"),
         "unknown reproduction": (["reproduce", "nope"], "nope"),
+        "list of an unknown reproduction": (["reproduce", "--list", "nope"], "unknown reproduction 'nope'"),
+        "port 0 for the app": (["open", "session.zip", "--app", "--port", "0"], "expected a port from 1 to 65535"),
         "classifier given to fill": (["fill", "--model", clf, "--text", "a [MASK]"], "not a masked language model"),
     }
 
@@ -264,6 +266,7 @@ REFUSED_IDS = [
     "unknown stitch rule", "window options without windows", "windows for a pair", "limit of a texts file", "windows with LIME", "missing masked LM", "IG steps 0", "negative LIME samples", "no methods",
     "only commas as methods", "huge target", "negative seed", "text seed", "empty texts file", "unknown hub dataset",
     "limit 0", "unknown command", "unknown reproduction", "classifier given to fill",
+    "list of an unknown reproduction", "port 0 for the app",
 ]  # fmt: skip
 
 

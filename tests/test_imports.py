@@ -790,3 +790,41 @@ def test_empty_files_and_our_records_read_as_thermostat_rows_say_what_they_are()
         "ours.jsonl row 0: a record of schema 'attribution/1', not a Thermostat row (this project's own JSON is read from"
         " a .json file)"
     )
+
+
+def test_a_missing_model_offline_says_how_to_download_it(monkeypatch):
+    """Offline, the hub's answer is only that it could not connect: the line says how to let it
+    download instead; online, the hub's first sentence is kept."""
+    from core.models import missing_model_message
+
+    error = OSError("We couldn't connect to 'https://huggingface.co' to load the files. Check your connection.")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = missing_model_message("org/model", error)
+    assert "set HF_HUB_OFFLINE=0 to download it" in offline and "couldn't connect" not in offline
+    assert offline.startswith("'org/model' is not a bundled model (minilm-")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    online = missing_model_message("org/model", error)
+    assert online.endswith("found on the hub: We couldn't connect to 'https://huggingface.co' to load the files")
+
+
+def test_an_import_reads_its_dataset_from_data_dir(toy_bert_folder, tmp_path, capsys, monkeypatch):
+    """``import`` had no ``--data-dir``: a dataset outside ``$ATTRIBUTION_DATA_DIR`` could not be
+    matched (``run`` and ``evaluate`` take it)."""
+    import os
+
+    data_dir = os.environ["ATTRIBUTION_DATA_DIR"]  # the Makefile points the tests at ../shared/data
+    monkeypatch.delenv("ATTRIBUTION_DATA_DIR")
+    rows = "".join(f"sst2/dev/0,{i},{i / 10}\n" for i in range(9))  # "it 's a charming and ..." (9 words)
+    scores = tmp_path / "scores.csv"
+    scores.write_text(f"example_id,word_index,score\n{rows}")
+    argv = ["import", str(scores), "--model", toy_bert_folder, "--dataset", "sst2", "--split", "dev"]
+    argv += ["--metrics", "deletion", "--results-dir", str(tmp_path / "results"), "--quiet", "--json"]
+    assert main(argv) == 2  # without it the data is not found
+    capsys.readouterr()
+    assert main([*argv, "--data-dir", data_dir]) == 0
+    capsys.readouterr()
+    (info,) = RunStore(tmp_path / "results").infos()
+    assert (info.dataset, info.split, info.rows_done) == ("sst2", "dev", 1)
+    bare = ["import", str(scores), "--model", toy_bert_folder, "--data-dir", data_dir]
+    assert main(bare) == 2
+    assert "--data-dir is the folder of --dataset" in capsys.readouterr().err

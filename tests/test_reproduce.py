@@ -300,3 +300,5 @@ def test_list_names_paper_table_and_claim(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == len(reproduce.REGISTRY)
     assert lines[0].split("\t")[:3] == ["double-trouble-table1", common.PAPER.cite(), "Table 1 (a)"]
+    assert main(["reproduce", "--list", "double-trouble-table1"]) == 0  # NAME: that one (it listed all)
+    assert capsys.readouterr().out.splitlines() == lines[:1]

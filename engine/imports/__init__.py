@@ -63,9 +63,9 @@ def import_bytes(data: bytes, name: str, store: RunStore, *, fmt: str | None = N
     """Import an uploaded file's bytes into ``store``, which is first written once the file, the
     model and the examples passed every check (a refused import leaves no store). ``options``:
     ``model`` (required), ``dataset`` and ``split`` (match records to that split by id; else the
-    examples come from the file), ``methods`` (built-in methods to compute beside), ``metrics``,
-    ``overrides``, ``target``, ``mlm``, ``progress``, ``clf`` (the model already loaded, else it
-    is loaded here)."""
+    examples come from the file; ``data_dir`` the folder of a local dataset), ``methods``
+    (built-in methods to compute beside), ``metrics``, ``overrides``, ``target``, ``mlm``,
+    ``progress``, ``clf`` (the model already loaded, else it is loaded here)."""
     found, records = read_bytes(data, name, fmt)
     return _store_import(records, store, found, name, hashlib.sha256(data).hexdigest(), **options)
 
@@ -89,6 +89,7 @@ def _store_import(
     model: str,
     dataset: str | None = None,
     split: str | None = None,
+    data_dir: str | None = None,
     methods: Sequence[str] = (),
     metrics: Sequence[str] = ("deletion", "insertion", "comprehensiveness", "sufficiency", "log_odds"),
     overrides: dict[str, dict[str, str]] | None = None,
@@ -115,7 +116,7 @@ def _store_import(
     metric_keys = resolve_metrics(",".join(metrics))
     params_by_metric = metric_params(metric_keys, overrides)
     clf = clf if clf is not None else _Classifier(load_classifier(model))
-    examples = load_examples(dataset, split) if dataset is not None and split is not None else None
+    examples = load_examples(dataset, split, data_dir) if dataset is not None and split is not None else None
     notes = model_notes(records, model, name)
     aligned = align(clf, records, examples, source=f"import:{Path(name).stem}")
     for entry in aligned:  # before anything is stored: an import the model cannot score leaves no run
