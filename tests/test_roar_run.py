@@ -315,3 +315,29 @@ def test_an_estimate_of_a_finished_job_prints_its_cost_and_touches_nothing(refer
     assert set(answer) == {"run_id", "cost"} and answer["run_id"] == run_id
     assert "for the whole job" in printed.err and "units left" not in printed.err
     assert store.get(run_id) == before  # not claimed, not written
+
+
+def test_a_pair_jobs_sparsity_is_over_the_words_it_may_remove(tmp_path):
+    """In scope ``main`` only a pair's premise is removed, yet the sparsity of the step-0 scores
+    was taken over premise and hypothesis: the share the top words hold is now the premise's."""
+    from engine.roar.report import SPARSITY_LEVELS, job_report
+    from experiments.roar.scores import sparsity
+
+    job = RoarJob(
+        task="esnli", methods=("loo_empty",), levels=(Level(10),), seeds=1, train_size=8, eval_size=8, train_steps=2
+    )
+    store = RunStore(tmp_path)
+    opened = open_job(job, store)
+    assert execute_job(opened, store).status == "done"
+    index = {unit.key: i for i, unit in enumerate(job.units)}
+    rows = [r for r in unit_tables(store, opened.info.run_id)[index["loo_empty/10%/0"]] if r["split"] == "eval"]
+    premises = [len(opened.data.eval[r["index"]].segments[0]) for r in rows]
+    assert all(len(r["scores"]) > n for r, n in zip(rows, premises, strict=True))  # hypotheses scored too
+
+    def shares(scores):
+        return {level.label: s.mean for level, s in sparsity(scores, SPARSITY_LEVELS, str(job.rounding)).items()}
+
+    premise_only = shares([np.asarray(r["scores"])[:n] for r, n in zip(rows, premises, strict=True)])
+    every_word = shares([np.asarray(r["scores"]) for r in rows])
+    reported = job_report(store, opened.info.run_id)["sparsity"]["loo_empty"]
+    assert reported == pytest.approx(premise_only) and reported != pytest.approx(every_word)

@@ -2,9 +2,10 @@
 
 ``job_report(store, run_id)`` reads a stored job (finished units only) into a plain JSON
 dictionary: the job's settings and command, progress, one record per unit (method, level, seed,
-accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance (Madsen et al.
-2022, Appendix E) and, for the first evaluation examples, the words each method removed at each
-level (Madsen et al. 2022, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such
+accuracy, macro-F1, seconds, explanations), the sparsity of the step-0 importance over the words
+a removal may take (Madsen et al. 2022, Appendix E; a pair's first segment in scope ``main``)
+and, for the first evaluation examples, the words each method removed at each level (Madsen et
+al. 2022, Figures 1 and 2). The bundled precomputed job (``assets/roar/``) is such
 a document, so the page reads a stored job and the bundled one the same way.
 
 ``summary(report, metric)`` computes from the unit records, with ``experiments.roar.scores``:
@@ -30,7 +31,7 @@ import numpy as np
 from engine.roar.run import job_of, unit_meta
 from engine.runs.store import RunStore
 from experiments.roar.job import DEFAULT_MLM, RoarJob
-from experiments.roar.removal import Level, default_order, default_rounding
+from experiments.roar.removal import Level, candidates, default_order, default_rounding
 from experiments.roar.scores import RANDOM, SHARED, UnitResult, curves, faithfulness_scores, leakage, sparsity, t_test
 
 N_EXAMPLES = 12  # evaluation examples whose text is kept at every level
@@ -72,11 +73,12 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
     job = job_of(info)
     units = unit_meta(store, run_id)
     recipe = recipe_of(job, data_dir)
-    evaluation = [
+    labelled = [
         e
         for e in load_examples(recipe.dataset, recipe.eval_split, data_dir, limit=job.eval_size)
         if e.label is not None and e.words
-    ][:N_EXAMPLES]
+    ]  # the job's evaluation examples, as ``engine.roar.run.load_data`` reads them
+    evaluation = labelled[:N_EXAMPLES]
     examples: list[dict[str, Any]] = [
         {"id": e.id, "words": list(e.words), "label": e.label, "levels": {}} for e in evaluation
     ]
@@ -91,7 +93,11 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
                 levels[meta["level"]] = {"shown": {str(k): v for k, v in shown.items()}, "predicted": row["predicted"]}
         first_middle = job.middle_levels[0].label
         if method != SHARED and meta["seed"] == 0 and meta["level"] == first_middle and method not in step0:
-            step0[method] = [np.asarray(r["scores"], dtype=np.float64) for r in rows if r["scores"]]
+            step0[method] = [  # the words that could be removed only: a pair's premise (scope "main")
+                np.asarray(r["scores"], dtype=np.float64)[candidates(labelled[r["index"]], job.scope)]
+                for r in rows
+                if r["scores"]
+            ]
     shares = {
         method: {
             level.label: _number(share.mean)
