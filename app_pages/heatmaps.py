@@ -70,18 +70,21 @@ if not chosen and not imported and opened is None and not st.session_state.get("
     st.stop()
 
 
-def cost_captions() -> float:
+def cost_captions(windows: bool) -> float:
     """The estimated time of each sampling method and mask optimiser chosen, and of another method
-    where the text makes its work long (``services.worth_estimating``); returns their sum."""
+    where the text makes its work long (``services.worth_estimating``); returns their sum. In
+    sliding windows each method that takes them runs once a window (the others are refused)."""
+    keys = [k for k in chosen if infos[k].windowable] if windows else chosen
+    n_windows = len(services.predict_example(selection.model, selection.example, True).windows) if windows else 1
+    each = f" in each of {n_windows} windows" if n_windows > 1 else ""
     total = 0.0
-    for key in (
-        k for k in chosen if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))
-    ):
+    for key in (k for k in keys if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))):
         cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
         passes = services.passes_text(cost.classifier_passes, cost.backward_passes, cost.mlm_passes)
-        st.caption(f"Estimated time for **{key}**: about {cost.seconds:.1f} s (at most {passes}).")
-        total += cost.seconds or 0.0
-    for key in (k for k in chosen if infos[k].mask_optimiser):
+        seconds = (cost.seconds or 0.0) * n_windows
+        st.caption(f"Estimated time for **{key}**: about {seconds:.1f} s (at most {passes}{each}).")
+        total += seconds
+    for key in (k for k in keys if infos[k].mask_optimiser):
         estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
         pretrain = (
             f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
@@ -91,11 +94,6 @@ def cost_captions() -> float:
         total += estimate.seconds + (estimate.pretrain_s or 0.0)
     return total
 
-
-try:
-    estimated_s = cost_captions()
-except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
-    estimated_s = 0.0
 
 stored = services.runs.stored_for(
     st.session_state.get("heatmaps.stored"), selection.model, selection.dataset, selection.split, selection.index
@@ -107,13 +105,19 @@ if stored is not None:
         st.rerun()
 if opened is not None and stored is None:
     stored = show_opened(*opened)
-windows = long_text_toggle(selection) if stored is None else False
-if stored is None and estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
-    request = [selection.model, list(selection.example.segments), selection.target, chosen, params, windows]
-    if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {duration(estimated_s)})"):
-        st.stop()
 if stored is None:
+    windows = long_text_toggle(selection)
+    try:
+        estimated_s = cost_captions(windows)
+    except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
+        estimated_s = 0.0
+    if estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
+        request = [selection.model, list(selection.example.segments), selection.target, chosen, params, windows]
+        if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {duration(estimated_s)})"):
+            st.stop()
     stored = services.with_imports(explain_selected(selection, chosen, params, windows=windows), imported)
+else:
+    windows = False
 result = stored
 
 prediction = result.prediction

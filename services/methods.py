@@ -41,6 +41,7 @@ class MethodInfo:
     mask_optimiser: bool = False
     mask_filler: str | None = None
     stochastic: bool = False
+    windowable: bool = False  # explained in sliding windows over a text longer than the model takes
 
 
 def methods() -> list[MethodInfo]:
@@ -67,6 +68,7 @@ def _method_info(spec: explainers.ExplainerSpec) -> MethodInfo:
         mask_optimiser=spec.mask_optimiser,
         mask_filler=spec.mask_filler,
         stochastic=spec.stochastic,
+        windowable=spec.windowable,
     )
 
 

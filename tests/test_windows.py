@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -129,3 +130,28 @@ def test_heatmap_page_explains_a_long_text_in_windows() -> None:
     cells = rows(whole)
     assert set(cells) == {"saliency", "random"} and all(len(c) == 720 for c in cells.values())
     assert any("lime cannot be explained in sliding windows" in e.value for e in whole.error)
+
+
+def test_an_estimate_in_windows_counts_every_window_and_no_refused_method(monkeypatch) -> None:
+    """The page estimated the cut text only (its first window) and counted LIME, which windows
+    refuse: in windows each method that takes them is now estimated once a window, LIME not at all."""
+    from tests.test_app_heatmaps import rows, run_app
+
+    monkeypatch.setattr("services.estimates.measured_rate", lambda model, example: 10.0)  # runs wait for a click
+    text = " ".join(["a", "dull", "film", "with", "a", "great", "cast", "."] * 90)  # 720 words
+    state = {"sidebar.dataset": "free text", "sidebar.text": text}
+    cut = run_app(state, methods="loo_empty,lime")
+    assert not cut.exception
+    captions = " ".join(c.value for c in cut.caption)
+    assert "Estimated time for **loo_empty**: about 51.1 s (at most 511 classifier forward passes)." in captions
+    assert "Estimated time for **lime**: about 100.0 s" in captions
+    assert "Press **Run the chosen methods (≈ 2.5 min)**" in " ".join(i.value for i in cut.info)
+    whole = run_app({**state, "runs.windows": True}, methods="loo_empty,lime")
+    assert not whole.exception and not rows(whole)  # waits for its click
+    captions = " ".join(c.value for c in whole.caption)
+    found = re.search(
+        r"\*\*loo_empty\*\*: about ([0-9.]+) s \(at most 511 classifier forward passes in each of (\d+) windows\)",
+        captions,
+    )
+    assert found and float(found[1]) == pytest.approx(51.1 * int(found[2]), abs=0.1) and int(found[2]) >= 2
+    assert "**lime**" not in captions
