@@ -25,6 +25,8 @@ from cli.common import (
 )
 from cli.texts import TEXT_B_ALONE, check_text_alone, text_example
 
+COMMAND = "attack"
+HELP = "attack explanations: perturb the input, keep the prediction, change the ranking"
 DEFAULT_METHODS = "saliency,grad_x_input,integrated_gradients"
 
 
@@ -116,9 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser(
-        "attack", help="attack explanations: perturb the input, keep the prediction, change the ranking"
-    )
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")

@@ -18,6 +18,9 @@ from cli.common import (
     split_of,
 )
 
+COMMAND = "bench"
+HELP = "time methods per example against the forward-pass floor"
+
 
 def run(args: argparse.Namespace) -> int:
     import torch
@@ -78,7 +81,7 @@ def register(sub) -> None:
     from engine.evaluate import DEFAULT_GROUP
     from engine.runs.spec import DEFAULT_CHUNK_SIZE
 
-    parser = sub.add_parser("bench", help="time methods per example against the forward-pass floor")
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     add_dataset(parser)
     add_methods(parser, "all")

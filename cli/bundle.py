@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+COMMAND = "open"
+HELP = "reopen a session bundle (print it, or start the app on it)"
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE_ENV = "ATTRIBUTION_BUNDLE"
 
@@ -73,7 +75,7 @@ def port_number(text: str) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("open", help="reopen a session bundle (print it, or start the app on it)")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("bundle", metavar="BUNDLE", help="a session bundle (.zip) downloaded from the heatmap page")
     parser.add_argument("--app", action="store_true", help="start the app showing the bundle's view")
     parser.add_argument("--port", type=port_number, help="the app's port (with --app)")

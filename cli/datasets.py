@@ -7,6 +7,9 @@ import argparse
 
 from cli.common import check_data_dir, print_json
 
+COMMAND = "datasets"
+HELP = "list the datasets and splits found, with sizes"
+
 
 def run(args: argparse.Namespace) -> int:
     from core.datasets import HUB_PREFIX, available_datasets, data_dir, load_examples
@@ -31,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("datasets", help="list the datasets and splits found, with sizes")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("--data-dir", help="data folder (default: $ATTRIBUTION_DATA_DIR)")
     parser.add_argument("--json", action="store_true", help="sizes as JSON (null for a hub split)")
     parser.set_defaults(run=run)

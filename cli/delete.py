@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+COMMAND = "delete"
+HELP = "remove stored runs (catalogue rows, unit files, logs)"
+
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json, printable, stored_runs
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("delete", help="remove stored runs (catalogue rows, unit files, logs)")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument(
         "run_ids", nargs="+", metavar="RUN_ID", help="the runs to remove (`python -m cli runs` lists them)"
     )

@@ -6,17 +6,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from engine.evaluate import (
-    DEFAULT_GROUP,
-    SliceEvaluation,
-    evaluate_slice,
-    head_defaults,
-    metric_params,
-    needs_mlm,
-    select_examples,
-)
-from engine.resources import Resources
-from engine.slice_report import slice_report
+COMMAND = "evaluate"
+HELP = "faithfulness and plausibility metrics over a dataset slice"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +26,16 @@ def run(args: argparse.Namespace) -> int:
     from core.classifier import Classifier, autocast_options
     from core.datasets import load_examples
     from core.loaded import load_classifier
+    from engine.evaluate import (
+        SliceEvaluation,
+        evaluate_slice,
+        head_defaults,
+        metric_params,
+        needs_mlm,
+        select_examples,
+    )
+    from engine.resources import Resources
+    from engine.slice_report import slice_report
 
     check_per_example(args)
     methods, metric_keys = map(list, slice_keys(args))
@@ -116,8 +117,9 @@ def drawn_with(args: argparse.Namespace) -> int | None:
 
 def register(sub) -> None:
     from cli.common import add_autocast, add_dataset, add_model, add_slice_options, positive_int
+    from engine.evaluate import DEFAULT_GROUP
 
-    parser = sub.add_parser("evaluate", help="faithfulness and plausibility metrics over a dataset slice")
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     add_autocast(parser)
     add_dataset(parser, required=True)

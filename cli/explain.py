@@ -16,6 +16,9 @@ from cli.common import (
 )
 from cli.texts import text_example
 
+COMMAND = "explain"
+HELP = "attribute one text with one or more methods"
+
 
 def run(args: argparse.Namespace) -> int:
     import explainers
@@ -99,7 +102,7 @@ def _coverage(explained: int, dropped: int, n_windows: int, pair: bool = False) 
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("explain", help="attribute one text with one or more methods")
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     add_autocast(parser)
     parser.add_argument("--text", required=True, help="the text (the premise for pair tasks)")

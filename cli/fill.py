@@ -7,6 +7,9 @@ import argparse
 from cli.common import positive_int, print_json
 from cli.texts import read_jsonl
 
+COMMAND = "fill"
+HELP = "top-k fill-ins of a masked language model"
+
 
 def run(args: argparse.Namespace) -> int:
     from core.masked_lm import MaskedLM
@@ -37,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("fill", help="top-k fill-ins of a masked language model")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument(
         "--model", default="minilm-mlm", help="masked LM: bundled name, hub id or folder (default: minilm-mlm)"
     )

@@ -11,6 +11,9 @@ import sys
 
 from engine.imports import FORMATS
 
+COMMAND = "import"
+HELP = "store attributions made elsewhere as a run (JSON, CSV, ferret, inseq, Thermostat)"
+
 
 def run(args: argparse.Namespace) -> int:
     import explainers
@@ -83,9 +86,7 @@ def register(sub) -> None:
     from cli.common import add_methods
     from engine.evaluate import DEFAULT_METRICS
 
-    parser = sub.add_parser(
-        "import", help="store attributions made elsewhere as a run (JSON, CSV, ferret, inseq, Thermostat)"
-    )
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument(
         "file",
         metavar="FILE",

@@ -6,6 +6,9 @@ import argparse
 
 from cli.common import print_json
 
+COMMAND = "methods"
+HELP = "list the attribution methods"
+
 
 def run(args: argparse.Namespace) -> int:
     from explainers import REGISTRY
@@ -20,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("methods", help="list the attribution methods")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run)

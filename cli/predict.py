@@ -18,6 +18,9 @@ from cli.common import (
 from cli.texts import check_text_alone, read_texts
 from core.types import DEFAULT_THRESHOLD
 
+COMMAND = "predict"
+HELP = "class probabilities for a dataset split or a texts file"
+
 
 def threshold(text: str) -> float:
     """An argparse type: a probability in (0, 1] that a label can reach."""
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("predict", help="class probabilities for a dataset split or a texts file")
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     add_dataset(parser)
     parser.add_argument("--texts", help="JSON Lines file with 'text' (and 'text_b' for pairs)")

@@ -26,6 +26,8 @@ from cli.common import (
 )
 from cli.texts import TEXT_B_ALONE, check_text_alone, text_example
 
+COMMAND = "randomize"
+HELP = "sanity check: re-initialise layers and compare the explanations"
 THESIS_METHODS = "saliency,grad_x_input,integrated_gradients,attention_mean,attention_rollout"
 
 
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("randomize", help="sanity check: re-initialise layers and compare the explanations")
+    parser = sub.add_parser(COMMAND, help=HELP)
     add_model(parser)
     parser.add_argument("--text", help="the text (the premise for pair tasks)")
     parser.add_argument("--text-b", help="the second text (hypothesis) for pair tasks")

@@ -18,6 +18,9 @@ import sys
 import time
 from typing import Any
 
+COMMAND = "reproduce"
+HELP = "re-run a paper's headline finding beside its published table"
+
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json
@@ -152,7 +155,7 @@ def _print(payload: dict[str, Any], cached: bool) -> None:
 def register(sub) -> None:
     from cli.common import positive_int
 
-    parser = sub.add_parser("reproduce", help="re-run a paper's headline finding beside its published table")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("name", nargs="?", help="reproduction name (see --list)")
     parser.add_argument("--list", action="store_true", help="name every reproduction with its paper, table and claim")
     parser.add_argument(

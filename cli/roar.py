@@ -11,6 +11,8 @@ import json
 import signal
 import sys
 
+COMMAND = "roar"
+HELP = "remove and retrain (ROAR, ROAR_BERT, Recursive ROAR), resumable"
 LEVEL_PRESETS = {
     "pham2022": "10,20,30",
     "madsen2022": ",".join(str(n) for n in range(0, 101, 10)),
@@ -189,7 +191,7 @@ def register(sub) -> None:
     from experiments.roar.job import DEFAULT_MLM, TARGETS
     from experiments.roar.removal import ORDERS, REMOVALS, ROUNDINGS, SCOPES
 
-    parser = sub.add_parser("roar", help="remove and retrain (ROAR, ROAR_BERT, Recursive ROAR), resumable")
+    parser = sub.add_parser(COMMAND, help=HELP)
     tasks = ", ".join(name for name in TASKS if name != "mlm")  # the masked LM's recipe is not a classification task
     parser.add_argument("--task", help=f"bundled task: {tasks} (default: sst2)")
     parser.add_argument(

@@ -7,9 +7,8 @@ import argparse
 import signal
 import sys
 
-from engine.runs.executor import EXECUTORS
-from engine.runs.spec import DEFAULT_CHUNK_SIZE
-from engine.runs.worker import UNIT_TOKENS
+COMMAND = "run"
+HELP = "a dataset evaluation kept in the run store (resumable, on Ray)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _stored_executor(args: argparse.Namespace) -> str | None:
     """The executor the run ``--resume`` names ran on (None where it names none we know)."""
+    from engine.runs.executor import EXECUTORS
     from engine.runs.store import RunStore
 
     executor = RunStore(args.results_dir, read_only=True).get(args.resume).executor
@@ -119,14 +119,17 @@ def settings_given(args: argparse.Namespace, settings: tuple[str, ...] = _RUN_SE
     defaults, as typed."""
     from cli.main import build_parser
 
-    defaults = build_parser().parse_args([args.command])
+    defaults = build_parser([args.command]).parse_args([args.command])
     return [f"--{name.replace('_', '-')}" for name in settings if getattr(args, name) != getattr(defaults, name)]
 
 
 def register(sub) -> None:
     from cli.common import DATASET_HELP, SPLIT_HELP, add_autocast, add_slice_options, positive_int
+    from engine.runs.executor import EXECUTORS
+    from engine.runs.spec import DEFAULT_CHUNK_SIZE
+    from engine.runs.worker import UNIT_TOKENS
 
-    parser = sub.add_parser("run", help="a dataset evaluation kept in the run store (resumable, on Ray)")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
     parser.add_argument("--dataset", help=DATASET_HELP)
     parser.add_argument("--split", help=SPLIT_HELP)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+COMMAND = "runs"
+HELP = "the stored runs (id, status, progress, model, data, methods)"
+
 
 def run(args: argparse.Namespace) -> int:
     from cli.common import print_json, printable, stored_runs
@@ -48,7 +51,7 @@ def _without_catalogue(store) -> str:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("runs", help="the stored runs (id, status, progress, model, data, methods)")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")
     parser.add_argument("--json", action="store_true", help="print one JSON array")
     parser.set_defaults(run=run)

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+COMMAND = "show"
+HELP = "a stored run read back (the summary `evaluate` prints)"
 EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset evaluation, as `evaluate` prints
 
 
@@ -143,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("show", help="a stored run read back (the summary `evaluate` prints)")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("run_id", metavar="RUN_ID", help="run id (see `python -m cli runs`)")
     parser.add_argument("--per-example", action="store_true", help="add every example's words, scores and values")
     parser.add_argument("--results-dir", help="run store folder (default: $ATTRIBUTION_RESULTS_DIR, else ./results)")

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from cli.common import positive_float, positive_int, print_json, seed_int
 
+COMMAND = "train"
+HELP = "fine-tune a bundled demo model from the packaged encoder"
+
 
 def run(args: argparse.Namespace) -> int:
     from core.train import run_training
@@ -32,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("train", help="fine-tune a bundled demo model from the packaged encoder")
+    parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument(
         "task", choices=["sst2", "esnli", "movies", "hatexplain", "hatexplain-score", "hatexplain-targets", "mlm"]
     )

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli.evaluate import select_examples
 from cli.main import main
 from core.classifier import Classifier
 from core.datasets import available_splits, load_examples
 from core.loaded import load_classifier
 from core.masked_lm import MaskedLM
 from core.models import bundled_names
+from engine.evaluate import select_examples
 from explainers.base import make_attribution
 from metrics import faithfulness as F
 from tests.toy import save_toy_masked_lm
