@@ -40,6 +40,7 @@ def run(
     chunk_size: int | None = None,
     batch_size: int | None = None,
     autocast: str | None = None,
+    head_type: str | None = None,
     executor: str = "serial",
     results_dir: str | os.PathLike | None = None,
     progress: ProgressFn | None = None,
@@ -49,11 +50,11 @@ def run(
     computing anything, and a stopped or killed one computes only its missing units.
 
     ``model`` is a bundled name, hub id or folder (a ``str`` or a path; a run fingerprints its
-    files); ``limit`` None
-    is the whole split. ``methods``, ``metrics``, ``target``, ``params`` and ``autocast`` as for
-    ``evaluate``. ``executor`` is ``"serial"`` (this process, the default here) or ``"ray"`` (an
-    embedded local Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the
-    run's examples done, message)."""
+    files); ``limit`` None is the whole split. ``methods``, ``metrics``, ``target``, ``params``,
+    ``autocast`` and ``head_type`` as for ``evaluate`` (a head-type override is a run of its own).
+    ``executor`` is ``"serial"`` (this process, the default here) or ``"ray"`` (an embedded local
+    Ray, or the cluster ``$RAY_ADDRESS`` names). ``progress`` gets (fraction of the run's examples
+    done, message)."""
     from api import _default_metrics, _method_keys, _overrides
     from engine.runs.executor import check_startable, execute
     from engine.runs.executor import open_run as open_stored_run
@@ -77,7 +78,7 @@ def run(
         split=split,
         limit=limit,
         methods=tuple(_method_keys(methods, DEFAULT_METHODS)),
-        metrics=tuple(_default_metrics(metrics, config_head_kind(model))),
+        metrics=tuple(_default_metrics(metrics, head_type or config_head_kind(model))),
         overrides=_overrides(params),
         seed=seed,
         target=target,
@@ -85,6 +86,7 @@ def run(
         chunk_size=chunk_size,
         batch_size=batch_size,
         autocast=autocast,
+        head_type=head_type,
     )
     check_startable(spec, executor)  # before the run is stored
     store = RunStore(results_dir)

@@ -25,6 +25,10 @@ def add_model(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="bundled model name, hub id or local folder (random:bert-base: a benchmark model with random weights)",
     )
+    add_head_type(parser)
+
+
+def add_head_type(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--head-type",
         choices=HEAD_TYPES,
@@ -151,19 +155,22 @@ def store_option(store) -> str:
 
 def slice_keys(args: argparse.Namespace, fitted_to: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The method and metric keys of a dataset evaluation (``evaluate``, ``run``; the defaults
-    fitted to the model ``fitted_to``, as ``metric_keys`` fits them); only an absent ``--metrics``
-    means the defaults (``--metrics ""`` once computed them under another run id)."""
-    return tuple(method_keys(args)), metric_keys(args.metrics, fitted_to)
+    fitted to the model ``fitted_to``, or to ``--head-type``, as ``metric_keys`` fits them); only
+    an absent ``--metrics`` means the defaults (``--metrics ""`` once computed them under another
+    run id)."""
+    return tuple(method_keys(args)), metric_keys(args.metrics, fitted_to, getattr(args, "head_type", None))
 
 
-def metric_keys(metrics_arg: str | None, model: str | None = None) -> tuple[str, ...]:
-    """The metric keys of ``--metrics``: the defaults when absent, fitted to ``model``'s head where
-    one is named (``engine.evaluate.head_defaults``); an empty list (``--metrics ""``) refused."""
+def metric_keys(metrics_arg: str | None, model: str | None = None, head: str | None = None) -> tuple[str, ...]:
+    """The metric keys of ``--metrics``: the defaults when absent, fitted to ``head`` (else to
+    ``model``'s head where one is named; ``engine.evaluate.head_defaults``); an empty list
+    (``--metrics ""``) refused."""
     from core.models import config_head_kind
     from engine.evaluate import DEFAULT_METRICS, head_defaults, resolve_metrics
 
     if metrics_arg is None:
-        return tuple(head_defaults(resolve_metrics(DEFAULT_METRICS), config_head_kind(model) if model else None))
+        fitted = head or (config_head_kind(model) if model else None)
+        return tuple(head_defaults(resolve_metrics(DEFAULT_METRICS), fitted))
     metrics = tuple(resolve_metrics(metrics_arg))
     if not metrics:
         raise ValueError(f"no metrics in --metrics {metrics_arg!r}: name at least one or 'all'")

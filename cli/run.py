@@ -105,13 +105,14 @@ def run_spec(args: argparse.Namespace):
         chunk_size=args.chunk_size,
         batch_size=args.batch_size,
         autocast=args.autocast,
+        head_type=args.head_type,
     )
 
 
 # A run's settings (its key, ``engine.runs.executor.prepare``, and the unit size and masked LM it
 # was made with): with --resume, the stored run's.
 _RUN_SETTINGS = ("model", "dataset", "split", "limit", "all", "methods", "metrics", "param", "seed", "target", "mlm",
-                 "chunk_size", "autocast")  # fmt: skip
+                 "chunk_size", "autocast", "head_type")  # fmt: skip
 
 
 def settings_given(args: argparse.Namespace, settings: tuple[str, ...] = _RUN_SETTINGS) -> list[str]:
@@ -124,13 +125,14 @@ def settings_given(args: argparse.Namespace, settings: tuple[str, ...] = _RUN_SE
 
 
 def register(sub) -> None:
-    from cli.common import DATASET_HELP, SPLIT_HELP, add_autocast, add_slice_options, positive_int
+    from cli.common import DATASET_HELP, SPLIT_HELP, add_autocast, add_head_type, add_slice_options, positive_int
     from engine.runs.executor import EXECUTORS
     from engine.runs.spec import DEFAULT_CHUNK_SIZE
     from engine.runs.worker import UNIT_TOKENS
 
     parser = sub.add_parser(COMMAND, help=HELP)
     parser.add_argument("--model", help="bundled model name, hub id or local folder")
+    add_head_type(parser)
     parser.add_argument("--dataset", help=DATASET_HELP)
     parser.add_argument("--split", help=SPLIT_HELP)
     size = parser.add_mutually_exclusive_group()

@@ -288,15 +288,20 @@ def dataset_index(run: RunInfo, position: int) -> int | None:
 
 def stored_for(stored: tuple[str, int] | None, model: str, dataset: str | None, split: str | None, index: int | None):
     """The stored heatmap ``stored`` = (run id, position) names, when it is the example the sidebar
-    selects (same model, dataset, split and example, explained as the run was: the config's head,
-    the run's autocast, since scores move with the precision); None otherwise."""
+    selects (same model, dataset, split and example, explained as the run was: the run's head,
+    the config's or its override, and its autocast, since scores move with the precision); None
+    otherwise."""
     from core.model_refs import model_ref
 
     if not stored:
         return None
     run_id, position = stored
     found = _store().find(run_id) if _store().catalogue_path.exists() else None
-    ref = None if found is None else model_ref(found.model, None, found.selection.get("autocast"))
+    ref = (
+        None
+        if found is None
+        else model_ref(found.model, found.selection.get("head_type"), found.selection.get("autocast"))
+    )
     if found is None or (ref, found.dataset, found.split) != (model, dataset, split):
         return None
     if dataset_index(found, position) != index:
@@ -330,14 +335,13 @@ def start_run(
 ) -> str:
     """Start (or resume) a run in a background process and return its id at once. A run with the
     same key that is already done is returned as it is; one being written is left alone. Runs
-    use the head the model's config gives (a regression head's runs leave log-odds out); in
-    shared mode one background process at a time (``start_background``)."""
+    use the sidebar's head (the config's, or its head-type override: a run of its own; a
+    regression head's runs leave log-odds out); in shared mode one background process at a time
+    (``start_background``)."""
     from core.model_refs import ref_autocast, split_ref
     from services.models import classifier
 
     name, head_type = split_ref(model)
-    if head_type is not None:
-        raise ValueError("dataset runs use the head the model's config gives: clear the sidebar's head-type override")
     metrics = _run_metrics(classifier(model).head, target, methods, metrics)
     autocast = ref_autocast(model)  # the sidebar's scoring precision, part of the run's key
     spec = executor.RunSpec(
@@ -350,6 +354,7 @@ def start_run(
         seed=seed,
         target=target,
         autocast=autocast,
+        head_type=head_type,
     )
     new, _ = executor.prepare(spec)
     run_id = run_id_of(run_key(new.key_fields))
@@ -358,6 +363,7 @@ def start_run(
         return run_id
     command = [sys.executable, "-m", "cli", "run", "--model", name, "--dataset", dataset, "--split", split]
     command += ["--autocast", autocast] if autocast is not None else []
+    command += ["--head-type", head_type] if head_type is not None else []
     command += ["--limit", str(limit)] if limit is not None else ["--all"]
     command += ["--methods", ",".join(methods), "--metrics", ",".join(metrics), "--target", target]
     command += ["--executor", "serial", "--quiet", "--json"] + (["--seed", str(seed)] if seed is not None else [])

@@ -77,3 +77,22 @@ def test_a_run_started_from_the_app_keeps_the_sidebars_autocast(toy_bert_folder,
     assert fast != exact
     assert commands[0][commands[0].index("--model") + 1] == toy_bert_folder
     assert commands[0][commands[0].index("--autocast") + 1] == "bfloat16" and "--autocast" not in commands[1]
+
+
+def test_a_run_started_from_the_app_keeps_the_sidebars_head_override(toy_bert_folder, tmp_path, monkeypatch) -> None:
+    """The app refused a dataset run under the sidebar's head-type override ("clear the sidebar's
+    head-type override"); ``cli run`` takes ``--head-type`` now, so the run is started with it,
+    under its own key."""
+    import subprocess
+
+    from cli.main import build_parser
+
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(tmp_path))
+    commands: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: commands.append(command))
+    common = ("examples", "sst2", 2, ["loo_empty"], ["deletion"])
+    read_as_labels = services.runs.start_run(model_ref(toy_bert_folder, "multi_label"), *common)
+    assert read_as_labels != services.runs.start_run(toy_bert_folder, *common)
+    assert commands[0][commands[0].index("--head-type") + 1] == "multi_label" and "--head-type" not in commands[1]
+    started = build_parser(["run"]).parse_args(commands[0][commands[0].index("run") :])
+    assert (started.model, started.head_type) == (toy_bert_folder, "multi_label")

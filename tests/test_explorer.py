@@ -258,3 +258,25 @@ def test_the_mean_curves_are_of_the_snapshot_rows(stored_run, monkeypatch) -> No
     first_two = dataclasses.replace(evaluation, results=evaluation.results[:2])
     assert services.runs.mean_curves(earlier) == mean_curves(first_two) != mean_curves(evaluation)
     assert services.runs.mean_curves(whole) == mean_curves(evaluation)
+
+
+def test_a_run_under_a_head_override_opens_with_that_head(tmp_path, monkeypatch) -> None:
+    """A run may read a model's outputs through another head (``--head-type``): opened on the
+    heatmap page, the sidebar takes that head, so the stored scores show (the config's head named
+    another model reference, and the page recomputed)."""
+    folder = tmp_path / "toy-bert"
+    loaded = toy_bert()
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    results = tmp_path / "results"
+    spec = RunSpec(
+        model=str(folder), dataset="examples", split="sst2", limit=2, methods=("loo_empty",),
+        metrics=("deletion",), seed=0, chunk_size=2, head_type="multi_label",
+    )  # fmt: skip
+    store = RunStore(results)
+    run_id = execute(open_run(spec, store), store, executor="serial").info.run_id
+    at = open_explorer((run_id, str(folder), results), monkeypatch)
+    at.button(key="explorer.open").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["sidebar.head_type"] == "multi_label"
+    assert any(f"The scores stored by run `{run_id}`" in info.value for info in at.info), [i.value for i in at.info]

@@ -407,3 +407,36 @@ def test_a_regression_slices_intervals_are_not_cut_to_a_probabilitys_range() -> 
         Classifier(toy_linear("regression")), [EXAMPLE], ["random"], metric_params(["deletion"])
     )
     assert evaluation.probabilities is False
+
+
+def test_a_stored_run_takes_a_head_type_as_evaluate_does(head_dirs, tmp_path, capsys):
+    """``run`` had no ``--head-type``: a model whose config names the wrong head could be
+    evaluated but not kept in the store. The override now fits the defaults (log-odds back for a
+    sigmoid read), gives the numbers ``evaluate`` gives, is its own run and is kept on resume."""
+    import json
+
+    from engine.runs.store import RunStore
+
+    model, results = head_dirs["regression"], tmp_path / "results"
+    slice_args = ["--model", model, "--dataset", "examples", "--split", "sst2", "--limit", "2", "--methods", "random"]
+    common = ["--seed", "0", "--executor", "serial", "--results-dir", str(results), "--quiet", "--json"]
+    assert main(["run", *slice_args, "--head-type", "multi_label", *common]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    assert "log_odds" in stored["metrics"]
+    code = main(["evaluate", *slice_args, "--seed", "0", "--head-type", "multi_label", "--quiet", "--json"])
+    computed = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for metric in ("deletion", "log_odds"):
+        assert stored["results"]["random"][metric]["mean"] == pytest.approx(
+            computed["results"]["random"][metric]["mean"]
+        )
+    (info,) = RunStore(results).infos()
+    assert info.selection["head_type"] == "multi_label"
+    import api  # the Python API's run of the same settings is the same stored run: read back
+
+    api.run(model, "examples", "sst2", ["random"], limit=2, seed=0, head_type="multi_label", results_dir=results)
+    assert [i.run_id for i in RunStore(results).infos()] == [info.run_id]
+    assert main(["run", "--resume", info.run_id, "--executor", "serial", "--results-dir", str(results), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", *slice_args, *common]) == 0  # the config's head: another run
+    assert len(RunStore(results).infos()) == 2

@@ -78,11 +78,11 @@ def stored_example(run_id: str, info, position: int) -> None:
 
 
 def _open_on_heatmaps(run_id: str, info, position: int, index: int, methods: list[str]) -> None:
-    """Point the sidebar at the example, explained as the run explained it (the config's head, the
-    run's autocast), so the page shows the stored scores (a callback: it runs before the widgets of
-    the next run)."""
+    """Point the sidebar at the example, explained as the run explained it (its head, the config's
+    or an override, and its autocast), so the page shows the stored scores (a callback: it runs
+    before the widgets of the next run)."""
     sidebar.select_example(info.model, info.dataset, info.split, index)
-    st.session_state["sidebar.head_type"] = "config"  # the sidebar's "from the model's config"
+    st.session_state["sidebar.head_type"] = info.selection.get("head_type") or "config"  # "config": the config's
     st.session_state["sidebar.autocast"] = info.selection.get("autocast") or "float32"  # float32: none
     st.session_state["heatmaps.stored"] = (run_id, position)
     known = {m.key for m in services.methods()}

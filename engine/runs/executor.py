@@ -111,7 +111,7 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
-    head = config_head_kind(spec.model)
+    head = spec.head_type or config_head_kind(spec.model)
     check_target(examples, spec.target, head)  # these refusals come before the run is written
     if head is not None:
         check_head(Head(head, ()), spec.metrics)
@@ -140,6 +140,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         selection["data_dir"] = str(Path(spec.data_dir).resolve())
     if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
         key_fields["autocast"] = selection["autocast"] = spec.autocast
+    if spec.head_type is not None:  # likewise: a run on the config's head keeps its key
+        key_fields["head_type"] = selection["head_type"] = spec.head_type
     if spec.needs_mlm():
         key_fields["mlm_fingerprint"] = model_fingerprint(spec.mlm)
         selection["mlm"] = spec.mlm

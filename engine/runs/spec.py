@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.params import whole_number
-from core.types import AUTOCAST_TYPES
+from core.types import AUTOCAST_TYPES, HEAD_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
 
@@ -41,6 +41,7 @@ class RunSpec:
     chunk_size: int | None = None  # examples per unit; None: by the examples' length (worker.unit_size)
     batch_size: int | None = None
     autocast: str | None = None  # the scorer's autocast type (float16, bfloat16), None: float32 throughout
+    head_type: str | None = None  # what the outputs mean (core.heads), None: from the model's config
 
     def __post_init__(self) -> None:
         import explainers
@@ -52,6 +53,8 @@ class RunSpec:
                 object.__setattr__(self, name, whole_number(f"--{name.replace('_', '-')}", value, minimum, maximum))
         if self.autocast not in (None, *AUTOCAST_TYPES):
             raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_TYPES)}, got {self.autocast!r}")
+        if self.head_type not in (None, *HEAD_TYPES):
+            raise ValueError(f"--head-type must be one of {', '.join(HEAD_TYPES)}, got {self.head_type!r}")
         methods = explainers.resolve(list(self.methods))
         metrics = resolve_metrics(",".join(self.metrics))
         unknown = set(self.overrides) - set(methods) - set(metrics)
@@ -105,4 +108,5 @@ def spec_of(info: RunInfo) -> RunSpec:
         data_dir=info.selection.get("data_dir"),
         chunk_size=info.chunk_size,
         autocast=info.selection.get("autocast"),
+        head_type=info.selection.get("head_type"),
     )

@@ -89,7 +89,9 @@ class UnitWorker:
         self.spec = spec
         loaded = load_classifier(spec.model, device)
         batch_size = spec.batch_size or (256 if loaded.device.type == "cuda" else 64)
-        self.clf: Classifier = Classifier(loaded, batch_size=batch_size, **autocast_options(spec.autocast))
+        self.clf: Classifier = Classifier(
+            loaded, batch_size=batch_size, head_type=spec.head_type, **autocast_options(spec.autocast)
+        )
         self.mlm: MaskedLM | None = None
         if spec.needs_mlm():
             from core.masked_lm import MaskedLM
