@@ -14,7 +14,6 @@ from ui.downloads import download_row
 from ui.export import Heatmap
 from ui.heatmap import heatmap_html
 from ui.imports import imported_picker
-from ui.marginalization import duration
 from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
@@ -113,7 +112,7 @@ if stored is None:
         estimated_s = 0.0
     if estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
         request = [selection.model, list(selection.example.segments), selection.target, chosen, params, windows]
-        if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {duration(estimated_s)})"):
+        if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {services.duration_text(estimated_s)})"):
             st.stop()
     stored = services.with_imports(explain_selected(selection, chosen, params, windows=windows), imported)
 else:

@@ -147,7 +147,7 @@ def test_a_run_estimated_long_waits_for_a_click(monkeypatch) -> None:
     at = free_text(" ".join(["good", "bad"] * 80), methods="loo_empty")
     assert_clean(at)
     assert "loo_empty" not in rows(at)
-    assert any("Press **Run the chosen methods (≈ 80.5 s)**" in i.value for i in at.info)
+    assert any("Press **Run the chosen methods (≈ 1 min 20 s)**" in i.value for i in at.info)
     at.button(key="heatmaps.run").click().run()
     assert_clean(at)
     assert len(rows(at)["loo_empty"]) == 160

@@ -145,7 +145,7 @@ def test_an_estimate_in_windows_counts_every_window_and_no_refused_method(monkey
     captions = " ".join(c.value for c in cut.caption)
     assert "Estimated time for **loo_empty**: about 51.1 s (at most 511 classifier forward passes)." in captions
     assert "Estimated time for **lime**: about 100.0 s" in captions
-    assert "Press **Run the chosen methods (≈ 2.5 min)**" in " ".join(i.value for i in cut.info)
+    assert "Press **Run the chosen methods (≈ 2 min 31 s)**" in " ".join(i.value for i in cut.info)
     whole = run_app({**state, "runs.windows": True}, methods="loo_empty,lime")
     assert not whole.exception and not rows(whole)  # waits for its click
     captions = " ".join(c.value for c in whole.caption)
