@@ -39,7 +39,7 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     """The parser of every command; with ``only``, the commands named there get their options and
     the others just their name and one line of help (each module's ``COMMAND`` and ``HELP``):
     ``--help`` and a command that needs no model (``runs``, ``show``) then start without
-    importing torch and every method (about 3 s on 2 cores)."""
+    importing torch and every method (5 s on 2 cores)."""
     # the console script names itself; `python -m cli` would otherwise show as __main__.py
     prog = "attrx" if os.path.basename(sys.argv[0]) == "attrx" else "python -m cli"
     parser = argparse.ArgumentParser(prog=prog, description="Token attribution engine.")
