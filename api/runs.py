@@ -138,9 +138,9 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
     ``evaluate`` returns one: its summary, mean curves, per-example values and each example's
     heatmap (``explanation(position)``, by the example's position in the run). A run still being
     written, or stopped part-way, gives its finished examples (its ``partial`` says so: status
-    and count, as its repr shows). The head (probability or raw
-    score) is the one the model's config gives, as the run explained it."""
-    from engine.runs.executor import read_evaluation
+    and count, as its repr shows). The head (probability or raw score) is the one the run
+    explained: its head-type override, else the one the model's config gives."""
+    from engine.runs.executor import head_of, read_evaluation
     from engine.runs.store import reading_store
 
     store = reading_store(results_dir, "results_dir")
@@ -156,7 +156,7 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
         info.model,
         evaluation,
         info.label_names,
-        config_head_kind(info.model) or "single_label",
+        head_of(info) or "single_label",
         tuple(int(dropped[result.position]) for result in evaluation.results),
         None
         if info.rows_done == info.rows_total

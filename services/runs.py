@@ -87,14 +87,14 @@ class Snapshot:
 
     info: RunInfo
     rows: pd.DataFrame
-    head: str  # what the outputs are (``head_kind``)
+    head: str  # what the outputs are (``read_head``)
     head_unknown: str | None  # why the model cannot be loaded now (then ``head`` is single_label)
 
 
 def snapshot(run_id: str) -> Snapshot:
     """The run's rows as they are now, read once."""
     run = info(run_id)
-    head, unknown = read_head(run.model)
+    head, unknown = read_head(run.model, run.selection.get("head_type"))
     return Snapshot(run, _rows(run_id, run.rows_done), head, unknown)
 
 
@@ -103,7 +103,7 @@ def example_table(run: Snapshot) -> pd.DataFrame:
     length, every method's metric values and the methods' disagreement (1 - mean pairwise
     Spearman rho of the word scores).
 
-    The prediction follows the run's head (``head_kind``): a single-label head's class (correct
+    The prediction follows the run's head (``read_head``): a single-label head's class (correct
     and confidence against the gold label); a multi-label head's labels at or above
     ``core.heads.DEFAULT_THRESHOLD`` and a regression head's score, with no correct or confidence
     columns (the dataset's gold class is not one of their outputs). The gold label is named as the
@@ -238,28 +238,25 @@ def _detected_head(model: str) -> str:
         raise ValueError(load_error_message(model, error)) from None
 
 
-def read_head(model: str) -> tuple[str, str | None]:
-    """(what a stored run's outputs are, why that is unknown now): ``core.heads``' kind of the
-    model's head (a dataset run explains the head its config gives), or ``single_label`` with
-    the one-line reason when the model cannot be loaded now (folder gone, hub offline, not
-    offered in shared mode): its stored results still show."""
+def read_head(model: str, override: str | None = None) -> tuple[str, str | None]:
+    """(what a stored run's outputs are, why that is unknown now): the run's head-type
+    ``override`` (its ``selection``'s ``head_type``), else ``core.heads``' kind of the model's head
+    as its config gives it, or ``single_label`` with the one-line reason when the model cannot be
+    loaded now (folder gone, hub offline, not offered in shared mode): its stored results still
+    show."""
+    if override is not None:
+        return override, None
     try:
         return _detected_head(model), None
     except ValueError as error:
         return "single_label", str(error)
 
 
-def head_kind(model: str) -> str:
-    """What a stored run's outputs are: ``regression`` for a raw score, else a probability
-    (``read_head``)."""
-    return read_head(model)[0]
-
-
 def stored_heatmap(run_id: str, position: int) -> HeatmapResult:
     """One stored example with its run's attributions, as the heatmap page shows a fresh result."""
     run = info(run_id)
     example, attributions = _store().example(run_id, position)
-    head = head_kind(run.model)
+    head = read_head(run.model, run.selection.get("head_type"))[0]
     classes = gold_names(run, head)  # the stored example is named with the model's labels
     if example.label is not None and not example.label < len(classes):
         classes = ()

@@ -409,7 +409,7 @@ def test_a_regression_slices_intervals_are_not_cut_to_a_probabilitys_range() -> 
     assert evaluation.probabilities is False
 
 
-def test_a_stored_run_takes_a_head_type_as_evaluate_does(head_dirs, tmp_path, capsys):
+def test_a_stored_run_takes_a_head_type_as_evaluate_does(head_dirs, tmp_path, capsys, monkeypatch):
     """``run`` had no ``--head-type``: a model whose config names the wrong head could be
     evaluated but not kept in the store. The override now fits the defaults (log-odds back for a
     sigmoid read), gives the numbers ``evaluate`` gives, is its own run and is kept on resume."""
@@ -434,9 +434,20 @@ def test_a_stored_run_takes_a_head_type_as_evaluate_does(head_dirs, tmp_path, ca
     assert info.selection["head_type"] == "multi_label"
     import api  # the Python API's run of the same settings is the same stored run: read back
 
-    api.run(model, "examples", "sst2", ["random"], limit=2, seed=0, head_type="multi_label", results_dir=results)
+    read_back = api.run(
+        model, "examples", "sst2", ["random"], limit=2, seed=0, head_type="multi_label", results_dir=results
+    )
     assert [i.run_id for i in RunStore(results).infos()] == [info.run_id]
+    assert read_back.head == "multi_label"  # the head the run explained (it said the config's, regression)
+    from engine.runs.executor import read_evaluation
+    from services.runs import snapshot
+
+    assert read_evaluation(RunStore(results), info.run_id)[1].probabilities  # sigmoids, not a raw score
+    monkeypatch.setenv("ATTRIBUTION_RESULTS_DIR", str(results))
+    assert snapshot(info.run_id).head == "multi_label"
     assert main(["run", "--resume", info.run_id, "--executor", "serial", "--results-dir", str(results), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["run", *slice_args, *common]) == 0  # the config's head: another run
+    assert len(RunStore(results).infos()) == 2
+    assert main(["run", *slice_args, "--head-type", "regression", *common]) == 0  # the config's own: the same run
     assert len(RunStore(results).infos()) == 2

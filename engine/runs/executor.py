@@ -111,7 +111,9 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
     examples = load_examples(spec.dataset, spec.split, spec.data_dir, limit=spec.limit, exact=True)
     if not examples:
         raise ValueError(f"{spec.dataset}/{spec.split} has no examples")
-    head = spec.head_type or config_head_kind(spec.model)
+    configured = config_head_kind(spec.model)
+    override = spec.head_type if spec.head_type != configured else None  # the config's own head: no override
+    head = override or configured
     check_target(examples, spec.target, head)  # these refusals come before the run is written
     if head is not None:
         check_head(Head(head, ()), spec.metrics)
@@ -140,8 +142,8 @@ def prepare(spec: RunSpec) -> tuple[NewRun, list[Example]]:
         selection["data_dir"] = str(Path(spec.data_dir).resolve())
     if spec.autocast is not None:  # float32 runs keep the key they had before autocast was an option
         key_fields["autocast"] = selection["autocast"] = spec.autocast
-    if spec.head_type is not None:  # likewise: a run on the config's head keeps its key
-        key_fields["head_type"] = selection["head_type"] = spec.head_type
+    if override is not None:  # likewise: a run on the config's head keeps its key
+        key_fields["head_type"] = selection["head_type"] = override
     if spec.needs_mlm():
         key_fields["mlm_fingerprint"] = model_fingerprint(spec.mlm)
         selection["mlm"] = spec.mlm
@@ -325,10 +327,17 @@ def _check_complete(store: RunStore, info: RunInfo, executor: str) -> None:
         )
 
 
+def head_of(info: RunInfo) -> str | None:
+    """The head a stored run explained (``core.heads`` kind): its head-type override, else the one
+    its model's config gives (None where that cannot be read now)."""
+    from core.models import config_head_kind
+
+    return info.selection.get("head_type") or config_head_kind(info.model)
+
+
 def read_evaluation(store: RunStore, run_id: str) -> tuple[RunInfo, SliceEvaluation]:
     """A stored run's rows as the ``SliceEvaluation`` that ``evaluate_slice`` returned for them
     (finished units only), with the times and passes summed over its units."""
-    from core.models import config_head_kind
     from engine.runs.rows import from_table
 
     info = store.get(run_id)
@@ -340,7 +349,7 @@ def read_evaluation(store: RunStore, run_id: str) -> tuple[RunInfo, SliceEvaluat
         split=info.split,
         label_names=info.label_names,
     )
-    evaluation.probabilities = config_head_kind(info.model) != "regression"  # the head the run explained
+    evaluation.probabilities = head_of(info) != "regression"  # the head the run explained
     evaluation.explain_s = info.explain_s
     evaluation.metrics_s = info.metrics_s
     evaluation.forward_passes = info.forward_passes
