@@ -197,3 +197,18 @@ def test_a_stopped_jobs_eq3_stops_at_its_first_missing_level():
     del table[(SHARED, L100)]  # no 100% model yet: no Eq. 3 to read, and no span to qualify it
     floorless = summarize(rows_of(table), levels, [L10])["faithfulness"]["good"]
     assert floorless["mean"] is None and floorless["reading"] == "\N{EN DASH}"
+
+
+def test_a_reports_sparsity_skips_rows_whose_example_is_gone_or_changed():
+    """The report reads every evaluation row's scores against the dataset as it is now: an index
+    past its end (a shorter file, another folder) raised IndexError and lost the whole report."""
+    from core.types import Example
+    from engine.roar.report import _removable_scores
+
+    pair = Example(segments=(("a", "dull", "film"), ("it", "bores")), id="p")
+    row = {"index": 0, "scores": [0.1, 0.2, 0.3, 0.4, 0.5]}
+    assert _removable_scores(row, [pair], "main").tolist() == [0.1, 0.2, 0.3]  # the premise only
+    assert _removable_scores(row, [pair], "all").tolist() == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert _removable_scores({**row, "index": 1}, [pair], "main") is None  # gone
+    assert _removable_scores({**row, "scores": [0.1, 0.2]}, [pair], "main") is None  # another text now
+    assert _removable_scores({**row, "scores": []}, [pair], "main") is None  # a unit without scores

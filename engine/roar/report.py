@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from core.types import Example
 from engine.roar.run import job_of, unit_meta
 from engine.runs.store import RunStore
 from experiments.roar.job import DEFAULT_MLM, RoarJob
@@ -36,6 +37,16 @@ from experiments.roar.scores import RANDOM, SHARED, UnitResult, curves, faithful
 
 N_EXAMPLES = 12  # evaluation examples whose text is kept at every level
 SPARSITY_LEVELS = (*(Level(k, "tokens") for k in (1, 2, 3, 5, 10)), Level(10), Level(20), Level(30), Level(50))
+
+
+def _removable_scores(row: dict[str, Any], examples: Sequence[Example], scope: str) -> np.ndarray | None:
+    """A unit row's step-0 scores at the words a removal may take (a pair's premise in scope
+    ``main``); None without scores, or where the dataset no longer holds the row's example as it
+    was (another length: edited since, or read from another folder)."""
+    index, scores = row["index"], np.asarray(row["scores"] or [], dtype=np.float64)
+    if not len(scores) or index >= len(examples) or len(examples[index].words) != len(scores):
+        return None
+    return scores[candidates(examples[index], scope)]
 
 
 def command_of(job: RoarJob) -> str:
@@ -93,11 +104,7 @@ def job_report(store: RunStore, run_id: str, data_dir: str | None = None) -> dic
                 levels[meta["level"]] = {"shown": {str(k): v for k, v in shown.items()}, "predicted": row["predicted"]}
         first_middle = job.middle_levels[0].label
         if method != SHARED and meta["seed"] == 0 and meta["level"] == first_middle and method not in step0:
-            step0[method] = [  # the words that could be removed only: a pair's premise (scope "main")
-                np.asarray(r["scores"], dtype=np.float64)[candidates(labelled[r["index"]], job.scope)]
-                for r in rows
-                if r["scores"]
-            ]
+            step0[method] = [s for r in rows if (s := _removable_scores(r, labelled, job.scope)) is not None]
     shares = {
         method: {
             level.label: _number(share.mean)

@@ -112,7 +112,9 @@ def new_run(job: RoarJob, data: JobData) -> NewRun:
 
     encoder = model_fingerprint(base_source(data.info))
     key_fields: dict[str, Any] = {"kind": KIND, "job": job.to_json(), "encoder": encoder}
-    key_fields["recipe"] = asdict(data.recipe)  # a changed task recipe trains other models
+    # a changed task recipe trains other models; its starting model is the job's own or the packaged
+    # encoder ("encoder": by content), whose path moves with the virtual environment
+    key_fields["recipe"] = {k: v for k, v in asdict(data.recipe).items() if k != "base_model"}
     key_fields |= content_key(data.recipe.dataset)  # a file of one's own: keyed by its content, not its name
     if job.removal == "mlm" or any(explainers.get(m).needs_mlm for m in job.methods):  # fill-ins or IM, LIME-MLM
         key_fields["mlm_fingerprint"] = model_fingerprint(job.mlm)
