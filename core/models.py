@@ -313,18 +313,20 @@ def readable_length(config, tokenizer) -> int:
 def missing_model_message(name: str, error: Exception) -> str:
     """One line for a model name that is not bundled, not a folder and not found on the hub (or its
     cache, offline): the bundled names and, for a hub id, the first sentence of the hub's answer;
-    offline, how to let it download (the hub's answer then says only that it could not connect)."""
+    offline, for a model missing from the cache, how to let it download (the hub's answer says
+    only that it could not connect)."""
     bundled = ", ".join(bundled_names()) or "none"
     if Path(name).expanduser().is_absolute() or name.startswith(("./", "../", "~")):
         return f"{name!r}: no such folder (bundled models: {bundled})"
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
+    lines = str(error).strip().splitlines()
+    reason = lines[0].split(". ")[0].rstrip(".") if lines else type(error).__name__
+    if os.environ.get("HF_HUB_OFFLINE") == "1" and "couldn't connect" in reason:  # not in the cache: not asked
         return (
             f"{name!r} is not a bundled model ({bundled}), a model folder, or a model in the hub cache; "
             "the hub is not asked while HF_HUB_OFFLINE=1: set HF_HUB_OFFLINE=0 to download it"
         )
-    lines = str(error).strip().splitlines()
-    reason = lines[0].split(". ")[0].rstrip(".") if lines else type(error).__name__
-    return f"{name!r} is not a bundled model ({bundled}), a model folder, or a model found on the hub: {reason}"
+    where = "in the hub cache (HF_HUB_OFFLINE=1)" if os.environ.get("HF_HUB_OFFLINE") == "1" else "on the hub"
+    return f"{name!r} is not a bundled model ({bundled}), a model folder, or a model found {where}: {reason}"
 
 
 def _quiet_init() -> dict:

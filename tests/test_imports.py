@@ -793,8 +793,9 @@ def test_empty_files_and_our_records_read_as_thermostat_rows_say_what_they_are()
 
 
 def test_a_missing_model_offline_says_how_to_download_it(monkeypatch):
-    """Offline, the hub's answer is only that it could not connect: the line says how to let it
-    download instead; online, the hub's first sentence is kept."""
+    """Offline, the hub's answer to a model missing from the cache is only that it could not
+    connect: the line says how to let it download instead; another answer (a cached model that
+    cannot be read) is kept, as online."""
     from core.models import missing_model_message
 
     error = OSError("We couldn't connect to 'https://huggingface.co' to load the files. Check your connection.")
@@ -802,6 +803,8 @@ def test_a_missing_model_offline_says_how_to_download_it(monkeypatch):
     offline = missing_model_message("org/model", error)
     assert "set HF_HUB_OFFLINE=0 to download it" in offline and "couldn't connect" not in offline
     assert offline.startswith("'org/model' is not a bundled model (minilm-")
+    unreadable = missing_model_message("org/model", ValueError("Unrecognized model in org/model. Should have..."))
+    assert unreadable.endswith("found in the hub cache (HF_HUB_OFFLINE=1): Unrecognized model in org/model")
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     online = missing_model_message("org/model", error)
     assert online.endswith("found on the hub: We couldn't connect to 'https://huggingface.co' to load the files")
