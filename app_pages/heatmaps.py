@@ -77,7 +77,11 @@ def cost_captions(windows: bool) -> float:
     n_windows = len(services.predict_example(selection.model, selection.example, True).windows) if windows else 1
     each = f" in each of {n_windows} windows" if n_windows > 1 else ""
     total = 0.0
-    for key in (k for k in keys if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}))):
+    for key in (
+        k
+        for k in keys
+        if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}), n_windows)
+    ):
         cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
         passes = services.passes_text(cost.classifier_passes, cost.backward_passes, cost.mlm_passes)
         seconds = (cost.seconds or 0.0) * n_windows
@@ -111,7 +115,9 @@ if stored is None:
     except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
         estimated_s = 0.0
     if estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
-        request = [selection.model, list(selection.example.segments), selection.target, chosen, params, windows]
+        request = [
+            selection.model, list(selection.example.segments), selection.target, chosen, params, windows, selection.mlm
+        ]  # fmt: skip
         if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {services.duration_text(estimated_s)})"):
             st.stop()
     stored = services.with_imports(explain_selected(selection, chosen, params, windows=windows), imported)

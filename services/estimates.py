@@ -85,10 +85,10 @@ def _forward_rate(model: str, example_key: str, _example: Example) -> float:
 ESTIMATED_FROM_TOKEN_PASSES = 20_000
 
 
-def worth_estimating(model: str, example: Example, method: str, params: dict[str, Any]) -> bool:
+def worth_estimating(model: str, example: Example, method: str, params: dict[str, Any], windows: int = 1) -> bool:
     """Whether ``estimate_perturbation_cost`` is shown for ``method`` on this example: always for a
-    sampling method, for another when its passes over this text pass ``ESTIMATED_FROM_TOKEN_PASSES``
-    (a mask optimiser has ``estimate_mask_cost``)."""
+    sampling method, for another when its passes over this text (in each of ``windows`` sliding
+    windows) pass ``ESTIMATED_FROM_TOKEN_PASSES`` (a mask optimiser has ``estimate_mask_cost``)."""
     spec = explainers.get(method)
     if spec.passes is None:
         return False
@@ -97,7 +97,8 @@ def worth_estimating(model: str, example: Example, method: str, params: dict[str
     clf = models.classifier(model)
     fitted = clf.fit_example(example)[0]
     passes = spec.passes(len(fitted.words), spec.make_params(params))
-    return (passes.classifier + passes.backward + passes.mlm) * clf.token_count(fitted) >= ESTIMATED_FROM_TOKEN_PASSES
+    token_passes = (passes.classifier + passes.backward + passes.mlm) * clf.token_count(fitted) * windows
+    return token_passes >= ESTIMATED_FROM_TOKEN_PASSES
 
 
 def measured_rate(model: str, example: Example) -> float:

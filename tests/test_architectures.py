@@ -270,7 +270,8 @@ def test_a_runs_unit_sizing_cuts_lengths_where_the_loaded_model_does(bpe_folder:
 
 def test_a_roberta_reads_as_many_tokens_as_its_tokenizer_counts() -> None:
     """RoBERTa's two extra positions cap its embeddings, not its tokenizer's ``model_max_length``:
-    a ROAR unit capped at 128 tokens read 126 of the 128 it was trained on; roberta-base reads 512."""
+    a ROAR unit capped at 128 tokens read 126 of the 128 it was trained on; roberta-base reads
+    512."""
     from types import SimpleNamespace
 
     from core.models import readable_length

@@ -134,7 +134,8 @@ def test_heatmap_page_explains_a_long_text_in_windows() -> None:
 
 def test_an_estimate_in_windows_counts_every_window_and_no_refused_method(monkeypatch) -> None:
     """The page estimated the cut text only (its first window) and counted LIME, which windows
-    refuse: in windows each method that takes them is now estimated once a window, LIME not at all."""
+    refuse: in windows each method that takes them is now estimated once a window, LIME not at
+    all."""
     from tests.test_app_heatmaps import rows, run_app
 
     monkeypatch.setattr("services.estimates.measured_rate", lambda model, example: 10.0)  # runs wait for a click
