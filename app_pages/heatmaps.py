@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 import services
@@ -69,32 +71,44 @@ if not chosen and not imported and opened is None and not st.session_state.get("
     st.stop()
 
 
-def cost_captions(windows: bool) -> float:
+def cost_captions(model: str, windows: bool, which: str = "") -> float:
     """The estimated time of each sampling method and mask optimiser chosen, and of another method
-    where the text makes its work long (``services.worth_estimating``); returns their sum. In
-    sliding windows each method that takes them runs once a window (the others are refused)."""
+    where the text makes its work long (``services.worth_estimating``), on ``model`` (``which``:
+    " (model B)" for the second model); returns their sum. In sliding windows each method that
+    takes them runs once a window (the others are refused)."""
     keys = [k for k in chosen if infos[k].windowable] if windows else chosen
-    n_windows = len(services.predict_example(selection.model, selection.example, True).windows) if windows else 1
+    n_windows = len(services.predict_example(model, selection.example, True).windows) if windows else 1
     each = f" in each of {n_windows} windows" if n_windows > 1 else ""
     total = 0.0
     for key in (
-        k
-        for k in keys
-        if services.worth_estimating(selection.model, selection.example, k, params.get(k, {}), n_windows)
+        k for k in keys if services.worth_estimating(model, selection.example, k, params.get(k, {}), n_windows)
     ):
-        cost = services.estimate_perturbation_cost(selection.model, selection.example, key, params.get(key, {}))
+        cost = services.estimate_perturbation_cost(model, selection.example, key, params.get(key, {}))
         passes = services.passes_text(cost.classifier_passes, cost.backward_passes, cost.mlm_passes)
         seconds = (cost.seconds or 0.0) * n_windows
-        st.caption(f"Estimated time for **{key}**: about {seconds:.1f} s (at most {passes}{each}).")
+        st.caption(f"Estimated time for **{key}**{which}: about {seconds:.1f} s (at most {passes}{each}).")
         total += seconds
     for key in (k for k in keys if infos[k].mask_optimiser):
-        estimate = services.estimate_mask_cost(selection.model, selection.example, key, params.get(key, {}))
+        estimate = services.estimate_mask_cost(model, selection.example, key, params.get(key, {}))
         pretrain = (
             f" (+ about {estimate.pretrain_s:.0f} s the first time: {estimate.note})" if estimate.pretrain_s else ""
         )
         detail = f" ({estimate.note})" if estimate.note and not estimate.pretrain_s else ""
-        st.caption(f"Estimated time for **{key}**: about {estimate.seconds:.1f} s{detail}{pretrain}.")
+        st.caption(f"Estimated time for **{key}**{which}: about {estimate.seconds:.1f} s{detail}{pretrain}.")
         total += estimate.seconds + (estimate.pretrain_s or 0.0)
+    return total
+
+
+def estimated_seconds(windows: bool) -> float:
+    """``cost_captions`` of the model, and of the second model when one is compared (a second model
+    that cannot take this input adds nothing here: ``compare.render`` says why)."""
+    try:
+        total = cost_captions(selection.model, windows)
+    except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
+        return 0.0
+    if other is not None:
+        with contextlib.suppress(ValueError):
+            total += cost_captions(other, windows, " (model B)")
     return total
 
 
@@ -110,13 +124,11 @@ if opened is not None and stored is None:
     stored = show_opened(*opened)
 if stored is None:
     windows = long_text_toggle(selection)
-    try:
-        estimated_s = cost_captions(windows)
-    except ValueError:  # the model cannot take this input (empty text, a pair for a single-text model): said below
-        estimated_s = 0.0
+    estimated_s = estimated_seconds(windows)
     if estimated_s > AUTO_RUN_S:  # a long text or a long method waits for a click
         request = [
-            selection.model, list(selection.example.segments), selection.target, chosen, params, windows, selection.mlm
+            selection.model, list(selection.example.segments), selection.target, chosen, params, windows,
+            selection.mlm, other,
         ]  # fmt: skip
         if not gate("heatmaps.run", request, f"Run the chosen methods (≈ {services.duration_text(estimated_s)})"):
             st.stop()

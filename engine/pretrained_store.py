@@ -67,11 +67,16 @@ def entry_key(clf: Classifier, params: AmlParams, training: str) -> str | None:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:40]
 
 
+def has(folder: Path, key: str) -> bool:
+    """Whether the folder holds a whole entry ``key`` (``load`` may still find it unreadable)."""
+    return (folder / key / _CARD).is_file()
+
+
 def load(folder: Path, key: str, clf: Classifier, backbone: BackboneFn) -> PretrainedAml | None:
     """The entry ``key`` read back onto the classifier's device, or None when there is none or it
     cannot be read (then the caller trains again and ``save`` replaces it)."""
     entry = folder / key
-    if not (entry / _CARD).is_file():
+    if not has(folder, key):
         return None
     try:
         card = json.loads((entry / _CARD).read_text())

@@ -115,12 +115,7 @@ class Resources:
     ) -> PretrainedAml:
         """The pre-trained attribution model for this classifier and parameters, trained on first
         use."""
-        settings = tuple(getattr(params, name) for name in PRETRAIN_FIELDS)
-        base = (id(clf.loaded.model), clf.name, str(clf.device), settings, len(example.segments))
-        # Without a training split, or with one of which no example fits (_falls_back), the model
-        # is trained on the explained example: one per example.
-        on_example = training_split(clf) is None or base in self._falls_back
-        key = (*base, example.segments if on_example else None)
+        base, key = self._keys(clf, example, params)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -131,7 +126,8 @@ class Resources:
                     return found[1]
             trained = self._trained(clf, example, params, progress)
             with self._guard:
-                if not on_example and trained.source == FALLBACK_SOURCE:
+                # the split had no example that fits: the model is the explained example's
+                if key[-1] is None and trained.source == FALLBACK_SOURCE:
                     self._falls_back.add(base)
                     key = (*base, example.segments)
                 self._entries[key] = (weakref.ref(clf.loaded.model), trained)
@@ -139,6 +135,30 @@ class Resources:
                     dropped, _ = self._entries.popitem(last=False)
                     self._locks.pop(dropped, None)
             return trained
+
+    def ready(self, clf: Classifier, example: Example, params: AmlParams) -> bool:
+        """Whether ``pretrained`` would answer without training: the model is in the cache, or in
+        the folder (a time estimate leaves the pre-training out then)."""
+        from engine import pretrained_store
+
+        key = self._keys(clf, example, params)[1]
+        with self._guard:
+            found = self._entries.get(key)
+            if found is not None and found[0]() is clf.loaded.model:
+                return True
+        if self.folder is None:
+            return False
+        entry = pretrained_store.entry_key(clf, params, training_digest(clf, example))
+        return entry is not None and pretrained_store.has(self.folder, entry)
+
+    def _keys(self, clf: Classifier, example: Example, params: AmlParams) -> tuple[tuple, tuple]:
+        """The cache's key without the example, and the key of this example's model."""
+        settings = tuple(getattr(params, name) for name in PRETRAIN_FIELDS)
+        base = (id(clf.loaded.model), clf.name, str(clf.device), settings, len(example.segments))
+        # Without a training split, or with one of which no example fits (_falls_back), the model
+        # is trained on the explained example: one per example.
+        on_example = training_split(clf) is None or base in self._falls_back
+        return base, (*base, example.segments if on_example else None)
 
     @classmethod
     def saved(cls, results: Path | None = None) -> Resources:

@@ -10,6 +10,7 @@ import streamlit as st
 import explainers
 from core.types import Example
 from services import models, store
+from services.resources import resources
 
 # =========================================================================== input marginalization
 # Section owned by the Input Marginalization page (app_pages/input_marginalization.py): cost
@@ -121,9 +122,18 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     spec = explainers.get(method)
     if spec.steps is None:
         raise ValueError(f"no mask-optimisation estimate for {method!r}: it is not a mask optimiser")
-    steps = spec.steps(spec.make_params(params))
+    made = spec.make_params(params)
+    steps = spec.steps(made)
     step = _step_seconds(model, store.example_key(example), example)
-    return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
+    pretrain = steps.pretrain * step if steps.pretrain and not _pretrained(model, example, made) else 0.0
+    return MaskCostEstimate(steps.run * step, pretrain, steps.note)
+
+
+def _pretrained(model: str, example: Example, params: Any) -> bool:
+    """Whether the pre-trained model a run with these parameters needs is already in this server's
+    resources or on disk: then it costs no pre-training."""
+    clf = models.classifier(model)
+    return resources().ready(clf, clf.fit_example(example)[0], params)
 
 
 def estimate_slice(

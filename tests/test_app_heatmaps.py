@@ -123,6 +123,9 @@ def test_words_the_model_reads_as_unknown_are_named() -> None:
     )
     assert notes == [said]
     assert not [i for i in free_text("A fine film").info if "vocabulary" in i.value]
+    # Scored under autocast the reference is "minilm-sst2 [autocast: bfloat16]": the note names the model.
+    autocast = run_app({"sidebar.dataset": "free text", "sidebar.text": text, "sidebar.autocast": "bfloat16"})
+    assert [as_read(i.value) for i in autocast.info if "vocabulary" in i.value] == [said]
 
 
 def test_leave_one_out_on_a_long_text_shows_an_estimate_and_a_short_one_does_not() -> None:
@@ -151,6 +154,22 @@ def test_a_run_estimated_long_waits_for_a_click(monkeypatch) -> None:
     at.button(key="heatmaps.run").click().run()
     assert_clean(at)
     assert len(rows(at)["loo_empty"]) == 160
+
+
+def test_the_second_models_time_counts_toward_the_wait(monkeypatch) -> None:
+    """Model B's methods were left out of the estimate, so a comparison of two long runs started at
+    once: each model's methods are estimated now, and their sum decides the wait."""
+    monkeypatch.setattr("services.estimates.measured_rate", lambda model, example: 13.0)  # 161 passes: 12.4 s
+    text = " ".join(["good", "bad"] * 80)
+    alone = free_text(text, methods="loo_empty")
+    assert_clean(alone)
+    assert len(rows(alone)["loo_empty"]) == 160  # 12.4 s: under the threshold
+    both = run_app({"sidebar.dataset": "free text", "sidebar.text": text}, methods="loo_empty", compare="randomized")
+    assert not both.exception and not rows(both)  # waits for its click
+    captions = " ".join(c.value for c in both.caption)
+    assert "Estimated time for **loo_empty**: about 12.4 s" in captions
+    assert "Estimated time for **loo_empty** (model B): about 12.4 s" in captions
+    assert any("Press **Run the chosen methods (≈ 25 s)**" in i.value for i in both.info), [i.value for i in both.info]
 
 
 @pytest.mark.slow

@@ -76,6 +76,24 @@ def test_a_saved_model_is_read_back_with_the_same_weights_and_explanations(
         assert summary[field] == first.extras["pretraining"][field]
 
 
+def test_ready_says_whether_a_request_would_pretrain(folder_clf, toy_example, tmp_path, monkeypatch):
+    """What a time estimate asks before counting AML's pre-training: false before, true after in
+    the same resources (memory) and in a new one (disk), false for other settings or without a
+    folder."""
+    calls = _pretrain_calls(monkeypatch)
+    params = explainers.get("aml").make_params(SETTINGS)
+    first = Resources(folder=tmp_path)
+    assert not first.ready(folder_clf, toy_example, params)
+    _explain(folder_clf, toy_example, first)
+    assert first.ready(folder_clf, toy_example, params) and Resources(folder=tmp_path).ready(
+        folder_clf, toy_example, params
+    )
+    other = explainers.get("aml").make_params({**SETTINGS, "n_epochs": 2})
+    assert not Resources(folder=tmp_path).ready(folder_clf, toy_example, other)
+    assert not Resources().ready(folder_clf, toy_example, params)
+    assert len(calls) == 1  # asking trains nothing
+
+
 def test_other_settings_or_models_are_other_entries(folder_clf, toy_example, tmp_path, monkeypatch):
     calls = _pretrain_calls(monkeypatch)
     _explain(folder_clf, toy_example, Resources(folder=tmp_path))
@@ -129,3 +147,18 @@ def test_the_training_data_is_named_by_its_files_not_by_the_explained_example(
     assert training_digest(bert_clf, toy_example) != first
     monkeypatch.setattr(engine.resources, "training_split", lambda clf: None)  # trains on the example
     assert training_digest(bert_clf, toy_example) != training_digest(bert_clf, other)
+
+
+def test_the_apps_estimate_counts_the_pretraining_until_it_is_done(folder_clf, toy_example, tmp_path, monkeypatch):
+    """The heatmap page added AML's one-off pre-training to every estimate, so each new text waited
+    for a click though the pre-trained model was already loaded or on disk."""
+    import services
+
+    resources = Resources(folder=tmp_path)
+    monkeypatch.setattr(services.models, "loaded", lambda name: folder_clf.loaded)
+    monkeypatch.setattr(services.estimates, "resources", lambda: resources)
+    monkeypatch.setattr(services.estimates, "_step_seconds", lambda model, key, example: 0.01)
+    before = services.estimate_mask_cost("toy", toy_example, "aml", SETTINGS)
+    _explain(folder_clf, toy_example, resources)
+    after = services.estimate_mask_cost("toy", toy_example, "aml", SETTINGS)
+    assert before.pretrain_s > 0 and after.pretrain_s == 0 and after.seconds == pytest.approx(before.seconds)
