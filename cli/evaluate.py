@@ -86,11 +86,10 @@ def run(args: argparse.Namespace) -> int:
             resume=evaluation,
         )
     except KeyboardInterrupt:
-        print_stopped(
+        return print_stopped(
             f"evaluate stopped after {len(evaluation.results)} of {len(examples)} examples; nothing is kept"
             " (`python -m cli run` keeps a slice's examples as they finish and resumes it)"
         )
-        return 130
     header = {
         "model": args.model,
         "dataset": args.dataset,

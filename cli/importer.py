@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 
 from engine.imports import FORMATS
@@ -64,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress_bar(100, enabled=not args.quiet, unit="%"),
             )
     except (KeyboardInterrupt, SystemExit) as stop:
-        print_stopped(f"the import of {args.file} stopped; the same command goes on where it stopped")
-        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
+        return print_stopped(f"the import of {args.file} stopped; the same command goes on where it stopped", stop)
     info = outcome.info
     for note in outcome.notes:  # shown with --quiet too: a warning, not progress
         print(printable(f"warning: {note}"), file=sys.stderr)

@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a command's own guard (loading the model): one line, not a traceback
         from cli.common import print_stopped
 
-        print_stopped(f"{args.command} stopped (Ctrl-C)")
-        return 130
+        return print_stopped(f"{args.command} stopped (Ctrl-C)")
     except BrokenPipeError:  # the reader went away (`runs | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0

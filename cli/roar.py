@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 
 COMMAND = "roar"
@@ -107,11 +106,11 @@ def run(args: argparse.Namespace) -> int:
             )
     except (KeyboardInterrupt, SystemExit) as stop:
         info = store.get(run_id)
-        print_stopped(
+        return print_stopped(
             f"{run_id} stopped after {info.units_done} of {info.units_total} units; continue it with "
-            f"`python -m cli roar --resume {run_id}{store_option(store)}`"
+            f"`python -m cli roar --resume {run_id}{store_option(store)}`",
+            stop,
         )
-        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
     report = job_report(store, run_id, args.data_dir)
     if args.export:
         save_report(report, args.export)

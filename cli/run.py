@@ -4,7 +4,6 @@ work is ``engine.runs.executor``); prints the run id and the summary ``evaluate`
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 
 COMMAND = "run"
@@ -47,11 +46,11 @@ def run(args: argparse.Namespace) -> int:
             )
     except (KeyboardInterrupt, SystemExit) as stop:
         info = store.get(opened.info.run_id)
-        print_stopped(
+        return print_stopped(
             f"{info.run_id} stopped after {info.rows_done} of {info.rows_total} examples;"
-            f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`"
+            f" continue it with `python -m cli run --resume {info.run_id}{store_option(store)}`",
+            stop,
         )
-        return 130 if isinstance(stop, KeyboardInterrupt) else 128 + signal.SIGTERM
     if outcome.computed_units == 0 and not args.quiet:
         print(f"{outcome.info.run_id} was already done: nothing recomputed", file=sys.stderr)
     return print_run(store, outcome.info.run_id, per_example=args.per_example, as_json=args.json)

@@ -185,13 +185,15 @@ def long_text_toggle(selection) -> bool:
 
 
 def coverage_note(model: str, prediction: services.PredictionResult) -> None:
-    """Say how much of the text the scores cover."""
+    """Say how much of the text the scores cover (the model named without its head or autocast
+    marks)."""
+    name = services.split_ref(model)[0]
     n_words = len(prediction.example.words)
     if prediction.windows:
         st.info(f"All {n_words} words explained in {len(prediction.windows)} sliding windows.")
     elif prediction.dropped_words:
         st.warning(
-            f"The text is longer than {plain(model)} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
+            f"The text is longer than {plain(name)} accepts: the first {n_words} of {n_words + prediction.dropped_words} "
             f"words are explained; the last {prediction.dropped_words} words were dropped"
             + ("." if prediction.example.is_pair else " (turn on sliding windows to explain all of them).")
         )
@@ -200,7 +202,7 @@ def coverage_note(model: str, prediction: services.PredictionResult) -> None:
         shown = ", ".join(unknown[:8]) + (", …" if len(unknown) > 8 else "")
         st.info(
             plain(
-                f"{len(unknown)} of {n_words} words are not in {model}'s vocabulary ({shown}): it reads each as "
+                f"{len(unknown)} of {n_words} words are not in {name}'s vocabulary ({shown}): it reads each as "
                 "[UNK], so their scores cannot tell them apart. The subwords view shows what it reads."
             )
         )
