@@ -39,12 +39,13 @@ run: install browser
 	  $(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
 
 # The default suite leaves out the tests marked slow (each over about 20 s: whole-split checks,
-# retraining, Ray, most browser sessions); CI runs them too (`make test-slow`, .ci/run).
+# retraining, Ray, most browser sessions); CI runs them too (`make test-slow`, .ci/run). Each
+# suite ends with its slowest tests, so a CI log says where the time went.
 test: install browser
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q -m "not slow" --durations=15
 
 test-slow: install browser
-	$(PYTHON) -m pytest -q -m slow
+	$(PYTHON) -m pytest -q -m slow --durations=15
 
 bench: install
 	$(PYTHON) -m cli bench --model minilm-sst2 --methods all --json
