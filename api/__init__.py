@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import explainers
 from api.compare import ComparisonResult, compare
-from api.inputs import examples_from_dataset, is_count, one_example, read_examples, warn_alignment
+from api.inputs import check_seed, examples_from_dataset, is_count, one_example, read_examples, warn_alignment
 from api.results import EvaluationResult, ExplanationResult, ExplanationResults
 from api.runs import open_run, run, runs
 from core.classifier import Classifier, autocast_options
 from core.datasets.labels import align_labels, class_index
+from core.devices import chosen_device
 from core.loaded import LoadedClassifier, classifier_from_model, load_classifier
 from core.masked_lm import MaskedLM
 from core.types import Attribution, Example, ProgressFn
@@ -65,10 +66,16 @@ DEFAULT_MLM = "minilm-mlm"
 
 
 def load(model: Any, tokenizer: Any = None, *, device: str | torch.device | None = None) -> LoadedClassifier:
-    """A shareable, frozen classifier from any of the ``model`` forms this API accepts."""
+    """A shareable, frozen classifier from any of the ``model`` forms this API accepts. A loaded
+    classifier is used where it is: a ``device`` other than its own is refused, not ignored."""
     if isinstance(model, LoadedClassifier):
         if tokenizer is not None:
             raise ValueError("tokenizer= is for a model object; this classifier already has one")
+        if device is not None and not _on_device(model, device):
+            raise ValueError(
+                f"this classifier is on {model.device}, not {device}: load it on that device "
+                f"(api.load(name, device={str(device)!r})) or leave device= out"
+            )
         return model
     if isinstance(model, (str, os.PathLike)):
         if tokenizer is not None:
@@ -124,6 +131,7 @@ def explain(
     1 are refused (``ValueError``)."""
     example = one_example(text_or_pair)
     keys, overrides = _checked_methods(methods, params, batch_size)
+    check_seed(seed)
     loaded = load(model, tokenizer, device=device)
     loaded.check_texts(len(example.segments))
     clf, masked_lm = _explainer(loaded, keys, mlm, batch_size, head_type, autocast, device)
@@ -175,6 +183,7 @@ def explain_many(
     example.
     ``progress(fraction, message)`` is called as the groups go."""
     keys, overrides = _checked_methods(methods, params, batch_size)
+    check_seed(seed)
     examples = read_examples(dataset, split, limit, (text_column, text_pair_column, label_column))
     loaded = load(model, tokenizer, device=device)
     warn_alignment(examples, loaded.label_names)
@@ -242,6 +251,7 @@ def evaluate(
     if target not in ("predicted", "gold"):
         raise ValueError(f"target must be 'predicted' or 'gold', got {target!r}")
     _check_batch_size(batch_size)
+    check_seed(seed)
     keys = _method_keys(methods, DEFAULT_METHODS)
     metric_keys = _metric_keys(metrics)
     overrides = _overrides(params)
@@ -268,6 +278,12 @@ def evaluate(
     )
     dropped = tuple(len(examples[r.position].words) - len(r.example.words) for r in evaluation.results)
     return EvaluationResult(loaded.name, evaluation, loaded.label_names, clf.head.kind, dropped)
+
+
+def _on_device(loaded: LoadedClassifier, device: str | torch.device) -> bool:
+    """Whether ``loaded`` is on ``device`` ("cuda" means any CUDA device, "cuda:1" that one)."""
+    asked = chosen_device(device)
+    return asked.type == loaded.device.type and asked.index in (None, loaded.device.index)
 
 
 def _checked_methods(

@@ -75,14 +75,16 @@ def compare(
     target: int | str | None = None,
     seed: int | None = None,
     randomized_seed: int = 0,
+    tokenizer_b: Any = None,
     **options: Any,
 ) -> ComparisonResult:
     """Explain ``text_or_pair`` with ``model_a`` and ``model_b`` (any form ``api.load`` takes, or
     ``"randomized"``: model A with every weight re-initialised under ``randomized_seed``) and
     compare each method's two rows; ``methods`` as for ``api.explain`` (by default its seven fast
     ones). ``options`` are ``api.explain``'s (``params``, ``mlm``,
-    ``tokenizer`` (for model A), ``device``, ``batch_size``, ``progress``). Raises ``ValueError``
-    when no methods are given or the two label sets cannot be matched."""
+    ``tokenizer`` (for model A; ``tokenizer_b`` for a model object as model B), ``device``,
+    ``batch_size``, ``progress``). Raises ``ValueError`` when no methods are given or the two label
+    sets cannot be matched."""
     from api import _method_keys, explain, load
 
     keys = _method_keys(methods, "panel")
@@ -91,7 +93,7 @@ def compare(
     second_model = (
         randomized_model(first_model, seed=randomized_seed)
         if isinstance(model_b, str) and model_b == RANDOMIZED
-        else load(model_b, device=options.get("device"))
+        else load(model_b, tokenizer_b, device=options.get("device"))
     )
     mapping = label_map(first_model.label_names, second_model.label_names)
     first = explain(first_model, text_or_pair, keys, target=target, seed=seed, **options)

@@ -15,6 +15,7 @@ from core.datasets import FILE_PREFIX, FILE_SPLIT, load_examples, split_words
 from core.datasets.files import examples_from_dataset
 from core.datasets.labels import alignment_note
 from core.types import Example
+from engine.runs.spec import MAX_SEED
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -73,10 +74,16 @@ def _as_hf_dataset(value: Any) -> Dataset | None:
     anything else."""
     from collections.abc import Mapping
 
-    from datasets import Dataset
+    from datasets import Dataset, DatasetDict
 
     if isinstance(value, Dataset):
         return value
+    if isinstance(value, DatasetDict):  # a Mapping of splits, not of columns
+        splits = list(value)
+        first = splits[0] if splits else "validation"
+        raise ValueError(  # noqa: TRY004 - the API refuses bad arguments with ValueError
+            f"a DatasetDict holds splits ({', '.join(splits)}): pick one, e.g. dataset[{first!r}]"
+        )
     if type(value).__name__ == "DataFrame" and hasattr(value, "columns"):
         return Dataset.from_pandas(value, preserve_index=False)
     if isinstance(value, Mapping):
@@ -120,6 +127,14 @@ def one_example(text_or_pair: str | Sequence[str] | Example, example_id: str = "
             f"got {text_or_pair!r:.80}"
         )
     return Example(segments=tuple(split_words(t) for t in texts), id=example_id)
+
+
+def check_seed(seed: Any) -> None:
+    """Refuse a seed that is not None or a whole number in [0, 2**31 - 1], the seeds the command
+    line and ``api.run`` take (a negative one failed each seeded method on every example)."""
+    whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    if seed is not None and not (whole and 0 <= int(seed) <= MAX_SEED):
+        raise ValueError(f"seed must be None or a whole number from 0 to {MAX_SEED:,}, got {seed!r:.80}")
 
 
 def is_count(value: Any) -> bool:

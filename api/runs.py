@@ -11,6 +11,7 @@ still writes it. The store is ``results_dir``, else ``$ATTRIBUTION_RESULTS_DIR``
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,46 +91,54 @@ def run(
     )
     check_startable(spec, executor)  # before the run is stored
     store = RunStore(results_dir)
-    outcome = execute(open_stored_run(spec, store), store, executor=executor, progress=progress)
+    opened = open_stored_run(spec, store)
+    if not opened.created and chunk_size not in (None, opened.info.chunk_size):  # as `run --chunk-size` says
+        message = f"chunk_size={chunk_size} ignored: the stored run {opened.info.run_id} keeps its units of"
+        warnings.warn(f"{message} {opened.info.chunk_size}", UserWarning, stacklevel=2)
+    outcome = execute(opened, store, executor=executor, progress=progress)
     return open_run(outcome.info.run_id, results_dir)
 
 
+RUNS_COLUMNS = (
+    "run_id", "kind", "status", "rows_done", "rows_total", "model", "dataset", "split", "methods", "metrics",
+    "target", "seed", "wall_s", "created", "now",
+)  # fmt: skip
+
+
 def runs(results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
-    """The store's runs, newest first: one row per run (id, kind, status, rows done and total,
-    model, dataset, split, methods, metrics, wall time, ...), the catalogue ``python -m cli runs``
-    prints; an empty frame when nothing is stored. ``now`` says where a run's live writer is
-    inside its unit ("examples 113-128 of 200 · explaining lime"; None when no process writes
-    it)."""
+    """The store's runs, newest first: one row per run (``RUNS_COLUMNS``: id, kind, status, rows
+    done and total, model, dataset, split, methods, metrics, wall time, ...), the catalogue
+    ``python -m cli runs`` prints; the same columns and no row when nothing is stored. ``now`` says
+    where a run's live writer is inside its unit ("examples 113-128 of 200 · explaining lime"; None
+    when no process writes it)."""
     import pandas as pd
 
     from engine.runs.live import read_live
     from engine.runs.store import reading_store
 
     store = reading_store(results_dir, "results_dir")
-    frame = pd.DataFrame(
-        [
-            {
-                "run_id": info.run_id,
-                "kind": info.kind,
-                "status": info.shown_status,
-                "rows_done": info.rows_done,
-                "rows_total": info.rows_total,
-                "model": info.model,
-                "dataset": info.dataset,
-                "split": info.split,
-                "methods": list(info.methods),
-                "metrics": list(info.metrics),
-                "target": info.target,
-                "seed": info.seed,
-                "wall_s": info.wall_s,
-                "created": info.created,
-                "now": live.message if (live := read_live(store.root, info)) is not None else None,
-            }
-            for info in store.infos()
-        ]
-    )
-    if not frame.empty:
-        frame["seed"] = frame["seed"].astype("Int64")  # whole numbers, with <NA> for no seed (not 1.0)
+    rows = [
+        {
+            "run_id": info.run_id,
+            "kind": info.kind,
+            "status": info.shown_status,
+            "rows_done": info.rows_done,
+            "rows_total": info.rows_total,
+            "model": info.model,
+            "dataset": info.dataset,
+            "split": info.split,
+            "methods": list(info.methods),
+            "metrics": list(info.metrics),
+            "target": info.target,
+            "seed": info.seed,
+            "wall_s": info.wall_s,
+            "created": info.created,
+            "now": live.message if (live := read_live(store.root, info)) is not None else None,
+        }
+        for info in store.infos()
+    ]
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(RUNS_COLUMNS))
+    frame["seed"] = frame["seed"].astype("Int64")  # whole numbers, with <NA> for no seed (not 1.0)
     return frame
 
 
@@ -147,7 +156,8 @@ def open_run(run_id: str, results_dir: str | os.PathLike | None = None) -> Evalu
     found = store.get(run_id)
     if found.kind not in EVALUATION_KINDS:
         raise ValueError(
-            f"{run_id} is a {found.kind} run, not a dataset evaluation: the command line's `{found.kind}` reads it"
+            f"{run_id} is a {found.kind} run, not a dataset evaluation: `python -m cli show {run_id}` names the"
+            " command and the page that read it"
         )
     info, evaluation = read_evaluation(store, run_id)
     stored = store.rows(run_id, columns=["position", "dropped_words"])  # no columns before a unit is stored

@@ -501,3 +501,45 @@ def test_labels_taken_by_number_are_said_as_the_command_line_says_them(toy_linea
     assert result.target == 1
     with pytest.warns(UserWarning, match=re.escape(said)):
         api.evaluate(toy_linear_loaded, examples, ["random"], ["deletion"], seed=0)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**31, 1.5, "3", True])
+def test_a_seed_out_of_range_is_refused_before_any_work(toy_linear_loaded, seed) -> None:
+    """A negative seed was taken and failed every seeded method on every example (numpy refuses
+    it), shown only among the errors; the API now refuses what the command line and ``api.run``
+    refuse."""
+    message = re.escape(f"seed must be None or a whole number from 0 to 2,147,483,647, got {seed!r}")
+    with pytest.raises(ValueError, match=message):
+        api.explain(toy_linear_loaded, TEXT, ["random"], seed=seed)
+    with pytest.raises(ValueError, match=message):
+        api.explain_many(toy_linear_loaded, [TEXT], ["random"], seed=seed)
+    with pytest.raises(ValueError, match=message):
+        api.evaluate(toy_linear_loaded, [TEXT], ["random"], ["deletion"], seed=seed)
+    assert api.explain(toy_linear_loaded, TEXT, ["random"], seed=np.int64(2**31 - 1)).errors == {}
+
+
+def test_a_loaded_classifier_on_another_device_is_refused_not_moved(toy_linear_loaded) -> None:
+    """``device=`` with a loaded classifier was ignored: the work ran where the model was."""
+    with pytest.raises(ValueError, match="this classifier is on cpu, not meta: load it on that device"):
+        api.explain(toy_linear_loaded, TEXT, ["loo_empty"], device="meta")
+    assert api.load(toy_linear_loaded, device="cpu") is toy_linear_loaded
+
+
+def test_compare_takes_a_model_object_as_model_b(toy_linear_loaded) -> None:
+    """Model B as a model object needed a tokenizer the call had no place for (``tokenizer=`` is
+    model A's)."""
+    result = api.compare(toy_linear_loaded, fresh_toy_model(), TEXT, ["loo_empty"], tokenizer_b=toy_tokenizer())
+    expected = api.explain(toy_linear_loaded, TEXT, ["loo_empty"])
+    np.testing.assert_allclose(result.second["loo_empty"].scores, expected["loo_empty"].scores, rtol=1e-5)
+
+
+def test_a_dataset_dict_is_asked_for_one_split(toy_linear_loaded) -> None:
+    from datasets import Dataset, DatasetDict
+
+    splits = DatasetDict(
+        {"train": Dataset.from_dict({"text": ["a", "b"]}), "validation": Dataset.from_dict({"text": ["c"]})}
+    )
+    with pytest.raises(
+        ValueError, match=re.escape("a DatasetDict holds splits (train, validation): pick one, e.g. dataset['train']")
+    ):
+        api.evaluate(toy_linear_loaded, splits, ["random"], ["deletion"])

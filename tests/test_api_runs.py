@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import api
+from api.runs import RUNS_COLUMNS
 from core.models import config_head_kind
 from engine.runs.store import RunStore
 
@@ -33,12 +34,18 @@ def test_a_run_equals_evaluate_and_the_same_settings_read_it_back(toy_bert_folde
     summary = first.summary()
     assert np.allclose(summary["mean"], direct.summary()["mean"], rtol=1e-5, equal_nan=True)
     [listed] = api.runs(tmp_path).to_dict("records")
+    assert tuple(listed) == RUNS_COLUMNS  # the empty store's columns too
     assert (listed["status"], listed["rows_done"], listed["rows_total"]) == ("done", 5, 5)
     assert listed["methods"] == METHODS and listed["metrics"] == METRICS
     passes = RunStore(tmp_path).get(listed["run_id"]).forward_passes
     again = api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=2,
                     results_dir=tmp_path)  # fmt: skip
     assert len(api.runs(tmp_path)) == 1 and RunStore(tmp_path).get(listed["run_id"]).forward_passes == passes
+    with pytest.warns(
+        UserWarning, match=f"chunk_size=3 ignored: the stored run {listed['run_id']} keeps its units of 2"
+    ):
+        api.run(toy_bert_folder, "examples", "sst2", METHODS, METRICS, limit=5, seed=3, chunk_size=3,
+                results_dir=tmp_path)  # fmt: skip
     pd.testing.assert_frame_equal(again.per_example(), ours)
     shown = api.open_run(listed["run_id"], tmp_path).explanation(2)
     expected = direct.explanation(2)
@@ -119,7 +126,9 @@ def test_refusals_name_the_problem(toy_bert_folder, tmp_path):
         api.run(api.load(toy_bert_folder), "examples", "sst2", METHODS, METRICS, results_dir=tmp_path)
     with pytest.raises(ValueError, match="no metrics"):
         api.run(toy_bert_folder, "examples", "sst2", METHODS, [], results_dir=tmp_path)
-    assert api.runs(tmp_path).empty
+    nothing = api.runs(tmp_path)  # the catalogue's columns with no row (it had none: `["run_id"]` failed)
+    assert nothing.empty and tuple(nothing.columns) == RUNS_COLUMNS
+    assert nothing.query("status == 'done'").empty and nothing["run_id"].tolist() == []
 
 
 def test_the_head_of_a_stored_run_comes_from_the_models_config():
