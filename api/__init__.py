@@ -281,9 +281,11 @@ def evaluate(
 
 
 def _on_device(loaded: LoadedClassifier, device: str | torch.device) -> bool:
-    """Whether ``loaded`` is on ``device`` ("cuda" means any CUDA device, "cuda:1" that one)."""
+    """Whether ``loaded``'s weights are on ``device`` ("cuda" means any CUDA device, "cuda:1" that
+    one; a model loaded on "cuda" has its weights on "cuda:0"; a CPU is one device)."""
     asked = chosen_device(device)
-    return asked.type == loaded.device.type and asked.index in (None, loaded.device.index)
+    actual = next(loaded.model.parameters()).device
+    return asked.type == actual.type and (asked.type == "cpu" or asked.index in (None, actual.index))
 
 
 def _checked_methods(

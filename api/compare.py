@@ -14,6 +14,7 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from api.inputs import check_seed
 from api.results import ExplanationResult
 from engine.compare import MethodAgreement, compare_attributions, label_map
 from experiments.randomization import randomized_model
@@ -88,6 +89,7 @@ def compare(
     from api import _method_keys, explain, load
 
     keys = _method_keys(methods, "panel")
+    check_seed(seed)  # before either model loads
     tokenizer = options.pop("tokenizer", None)
     first_model = load(model_a, tokenizer, device=options.get("device"))
     second_model = (

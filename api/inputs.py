@@ -74,11 +74,11 @@ def _as_hf_dataset(value: Any) -> Dataset | None:
     anything else."""
     from collections.abc import Mapping
 
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict, IterableDatasetDict
 
     if isinstance(value, Dataset):
         return value
-    if isinstance(value, DatasetDict):  # a Mapping of splits, not of columns
+    if isinstance(value, (DatasetDict, IterableDatasetDict)):  # a mapping of splits, not of columns
         splits = list(value)
         first = splits[0] if splits else "validation"
         raise ValueError(  # noqa: TRY004 - the API refuses bad arguments with ValueError

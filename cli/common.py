@@ -342,13 +342,14 @@ def print_stopped(message: str, stop: BaseException | None = None) -> int:
     """The one line on stderr of a command Ctrl-C or ``stop`` stopped, after its progress bars are
     closed (an open bar is drawn again when tqdm cleans up at exit, below the line that should end
     the output); returns the exit status: 130 after Ctrl-C, else the ``SystemExit``'s own (143
-    after SIGTERM, ``sigterm_stops``; another's code is kept, not read as SIGTERM's)."""
+    after SIGTERM, ``sigterm_stops``; another's code is kept, not read as SIGTERM's), and 1 for
+    one without a code or with 0: work stopped part-way is no success."""
     while _OPEN_BARS:
         _OPEN_BARS.pop().close()
     print(message, file=sys.stderr)
     if not isinstance(stop, SystemExit):
         return 130
-    return stop.code if isinstance(stop.code, int) else 1
+    return stop.code if isinstance(stop.code, int) and stop.code != 0 else 1
 
 
 def check_per_example(args: argparse.Namespace) -> None:

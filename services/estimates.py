@@ -53,6 +53,11 @@ def _pass_units(classifier: int, mlm: int, backward: int) -> float:
     return classifier + mlm + BACKWARD_COST * backward
 
 
+# How long the answer of "is AML's pre-trained model ready" is kept: a model trained since is seen
+# at the latest this long after (its estimate then counts the pre-training once too often).
+PRETRAINED_CHECK_TTL_S = 30
+
+
 @dataclass(frozen=True)
 class MaskCostEstimate:
     """Seconds a mask optimiser's run should take; ``pretrain_s`` is a one-off pre-training
@@ -125,15 +130,18 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     made = spec.make_params(params)
     steps = spec.steps(made)
     step = _step_seconds(model, store.example_key(example), example)
-    pretrain = steps.pretrain * step if steps.pretrain and not _pretrained(model, example, made) else 0.0
-    return MaskCostEstimate(steps.run * step, pretrain, steps.note)
+    if steps.pretrain and _pretrained(model, store.example_key(example), store.params_key(params), example, made):
+        return MaskCostEstimate(steps.run * step, 0.0, "its pre-trained model is loaded or on disk")
+    return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
 
 
-def _pretrained(model: str, example: Example, params: Any) -> bool:
+@st.cache_data(show_spinner=False, max_entries=64, ttl=PRETRAINED_CHECK_TTL_S)
+def _pretrained(model: str, example_key: str, params_key: str, _example: Example, _params: Any) -> bool:
     """Whether the pre-trained model a run with these parameters needs is already in this server's
-    resources or on disk: then it costs no pre-training."""
+    resources or on disk: then it costs no pre-training. Kept a while (the check fingerprints the
+    model's files; a hub model's asks the hub for its commit), not on every rerun."""
     clf = models.classifier(model)
-    return resources().ready(clf, clf.fit_example(example)[0], params)
+    return resources().ready(clf, clf.fit_example(_example)[0], _params)
 
 
 def estimate_slice(

@@ -515,6 +515,8 @@ def test_a_seed_out_of_range_is_refused_before_any_work(toy_linear_loaded, seed)
         api.explain_many(toy_linear_loaded, [TEXT], ["random"], seed=seed)
     with pytest.raises(ValueError, match=message):
         api.evaluate(toy_linear_loaded, [TEXT], ["random"], ["deletion"], seed=seed)
+    with pytest.raises(ValueError, match=message):
+        api.compare(toy_linear_loaded, "no/such-model", TEXT, ["random"], seed=seed)  # before any model loads
     assert api.explain(toy_linear_loaded, TEXT, ["random"], seed=np.int64(2**31 - 1)).errors == {}
 
 
@@ -523,6 +525,7 @@ def test_a_loaded_classifier_on_another_device_is_refused_not_moved(toy_linear_l
     with pytest.raises(ValueError, match="this classifier is on cpu, not meta: load it on that device"):
         api.explain(toy_linear_loaded, TEXT, ["loo_empty"], device="meta")
     assert api.load(toy_linear_loaded, device="cpu") is toy_linear_loaded
+    assert api.load(toy_linear_loaded, device=torch.device("cpu", 0)) is toy_linear_loaded  # one CPU: any index
 
 
 def test_compare_takes_a_model_object_as_model_b(toy_linear_loaded) -> None:

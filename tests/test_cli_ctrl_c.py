@@ -27,10 +27,14 @@ def test_ctrl_c_while_the_model_loads_is_one_line_and_exit_130(argv, monkeypatch
     assert captured.out == "" and captured.err == f"{argv[0]} stopped (Ctrl-C)\n"
 
 
-@pytest.mark.parametrize(("raised", "status"), [(KeyboardInterrupt(), 130), (SystemExit(143), 143), (SystemExit(3), 3)])
+@pytest.mark.parametrize(
+    ("raised", "status"),
+    [(KeyboardInterrupt(), 130), (SystemExit(143), 143), (SystemExit(3), 3), (SystemExit(0), 1), (SystemExit(), 1)],
+)
 def test_a_stopped_run_exits_with_its_own_status(raised, status, tmp_path, monkeypatch, capsys) -> None:
     """Every ``SystemExit`` inside ``run`` exited 143, SIGTERM's status, whatever its code: a
-    library's ``sys.exit(3)`` read as a kill. The run is kept as stopped either way."""
+    library's ``sys.exit(3)`` read as a kill. One without a code, or with 0, is 1: a run stopped
+    part-way is no success. The run is kept as stopped either way."""
     import engine.runs.executor
 
     def stopping(*_args, **_kwargs):

@@ -158,7 +158,12 @@ def test_the_apps_estimate_counts_the_pretraining_until_it_is_done(folder_clf, t
     monkeypatch.setattr(services.models, "loaded", lambda name: folder_clf.loaded)
     monkeypatch.setattr(services.estimates, "resources", lambda: resources)
     monkeypatch.setattr(services.estimates, "_step_seconds", lambda model, key, example: 0.01)
+    services.estimates._pretrained.clear()
     before = services.estimate_mask_cost("toy", toy_example, "aml", SETTINGS)
     _explain(folder_clf, toy_example, resources)
+    kept = services.estimate_mask_cost("toy", toy_example, "aml", SETTINGS)  # the answer is kept a while
+    services.estimates._pretrained.clear()  # as PRETRAINED_CHECK_TTL_S later
     after = services.estimate_mask_cost("toy", toy_example, "aml", SETTINGS)
-    assert before.pretrain_s > 0 and after.pretrain_s == 0 and after.seconds == pytest.approx(before.seconds)
+    assert before.pretrain_s > 0 and kept == before and before.note.startswith("pre-training on 8 examples")
+    assert after.pretrain_s == 0 and after.seconds == pytest.approx(before.seconds)
+    assert after.note == "its pre-trained model is loaded or on disk"  # not the pre-training's note
