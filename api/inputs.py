@@ -132,11 +132,15 @@ def one_example(text_or_pair: str | Sequence[str] | Example, example_id: str = "
 def check_seed(seed: Any) -> None:
     """Refuse a seed that is not None or a whole number in [0, 2**31 - 1], the seeds the command
     line and ``api.run`` take (a negative one failed each seeded method on every example)."""
-    whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
-    if seed is not None and not (whole and 0 <= int(seed) <= MAX_SEED):
+    if seed is not None and not (_is_whole(seed) and 0 <= int(seed) <= MAX_SEED):
         raise ValueError(f"seed must be None or a whole number from 0 to {MAX_SEED:,}, got {seed!r:.80}")
 
 
 def is_count(value: Any) -> bool:
     """A whole number (numpy's too) of 1 or more; True is none."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1
+    return _is_whole(value) and int(value) >= 1
+
+
+def _is_whole(value: Any) -> bool:
+    """A whole number, numpy's too; a bool is none."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -129,8 +129,9 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
         raise ValueError(f"no mask-optimisation estimate for {method!r}: it is not a mask optimiser")
     made = spec.make_params(params)
     steps = spec.steps(made)
-    step = _step_seconds(model, store.example_key(example), example)
-    if steps.pretrain and _pretrained(model, store.example_key(example), store.params_key(params), example, made):
+    example_key = store.example_key(example)
+    step = _step_seconds(model, example_key, example)
+    if steps.pretrain and _pretrained(model, example_key, store.params_key(params), example, made):
         return MaskCostEstimate(steps.run * step, 0.0, "its pre-trained model is loaded or on disk")
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
 
