@@ -67,7 +67,16 @@ def _stored_executor(args: argparse.Namespace) -> str | None:
 
 def run_spec(args: argparse.Namespace):
     """The ``RunSpec`` asked for: the stored evaluation's with ``--resume`` (read only: nothing
-    created), else the options'."""
+    created), else the options'; a refused setting is worded with its option."""
+    from engine.runs.spec import SettingError
+
+    try:
+        return _run_spec(args)
+    except SettingError as error:
+        raise ValueError(error.on_command_line()) from None
+
+
+def _run_spec(args: argparse.Namespace):
     from cli.common import parse_params, slice_keys, split_of, store_option
     from cli.show import shown_elsewhere
     from engine.runs.executor import resume_spec

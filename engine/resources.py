@@ -119,11 +119,8 @@ class Resources:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
-            with self._guard:
-                found = self._entries.get(key)
-                if found is not None and found[0]() is clf.loaded.model:
-                    self._entries.move_to_end(key)
-                    return found[1]
+            if (found := self._cached(clf, key)) is not None:
+                return found
             trained = self._trained(clf, example, params, progress)
             with self._guard:
                 # the split had no example that fits: the model is the explained example's
@@ -141,15 +138,21 @@ class Resources:
         the folder (a time estimate leaves the pre-training out then)."""
         from engine import pretrained_store
 
-        key = self._keys(clf, example, params)[1]
-        with self._guard:
-            found = self._entries.get(key)
-            if found is not None and found[0]() is clf.loaded.model:
-                return True
+        if self._cached(clf, self._keys(clf, example, params)[1]) is not None:
+            return True
         if self.folder is None:
             return False
         entry = pretrained_store.entry_key(clf, params, training_digest(clf, example))
         return entry is not None and pretrained_store.has(self.folder, entry)
+
+    def _cached(self, clf: Classifier, key: tuple) -> PretrainedAml | None:
+        """The model kept under ``key`` when it was trained for this very classifier object."""
+        with self._guard:
+            found = self._entries.get(key)
+            if found is None or found[0]() is not clf.loaded.model:
+                return None
+            self._entries.move_to_end(key)
+            return found[1]
 
     def _keys(self, clf: Classifier, example: Example, params: AmlParams) -> tuple[tuple, tuple]:
         """The cache's key without the example, and the key of this example's model."""

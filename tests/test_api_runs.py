@@ -154,18 +154,23 @@ def test_a_notebooks_numbers_and_a_repeated_method_are_the_same_run(toy_bert_fol
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"seed": "1"}, "--seed must be a whole number from 0 to 2,147,483,647, got '1'"),
-        ({"seed": True}, "--seed must be a whole number from 0 to 2,147,483,647, got True"),
-        ({"seed": 2**31}, "--seed must be a whole number from 0 to 2,147,483,647"),
-        ({"limit": 2.0}, "--limit must be a whole number of 1 or more, got 2.0"),
+        ({"seed": "1"}, "seed must be a whole number from 0 to 2,147,483,647, got '1'"),
+        ({"seed": True}, "seed must be a whole number from 0 to 2,147,483,647, got True"),
+        ({"seed": 2**31}, "seed must be a whole number from 0 to 2,147,483,647"),
+        ({"limit": 2.0}, "limit must be a whole number of 1 or more, got 2.0"),
+        ({"chunk_size": 0}, "chunk_size must be a whole number from 1 to 2,147,483,647, got 0"),
+        ({"autocast": "half"}, "autocast must be one of float16, bfloat16, got 'half'"),
+        ({"head_type": "ranking"}, "head_type must be one of"),
+        ({"params": {"lime": {"n_samples": 5}}}, "params for methods or metrics not requested: lime"),
         ({"executor": "threads"}, "unknown executor 'threads'; known: ray, serial"),
         ({"split": None}, "a stored run names its data"),
     ],
 )
 def test_a_bad_argument_is_refused_before_anything_is_stored(toy_bert_folder, tmp_path, changes, message):
+    """Refusals name the API's parameters (``chunk_size``), not the command line's options."""
     arguments = {"limit": 2, "results_dir": tmp_path, **changes}
     split = arguments.pop("split", "sst2")
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
         api.run(toy_bert_folder, "examples", split, ["loo_empty"], ["deletion"], **arguments)
     assert not (tmp_path / "catalogue.duckdb").exists()
 

@@ -250,3 +250,11 @@ def test_a_results_dir_that_is_no_folder_is_named_not_read_as_an_empty_store(cap
         for argv in (["runs"], ["show", "run-000000000000"], ["reproduce", "marc-table1", "--cached"]):
             refused(capsys, [*argv, "--results-dir", str(folder)], f"--results-dir {folder}: {said}")
     assert not (tmp_path / "nope").exists()
+
+
+def test_run_names_its_options_in_a_refused_setting(capsys, tmp_path, toy_bert_folder) -> None:
+    """The run's settings are refused by the engine in the API's words (``params``); the command
+    line words them with its own options."""
+    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    argv += ["--methods", "loo_empty", "--param", "lime.n_samples=5", "--results-dir", str(tmp_path)]
+    refused(capsys, argv, "--param for methods or metrics not requested: lime")

@@ -16,6 +16,7 @@ from engine.reproduce import base, mask_papers, recursive_roar
 from engine.reproduce.base import Row
 from engine.reproduce.double_trouble import common, table1, table3, table4, table_a3, table_a5
 from engine.runs.store import RESULTS_ENV
+from metrics.base import mean_interval
 
 
 def rows(*cells: tuple[tuple[str, ...], float]) -> list[Row]:
@@ -145,7 +146,7 @@ def test_paired_comparison_needs_two_pairs_and_values():
     assert (c.better, c.n) == (None, 0) and "fewer than 2 examples scored by both" in c.text()
     stored_before = Row("a", ("x", "A"), None, 0.5, 0.4, 0.6, 3)  # a result stored before values were kept
     assert base.compare([stored_before, b], ("x", "A"), ("x", "B"), lower=False).better is None
-    assert base.paired((1.0, 2.0, 4.0), (0.0, 0.0, 1.0)) == pytest.approx(base.mean_interval([1.0, 2.0, 3.0]))
+    assert base.paired((1.0, 2.0, 4.0), (0.0, 0.0, 1.0)) == pytest.approx(mean_interval([1.0, 2.0, 3.0]))
 
 
 def test_rows_keep_their_per_example_values_in_the_json():

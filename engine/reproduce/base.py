@@ -20,13 +20,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metrics.base import Summary, mean_interval
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the metrics are imported where rows are computed: `reproduce --list` needs none
     from core.classifier import Classifier
     from core.masked_lm import MaskedLM
     from core.types import ProgressFn
     from engine.resources import Resources as MethodResources
+    from metrics.base import Summary
 
 MLM = "minilm-mlm"
 # The packages whose code decides a result: a change to any of their files is a new code version.
@@ -82,6 +81,8 @@ class Row:
     ) -> Row:
         """The row of per-example ``values`` (None where not scored), summarised by
         ``Summary.of``."""
+        from metrics.base import Summary
+
         return cls.of(label, key, published, Summary.of(values, bounds=bounds), scale, values)
 
 
@@ -122,6 +123,8 @@ class Comparison:
 def paired(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[float, float, float, int] | None:
     """Mean, 95% t interval and n of ``a[i] - b[i]`` over the examples where both are finite; None
     with fewer than two such examples or values of different slices."""
+    from metrics.base import mean_interval
+
     if len(a) != len(b):
         return None
     diffs = [x - y for x, y in zip(a, b, strict=True) if _finite(x) and _finite(y)]  # type: ignore[operator]

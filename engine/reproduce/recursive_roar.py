@@ -20,7 +20,6 @@ import numpy as np
 
 from core.types import ProgressFn
 from engine.reproduce.base import SHARE, Finding, Paper, Reproduction, Resources, Row, compare, decide
-from experiments.roar.scores import curves
 
 PAPER = Paper(
     "Madsen, Meade, Adlakha and Reddy",
@@ -34,6 +33,7 @@ OFF = 0.05  # a seed's plain ROAR gap above this is off the truth curve
 
 
 def synthetic_rows(resources: Resources, limit: int, progress: ProgressFn | None = None) -> list[Row]:
+    from experiments.roar.scores import curves
     from experiments.roar.synthetic import run_synthetic
 
     if progress is not None:

@@ -22,6 +22,20 @@ MAX_SEED = 2**31 - 1  # likewise
 WHOLE_NUMBERS = (("limit", 1, None), ("seed", 0, MAX_SEED), ("chunk_size", 1, MAX_CHUNK_SIZE), ("batch_size", 1, None))
 
 
+class SettingError(ValueError):
+    """A refused setting of a run, worded with the setting's name as ``RunSpec`` and ``api.run``
+    call it (``chunk_size must be ...``); ``on_command_line`` words it with the option instead
+    (``--chunk-size must be ...``)."""
+
+    def __init__(self, setting: str, problem: str, option: str | None = None) -> None:
+        super().__init__(f"{setting} {problem}")
+        self.problem = problem
+        self.option = option or f"--{setting.replace('_', '-')}"
+
+    def on_command_line(self) -> str:
+        return f"{self.option} {self.problem}"
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """What to run. ``limit`` None is the whole split; ``overrides`` are ``--param`` values by
@@ -47,19 +61,23 @@ class RunSpec:
         import explainers
 
         if self.target not in ("predicted", "gold"):
-            raise ValueError(f"target must be predicted or gold, got {self.target!r}")
+            raise SettingError("target", f"must be predicted or gold, got {self.target!r}")
         for name, minimum, maximum in WHOLE_NUMBERS:  # numpy's ints read as ints: one run, one id
             if (value := getattr(self, name)) is not None:
-                object.__setattr__(self, name, whole_number(f"--{name.replace('_', '-')}", value, minimum, maximum))
+                try:
+                    object.__setattr__(self, name, whole_number(name, value, minimum, maximum))
+                except ValueError as error:
+                    raise SettingError(name, str(error).removeprefix(f"{name} ")) from None
         if self.autocast not in (None, *AUTOCAST_TYPES):
-            raise ValueError(f"--autocast must be one of {', '.join(AUTOCAST_TYPES)}, got {self.autocast!r}")
+            raise SettingError("autocast", f"must be one of {', '.join(AUTOCAST_TYPES)}, got {self.autocast!r}")
         if self.head_type not in (None, *HEAD_TYPES):
-            raise ValueError(f"--head-type must be one of {', '.join(HEAD_TYPES)}, got {self.head_type!r}")
+            raise SettingError("head_type", f"must be one of {', '.join(HEAD_TYPES)}, got {self.head_type!r}")
         methods = explainers.resolve(list(self.methods))
         metrics = resolve_metrics(",".join(self.metrics))
         unknown = set(self.overrides) - set(methods) - set(metrics)
         if unknown:
-            raise ValueError(f"--param for methods or metrics not requested: {', '.join(sorted(unknown))}")
+            problem = f"for methods or metrics not requested: {', '.join(sorted(unknown))}"
+            raise SettingError("params", problem, option="--param")
         metric_params(metrics, self.overrides)  # a bad metric parameter fails here, before any work
         object.__setattr__(self, "methods", tuple(methods))
         object.__setattr__(self, "metrics", tuple(metrics))
