@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from core.datasets import FILE_PREFIX, FILE_SPLIT, load_examples, split_words
 from core.datasets.files import examples_from_dataset
 from core.datasets.labels import alignment_note
+from core.params import MAX_SEED
 from core.types import Example
-from engine.runs.spec import MAX_SEED
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -23,6 +23,16 @@ def param(
     return field(default=default, metadata={k: v for k, v in meta.items() if v is not None})
 
 
+# The largest seed anything takes: the catalogue keeps a run's seed as a 32-bit integer, and a
+# method's seed field is bounded by it too (numpy and torch take it; a form shows the range).
+MAX_SEED = 2**31 - 1
+
+
+def seed_param(help: str = "random seed") -> Any:
+    """A method's seed field: a whole number from 0 to ``MAX_SEED``, 0 by default."""
+    return param(0, help, min=0, max=MAX_SEED)
+
+
 # What ``--param`` and a form accept as a number: ASCII digits in plain notation, so that Python's
 # looser readings ("\u0663" as 3, "1_0" as 10, "nan", surrounding spaces) are refused.
 _NUMBER_SYNTAX = {

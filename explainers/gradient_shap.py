@@ -27,7 +27,7 @@ import torch
 
 from core.classifier import Classifier
 from core.global_rng import seeded_globals
-from core.params import param
+from core.params import param, seed_param
 from core.types import Attribution, Example
 from explainers._masking import rng_devices
 from explainers.base import Passes
@@ -45,7 +45,7 @@ class GradientShapParams:
     )
     noise: float = param(0.0, "noise standard deviation as a fraction of the word embeddings' spread", min=0.0, max=2.0)
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 def baseline_set(clf: Classifier, encoded, choice: str) -> torch.Tensor:

@@ -29,7 +29,7 @@ import numpy as np
 
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import Fill, MaskedLM
-from core.params import param
+from core.params import param, seed_param
 from core.perturb import REMOVALS, removal_variant, replaced_segments, sample_text
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution, one_example
@@ -51,7 +51,7 @@ class LimeParams:
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
     pairs: str = param("joint", _PAIRS_HELP, choices=PAIRS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class LimeMlmParams:
     kernel_width: float = param(25.0, "kernel width on 100 x cosine distance (lime's default)", min=1e-3, max=1e4)
     alpha: float = param(1.0, "ridge penalty of the linear surrogate (lime's default)", min=0.0, max=1e6)
     pairs: str = param("joint", _PAIRS_HELP, choices=PAIRS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from torch import nn
 
 from core.classifier import Classifier, ProgressFn
 from core.encoding import Encoded, length_chunks
-from core.params import param
+from core.params import param, seed_param
 from core.types import Attribution, Example
 from explainers._masking import (
     EPS,
@@ -88,7 +88,7 @@ class MarcParams:
     )
     early_stop: bool = param(True, "stop when the mean mask settles (the authors' rule, checked every 50 steps)")
     span_threshold: float = param(0.5, "mask value from which a word belongs to a rationale span", min=0.0, max=1.0)
-    seed: int = param(0, "random seed of the noise and the flips")
+    seed: int = seed_param("random seed of the noise and the flips")
 
 
 def head_score(clf: Classifier, score: str) -> str:

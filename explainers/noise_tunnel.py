@@ -32,7 +32,7 @@ import torch
 from core.classifier import Classifier
 from core.encoding import Encoded
 from core.global_rng import seeded_globals
-from core.params import param
+from core.params import param, seed_param
 from core.types import Attribution, Example
 from explainers._masking import rng_devices
 from explainers.base import Passes
@@ -48,7 +48,7 @@ class SmoothGradParams:
     noise: float = param(0.1, _NOISE_HELP, min=0.0, max=2.0)
     reduction: str = param("l2", "reduce each mean gradient by its L2 norm or its signed sum", choices=("l2", "sum"))
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class VarGradParams:
     n_samples: int = param(25, _SAMPLES_HELP, min=2, max=500)
     noise: float = param(0.1, _NOISE_HELP, min=0.0, max=2.0)
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class SmoothGradIgParams:
     baseline: str = param("pad", "embedding every word token starts from", choices=("pad", "mask", "zero"))
     n_steps: int = param(20, "integration steps per noisy copy", min=2, max=512)
     output: str = param("probability", "differentiate the target probability or logit", choices=OUTPUTS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 def noise_stdev(encoded: Encoded, embeds: torch.Tensor, noise: float) -> float:

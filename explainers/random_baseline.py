@@ -10,14 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.classifier import Classifier
-from core.params import param
+from core.params import seed_param
 from core.types import Attribution, Example
 from explainers.base import make_attribution
 
 
 @dataclass(frozen=True)
 class RandomParams:
-    seed: int = param(0, "random seed (with the text, it picks the ranking: the same text and seed, the same one)")
+    seed: int = seed_param("random seed (with the text, it picks the ranking: the same text and seed, the same one)")
 
 
 def explain(

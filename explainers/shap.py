@@ -25,7 +25,7 @@ from captum.attr import KernelShap
 
 from core.classifier import Classifier, ProgressFn
 from core.global_rng import seeded_globals
-from core.params import param
+from core.params import param, seed_param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution
@@ -35,7 +35,7 @@ from explainers.base import Passes, make_attribution
 class KernelShapParams:
     n_samples: int = param(1000, "coalitions sampled, the full and the empty input included", min=3, max=100_000)
     removal: str = param("delete", "how an absent word is removed", choices=REMOVALS)
-    seed: int = param(0, "random seed")
+    seed: int = seed_param()
 
 
 def explain(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.classifier import Classifier
-from core.params import param
+from core.params import param, seed_param
 from core.perturb import REMOVALS, removal_variant
 from core.types import Attribution, Example
 from explainers.base import Passes, make_attribution, one_example
@@ -46,7 +46,7 @@ class SobolParams:
     )
     removal: str = param("delete", "how a removed word is removed", choices=REMOVALS)
     output: str = param("probability", "score space: probability or log2-odds", choices=OUTPUTS)
-    seed: int = param(0, "random seed (scrambling of the Sobol sequence)")
+    seed: int = seed_param("random seed (scrambling of the Sobol sequence)")
 
 
 def designs(n_words: int, n_designs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

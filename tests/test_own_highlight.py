@@ -134,3 +134,14 @@ def test_beside_the_annotators_the_readers_highlight_is_scored_against_theirs():
     linked.run()
     assert linked.pills[0].value == human
     assert linked.dataframe[0].value.loc["you (vs each annotator)", f1] == pytest.approx(1.0)
+
+
+def test_the_marks_survive_a_visit_to_another_page():
+    """The pills are drawn only on this page: Streamlit dropped their state on a page switch, so
+    the marks (and the link's ``highlight``) were lost on the way back."""
+    at = open_page()
+    at.pills[0].set_value([1, 3]).run()
+    at.switch_page("app_pages/heatmaps.py").run()
+    at.switch_page("app_pages/rationales.py").run()
+    assert not at.exception and not at.error
+    assert at.pills[0].value == [1, 3] and at.query_params["highlight"] == "1,3"

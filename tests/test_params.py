@@ -100,3 +100,23 @@ def test_whole_numbers_are_read_as_ints(value, minimum, maximum, expected) -> No
 def test_anything_else_is_refused_as_a_whole_number(value, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         whole_number("--seed", value, 0, 10)
+
+
+def test_every_methods_seed_is_bounded_as_a_runs_seed() -> None:
+    """A seed of -1 failed inside numpy ("expected non-negative integer") and one of 2**33 inside
+    torch, after the form and ``--param`` had taken them; every seed field is now 0..MAX_SEED."""
+    import dataclasses
+
+    import explainers
+    from core.params import MAX_SEED
+    from experiments.attacks.substitution import SubstitutionAttackParams
+
+    classes = {spec.params_cls for spec in explainers.REGISTRY.values()} | {SubstitutionAttackParams}
+    seeded = [cls for cls in classes if "seed" in {f.name for f in dataclasses.fields(cls)}]
+    assert len(seeded) >= 9
+    for cls in seeded:
+        bounds = {f.name: f.metadata for f in dataclasses.fields(cls)}["seed"]
+        assert (bounds.get("min"), bounds.get("max")) == (0, MAX_SEED), cls.__name__
+        with pytest.raises(ValueError, match=r"seed=-1 is outside \[0, 2147483647\]"):
+            params_from(cls, {"seed": "-1"})
+        assert params_from(cls, {"seed": MAX_SEED}).seed == MAX_SEED

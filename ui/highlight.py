@@ -25,7 +25,7 @@ def compare_picker(example: Example) -> tuple[int, ...]:
     marked (empty while the switch is off or nothing is marked)."""
     setting_from_link("rationales.compare", COMPARE_LINK, (True, False), False)
     on = st.toggle(
-        "Mark your own highlight beside the annotators'", key="rationales.compare",
+        "Mark your own highlight beside the annotators'", key="rationales.compare", persist_state="session",
         help="Mark the words you would point to (before you look below), then see how you agree with the annotators, "
         "scored as each of them is scored against the others.",
     )  # fmt: skip
@@ -52,12 +52,13 @@ def highlight_picker(example: Example, *, beside_humans: bool = False) -> tuple[
     )
     if len(words) <= PILLS_MAX:
         chosen = st.pills(
-            label, range(len(words)), selection_mode="multi", format_func=lambda i: plain(words[i]), key=key, help=help
-        )
+            label, range(len(words)), selection_mode="multi", format_func=lambda i: plain(words[i]), key=key, help=help,
+            persist_state="session",
+        )  # fmt: skip
     else:
         chosen = st.multiselect(
             label, range(len(words)), format_func=lambda i: f"{i}: {words[i]}", key=key, help=help,
-            placeholder="Choose words",
+            placeholder="Choose words", persist_state="session",
         )  # fmt: skip
     marked = tuple(sorted(chosen or ()))
     setting_to_link(LINK, ",".join(map(str, marked)) or None, None)

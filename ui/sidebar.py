@@ -149,8 +149,10 @@ def _example_picker(options: dict[str, list[str]]):
         # seeded in the state, not as the widgets' values: a link or a bundle may have set the state
         st.session_state.setdefault("sidebar.text", DEFAULT_TEXT)
         st.session_state.setdefault("sidebar.text_b", "")
-        text = st.text_area("Text (premise for pair models)", key="sidebar.text", height=110)
-        text_b = st.text_area("Hypothesis (sentence-pair models only)", key="sidebar.text_b", height=70)
+        text = st.text_area("Text (premise for pair models)", key="sidebar.text", height=110, persist_state="session")
+        text_b = st.text_area(
+            "Hypothesis (sentence-pair models only)", key="sidebar.text_b", height=70, persist_state="session"
+        )
         return dataset, None, None, services.free_text_example(text, text_b), None
     if dataset == services.DATA_FILE:
         path, problem = _data_file_path()
@@ -165,7 +167,7 @@ def _example_picker(options: dict[str, list[str]]):
         splits = options[dataset]
     if st.session_state.get("sidebar.split") not in splits:
         st.session_state["sidebar.split"] = default_split(dataset, splits)
-    split = st.selectbox("Split", splits, key="sidebar.split")
+    split = st.selectbox("Split", splits, key="sidebar.split", persist_state="session")
     try:
         size = services.dataset_size(dataset, split)
     except ValueError as error:
@@ -178,7 +180,9 @@ def _example_picker(options: dict[str, list[str]]):
             f"showing {st.session_state['sidebar.index']}."
         )
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    index = int(left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index"))
+    index = int(
+        left.number_input(f"Example (0–{size - 1})", 0, size - 1, step=1, key="sidebar.index", persist_state="session")
+    )
     right.button(  # an icon: "Random" was cut to "Ran…" in the presentation font at 1,024 px
         ":material/shuffle:", key="sidebar.random", on_click=_pick_random, args=(dataset, split), width="stretch",
         help="A random example of this split",
@@ -214,7 +218,7 @@ def _data_file_path() -> tuple[str, str | None]:
         return path, None if path else "Upload a data file in the sidebar."
     path = st.text_input(
         "…or the path of a file on this machine", key="sidebar.data_file", placeholder="/path/to/reviews.csv",
-        help=DATA_FILE_HELP,
+        help=DATA_FILE_HELP, persist_state="session",
     ).strip()  # fmt: skip
     return path, None if path else "Upload a data file, or type the path of one, in the sidebar."
 
@@ -333,6 +337,7 @@ def _threshold_picker() -> float:
         DEFAULT_THRESHOLD,
         0.05,
         key="sidebar.threshold",
+        persist_state="session",
         help="A multi-label head predicts every label whose probability is at or above this.",
     )
 

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.params import whole_number
+from core.params import MAX_SEED, whole_number
 from core.types import AUTOCAST_TYPES, HEAD_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
@@ -18,7 +18,6 @@ from engine.runs.records import RunInfo
 # gives the measured effect of the group size); a killed run loses at most one unit per worker.
 DEFAULT_CHUNK_SIZE = 16
 MAX_CHUNK_SIZE = 2**31 - 1  # the catalogue keeps it as a 32-bit integer
-MAX_SEED = 2**31 - 1  # likewise
 WHOLE_NUMBERS = (("limit", 1, None), ("seed", 0, MAX_SEED), ("chunk_size", 1, MAX_CHUNK_SIZE), ("batch_size", 1, None))
 
 

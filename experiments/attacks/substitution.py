@@ -32,7 +32,7 @@ import torch
 import explainers
 from core.classifier import Classifier, ProgressFn
 from core.masked_lm import MaskedLM
-from core.params import param
+from core.params import param, seed_param
 from core.types import Attribution, Example
 from experiments.attacks.result import AttackResult, k_for
 from metrics.agreement import top_k
@@ -60,7 +60,7 @@ class SubstitutionAttackParams:
         min=0,
         max=10_000,
     )
-    seed: int = param(0, "seed passed to stochastic explainers and of the candidates drawn each round")
+    seed: int = seed_param("seed passed to stochastic explainers and of the candidates drawn each round")
     min_similarity: float = param(
         0.2,
         "smallest cosine similarity between the classifier's input embeddings of a fill-in and of the "

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from core.classifier import Classifier
-from core.params import param
+from core.params import param, seed_param
 from explainers._masking import EPS, Batch, blend
 
 _HEAD_LR_FACTOR = 10.0
@@ -118,7 +118,7 @@ class AmlParams:
     n_train: int = param(256, "pAML training examples (the paper: about 1,000)", min=1, max=100_000)
     n_epochs: int = param(1, "pAML training epochs (the authors' code: 5)", min=1, max=100)
     train_batch_size: int = param(16, "pAML training batch size", min=1, max=512)
-    seed: int = param(0, "random seed of the training sample, the head's initialisation and dropout")
+    seed: int = seed_param("random seed of the training sample, the head's initialisation and dropout")
 
 
 def uses_token_types(model: nn.Module) -> bool:
