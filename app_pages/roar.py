@@ -103,89 +103,97 @@ def job_view(report: dict, key: str) -> None:
     )
 
 
-if source == SYNTHETIC_SOURCE:
-    synthetic_view()
-    st.stop()
-
-if source.startswith("bundled:"):
-    report = roar.bundled_report(source.removeprefix("bundled:"))
-else:
-    run_id = source.removeprefix("stored:")
-    live_progress(run_id, roar.info, "units", "job", within=services.runs.within_unit)
-    delete_control(roar.info(run_id), roar.delete_job, "job", "units")
-    try:
-        report = roar.stored_report(run_id)
-    except (ValueError, OSError) as error:  # e.g. the job's uploaded data file or the data folder is gone
-        st.error(plain(f"Job {run_id} cannot be read: {error}"))
-        st.stop()
-
-if not report["units"]:
-    st.info("No unit of this job has finished yet.")
-    st.stop()
-job_view(report, "job")
-
-if report.get("sparsity"):
-    st.plotly_chart(sparsity_figure(report["sparsity"]), key="roar.sparsity")
-
-if report.get("examples"):
-    st.subheader("What was removed")
-    examples = report["examples"]
-    position = live_selectbox(  # 38 characters fit the box on a 320 px phone, and at 1,024 px in either font
-        "Evaluation example",
-        range(len(examples)),
-        lambda i: clipped(" ".join(examples[i]["words"]), 38),
-        "roar.example",
-    )
-    for method, level, text in removal_rows(examples[position], report["label_names"]):
-        st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)
-
-selection = state.current()
-OWN = "own"  # the job retrains the sidebar's model on the sidebar's dataset
-own_ok = selection.dataset not in (None, "examples") and not selection.error
-with st.expander("Start a job (runs in the background)"):
-    with st.form("roar.start"):
-        retrain = st.radio(
-            "Retrain", ["sst2", OWN], horizontal=True, key="roar.retrain",
-            format_func=lambda kind: "the bundled SST-2 task" if kind == "sst2" else (
-                plain(f"the sidebar's model {selection.model} on {selection.dataset}") if own_ok
-                else "the sidebar's model on its dataset (pick a dataset with a training split)"
-            ),
-            help="The sidebar's model is retrained from its own weights with a new head of the dataset's classes, on "
-            "the dataset's train split, and scored on its dev (or validation, val, test) split; a data file of your "
-            "own names them in its split column.",
-        )  # fmt: skip
-        methods = st.multiselect(
-            "Methods (random is added)", ["loo_empty", "integrated_gradients", "saliency", "im"], ["loo_empty"]
-        )
-        removal = st.radio("Removal", list(REMOVALS), format_func=REMOVALS.__getitem__, horizontal=True)
-        recursive = st.checkbox("Recursive ROAR")
-        levels = st.text_input("Levels", "10%,20%,30%")
-        seeds = st.number_input("Seeds", 1, 5, 2)
-        train_size = st.number_input("Training examples", 16, 67349, 200)
-        eval_size = st.number_input("Evaluation examples", 8, 872, 100)
-        steps = st.number_input("Training steps", 1, 2000, 10)
-        estimate = st.form_submit_button("Estimate the cost")
-        start = st.form_submit_button("Start", type="primary")
-    source_of_job = {"task": "sst2"} if retrain == "sst2" else {"model": selection.model, "dataset": selection.dataset}
-    settings = {
-        **source_of_job, "methods": methods, "removal": removal, "recursive": recursive,
-        "levels": [part.strip() for part in levels.split(",") if part.strip()], "seeds": int(seeds),
-        "train_size": int(train_size), "eval_size": int(eval_size), "train_steps": int(steps),
-    }  # fmt: skip
-    if (estimate or start) and retrain == OWN and not own_ok:
-        st.error("Pick a dataset in the sidebar (not the bundled examples) to retrain its model on.")
-        st.stop()
-    if estimate:
-        cost = ui_runs.run_or_stop(roar.estimate, settings)
-        st.info(
-            f"{cost['retrains']} retrains ({cost['training_steps']} steps), "
-            f"{sum(cost['explanations'].values())} explanations, {cost['fills']} masked-LM fills: "
-            f"about {cost['seconds'] / 60:.1f} min on one worker"
-        )
-    if start:
+def source_view() -> None:
+    """The job picked above (or the synthetic task): its curves, tables and removed words."""
+    if source == SYNTHETIC_SOURCE:
+        synthetic_view()
+        return
+    if source.startswith("bundled:"):
+        report = roar.bundled_report(source.removeprefix("bundled:"))
+    else:
+        run_id = source.removeprefix("stored:")
+        live_progress(run_id, roar.info, "units", "job", within=services.runs.within_unit)
+        delete_control(roar.info(run_id), roar.delete_job, "job", "units")
         try:
-            run_id = roar.start_job(settings)
-        except ValueError as error:
-            st.error(plain(str(error)))
-        else:
-            ui_runs.started_note("Job", run_id, follow=" (pick it above to follow it)")
+            report = roar.stored_report(run_id)
+        except (ValueError, OSError) as error:  # e.g. the job's uploaded data file or the data folder is gone
+            st.error(plain(f"Job {run_id} cannot be read: {error}"))
+            return
+    if not report["units"]:
+        st.info("No unit of this job has finished yet.")
+        return
+    job_view(report, "job")
+    if report.get("sparsity"):
+        st.plotly_chart(sparsity_figure(report["sparsity"]), key="roar.sparsity")
+    if report.get("examples"):
+        st.subheader("What was removed")
+        examples = report["examples"]
+        position = live_selectbox(  # 38 characters fit the box on a 320 px phone, and at 1,024 px in either font
+            "Evaluation example",
+            range(len(examples)),
+            lambda i: clipped(" ".join(examples[i]["words"]), 38),
+            "roar.example",
+        )
+        for method, level, text in removal_rows(examples[position], report["label_names"]):
+            st.markdown(f"`{method}` · {level}: {text}", unsafe_allow_html=True)
+
+
+def start_form() -> None:
+    """Start a job in the background, after its cost estimate if asked: drawn under every view, the
+    synthetic task's and a job's with no finished unit yet included."""
+    selection = state.current()
+    OWN = "own"  # the job retrains the sidebar's model on the sidebar's dataset
+    own_ok = selection.dataset not in (None, "examples") and not selection.error
+    with st.expander("Start a job (runs in the background)"):
+        with st.form("roar.start"):
+            retrain = st.radio(
+                "Retrain", ["sst2", OWN], horizontal=True, key="roar.retrain",
+                format_func=lambda kind: "the bundled SST-2 task" if kind == "sst2" else (
+                    plain(f"the sidebar's model {selection.model} on {selection.dataset}") if own_ok
+                    else "the sidebar's model on its dataset (pick a dataset with a training split)"
+                ),
+                help="The sidebar's model is retrained from its own weights with a new head of the dataset's classes, on "
+                "the dataset's train split, and scored on its dev (or validation, val, test) split; a data file of your "
+                "own names them in its split column.",
+            )  # fmt: skip
+            methods = st.multiselect(
+                "Methods (random is added)", ["loo_empty", "integrated_gradients", "saliency", "im"], ["loo_empty"]
+            )
+            removal = st.radio("Removal", list(REMOVALS), format_func=REMOVALS.__getitem__, horizontal=True)
+            recursive = st.checkbox("Recursive ROAR")
+            levels = st.text_input("Levels", "10%,20%,30%")
+            seeds = st.number_input("Seeds", 1, 5, 2)
+            train_size = st.number_input("Training examples", 16, 67349, 200)
+            eval_size = st.number_input("Evaluation examples", 8, 872, 100)
+            steps = st.number_input("Training steps", 1, 2000, 10)
+            estimate = st.form_submit_button("Estimate the cost")
+            start = st.form_submit_button("Start", type="primary")
+        source_of_job = (
+            {"task": "sst2"} if retrain == "sst2" else {"model": selection.model, "dataset": selection.dataset}
+        )
+        settings = {
+            **source_of_job, "methods": methods, "removal": removal, "recursive": recursive,
+            "levels": [part.strip() for part in levels.split(",") if part.strip()], "seeds": int(seeds),
+            "train_size": int(train_size), "eval_size": int(eval_size), "train_steps": int(steps),
+        }  # fmt: skip
+        if (estimate or start) and retrain == OWN and not own_ok:
+            st.error("Pick a dataset in the sidebar (not the bundled examples) to retrain its model on.")
+            return
+        if estimate:
+            cost = ui_runs.run_or_stop(roar.estimate, settings)
+            st.info(
+                f"{cost['retrains']} retrains ({cost['training_steps']} steps), "
+                f"{sum(cost['explanations'].values())} explanations, {cost['fills']} masked-LM fills: "
+                f"about {cost['seconds'] / 60:.1f} min on one worker"
+            )
+        if start:
+            try:
+                run_id = roar.start_job(settings)
+            except ValueError as error:
+                st.error(plain(str(error)))
+            else:
+                ui_runs.started_note("Job", run_id, follow=" (pick it above to follow it)")
+
+
+source_view()
+start_form()

@@ -283,6 +283,14 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     assert any("top-1 fill-in is “**film**”; the original word" in m.value for m in app.markdown)  # quoted
     assert not app.warning
 
+    # Another text starts at its own most important word: the last text's word 8 was kept.
+    other = Example(segments=(tuple(["the", "plot", "was", "great", "and", "the", "movie", "was", "fine", "."]),), id="toy/1")
+    app.session_state["selection"] = Selection(model="toy-linear", label_names=labels, example=other, mlm="page-mlm")
+    app.run()
+    if any(button.key == "im.run.IM" for button in app.button):
+        app.button(key="im.run.IM").click().run()
+    assert not app.exception and app.selectbox(key="im.word").value == 3  # 'great'
+
 
 def test_page_waits_for_a_click_before_a_long_run(monkeypatch, toy_linear_loaded, toy_example):
     from streamlit.testing.v1 import AppTest

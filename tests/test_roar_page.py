@@ -230,3 +230,30 @@ def test_the_job_form_retrains_the_sidebars_model_on_its_dataset(monkeypatch, tm
     assert not at.exception, at.exception
     [settings] = asked
     assert (settings["model"], settings["dataset"]) == ("minilm-sst2", f"file:{data}") and "task" not in settings
+
+
+@pytest.mark.parametrize("source", ["stored:run-job", SYNTHETIC_SOURCE])
+def test_the_start_form_is_under_every_view(monkeypatch, tmp_path, source) -> None:
+    """The page stopped before its "Start a job" form on the synthetic task and on a job with no
+    finished unit yet (the job just started, which the page says to pick to follow)."""
+    from types import SimpleNamespace
+
+    from services import roar
+
+    report = load_report(min(BUNDLED_DIR.glob("*.json")))
+    job = SimpleNamespace(
+        run_id="run-job", kind="roar", status="running", shown_status="running", error=None, units_done=0, units_total=4,
+        fraction=0.0, writer_gone=False, being_written=True, rows_done=0, rows_total=4, wall_s=1.0,
+    )  # fmt: skip
+    monkeypatch.setattr(roar, "stored_jobs", lambda uploads=(): [job])
+    monkeypatch.setattr(roar, "info", lambda run_id: job)
+    monkeypatch.setattr(roar, "stored_report", lambda run_id: {**report, "run_id": run_id, "units": []})
+    monkeypatch.setattr(
+        roar, "synthetic", lambda n, metric: {kind: summary(report, metric) for kind in ("plain", "recursive")}
+    )
+    at = open_page(monkeypatch, tmp_path)
+    at.selectbox(key="roar.source").select(source).run()
+    assert not at.exception, at.exception
+    assert "Start a job (runs in the background)" in [e.label for e in at.expander]
+    if source.startswith("stored:"):
+        assert any("No unit of this job has finished yet." in i.value for i in at.info)
