@@ -18,7 +18,7 @@ from ui import state
 from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import gate, run_all_or_stop, run_or_stop, slice_controls, slice_estimate, stopped_note
+from ui.runs import example_gate, gate, run_all_or_stop, run_or_stop, slice_controls, slice_estimate, stopped_note
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -26,6 +26,8 @@ VIEWS = ("This example", "Dataset slice", "Removal modes compared")
 
 
 def example_view(selection, methods: list[str], imported: list, metric_params: dict, method_params: dict) -> None:
+    if not example_gate("faithfulness.example_run", selection, methods, method_params, [metric_params], len(imported)):
+        return
     result = run_or_stop(
         services.faithfulness, selection.model, selection.example, methods, metric_params,
         target=selection.target, method_params=method_params, mlm_name=selection.mlm, imported=imported,

@@ -21,7 +21,7 @@ from ui.heatmap import heatmap_html
 from ui.highlight import compare_picker, highlight_picker
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
-from ui.runs import explain_selected, gate, run_or_stop, slice_controls, slice_estimate
+from ui.runs import example_gate, explain_selected, gate, run_or_stop, slice_controls, slice_estimate
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -52,6 +52,8 @@ def example_view(
                 "movies and HateXplain (posts judged normal have none)."
             )
             return
+    if not example_gate("rationales.example_run", selection, methods, {}, []):
+        return
     result = services.with_imports(explain_selected(selection, methods), imported)
     for key, message in result.errors.items():
         st.error(plain(f"{key}: {message}"))

@@ -16,7 +16,7 @@ from ui.downloads import show_figure, show_table
 from ui.heatmap import heatmap_html
 from ui.live_labels import live_selectbox
 from ui.params import methods_params_form
-from ui.runs import SLICE, example_scope, explain_selected, gate, run_or_stop
+from ui.runs import SLICE, example_scope, gate, run_or_stop
 from ui.share import setting_from_link, setting_to_link
 from ui.text import plain
 
@@ -94,15 +94,14 @@ if not chosen:
     st.info("Choose at least one method.")
     st.stop()
 step_names = ["original", *components]
-timing = explain_selected(selection, chosen, params)  # one step of the run, timed
-for key, message in timing.errors.items():
-    st.error(plain(f"{key}: {message}"))
-if timing.errors:
+try:  # one step of the run, estimated (timing it ran every chosen method before the Run button)
+    one_step = services.estimate_slice(selection.model, [selection.example], chosen, params, []).seconds
+except ValueError as error:
+    st.error(plain(str(error)))
     st.stop()
-one_step = sum(a.runtime_s for a in timing.attributions.values())
 st.caption(
     f"Estimated time: about {services.duration_text(one_step * len(step_names) * n_examples)} on this machine "
-    f"({len(chosen)} method(s) take {one_step:.2f} s on this example; × {len(step_names)} steps: "
+    f"({len(chosen)} method(s) take about {one_step:.2f} s on this example; × {len(step_names)} steps: "
     f"{', '.join(step_names)}; × {n_examples} example(s))."
 )
 request = [selection.model, chosen, mode, scheme, components, seed, top_k, scope, n_examples, params,

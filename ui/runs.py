@@ -140,6 +140,27 @@ def gate(
     return False
 
 
+def example_gate(
+    key: str, selection, methods: list[str], method_params: dict, metric_sets: list[dict], scored: int = 0
+) -> bool:
+    """The Run gate of explaining the sidebar's example with ``methods`` and scoring each
+    attribution (and ``scored`` imported ones) with ``metric_sets``, where that is estimated longer
+    than ``AUTO_RUN_S`` (``services.estimate_slice`` of the one example, in a caption); True at once
+    for a shorter run, or where the model cannot take the example (the run says why)."""
+    model, example = selection.model, selection.example
+    try:
+        estimate = services.estimate_slice(model, [example], methods, method_params, metric_sets, scored)
+    except ValueError:
+        return True
+    if estimate.seconds <= AUTO_RUN_S:
+        return True
+    duration = services.duration_text(estimate.seconds)
+    passes = services.passes_text(estimate.classifier_passes, estimate.backward_passes, estimate.mlm_passes)
+    st.caption(f"Estimated time for this example: about {duration} on this machine (at most {passes}).")
+    request = [model, list(example.segments), selection.target, methods, method_params, metric_sets, selection.mlm]
+    return gate(key, request, f"Run on this example (≈ {duration})")
+
+
 def example_scope(container, selection, prefix: str, most: int, default: int, help: str) -> tuple[str, int]:
     """Radio "this example" / "dataset slice" (the slice only when a dataset is selected) and, for
     a slice, how many of its first examples; returns the scope and the number of examples."""

@@ -1,0 +1,70 @@
+"""Every page's long work on one example waits for a click (AppTest, the bundled SST-2 model): the
+faithfulness and rationales pages explained the example at once however long the methods' estimate,
+and the sanity-check page explained it with every chosen method (to time one step) before its Run
+button appeared. Nothing is computed here: the services that explain are replaced by recorders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import services
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+SHORT = "the movie was great fun but the plot was thin and the ending far too long"
+LONG = " ".join([SHORT] * 16)  # 256 words: lime's 1,000 samples are minutes of work on a CPU
+
+
+@pytest.fixture
+def explained(monkeypatch) -> list[list[str]]:
+    """The methods each call of ``services.explain`` or ``services.faithfulness`` asked for."""
+    calls: list[list[str]] = []
+
+    def recorder(model, example, methods, *args, **kwargs):
+        calls.append(list(methods))
+        raise AssertionError("explained before the Run button")
+
+    monkeypatch.setattr(services, "explain", recorder)
+    monkeypatch.setattr(services, "faithfulness", recorder)
+    return calls
+
+
+def open_page(page: str, text: str, state: dict, params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"model": "minilm-sst2", "dataset": "free text", "text": text, **(params or {})})
+    at.session_state["heatmaps.methods"] = []  # the home page computes nothing
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def waits(at: AppTest, key: str) -> None:
+    [button] = [b for b in at.button if b.key == key]
+    assert button.label.startswith("Run on this example (≈ ")
+    assert any(c.value.startswith("Estimated time for this example: about ") for c in at.caption)
+
+
+def test_faithfulness_waits_for_a_long_example(explained) -> None:
+    state = {"faithfulness.methods": ["lime"], "faithfulness.param.lime.n_samples": 8000}
+    at = open_page("app_pages/faithfulness.py", SHORT, state)
+    waits(at, "faithfulness.example_run")
+    assert explained == [] and not at.get("plotly_chart")
+
+
+def test_rationales_waits_for_a_long_example(explained) -> None:
+    at = open_page("app_pages/rationales.py", LONG, {"rationales.methods": ["lime"]}, {"highlight": "3,4"})
+    waits(at, "rationales.example_run")
+    assert explained == []
+
+
+def test_sanity_checks_estimate_a_step_without_explaining(explained) -> None:
+    state = {"sanity.methods": ["lime"], "sanity.param.lime.n_samples": 8000}
+    at = open_page("app_pages/sanity_checks.py", SHORT, state)
+    assert any(b.key == "sanity.run" for b in at.button)
+    assert any("1 method(s) take about" in c.value for c in at.caption)
+    assert explained == []
