@@ -284,7 +284,7 @@ def test_page_shows_candidate_table(monkeypatch, toy_linear_loaded, toy_example)
     assert not app.warning
 
     # Another text starts at its own most important word: the last text's word 8 was kept.
-    other = Example(segments=(tuple(["the", "plot", "was", "great", "and", "the", "movie", "was", "fine", "."]),), id="toy/1")
+    other = Example(segments=(("the", "plot", "was", "great", "and", "the", "movie", "was", "fine", "."),), id="toy/1")
     app.session_state["selection"] = Selection(model="toy-linear", label_names=labels, example=other, mlm="page-mlm")
     app.run()
     if any(button.key == "im.run.IM" for button in app.button):
