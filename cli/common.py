@@ -258,7 +258,7 @@ def load_dataset_examples(args: argparse.Namespace):
 
     if not split_of(args):
         raise ValueError("--split is needed with --dataset")
-    return load_examples(args.dataset, split_of(args), args.data_dir, limit=args.limit)
+    return load_examples(args.dataset, split_of(args), args.data_dir, limit=args.limit, exact=True)
 
 
 _OPEN_BARS: list[Any] = []  # the bars progress_bar drew and has not closed; print_stopped closes them

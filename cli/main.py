@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     args = build_parser(given[:1]).parse_args(argv)  # the command's own options only
     try:
+        if getattr(args, "data_dir", None) is not None:  # every command that takes --data-dir checks it
+            from cli.common import check_data_dir
+
+            check_data_dir(args.data_dir)
         return args.run(args)
     except KeyboardInterrupt:  # Ctrl-C outside a command's own guard (loading the model): one line, not a traceback
         from cli.common import print_stopped

@@ -27,6 +27,9 @@ def run(args: argparse.Namespace) -> int:
     from engine import reproduce
 
     if args.list:
+        if given := [flag for flag, value in (("--limit", args.limit is not None),
+                                              ("--cached", args.cached), ("--refresh", args.refresh)) if value]:  # fmt: skip
+            raise ValueError(f"--list names the reproductions; {', '.join(given)} computes or reads one: drop it")
         if args.name is not None and args.name not in reproduce.REGISTRY:
             raise ValueError(f"unknown reproduction {args.name!r}; choose one of {', '.join(reproduce.REGISTRY)}")
         listed = [r for r in reproduce.REGISTRY.values() if args.name in (None, r.name)]  # NAME: that one only

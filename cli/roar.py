@@ -28,6 +28,16 @@ def parse_levels(text: str):
 
 
 def job_from_args(args: argparse.Namespace):
+    """The job the options ask for; a refused setting is worded with its option."""
+    from core.params import SettingError
+
+    try:
+        return _job(args)
+    except SettingError as error:
+        raise ValueError(error.on_command_line()) from None
+
+
+def _job(args: argparse.Namespace):
     from cli.common import method_keys
     from experiments.roar.job import RoarJob
 

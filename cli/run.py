@@ -22,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
     spec = run_spec(args)
     executor = args.executor or (_stored_executor(args) if args.resume else None) or "ray"
     if executor == "serial" and (args.address is not None or args.actors is not None):
+        if args.executor is None:  # the stored run's executor, not one the user chose
+            raise ValueError(f"run {args.resume} ran on the serial executor: add --executor ray to resume it on Ray")
         raise ValueError("--address and --actors set up Ray; the serial executor runs in this process")
     check_startable(spec, executor, args.address)  # before anything is written
     store = RunStore(args.results_dir)  # written only once the run passed its checks
@@ -68,7 +70,7 @@ def _stored_executor(args: argparse.Namespace) -> str | None:
 def run_spec(args: argparse.Namespace):
     """The ``RunSpec`` asked for: the stored evaluation's with ``--resume`` (read only: nothing
     created), else the options'; a refused setting is worded with its option."""
-    from engine.runs.spec import SettingError
+    from core.params import SettingError
 
     try:
         return _run_spec(args)

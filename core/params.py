@@ -33,6 +33,20 @@ def seed_param(help: str = "random seed") -> Any:
     return param(0, help, min=0, max=MAX_SEED)
 
 
+class SettingError(ValueError):
+    """A refused setting of a run or a job, worded with the setting's name as the code calls it
+    (``RunSpec``, ``RoarJob``, ``api.run``: ``chunk_size must be ...``); ``on_command_line``
+    words it with the command line's option instead (``--chunk-size must be ...``)."""
+
+    def __init__(self, setting: str, problem: str, option: str | None = None) -> None:
+        super().__init__(f"{setting} {problem}")
+        self.problem = problem
+        self.option = option or f"--{setting.replace('_', '-')}"
+
+    def on_command_line(self) -> str:
+        return f"{self.option} {self.problem}"
+
+
 # What ``--param`` and a form accept as a number: ASCII digits in plain notation, so that Python's
 # looser readings ("\u0663" as 3, "1_0" as 10, "nan", surrounding spaces) are refused.
 _NUMBER_SYNTAX = {

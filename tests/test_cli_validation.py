@@ -4,6 +4,7 @@ one-line ``error:`` naming the bad value (exit status 2), or its message names w
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -258,3 +259,74 @@ def test_run_names_its_options_in_a_refused_setting(capsys, tmp_path, toy_bert_f
     argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
     argv += ["--methods", "loo_empty", "--param", "lime.n_samples=5", "--results-dir", str(tmp_path)]
     refused(capsys, argv, "--param for methods or metrics not requested: lime")
+
+
+def test_a_results_folder_that_is_a_file_is_refused_for_writers_and_by_variable(
+    capsys, tmp_path, toy_bert_folder, monkeypatch
+) -> None:
+    """A writer said "Not a directory: X/runs" at its first write; ``$ATTRIBUTION_RESULTS_DIR``
+    naming a file read as an empty store ("no runs in X", exit 0)."""
+    from engine.runs.store import RESULTS_ENV
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a store")
+    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "2"]
+    argv += ["--methods", "loo_empty", "--metrics", "deletion", "--executor", "serial", "--results-dir", str(a_file)]
+    refused(capsys, argv, f"results folder {a_file}: a file, not a folder")
+    monkeypatch.setenv(RESULTS_ENV, str(a_file))
+    refused(capsys, ["runs"], f"results folder {a_file}: a file, not a folder")
+    assert a_file.read_text() == "not a store"
+
+
+@pytest.mark.parametrize(
+    "extra, said",
+    [
+        (["--seeds", "0"], "--seeds must be a whole number from 1 to 100, got 0"),
+        (["--train-size", "-5"], "--train-size must be a whole number of at least 1, got -5"),
+        (["--train-steps", "0"], "--train-steps must be a whole number"),
+    ],
+)
+def test_roar_names_its_options_in_a_refused_setting(capsys, tmp_path, no_training, extra, said) -> None:
+    argv = ["roar", "--methods", "loo_empty", *extra, "--estimate-only", "--results-dir", str(tmp_path)]
+    last = refused(capsys, argv, said)
+    assert "train_size" not in last and "train_steps" not in last
+
+
+def test_roar_refuses_a_model_with_random_weights_before_storing_anything(capsys, tmp_path, no_training) -> None:
+    """``roar --model random:minilm`` failed in the hub's repo-id check and left a failed job."""
+    argv = ["roar", "--model", "random:minilm", "--dataset", "sst2", "--methods", "saliency", "--train-steps", "1"]
+    refused(capsys, [*argv, "--no-estimate", "--results-dir", str(tmp_path)], "--model 'random:minilm' has random")
+    assert not any(tmp_path.iterdir())
+
+
+def test_reproduce_list_refuses_the_options_of_a_computation(capsys) -> None:
+    """``reproduce --list --limit 3`` (or --cached, --refresh) listed and dropped the option."""
+    for extra in (["--limit", "3"], ["--cached"], ["--refresh"]):
+        refused(capsys, ["reproduce", "--list", *extra], "--list", extra[0])
+
+
+@pytest.mark.parametrize("command", [["run", "--executor", "serial"], ["evaluate"]])
+def test_a_data_dir_that_is_no_folder_is_refused_by_every_command(capsys, tmp_path, toy_bert_folder, command) -> None:
+    """``predict`` refused ``--data-dir /nonexist`` while ``run`` and ``evaluate`` ignored it and
+    read the bundled examples."""
+    if command[0] == "run":
+        command = [*command, "--results-dir", str(tmp_path / "results")]
+    argv = [*command, "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--methods", "random"]
+    argv += ["--limit", "1", "--metrics", "deletion", "--data-dir", str(tmp_path / "nonexist")]
+    refused(capsys, argv, f"--data-dir {tmp_path / 'nonexist'}: no such folder")
+
+
+def test_predict_refuses_a_limit_past_the_splits_end(capsys, toy_bert_folder) -> None:
+    """``predict --limit 100000`` gave the whole split, where ``run`` and ``evaluate`` refuse it."""
+    argv = ["predict", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "100000"]
+    refused(capsys, argv, "a limit of 100000 is more than the")
+
+
+def test_resuming_a_serial_run_with_ray_options_says_which_executor(capsys, tmp_path, toy_bert_folder) -> None:
+    """The refusal blamed "the serial executor" the user never chose: the stored run's."""
+    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1"]
+    argv += ["--methods", "random", "--metrics", "deletion", "--executor", "serial", "--quiet", "--json"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run"]["run_id"]
+    resume = ["run", "--resume", run_id, "--actors", "2", "--results-dir", str(tmp_path)]
+    refused(capsys, resume, f"run {run_id} ran on the serial executor: add --executor ray")

@@ -303,3 +303,19 @@ def test_list_names_paper_table_and_claim(capsys):
     assert lines[0].split("\t")[:3] == ["double-trouble-table1", common.PAPER.cite(), "Table 1 (a)"]
     assert main(["reproduce", "--list", "double-trouble-table1"]) == 0  # NAME: that one (it listed all)
     assert capsys.readouterr().out.splitlines() == lines[:1]
+
+
+def test_a_slice_past_the_splits_end_is_refused_not_cut() -> None:
+    """``reproduce NAME --limit 100000`` computed the whole split and stored it as a slice of 100,000."""
+    with pytest.raises(ValueError, match="a limit of 100000 is more than the"):
+        base.examples("examples", "sst2", 100_000)
+
+
+def test_aml_models_are_kept_in_the_reproductions_results_folder(tmp_path, monkeypatch) -> None:
+    """``reproduce --results-dir X`` kept its run in X but AML's pre-trained models in the default
+    results folder."""
+    from engine.pretrained_store import FOLDER
+
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path / "default"))
+    assert base.Resources(results=str(tmp_path / "asked")).methods().folder == tmp_path / "asked" / FOLDER
+    assert base.Resources().methods().folder == tmp_path / "default" / FOLDER

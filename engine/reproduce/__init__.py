@@ -62,13 +62,14 @@ def get(name: str) -> Reproduction:
     return REGISTRY[name]
 
 
-def run(name: str, limit: int | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Compute one reproduction at ``limit`` examples per split (its default slice when None)."""
+def run(name: str, limit: int | None = None, progress: ProgressFn | None = None, root: Root = None) -> dict[str, Any]:
+    """Compute one reproduction at ``limit`` examples per split (its default slice when None); AML's
+    pre-trained models are kept in the results folder ``root`` (None: the default one)."""
     reproduction = get(name)
     limit = reproduction.default_limit if limit is None else limit
     check_limit(limit, reproduction)
     start = time.perf_counter()
-    resources = Resources()
+    resources = Resources(results=root)
     rows = reproduction.compute(resources, limit, progress)
     finding = reproduction.check(rows)
     return {
@@ -118,7 +119,7 @@ def cached_run(
                 payload = None  # its file is gone or damaged: computed again below, replacing it
             if payload is not None and not model_versions.changed(payload):
                 return payload, True
-    payload = run(name, limit, progress)
+    payload = run(name, limit, progress, root)
     saved = stored.save(RunStore(root), payload)
     return load(saved.run_id, root), False
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -210,6 +211,7 @@ class Resources:
     and the methods' own resources (AML's pre-trained models, ``engine.resources``)."""
 
     batch_size: int = 64
+    results: str | os.PathLike | None = None  # the results folder AML's pre-trained models are kept in
     _classifiers: dict[str, Classifier] = field(default_factory=dict)
     _mlm: MaskedLM | None = None
     _methods: MethodResources | None = None
@@ -219,7 +221,7 @@ class Resources:
         if self._methods is None:
             from engine.resources import Resources as MethodResources
 
-            self._methods = MethodResources.saved()
+            self._methods = MethodResources.saved(None if self.results is None else Path(self.results))
         return self._methods
 
     def classifier(self, name: str) -> Classifier:
@@ -247,7 +249,7 @@ def examples(dataset: str, split: str, limit: int):
     from core.datasets import load_examples
 
     check_limit(limit)
-    return load_examples(dataset, split, limit=limit)
+    return load_examples(dataset, split, limit=limit, exact=True)  # past the split's end: refused, not cut
 
 
 def check_limit(limit: int, reproduction: Reproduction | None = None) -> None:

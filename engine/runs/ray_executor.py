@@ -177,23 +177,34 @@ def _ray_init(address: str | None) -> None:
     )
 
 
+RAY_CLIENT_PORT = 10001  # a ray:// address's port where it names none (Ray's own default)
+
+
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Refuse a cluster ``address`` (``host:port``, ``ray://[user:password@]host:port``) whose
-    port takes no TCP connection within ``timeout_s`` (Ray itself retries for minutes), in one
-    line without the address's credentials. ``auto``, ``local`` and an address without a port are
-    left to Ray."""
+    """Refuse a cluster ``address`` (``host:port``, ``ray://[user:password@]host[:port]``, the Ray
+    client's port 10001 by default) whose port takes no TCP connection within ``timeout_s`` (Ray
+    itself retries for minutes), or of another form, in one line without the address's
+    credentials. ``auto`` and ``local`` are left to Ray."""
     import socket
     from urllib.parse import urlsplit
 
     from engine.runs.secrets import redact
 
+    if address in ("auto", "local"):
+        return
+    shown = redact(address, address)
     parts = urlsplit(address if "://" in address else f"//{address}")
+    if parts.scheme not in ("", "ray"):
+        raise ValueError(f"ray address {shown}: give host:port or ray://host[:port] (or auto, local)")
     try:
         host, port = parts.hostname, parts.port
     except ValueError:
-        raise ValueError(f"ray address {redact(address, address)} has no valid port") from None
-    if host is None or port is None:
-        return
+        raise ValueError(f"ray address {shown} has no valid port") from None
+    if host is None:
+        raise ValueError(f"ray address {shown} names no host: give host:port or ray://host[:port]")
+    if port is None and parts.scheme != "ray":
+        raise ValueError(f"ray address {shown} has no port: give host:port (the head's GCS port, 6379 by default)")
+    port = port or RAY_CLIENT_PORT
     try:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as error:

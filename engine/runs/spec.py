@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.params import MAX_SEED, whole_number
+from core.params import MAX_SEED, SettingError, whole_number
 from core.types import AUTOCAST_TYPES, HEAD_TYPES
 from engine.evaluate import DEFAULT_METHODS, DEFAULT_METRICS, metric_params, needs_mlm, resolve_metrics
 from engine.runs.records import RunInfo
@@ -19,20 +19,6 @@ from engine.runs.records import RunInfo
 DEFAULT_CHUNK_SIZE = 16
 MAX_CHUNK_SIZE = 2**31 - 1  # the catalogue keeps it as a 32-bit integer
 WHOLE_NUMBERS = (("limit", 1, None), ("seed", 0, MAX_SEED), ("chunk_size", 1, MAX_CHUNK_SIZE), ("batch_size", 1, None))
-
-
-class SettingError(ValueError):
-    """A refused setting of a run, worded with the setting's name as ``RunSpec`` and ``api.run``
-    call it (``chunk_size must be ...``); ``on_command_line`` words it with the option instead
-    (``--chunk-size must be ...``)."""
-
-    def __init__(self, setting: str, problem: str, option: str | None = None) -> None:
-        super().__init__(f"{setting} {problem}")
-        self.problem = problem
-        self.option = option or f"--{setting.replace('_', '-')}"
-
-    def on_command_line(self) -> str:
-        return f"{self.option} {self.problem}"
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,8 @@ class RunStore:
 
     def __init__(self, root: str | os.PathLike | None = None, *, read_only: bool = False, timeout_s: float = 60.0):
         self.root = results_dir(root)
+        if self.root.exists() and not self.root.is_dir():  # "Not a directory: X/runs" at the first write
+            raise ValueError(f"results folder {self.root}: a file, not a folder (--results-dir or ${RESULTS_ENV})")
         self.read_only = read_only
         self.timeout_s = timeout_s
         self._schema_ready = False

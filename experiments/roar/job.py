@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.datasets import DATASET_NAMES, FILE_PREFIX, HUB_PREFIX
+from core.params import SettingError
+from core.random_models import PREFIX as RANDOM_MODELS
 from experiments.roar.removal import (
     FULL,
     ORDERS,
@@ -95,7 +97,7 @@ def _positive(value, what: str, allow_none: bool = False, most: int | None = Non
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (most is not None and value > most):
         accepted = "of at least 1" if most is None else f"from 1 to {most:,}"
-        raise ValueError(f"{what} must be a whole number {accepted}, got {value!r}")
+        raise SettingError(what, f"must be a whole number {accepted}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,10 @@ class RoarJob:
                 raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(tasks)}")
         elif not self.model or not self.dataset:
             raise ValueError(f"a model and a dataset go together, got model {self.model!r}, dataset {self.dataset!r}")
+        elif self.model.startswith(RANDOM_MODELS):
+            raise SettingError(
+                "model", f"{self.model!r} has random weights: ROAR retrains a trained model from its own weights"
+            )
         elif self.dataset not in DATASET_NAMES and not self.dataset.startswith((HUB_PREFIX, FILE_PREFIX)):
             raise ValueError(
                 f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASET_NAMES)}, hub:NAME or file:PATH"
@@ -171,7 +177,7 @@ class RoarJob:
         train_steps = self.train_steps
         if train_steps is None:
             if self.task is None:
-                raise ValueError("train_steps is needed for a model and dataset (no bundled recipe)")
+                raise SettingError("train_steps", "is needed for a model and dataset (no bundled recipe)")
             train_steps = _bundled_tasks()[self.task].steps
         _positive(train_steps, "train_steps", most=MAX_TRAIN_STEPS)
         for name, value in (
