@@ -330,3 +330,17 @@ def test_resuming_a_serial_run_with_ray_options_says_which_executor(capsys, tmp_
     run_id = json.loads(capsys.readouterr().out)["run"]["run_id"]
     resume = ["run", "--resume", run_id, "--actors", "2", "--results-dir", str(tmp_path)]
     refused(capsys, resume, f"run {run_id} ran on the serial executor: add --executor ray")
+
+
+def test_show_of_a_failed_run_exits_1(capsys, tmp_path, toy_bert_folder) -> None:
+    """``show`` of a failed run (0 of its examples) exited 0, as for a finished one."""
+    from engine.runs.store import RunStore
+
+    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1"]
+    argv += ["--methods", "random", "--metrics", "deletion", "--executor", "serial", "--quiet", "--json"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run"]["run_id"]
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
+    RunStore(tmp_path).finish(run_id, "failed", 1.0, "the worker ran out of memory")
+    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 1
+    assert "failed" in capsys.readouterr().out
