@@ -112,9 +112,19 @@ def estimated_seconds(windows: bool) -> float:
     return total
 
 
+def shows_choices(result: services.HeatmapResult) -> bool:
+    """Whether a stored run's or an opened bundle's scores are what the controls ask for: the same
+    methods of this app, and the sidebar's target class where it names one (else they are computed)."""
+    return {m for m in result.attributions if m in infos} == set(chosen) and selection.target in (None, result.target)
+
+
 stored = services.runs.stored_for(
     st.session_state.get("heatmaps.stored"), selection.model, selection.dataset, selection.split, selection.index
 )
+if stored is not None and not shows_choices(stored):
+    stored = None  # kept in the session: the run's scores come back with its methods and class
+if opened is not None and not shows_choices(opened[1]):
+    opened = None
 if stored is not None:
     st.info(f"The scores stored by run `{st.session_state['heatmaps.stored'][0]}` (nothing recomputed).")
     if st.button("Recompute with the settings above", key="heatmaps.recompute"):

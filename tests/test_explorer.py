@@ -5,6 +5,7 @@ run's own scores without recomputing them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -280,3 +281,28 @@ def test_a_run_under_a_head_override_opens_with_that_head(tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert at.session_state["sidebar.head_type"] == "multi_label"
     assert any(f"The scores stored by run `{run_id}`" in info.value for info in at.info), [i.value for i in at.info]
+
+
+def test_other_methods_or_another_class_leave_the_stored_scores_for_computed_ones(stored_run, monkeypatch) -> None:
+    """The stored view kept showing the run's methods and class after the reader changed the
+    Methods box or the sidebar's target class, with no word that the choice was ignored."""
+    run_id, _, _ = stored_run
+    at = open_explorer(stored_run, monkeypatch)
+    at.selectbox(key="explorer.position").set_value(2).run()
+    at.button(key="explorer.open").click().run()
+    at.switch_page("app_pages/heatmaps.py").run()  # AppTest reruns the page it opened, not the switched-to one
+    stored_note = f"The scores stored by run `{run_id}`"
+    assert any(stored_note in i.value for i in at.info)
+    at.multiselect(key="heatmaps.methods").set_value(["random"]).run()
+    assert not at.exception, at.exception
+    assert not any(stored_note in i.value for i in at.info)
+    shown = "".join(h.value for h in at.html if 'data-role="heatmap"' in h.value)
+    assert set(re.findall(r'data-method="([^"]+)"', shown)) == {"random"}
+    at.multiselect(key="heatmaps.methods").set_value(list(METHODS)).run()  # the run's methods again
+    assert any(stored_note in i.value for i in at.info)
+    stored_for_class = []
+    for target in (0, 1):  # the run explained one of the two classes: only that one shows its scores
+        at.selectbox(key="sidebar.target").set_value(target).run()
+        assert not at.exception, at.exception
+        stored_for_class.append(any(stored_note in i.value for i in at.info))
+    assert sorted(stored_for_class) == [False, True]
