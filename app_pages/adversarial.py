@@ -18,7 +18,7 @@ from ui.downloads import show_figure, show_table
 from ui.live_labels import live_selectbox
 from ui.params import methods_params_form, params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
-from ui.share import setting_from_link, setting_to_link
+from ui.share import methods_from_link, methods_to_link, setting_from_link, setting_to_link
 from ui.text import clipped
 
 selection = state.current()
@@ -60,9 +60,12 @@ if attack == "embedding":
         help="quick: 60 steps (interactive); paper: the thesis's 500 steps, learning rate halved every 200.",
     )
 allowed = [k for k, m in infos.items() if attack == "substitution" or m.gradient]
-if "adversarial.methods" not in st.session_state:
-    st.session_state["adversarial.methods"] = [k for k, m in infos.items() if m.gradient]
-st.session_state["adversarial.methods"] = [k for k in st.session_state["adversarial.methods"] if k in allowed]
+methods_from_link("adversarial.methods", list(infos), [k for k, m in infos.items() if m.gradient])
+# The chosen methods the embedding attack cannot take are set aside, not dropped: back on the
+# substitution attack they are chosen again.
+whole = list(dict.fromkeys([*st.session_state["adversarial.methods"], *st.session_state.get("adversarial.aside", [])]))
+st.session_state["adversarial.aside"] = [k for k in whole if k not in allowed]
+st.session_state["adversarial.methods"] = [k for k in whole if k in allowed]
 chosen = st.multiselect(
     "Methods",
     allowed,
@@ -70,6 +73,7 @@ chosen = st.multiselect(
     persist_state="session",
     help="The embedding attack differentiates the explanation, so it takes the gradient methods only.",
 )
+methods_to_link(chosen)
 scope, n_examples = example_scope(
     st,
     selection,

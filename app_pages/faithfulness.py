@@ -19,7 +19,7 @@ from ui.downloads import show_figure, show_table
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import example_gate, gate, run_all_or_stop, run_or_stop, slice_controls, slice_estimate, stopped_note
-from ui.share import setting_from_link, setting_to_link
+from ui.share import methods_from_link, methods_to_link, setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice", "Removal modes compared")
@@ -164,12 +164,13 @@ infos = {m.key: m for m in services.methods()}
 setting_from_link("faithfulness.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="faithfulness.view", persist_state="session") or VIEWS[0]
 setting_to_link("view", view, VIEWS[0])
-st.session_state.setdefault("faithfulness.methods", [k for k in services.RUN_METHODS if k in infos])  # a tour sets it
+methods_from_link("faithfulness.methods", list(infos), [k for k in services.RUN_METHODS if k in infos])
 methods = st.multiselect(
     "Methods", list(infos),
     format_func=lambda k: f"{k} — {infos[k].description}", key="faithfulness.methods", persist_state="session",
     placeholder="Choose attribution methods",
 )  # fmt: skip
+methods_to_link(methods)
 imported = imported_picker(selection, "faithfulness.imported")
 metric_params, method_params = F.settings_form(infos, methods, removal_shown=view != VIEWS[2])
 if selection.head == "regression":  # log-odds need probabilities; a regression head has a raw score

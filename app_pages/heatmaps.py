@@ -20,7 +20,7 @@ from ui.mask_panels import has_mask_extras, render_mask_extras
 from ui.params import methods_params_form
 from ui.prediction import result_markdown
 from ui.runs import AUTO_RUN_S, coverage_note, explain_selected, gate, long_text_toggle
-from ui.share import link_warning, quoted, setting_from_link, setting_to_link
+from ui.share import methods_from_link, methods_to_link, setting_from_link, setting_to_link
 from ui.text import plain
 
 selection = state.current()
@@ -34,12 +34,7 @@ if selection.error:
     st.stop()
 
 infos = {m.key: m for m in services.methods()}
-if "heatmaps.methods" not in st.session_state:
-    asked = [k for k in st.query_params.get("methods", "").split(",") if k]
-    from_url = [k for k in asked if k in infos]
-    st.session_state["heatmaps.methods"] = from_url or [k for k in services.DEFAULT_PANEL if k in infos]
-    if unknown := [k for k in asked if k not in infos]:
-        link_warning(f"Not methods of this app, left out of the link's choice: {quoted(', '.join(unknown))}.")
+methods_from_link("heatmaps.methods", list(infos), [k for k in services.DEFAULT_PANEL if k in infos])
 chosen = st.multiselect(
     "Methods",
     list(infos),
@@ -48,7 +43,7 @@ chosen = st.multiselect(
     placeholder="Choose attribution methods",
     help="\n".join(f"- **{k}**: {m.description}" for k, m in infos.items()),
 )
-st.query_params["methods"] = ",".join(chosen)
+methods_to_link(chosen)
 imported = imported_picker(selection, "heatmaps.imported")
 
 # the two settings at their own widths, the parameters below: in three columns at 1,024 px the

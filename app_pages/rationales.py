@@ -22,7 +22,7 @@ from ui.highlight import compare_picker, highlight_picker
 from ui.imports import imported_note, imported_picker
 from ui.prediction import result_markdown
 from ui.runs import example_gate, explain_selected, gate, run_or_stop, slice_controls, slice_estimate
-from ui.share import setting_from_link, setting_to_link
+from ui.share import methods_from_link, methods_to_link, setting_from_link, setting_to_link
 from ui.text import plain
 
 VIEWS = ("This example", "Dataset slice")
@@ -173,11 +173,13 @@ infos = {m.key: m for m in services.methods()}
 setting_from_link("rationales.view", "view", VIEWS, VIEWS[0])
 view = st.segmented_control("View", VIEWS, key="rationales.view", persist_state="session") or VIEWS[0]
 setting_to_link("view", view, VIEWS[0])
+methods_from_link("rationales.methods", list(infos), [k for k in services.RUN_METHODS if k in infos])
 methods = st.multiselect(
-    "Methods", list(infos), default=[k for k in services.RUN_METHODS if k in infos],
+    "Methods", list(infos),
     format_func=lambda k: f"{k} — {infos[k].description}", key="rationales.methods", persist_state="session",
     placeholder="Choose attribution methods",
 )  # fmt: skip
+methods_to_link(methods)
 imported = imported_picker(selection, "rationales.imported")
 annotators = 0
 if selection.dataset is not None:

@@ -17,7 +17,7 @@ from ui.heatmap import heatmap_html
 from ui.live_labels import live_selectbox
 from ui.params import methods_params_form
 from ui.runs import SLICE, example_scope, gate, run_or_stop
-from ui.share import setting_from_link, setting_to_link
+from ui.share import methods_from_link, methods_to_link, setting_from_link, setting_to_link
 from ui.text import plain
 
 THESIS_METHODS = ("saliency", "grad_x_input", "integrated_gradients", "attention_mean", "attention_rollout")
@@ -40,12 +40,12 @@ with st.expander("How to read this page", expanded=False):
     S.how_to_read()
 
 infos = {m.key: m for m in services.methods()}
-if "sanity.methods" not in st.session_state:
-    st.session_state["sanity.methods"] = [k for k in THESIS_METHODS if k in infos]
+methods_from_link("sanity.methods", list(infos), [k for k in THESIS_METHODS if k in infos])
 chosen = st.multiselect(
     "Methods", list(infos), key="sanity.methods", persist_state="session",
     help="The thesis uses the gradient and attention methods; perturbation methods work too but cost more per step.",
 )  # fmt: skip
+methods_to_link(chosen)
 setting_from_link("sanity.mode", "mode", ["cascading", "independent"], "cascading")
 # a row of its own: in a quarter of the page at 1,024 px it showed "cascading | indep"
 mode = st.segmented_control("Randomisation", ["cascading", "independent"], key="sanity.mode", persist_state="session")

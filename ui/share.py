@@ -90,6 +90,23 @@ def setting_to_link(param: str, value: Any, default: Any) -> None:
         st.query_params[param] = _link_text(value)
 
 
+def methods_from_link(key: str, known: Sequence[str], default: Sequence[str]) -> None:
+    """Before a page's Methods box ``key`` is drawn, the first time in this session: its state
+    seeded with the methods the link's ``methods`` names among ``known`` (the others named in a
+    warning), else with ``default``. Pair it with ``methods_to_link`` after the box."""
+    if key in st.session_state:  # chosen before, or set by an opener (a tour, a stored run, a bundle)
+        return
+    asked = [k for k in st.query_params.get("methods", "").split(",") if k]
+    st.session_state[key] = [k for k in asked if k in known] or list(default)
+    if unknown := [k for k in asked if k not in known]:
+        link_warning(f"Not methods of this page, left out of the link's choice: {quoted(', '.join(unknown))}.")
+
+
+def methods_to_link(chosen: Sequence[str]) -> None:
+    """The page's chosen methods in the URL, so Copy link carries them."""
+    st.query_params["methods"] = ",".join(chosen)
+
+
 def _found(choices: Sequence[Any], asked: str) -> list[Any]:
     """The choice the link's text names (none or one); a ``range`` of whole numbers is read as a
     number, not searched."""
