@@ -109,7 +109,8 @@ def estimated_seconds(windows: bool) -> float:
 
 def shows_choices(result: services.HeatmapResult) -> bool:
     """Whether a stored run's or an opened bundle's scores are what the controls ask for: the same
-    methods of this app, and the sidebar's target class where it names one (else they are computed)."""
+    methods of this app, and the sidebar's target class where it names one (else they are
+    computed)."""
     return {m for m in result.attributions if m in infos} == set(chosen) and selection.target in (None, result.target)
 
 
