@@ -68,3 +68,16 @@ def test_sanity_checks_estimate_a_step_without_explaining(explained) -> None:
     assert any(b.key == "sanity.run" for b in at.button)
     assert any("1 method(s) take about" in c.value for c in at.caption)
     assert explained == []
+
+
+def test_the_log_odds_heading_follows_its_form(explained) -> None:
+    """The heading said "the top 20% words replaced by [MASK]" whatever the form below it held."""
+    from ui.params import widget_key
+
+    state = {"faithfulness.methods": ["lime"], "faithfulness.param.lime.n_samples": 8000}
+    state |= {
+        widget_key("faithfulness", "log_odds", "fraction"): 0.5,
+        widget_key("faithfulness", "log_odds", "removal"): "unk",
+    }
+    at = open_page("app_pages/faithfulness.py", SHORT, state)
+    assert any(m.value == "**log-odds** (AML: the top 50% of the words removed, [UNK])" for m in at.markdown)

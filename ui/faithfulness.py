@@ -275,8 +275,10 @@ def settings_form(infos: dict, methods: list[str], removal_shown: bool = True) -
     )
     setting_to_link("bins", bins, next(iter(BINS)))
     with st.expander("Log-odds and method parameters"):
-        st.markdown("**log-odds** (AML: the top 20% words replaced by [MASK])")
+        heading = st.empty()  # above the form, worded with the form's values
         log_odds = params_form(INFOS["log_odds"], "faithfulness")
+        share, removal_name = float(log_odds["fraction"]), REMOVALS.get(log_odds["removal"], log_odds["removal"])
+        heading.markdown(f"**log-odds** (AML: the top {share:.0%} of the words removed, {removal_name})")
         method_params = methods_params_form(infos, methods, "faithfulness")
     curve = {"removal": removal, "fraction": budget / 100}
     aopc = {"removal": removal, "bins": bins}
