@@ -12,6 +12,7 @@ import streamlit as st
 from ui import history, presentation, sidebar, tours
 from ui.access import require_password
 from ui.bundles import open_startup_bundle
+from ui.runs import stop_without_results_folder
 
 ROOT = Path(__file__).resolve().parent
 PAGES = (
@@ -38,6 +39,7 @@ pages = [
 ]
 router = st.navigation(pages)
 require_password()
+stop_without_results_folder()
 open_startup_bundle()
 sidebar.render()
 presentation.render()

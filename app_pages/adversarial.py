@@ -63,8 +63,10 @@ allowed = [k for k, m in infos.items() if attack == "substitution" or m.gradient
 methods_from_link("adversarial.methods", list(infos), [k for k, m in infos.items() if m.gradient])
 # The chosen methods the embedding attack cannot take are set aside, not dropped: back on the
 # substitution attack they are chosen again.
-whole = list(dict.fromkeys([*st.session_state["adversarial.methods"], *st.session_state.get("adversarial.aside", [])]))
-st.session_state["adversarial.aside"] = [k for k in whole if k not in allowed]
+whole = list(
+    dict.fromkeys([*st.session_state["adversarial.methods"], *st.session_state.get("adversarial.methods.aside", [])])
+)
+st.session_state["adversarial.methods.aside"] = [k for k in whole if k not in allowed]
 st.session_state["adversarial.methods"] = [k for k in whole if k in allowed]
 chosen = st.multiselect(
     "Methods",

@@ -61,9 +61,6 @@ other = compare.second_model(selection.model, selection.label_names)
 
 bundle_opener()
 opened = opened_for(selection)
-if not chosen and not imported and opened is None and not st.session_state.get("heatmaps.stored"):
-    st.info("Choose at least one method.")
-    st.stop()
 
 
 def cost_captions(model: str, windows: bool, which: str = "") -> float:
@@ -121,6 +118,9 @@ if stored is not None and not shows_choices(stored):
     stored = None  # kept in the session: the run's scores come back with its methods and class
 if opened is not None and not shows_choices(opened[1]):
     opened = None
+if stored is None and opened is None and not chosen and not imported:
+    st.info("Choose at least one method.")
+    st.stop()
 if stored is not None:
     st.info(f"The scores stored by run `{st.session_state['heatmaps.stored'][0]}` (nothing recomputed).")
     if st.button("Recompute with the settings above", key="heatmaps.recompute"):

@@ -112,10 +112,11 @@ if notes:
 st.subheader("Fill-ins of one word")
 n_words = len(example.words)
 most_important = max(range(n_words), key=lambda i: abs(float(loo.scores[i])))
-if st.session_state.get("im.word.for") != run_base[:3]:  # another text, model or target: its own top word
+shown_for = st.session_state.get("im.word.for")  # what the word was picked on (a tour's step sets none)
+if shown_for is not None and shown_for != run_base[:3]:  # another text, model or target: its own top word
     for key in ("im.word", "im.word.kept"):
         st.session_state.pop(key, None)
-    st.session_state["im.word.for"] = run_base[:3]
+st.session_state["im.word.for"] = run_base[:3]
 setting_from_link("im.word", "word", range(n_words), most_important)
 
 

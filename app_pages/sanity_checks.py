@@ -96,12 +96,15 @@ if not chosen:
 step_names = ["original", *components]
 try:  # one step of the run, estimated (timing it ran every chosen method before the Run button)
     one_step = services.estimate_slice(selection.model, [selection.example], chosen, params, []).seconds
+    # AML pre-trains a model of its own for every randomised copy of the classifier
+    pretraining = services.pretraining_seconds(selection.model, selection.example, chosen, params, fresh=True)
 except ValueError as error:
     st.error(plain(str(error)))
     st.stop()
+aml = f" and AML's pre-training {pretraining:.0f} s for each step's model" if pretraining else ""
 st.caption(
-    f"Estimated time: about {services.duration_text(one_step * len(step_names) * n_examples)} on this machine "
-    f"({len(chosen)} method(s) take about {one_step:.2f} s on this example; × {len(step_names)} steps: "
+    f"Estimated time: about {services.duration_text((one_step * n_examples + pretraining) * len(step_names))} on "
+    f"this machine ({len(chosen)} method(s) take about {one_step:.2f} s on this example{aml}; × {len(step_names)} steps: "
     f"{', '.join(step_names)}; × {n_examples} example(s))."
 )
 request = [selection.model, chosen, mode, scheme, components, seed, top_k, scope, n_examples, params,

@@ -14,6 +14,7 @@ version is printed instead of recomputed, ``--refresh`` recomputes and replaces 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             args.limit,
             refresh=args.refresh,
             progress=None if args.quiet else _progress(start),
-            root=args.results_dir,
+            root=None if args.results_dir is None else os.path.expanduser(args.results_dir),  # as the store reads it
         )
     if args.json:
         print_json({**payload, "cached": cached})

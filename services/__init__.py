@@ -44,6 +44,7 @@ from services.estimates import (
     estimate_slice,
     measured_rate,
     passes_text,
+    pretraining_seconds,
     worth_estimating,
 )
 from services.experiments import attack, attack_summary, randomization_steps, randomize
@@ -191,6 +192,7 @@ __all__ = [
     "output_column",
     "passes_text",
     "predict_example",
+    "pretraining_seconds",
     "random_index",
     "randomization_steps",
     "randomize",

@@ -136,6 +136,29 @@ def estimate_mask_cost(model: str, example: Example, method: str, params: dict[s
     return MaskCostEstimate(steps.run * step, steps.pretrain * step, steps.note)
 
 
+def pretraining_seconds(
+    model: str,
+    example: Example,
+    method_keys: list[str],
+    method_params: dict[str, dict[str, Any]],
+    *,
+    fresh: bool = False,
+) -> float:
+    """The one-off pre-training of the chosen methods that pre-train (AML's), which
+    ``estimate_slice`` leaves out: none for a pre-trained model already loaded or on disk, unless
+    ``fresh`` (a randomised copy of the model, as a sanity check makes, has none)."""
+    total = 0.0
+    for key in method_keys:
+        spec = explainers.get(key)
+        if spec.steps is None or not spec.steps(made := spec.make_params(method_params.get(key, {}))).pretrain:
+            continue
+        if fresh:
+            total += spec.steps(made).pretrain * _step_seconds(model, store.example_key(example), example)
+        else:
+            total += estimate_mask_cost(model, example, key, method_params.get(key, {})).pretrain_s or 0.0
+    return total
+
+
 @st.cache_data(show_spinner=False, max_entries=64, ttl=PRETRAINED_CHECK_TTL_S)
 def _pretrained(model: str, example_key: str, params_key: str, _example: Example, _params: Any) -> bool:
     """Whether the pre-trained model a run with these parameters needs is already in this server's

@@ -37,6 +37,16 @@ def _store() -> RunStore:
     return RunStore(read_only=True)
 
 
+def results_folder_problem() -> str | None:
+    """Why the results folder cannot hold a run store (``$ATTRIBUTION_RESULTS_DIR`` names a
+    file), else None."""
+    try:
+        _store()
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def catalogue(uploads: Collection[str] = ()) -> pd.DataFrame:
     """Every stored run, newest first (an empty frame before the first run), its ``status``
     ``killed`` when it is marked running and its writer is gone; on a shared server, a run on an

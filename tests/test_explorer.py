@@ -306,3 +306,6 @@ def test_other_methods_or_another_class_leave_the_stored_scores_for_computed_one
         assert not at.exception, at.exception
         stored_for_class.append(any(stored_note in i.value for i in at.info))
     assert sorted(stored_for_class) == [False, True]
+    at.selectbox(key="sidebar.target").set_value(at.selectbox(key="sidebar.target").options[0]).run()
+    at.multiselect(key="heatmaps.methods").set_value([]).run()  # an emptied box computes nothing
+    assert not at.exception and any(i.value == "Choose at least one method." for i in at.info)

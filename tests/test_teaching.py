@@ -202,6 +202,19 @@ def test_the_sanity_tour_runs_the_check_it_points_to() -> None:
     assert any(chart.key == "sanity.curves" for chart in at.get("plotly_chart"))
 
 
+def test_the_double_trouble_tour_opens_on_its_word_after_im_was_used_on_another_text() -> None:
+    """The IM page resets its word when the text changes; a tour's step sets the word for its own
+    text, which the reset took back to leave-one-out's top word (20, "silly", not 19, "is")."""
+    at = run_app("app_pages/input_marginalization.py", dataset="free text", text="a fine and moving film")
+    assert at.session_state["im.word.for"] is not None
+    at.session_state["tour.picker"] = "double_trouble"
+    at.run()
+    at.button(key="tour.start").click().run()
+    assert_clean(at)
+    assert page_title(at).startswith(PAGE_TITLES["app_pages/input_marginalization.py"])
+    assert at.selectbox(key="im.word").value == 19
+
+
 def test_the_double_trouble_word_is_one_the_masked_lm_restores() -> None:
     """The tour says 'is' (word 19 of bundled SST-2 sentence 8) gets a large LOO score and almost no
     IM score because the masked LM's top fill-in is the word itself; check that on the bundled models."""

@@ -140,23 +140,34 @@ def gate(
     return False
 
 
+def stop_without_results_folder() -> None:
+    """Stop every page with one error when the results folder is a file: the run store, the
+    uploads and the pre-trained models all live under it."""
+    if problem := services.runs.results_folder_problem():
+        st.error(plain(problem))
+        st.stop()
+
+
 def example_gate(
     key: str, selection, methods: list[str], method_params: dict, metric_sets: list[dict], scored: int = 0
 ) -> bool:
     """The Run gate of explaining the sidebar's example with ``methods`` and scoring each
     attribution (and ``scored`` imported ones) with ``metric_sets``, where that is estimated longer
     than ``AUTO_RUN_S`` (``services.estimate_slice`` of the one example, in a caption); True at once
-    for a shorter run, or where the model cannot take the example (the run says why)."""
+    for a shorter run, or where the model cannot take the example (the run says why). AML's
+    pre-training is counted until its model is ready."""
     model, example = selection.model, selection.example
     try:
         estimate = services.estimate_slice(model, [example], methods, method_params, metric_sets, scored)
+        pretraining = services.pretraining_seconds(model, example, methods, method_params)
     except ValueError:
         return True
-    if estimate.seconds <= AUTO_RUN_S:
+    if estimate.seconds + pretraining <= AUTO_RUN_S:
         return True
-    duration = services.duration_text(estimate.seconds)
+    duration = services.duration_text(estimate.seconds + pretraining)
     passes = services.passes_text(estimate.classifier_passes, estimate.backward_passes, estimate.mlm_passes)
-    st.caption(f"Estimated time for this example: about {duration} on this machine (at most {passes}).")
+    once = f"; {services.duration_text(pretraining)} of it AML's pre-training, once" if pretraining else ""
+    st.caption(f"Estimated time for this example: about {duration} on this machine (at most {passes}{once}).")
     request = [model, list(example.segments), selection.target, methods, method_params, metric_sets, selection.mlm]
     return gate(key, request, f"Run on this example (≈ {duration})")
 

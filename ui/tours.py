@@ -38,6 +38,8 @@ def go_to(key: str, index: int) -> None:
     else:
         select_example(step.model, step.dataset, step.split, step.index)
     for widget, value in step.state.items():
+        for kept in [k for k in st.session_state if str(k).startswith(f"{widget}.")]:
+            del st.session_state[kept]  # what a page keeps beside the widget ("im.word.for") follows the step
         st.session_state[widget] = value
     st.session_state[GOTO] = step.page
 
