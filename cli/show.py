@@ -14,8 +14,8 @@ EVALUATION_KINDS = ("evaluate", "import")  # kinds whose rows are a dataset eval
 
 def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = False) -> int:
     """Print a stored run as ``evaluate`` prints a slice, plus its catalogue entry under ``run``;
-    the exit status, 1 for a failed run or where every method failed on every example
-    (``nothing_explained``)."""
+    the exit status, 1 for a failed run that stored no example or where every method failed on
+    every example (``nothing_explained``); a failed run's stored examples are shown as a result."""
     from cli.common import nothing_explained, print_json, print_summary_table, printable, store_option
     from engine.evaluate import metric_params
     from engine.runs.executor import read_evaluation
@@ -44,7 +44,7 @@ def print_run(store, run_id: str, *, per_example: bool = False, as_json: bool = 
     if info.status != "done":
         step = next_step(info, store_option(store), store.root)
         print(printable(f"{info.run_id} {state_text(info)}: {step}"), file=sys.stderr)
-    return 1 if info.status == "failed" or nothing_explained(payload) else 0
+    return 1 if (info.status == "failed" and info.rows_done == 0) or nothing_explained(payload) else 0
 
 
 def state_text(info) -> str:

@@ -332,15 +332,16 @@ def test_resuming_a_serial_run_with_ray_options_says_which_executor(capsys, tmp_
     refused(capsys, resume, f"run {run_id} ran on the serial executor: add --executor ray")
 
 
-def test_show_of_a_failed_run_exits_1(capsys, tmp_path, toy_bert_folder) -> None:
-    """``show`` of a failed run (0 of its examples) exited 0, as for a finished one."""
+def test_show_of_a_failed_run_that_stored_nothing_exits_1(capsys, tmp_path, toy_bert_folder) -> None:
+    """``show`` of a failed run with none of its examples stored exited 0, as for a finished one
+    (a failed run's stored examples are still a result: ``tests/test_runs.py``)."""
+    from engine.runs.executor import open_run
+    from engine.runs.spec import RunSpec
     from engine.runs.store import RunStore
 
-    argv = ["run", "--model", toy_bert_folder, "--dataset", "examples", "--split", "sst2", "--limit", "1"]
-    argv += ["--methods", "random", "--metrics", "deletion", "--executor", "serial", "--quiet", "--json"]
-    assert main([*argv, "--results-dir", str(tmp_path)]) == 0
-    run_id = json.loads(capsys.readouterr().out)["run"]["run_id"]
-    assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 0
-    RunStore(tmp_path).finish(run_id, "failed", 1.0, "the worker ran out of memory")
+    store = RunStore(tmp_path)
+    spec = RunSpec(toy_bert_folder, "examples", "sst2", limit=2, methods=("random",), metrics=("deletion",))
+    run_id = open_run(spec, store).info.run_id
+    store.finish(run_id, "failed", 1.0, "the worker ran out of memory")
     assert main(["show", run_id, "--results-dir", str(tmp_path)]) == 1
-    assert "failed" in capsys.readouterr().out
+    assert "failed, 0 of 2 examples" in capsys.readouterr().out

@@ -68,7 +68,8 @@ def test_no_credential_reaches_the_store_show_exports_or_the_error_line(credenti
     assert "cannot reach ray://***@" in printed.err
     no_secret_in(printed.out + printed.err, "the error line")
     for run_id in (done.run_id, failed.run_id):
-        assert main(["show", run_id, "--results-dir", str(tmp_path), "--json", "--per-example"]) == 0
+        shown_status = main(["show", run_id, "--results-dir", str(tmp_path), "--json", "--per-example"])
+        assert shown_status == (1 if run_id == failed.run_id else 0)  # a failed run that stored nothing: 1
     assert main(["runs", "--results-dir", str(tmp_path), "--json"]) == 0
     shown = capsys.readouterr()
     no_secret_in(shown.out + shown.err, "show and runs")
