@@ -386,6 +386,8 @@ def page(dataset: str, split: str, index: int, toy_folder: str, monkeypatch):
     app = AppTest.from_file(str(root / "app.py"), default_timeout=240)
     app.query_params.update({"model": model, "dataset": dataset, "split": split, "index": str(index)})
     app.run()
+    # a browser's page switch clears the query parameters; AppTest keeps the heatmap page's methods
+    app.query_params.pop("methods", None)
     app.switch_page("app_pages/rationales.py")
     app.run()
     assert not app.exception, [e.value for e in app.exception]
