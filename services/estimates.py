@@ -149,13 +149,13 @@ def pretraining_seconds(
     ``fresh`` (a randomised copy of the model, as a sanity check makes, has none)."""
     total = 0.0
     for key in method_keys:
-        spec = explainers.get(key)
-        if spec.steps is None or not spec.steps(made := spec.make_params(method_params.get(key, {}))).pretrain:
+        spec, params = explainers.get(key), method_params.get(key, {})
+        if spec.steps is None or not (steps := spec.steps(spec.make_params(params))).pretrain:
             continue
         if fresh:
-            total += spec.steps(made).pretrain * _step_seconds(model, store.example_key(example), example)
+            total += steps.pretrain * _step_seconds(model, store.example_key(example), example)
         else:
-            total += estimate_mask_cost(model, example, key, method_params.get(key, {})).pretrain_s or 0.0
+            total += estimate_mask_cost(model, example, key, params).pretrain_s or 0.0
     return total
 
 
